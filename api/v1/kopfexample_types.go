@@ -1,0 +1,222 @@
+/*
+Copyright 2026 The gopf Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License").
+You may obtain a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
+*/
+
+package v1
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KopfExampleSpec is the desired state of a KopfExample.
+//
+// Duration, Field and Items are the fields of Kopf's sample object. Any other
+// field of the spec is kept, as raw JSON, in Extra.
+//
+// Why Extra: Kopf's CRD declares spec and status as free-form objects and its
+// examples rely on that, putting whatever they need in the spec and storing
+// each handler's result under status.<handler-id>. A struct with only typed
+// fields would drop all such fields when the typed client decodes an object,
+// and the next Update would erase them from the cluster. The custom JSON
+// methods of KopfExampleSpec and KopfExampleStatus decode every field they do
+// not know into Extra and encode Extra back, so a Get followed by an Update
+// keeps them.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
+type KopfExampleSpec struct {
+	// Duration is a duration string such as "1m".
+	// +optional
+	Duration string `json:"duration,omitempty"`
+
+	// Field is a free-form string value.
+	// +optional
+	Field string `json:"field,omitempty"`
+
+	// Items is a free-form list of strings.
+	// +optional
+	Items []string `json:"items,omitempty"`
+
+	// Extra holds all spec fields other than duration, field and items,
+	// keyed by field name, each as raw JSON. Entries named "duration",
+	// "field" or "items" are ignored when encoding: the typed fields win.
+	Extra map[string]apiextensionsv1.JSON `json:"-"`
+}
+
+// kopfExampleSpecKeys are the JSON names of KopfExampleSpec's typed fields.
+var kopfExampleSpecKeys = []string{"duration", "field", "items"}
+
+// MarshalJSON encodes the typed fields and the Extra fields as one JSON object.
+func (s KopfExampleSpec) MarshalJSON() ([]byte, error) {
+	obj := extraToObject(s.Extra, kopfExampleSpecKeys...)
+	if s.Duration != "" {
+		obj["duration"] = s.Duration
+	}
+	if s.Field != "" {
+		obj["field"] = s.Field
+	}
+	if len(s.Items) > 0 {
+		obj["items"] = s.Items
+	}
+	return json.Marshal(obj)
+}
+
+// UnmarshalJSON decodes a JSON object, filling the typed fields from their
+// keys and putting every other key into Extra. A JSON null leaves s unchanged.
+func (s *KopfExampleSpec) UnmarshalJSON(data []byte) error {
+	if isJSONNull(data) {
+		return nil
+	}
+	obj, err := decodeObject(data)
+	if err != nil {
+		return fmt.Errorf("decoding KopfExample spec: %w", err)
+	}
+	var spec KopfExampleSpec
+	if err := takeKey(obj, "duration", &spec.Duration); err != nil {
+		return fmt.Errorf("decoding KopfExample spec: %w", err)
+	}
+	if err := takeKey(obj, "field", &spec.Field); err != nil {
+		return fmt.Errorf("decoding KopfExample spec: %w", err)
+	}
+	if err := takeKey(obj, "items", &spec.Items); err != nil {
+		return fmt.Errorf("decoding KopfExample spec: %w", err)
+	}
+	spec.Extra = objectToExtra(obj)
+	*s = spec
+	return nil
+}
+
+// KopfExampleStatus is the observed state of a KopfExample.
+//
+// The status has no typed fields: handlers write their results under keys of
+// their own choosing, usually their handler id, and every key is kept, as raw
+// JSON, in Extra. See KopfExampleSpec for why.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
+type KopfExampleStatus struct {
+	// Extra holds all status fields, keyed by field name, each as raw JSON.
+	Extra map[string]apiextensionsv1.JSON `json:"-"`
+}
+
+// MarshalJSON encodes the Extra fields as one JSON object.
+func (s KopfExampleStatus) MarshalJSON() ([]byte, error) {
+	return json.Marshal(extraToObject(s.Extra))
+}
+
+// UnmarshalJSON decodes a JSON object, putting every key into Extra. A JSON
+// null leaves s unchanged.
+func (s *KopfExampleStatus) UnmarshalJSON(data []byte) error {
+	if isJSONNull(data) {
+		return nil
+	}
+	obj, err := decodeObject(data)
+	if err != nil {
+		return fmt.Errorf("decoding KopfExample status: %w", err)
+	}
+	*s = KopfExampleStatus{Extra: objectToExtra(obj)}
+	return nil
+}
+
+// KopfExample is the example kind of Kopf and gopf.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName={kex,kexes}
+// +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.spec.duration`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.create_fn.message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KopfExample struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state. It accepts arbitrary fields.
+	// +optional
+	Spec KopfExampleSpec `json:"spec,omitzero"`
+
+	// Status is the observed state. It accepts arbitrary fields.
+	// +optional
+	Status KopfExampleStatus `json:"status,omitzero"`
+}
+
+// KopfExampleList is a list of KopfExample objects.
+//
+// +kubebuilder:object:root=true
+type KopfExampleList struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the listed objects.
+	Items []KopfExample `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KopfExample{}, &KopfExampleList{})
+}
+
+// extraToObject returns a map ready for json.Marshal holding the entries of
+// extra, minus those whose key is in skip. Entries with no raw bytes encode
+// as null.
+func extraToObject(extra map[string]apiextensionsv1.JSON, skip ...string) map[string]any {
+	obj := make(map[string]any, len(extra)+len(skip))
+	for k, v := range extra {
+		obj[k] = v
+	}
+	for _, k := range skip {
+		delete(obj, k)
+	}
+	return obj
+}
+
+// objectToExtra turns the remaining keys of a decoded object into an Extra
+// map; it returns nil when there are none.
+func objectToExtra(obj map[string]json.RawMessage) map[string]apiextensionsv1.JSON {
+	if len(obj) == 0 {
+		return nil
+	}
+	extra := make(map[string]apiextensionsv1.JSON, len(obj))
+	for k, raw := range obj {
+		extra[k] = apiextensionsv1.JSON{Raw: raw}
+	}
+	return extra
+}
+
+// decodeObject decodes data, which must be a JSON object, into its keys and
+// raw values. Keys are matched exactly, as the Kubernetes API does.
+func decodeObject(data []byte) (map[string]json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// takeKey decodes obj[key] into dst, if present, and removes it from obj.
+func takeKey(obj map[string]json.RawMessage, key string, dst any) error {
+	raw, ok := obj[key]
+	if !ok {
+		return nil
+	}
+	delete(obj, key)
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return fmt.Errorf("field %q: %w", key, err)
+	}
+	return nil
+}
+
+// isJSONNull reports whether data is the JSON literal null.
+func isJSONNull(data []byte) bool {
+	return bytes.Equal(bytes.TrimSpace(data), []byte("null"))
+}

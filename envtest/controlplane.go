@@ -1,0 +1,126 @@
+package envtest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// AssetsEnv is the environment variable naming the folder that holds the
+// kube-apiserver and etcd binaries.
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// Options configure a control plane. The zero value starts one with no CRDs.
+type Options struct {
+	// CRDDirectoryPaths are folders (or files) of CRD manifests to install
+	// before Start returns. A path that does not exist is an error.
+	CRDDirectoryPaths []string
+
+	// AssetsDir holds the kube-apiserver and etcd binaries. Default: the
+	// KUBEBUILDER_ASSETS environment variable, else the newest bin/k8s/<ver>
+	// folder of the nearest enclosing directory that has one.
+	AssetsDir string
+
+	// Verbose attaches the control plane's own output to this process's.
+	Verbose bool
+}
+
+// ControlPlane is a running kube-apiserver and etcd.
+type ControlPlane struct {
+	// Config reaches the API server as a cluster administrator.
+	Config *rest.Config
+	// Kubeconfig is the same access as a kubeconfig file's content.
+	Kubeconfig []byte
+
+	env *crenvtest.Environment
+}
+
+// Start starts a control plane and installs the CRDs. Stop it with Stop.
+func Start(opts Options) (*ControlPlane, error) {
+	assets, err := findAssets(opts.AssetsDir)
+	if err != nil {
+		return nil, err
+	}
+	env := &crenvtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
+		ErrorIfCRDPathMissing:    true,
+		AttachControlPlaneOutput: opts.Verbose,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the control plane with binaries from %s: %w", assets, err)
+	}
+	return &ControlPlane{Config: cfg, Kubeconfig: env.KubeConfig, env: env}, nil
+}
+
+// Stop stops the API server and etcd and removes their data.
+func (cp *ControlPlane) Stop() error {
+	return cp.env.Stop()
+}
+
+// WriteKubeconfig writes the kubeconfig to path, creating its folder, so that
+// kubectl and other tools can reach the control plane.
+func (cp *ControlPlane) WriteKubeconfig(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, cp.Kubeconfig, 0o600)
+}
+
+// InstalledCRDs returns the group/version/kinds of the CRDs installed at start.
+func (cp *ControlPlane) InstalledCRDs() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, crd := range cp.env.CRDs {
+		for _, v := range crd.Spec.Versions {
+			out = append(out, schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind})
+		}
+	}
+	return out
+}
+
+// errNoAssets explains how to get the binaries.
+var errNoAssets = errors.New("no kube-apiserver/etcd binaries found: run `make envtest` (it builds them from the Go module proxy into bin/k8s) or set " + AssetsEnv)
+
+// findAssets returns the folder holding the control-plane binaries.
+func findAssets(dir string) (string, error) {
+	if dir == "" {
+		dir = os.Getenv(AssetsEnv)
+	}
+	if dir != "" {
+		if !hasBinaries(dir) {
+			return "", fmt.Errorf("%s has no kube-apiserver and etcd: %w", dir, errNoAssets)
+		}
+		return dir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		matches, _ := filepath.Glob(filepath.Join(d, "bin", "k8s", "*-"+runtime.GOOS+"-"+runtime.GOARCH))
+		for i := len(matches) - 1; i >= 0; i-- { // Glob sorts: newest version last
+			if hasBinaries(matches[i]) {
+				return matches[i], nil
+			}
+		}
+		if filepath.Dir(d) == d {
+			return "", errNoAssets
+		}
+	}
+}
+
+func hasBinaries(dir string) bool {
+	for _, b := range []string{"kube-apiserver", "etcd"} {
+		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,86 @@
+package envtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/reconcile"
+)
+
+// OperatorOptions configure an in-process operator.
+type OperatorOptions struct {
+	// Scheme knows the Go types of the handlers. Default: client-go's
+	// scheme of built-in kinds.
+	Scheme *runtime.Scheme
+	// Reconcile are the engine's options.
+	Reconcile reconcile.Options
+	// StartTimeout bounds the wait for the caches to fill. Default: 30 s.
+	StartTimeout time.Duration
+}
+
+// Operator is a gopf operator running in this process on its own manager.
+type Operator struct {
+	// Manager is the operator's manager; its client reads from the cache.
+	Manager manager.Manager
+
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// RunOperator sets reg up on a new manager for cfg and starts it. It returns
+// once the caches are in sync, so objects created afterwards are seen as
+// events. Metrics and probe servers are off, and several operators may run
+// in one process (for restart tests). Stop it with Stop.
+func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, opts OperatorOptions) (*Operator, error) {
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 opts.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := reconcile.Setup(mgr, reg, opts.Reconcile); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	op := &Operator{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
+	go func() { op.done <- mgr.Start(runCtx) }()
+
+	syncCtx, syncCancel := context.WithTimeout(runCtx, opts.StartTimeout)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		cancel()
+		err := <-op.done
+		return nil, errors.Join(fmt.Errorf("the operator's caches did not sync within %s", opts.StartTimeout), err)
+	}
+	return op, nil
+}
+
+// Stop stops the operator and waits until the manager has returned, which
+// includes every running reconcile.
+func (op *Operator) Stop() error {
+	op.cancel()
+	return <-op.done
+}

@@ -1,0 +1,20 @@
+// Command minimal is Kopf's minimal operator in Go: when a KopfExample is
+// created, it logs and stores {"message": "hello world"} in
+// status.create_fn.
+package main
+
+import (
+	"context"
+
+	"github.com/gopf-dev/gopf"
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+)
+
+func main() {
+	reg := gopf.NewRegistry()
+	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+		c.Log.Info("a KopfExample was created", "field", obj.Spec.Field)
+		return map[string]any{"message": "hello world"}, nil
+	})
+	gopf.Main(reg, kopfv1.AddToScheme)
+}

@@ -1,0 +1,208 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// HandlerFunc is a change handler for objects of type T. A non-nil result is
+// merged into status.<handler id> of the object. A nil error means the
+// handler is done for this cause.
+type HandlerFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (any, error)
+
+// Registration is one registered handler, with its options resolved. The
+// engine reads registrations; users create them with OnCreate and friends.
+type Registration struct {
+	// Reason is the cause the handler runs for.
+	Reason Reason
+	// Options are the handler's options, with the ID defaulted.
+	Options Options
+	// Source is where the handler was registered (file:line), for messages.
+	Source string
+	// Unstructured is true for handlers of *unstructured.Unstructured.
+	Unstructured bool
+	// NewObject returns an empty object of the handler's type.
+	NewObject func() client.Object
+	// Call runs the handler with an object made by NewObject.
+	Call func(ctx context.Context, obj client.Object, c *Cause) (any, error)
+
+	literal bool // the function is a literal and the id was defaulted
+}
+
+// String names the handler for messages: its id, reason and where it was
+// registered.
+func (r *Registration) String() string {
+	return fmt.Sprintf("handler %q (on %s, registered at %s)", r.Options.ID, r.Reason, r.Source)
+}
+
+// Registry collects handler registrations. The zero value is not usable;
+// create one with NewRegistry. A Registry is safe for concurrent
+// registration, but is meant to be filled before the operator starts.
+type Registry struct {
+	mu   sync.Mutex
+	regs []*Registration
+	errs []error
+}
+
+// NewRegistry returns an empty Registry.
+func NewRegistry() *Registry { return &Registry{} }
+
+// Registrations returns the valid registrations in registration order.
+func (r *Registry) Registrations() []*Registration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*Registration(nil), r.regs...)
+}
+
+// Err reports every bad registration so far, joined, or nil. Each error
+// names the handler and where it was registered.
+func (r *Registry) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return errors.Join(r.errs...)
+}
+
+// OnCreate registers fn to run once for each object of type T that gopf has
+// not handled before: an object created while the operator runs, one created
+// while it was down, or one that starts matching the handler's filters.
+func OnCreate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
+	register(r, ReasonCreate, fn, opts)
+}
+
+func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], opts []Option) {
+	reg := &Registration{Reason: reason, Source: callerSource()}
+	for _, o := range opts {
+		if o != nil {
+			o.ApplyToHandler(&reg.Options)
+		}
+	}
+	var zero T
+	_, reg.Unstructured = any(zero).(*unstructured.Unstructured)
+	reg.NewObject = func() client.Object { return newObject[T]() }
+	reg.Call = func(ctx context.Context, obj client.Object, c *Cause) (any, error) {
+		typed, ok := obj.(T)
+		if !ok {
+			return nil, fmt.Errorf("%s: got %T, want %T", reg, obj, zero)
+		}
+		return fn(ctx, typed, c)
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if reg.Options.ID == "" {
+		reg.Options.ID, reg.literal = r.defaultID(reason, fn, reg)
+	}
+	if err := r.validate(reg, fn == nil); err != nil {
+		r.errs = append(r.errs, err)
+		return
+	}
+	r.regs = append(r.regs, reg)
+}
+
+// validate checks one registration against itself and the ones before it.
+func (r *Registry) validate(reg *Registration, nilFn bool) error {
+	var problems []string
+	if nilFn {
+		problems = append(problems, "the handler function is nil")
+	}
+	if reg.NewObject() == nil {
+		problems = append(problems, "the object type must be a non-nil pointer type such as *v1.Pod")
+	}
+	hasKind, hasResource := !reg.Options.Kind.Empty(), reg.Options.Resource != ""
+	switch {
+	case reg.Unstructured && !hasKind && !hasResource:
+		problems = append(problems, "an unstructured handler needs ForKind or ForResource to say which objects it is for")
+	case reg.Unstructured && hasKind && hasResource:
+		problems = append(problems, "give ForKind or ForResource, not both")
+	case !reg.Unstructured && (hasKind || hasResource):
+		problems = append(problems, "ForKind and ForResource are only for unstructured handlers; a typed handler's kind comes from its Go type")
+	}
+	if hasKind && (reg.Options.Kind.Version == "" || reg.Options.Kind.Kind == "") {
+		problems = append(problems, fmt.Sprintf("kind %q needs a version and a kind", reg.Options.Kind))
+	}
+	for _, other := range r.regs {
+		if other.Options.ID == reg.Options.ID && sameKind(other, reg) {
+			problems = append(problems, fmt.Sprintf("id %q is already used by the handler registered at %s", reg.Options.ID, other.Source))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("bad registration of %s: %s", reg, strings.Join(problems, "; "))
+}
+
+// sameKind reports whether two registrations are for the same kind of object
+// as far as can be told before the kinds are resolved.
+func sameKind(a, b *Registration) bool {
+	if a.Unstructured != b.Unstructured {
+		return false
+	}
+	if a.Unstructured {
+		return a.Options.Kind == b.Options.Kind && a.Options.Resource == b.Options.Resource
+	}
+	return reflect.TypeOf(a.NewObject()) == reflect.TypeOf(b.NewObject())
+}
+
+var literalName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
+
+// defaultID names a handler after its function, or after its reason for
+// function literals (and then reports true); see Options.ID.
+func (r *Registry) defaultID(reason Reason, fn any, reg *Registration) (string, bool) {
+	if v := reflect.ValueOf(fn); v.Kind() == reflect.Func && !v.IsNil() {
+		if f := runtime.FuncForPC(v.Pointer()); f != nil {
+			name := strings.TrimSuffix(f.Name(), "-fm")
+			if !literalName.MatchString(name) {
+				return name[strings.LastIndex(name, ".")+1:], false
+			}
+		}
+	}
+	n := 1
+	for _, other := range r.regs {
+		if other.literal && other.Reason == reason && sameKind(other, reg) {
+			n++
+		}
+	}
+	if n == 1 {
+		return string(reason) + "_fn", true
+	}
+	return fmt.Sprintf("%s_fn_%d", reason, n), true
+}
+
+// newObject returns a new, empty object of the pointer type T, or nil if T is
+// not a pointer type.
+func newObject[T client.Object]() client.Object {
+	t := reflect.TypeOf((*T)(nil)).Elem()
+	if t.Kind() != reflect.Pointer {
+		return nil
+	}
+	obj, _ := reflect.New(t.Elem()).Interface().(client.Object)
+	return obj
+}
+
+// callerSource returns file:line of the first caller outside gopf's own
+// registration code, so that messages point at the user's registration.
+func callerSource() string {
+	pcs := make([]uintptr, 16)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		internal := strings.HasPrefix(f.Function, "github.com/gopf-dev/gopf.") ||
+			strings.HasPrefix(f.Function, "github.com/gopf-dev/gopf/handlers.")
+		if !internal || strings.HasSuffix(f.File, "_test.go") {
+			return fmt.Sprintf("%s:%d", filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return "unknown place"
+		}
+	}
+}

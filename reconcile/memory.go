@@ -1,0 +1,64 @@
+package reconcile
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// memory is what the engine remembers about one object in this process.
+type memory struct {
+	uid       types.UID
+	written   *state // the state of gopf's last write, until the cache shows it
+	writtenAt time.Time
+}
+
+// consistencyWait returns how long to wait for the cache to show gopf's last
+// write, or 0 if it shows it (or waiting longer makes no sense).
+func (m *memory) consistencyWait(s storage, obj map[string]any, timeout time.Duration) time.Duration {
+	if m.written == nil {
+		return 0
+	}
+	if s.saved(obj, m.written) {
+		m.written = nil
+		return 0
+	}
+	if left := timeout - time.Since(m.writtenAt); left > 0 {
+		return left
+	}
+	m.written = nil
+	return 0
+}
+
+func (m *memory) wrote(st *state) {
+	m.written, m.writtenAt = st, time.Now()
+}
+
+// memories holds the memory of every object seen. An object's memory is used
+// only by the one reconcile that handles the object at a time.
+type memories struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*memory
+}
+
+func newMemories() *memories { return &memories{m: map[types.NamespacedName]*memory{}} }
+
+// get returns the memory of the object, new if the object is new or was
+// replaced by another of the same name.
+func (ms *memories) get(key types.NamespacedName, uid types.UID) *memory {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m, ok := ms.m[key]
+	if !ok || m.uid != uid {
+		m = &memory{uid: uid}
+		ms.m[key] = m
+	}
+	return m
+}
+
+func (ms *memories) forget(key types.NamespacedName) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	delete(ms.m, key)
+}

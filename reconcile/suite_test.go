@@ -1,0 +1,103 @@
+package reconcile_test
+
+import (
+	"context"
+
+	"github.com/go-logr/logr"
+	"fmt"
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/envtest"
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/reconcile"
+)
+
+// The control plane is shared by every test of the package; each test uses
+// its own namespace.
+var (
+	cfg    *rest.Config
+	scheme = runtime.NewScheme()
+	k8s    client.Client // talks to the API server directly, no cache
+)
+
+func TestMain(m *testing.M) {
+	// Logs are quiet unless GOPF_TEST_LOG is set.
+	if os.Getenv("GOPF_TEST_LOG") != "" {
+		logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	} else {
+		logf.SetLogger(logr.Discard())
+	}
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := kopfv1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	cp, err := envtest.Start(envtest.Options{CRDDirectoryPaths: []string{"../config/crd/bases"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg = cp.Config
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	os.Exit(code)
+}
+
+// runOperator starts reg against the shared control plane and stops it when
+// the test ends.
+func runOperator(t *testing.T, reg *handlers.Registry) *envtest.Operator {
+	t.Helper()
+	op, err := envtest.RunOperator(context.Background(), cfg, reg, envtest.OperatorOptions{Scheme: scheme, Reconcile: reconcile.Options{}})
+	if err != nil {
+		t.Fatalf("starting the operator: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := op.Stop(); err != nil {
+			t.Errorf("stopping the operator: %v", err)
+		}
+	})
+	return op
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// newManager returns a manager for the shared control plane that is not started.
+func newManager() (manager.Manager, error) {
+	return ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+}
