@@ -55,7 +55,9 @@ func TestLiteralIDsAreCountedPerKind(t *testing.T) {
 }
 
 func TestBadRegistrationsAreReportedWithTheHandlerAndPlace(t *testing.T) {
-	noop := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) { return nil, nil }
+	noop := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		return nil, nil
+	}
 	cases := map[string]struct {
 		register func(*handlers.Registry)
 		want     string

@@ -105,7 +105,9 @@ func TestCreateHandlerOfUnstructuredObjectsByResourceName(t *testing.T) {
 }
 
 func TestBadRegistrationsFailAtSetupNamingTheHandler(t *testing.T) {
-	noop := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) { return nil, nil }
+	noop := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		return nil, nil
+	}
 	cases := map[string]struct {
 		register func(*handlers.Registry)
 		want     []string
