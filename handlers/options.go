@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Option configures one handler registration. Options is an Option itself,
@@ -40,6 +43,49 @@ type Options struct {
 	// manager's REST mapper at setup; a name that resolves to nothing is an
 	// error then.
 	Resource string
+
+	// Labels and Annotations select objects by metadata; every entry must
+	// match. An object no handler of its kind selects is left alone
+	// completely: no finalizer, no stored state, no log lines. See the Labels
+	// and Annotations options for the shorthand forms.
+	Labels      map[string]Filter
+	Annotations map[string]Filter
+	// When selects objects with a predicate on the whole object, evaluated
+	// after the other filters. See the When option for a typed form.
+	When func(obj client.Object) bool
+
+	// Field narrows the handler to one dotted field path; see the Field
+	// option. Value, Old and New filter that field's value (nil: any value).
+	Field string
+	Value *Filter
+	Old   *Filter
+	New   *Filter
+
+	// Errors says how errors other than TemporaryError and PermanentError
+	// are treated. Default: ErrorsTemporary.
+	Errors ErrorMode
+	// Retries is the number of attempts in total for one cause, after which
+	// the handler is failed permanently. Default: 0, no limit.
+	Retries int
+	// Timeout is how long after its first attempt a handler may keep
+	// retrying for one cause before it is failed permanently. Default: 0, no
+	// limit.
+	Timeout time.Duration
+	// Backoff is the delay before retrying after an error that did not say
+	// how long to wait. Default: the engine's default backoff.
+	Backoff time.Duration
+
+	// Optional, for delete handlers, means no finalizer is added for this
+	// handler: it runs only if something else holds the object back.
+	Optional bool
+	// Deleted, for resume handlers, means they also run for objects that are
+	// already being deleted when first seen.
+	Deleted bool
+
+	fieldHandler bool // registered with OnField
+
+	// problems collects what the shorthand options could not accept.
+	problems []string
 }
 
 // ApplyToHandler implements Option: non-zero fields of o override those in
@@ -57,7 +103,86 @@ func (o Options) ApplyToHandler(target *Options) {
 	if o.Resource != "" {
 		target.Resource = o.Resource
 	}
+	for k, f := range o.Labels {
+		if target.Labels == nil {
+			target.Labels = map[string]Filter{}
+		}
+		target.Labels[k] = f
+	}
+	for k, f := range o.Annotations {
+		if target.Annotations == nil {
+			target.Annotations = map[string]Filter{}
+		}
+		target.Annotations[k] = f
+	}
+	if o.When != nil {
+		target.When = o.When
+	}
+	if o.Field != "" {
+		target.Field = o.Field
+	}
+	if o.Value != nil {
+		target.Value = o.Value
+	}
+	if o.Old != nil {
+		target.Old = o.Old
+	}
+	if o.New != nil {
+		target.New = o.New
+	}
+	if o.Errors != ErrorsTemporary {
+		target.Errors = o.Errors
+	}
+	if o.Retries != 0 {
+		target.Retries = o.Retries
+	}
+	if o.Timeout != 0 {
+		target.Timeout = o.Timeout
+	}
+	if o.Backoff != 0 {
+		target.Backoff = o.Backoff
+	}
+	target.Optional = target.Optional || o.Optional
+	target.Deleted = target.Deleted || o.Deleted
+	target.fieldHandler = target.fieldHandler || o.fieldHandler
+	target.problems = append(target.problems, o.problems...)
 }
+
+// Errors sets how errors other than TemporaryError and PermanentError are
+// treated; see ErrorMode.
+func Errors(mode ErrorMode) Option { return Options{Errors: mode} }
+
+// Retries limits a handler to n attempts in total for one cause.
+func Retries(n int) Option {
+	if n <= 0 {
+		return optionFunc(func(o *Options) { o.problems = append(o.problems, "Retries must be positive") })
+	}
+	return Options{Retries: n}
+}
+
+// Timeout limits how long after its first attempt a handler may keep
+// retrying for one cause.
+func Timeout(d time.Duration) Option {
+	if d <= 0 {
+		return optionFunc(func(o *Options) { o.problems = append(o.problems, "Timeout must be positive") })
+	}
+	return Options{Timeout: d}
+}
+
+// Backoff sets the delay before retrying after an error that did not say how
+// long to wait.
+func Backoff(d time.Duration) Option {
+	if d <= 0 {
+		return optionFunc(func(o *Options) { o.problems = append(o.problems, "Backoff must be positive") })
+	}
+	return Options{Backoff: d}
+}
+
+// Optional makes a delete handler optional: no finalizer is added for it.
+func Optional() Option { return Options{Optional: true} }
+
+// Deleted makes a resume handler also run for objects already being deleted.
+func Deleted() Option { return Options{Deleted: true} }
 
 // ID sets the handler's id; see Options.ID.
 func ID(id string) Option { return Options{ID: id} }

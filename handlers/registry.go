@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // HandlerFunc is a change handler for objects of type T. A non-nil result is
@@ -33,8 +34,12 @@ type Registration struct {
 	Unstructured bool
 	// NewObject returns an empty object of the handler's type.
 	NewObject func() client.Object
-	// Call runs the handler with an object made by NewObject.
+	// Call runs a change handler with an object made by NewObject.
 	Call func(ctx context.Context, obj client.Object, c *Cause) (any, error)
+	// Level is true for OnReconcile handlers, which run through Reconcile.
+	Level bool
+	// Reconcile runs a level handler with an object made by NewObject.
+	Reconcile func(ctx context.Context, obj client.Object, c *Cause) (reconcile.Result, error)
 
 	literal bool // the function is a literal and the id was defaulted
 }
@@ -42,7 +47,21 @@ type Registration struct {
 // String names the handler for messages: its id, reason and where it was
 // registered.
 func (r *Registration) String() string {
-	return fmt.Sprintf("handler %q (on %s, registered at %s)", r.Options.ID, r.Reason, r.Source)
+	return fmt.Sprintf("handler %q (on %s, registered at %s)", r.Options.ID, r.kindName(), r.Source)
+}
+
+// HandlerKind names the handler kind: "create", "update", "delete",
+// "resume", "field" (OnField) or "reconcile" (OnReconcile).
+func (r *Registration) HandlerKind() string { return r.kindName() }
+
+func (r *Registration) kindName() string {
+	switch {
+	case r.Level:
+		return "reconcile"
+	case r.Options.fieldHandler:
+		return "field"
+	}
+	return string(r.Reason)
 }
 
 // Registry collects handler registrations. The zero value is not usable;
@@ -72,15 +91,65 @@ func (r *Registry) Err() error {
 	return errors.Join(r.errs...)
 }
 
+// ReconcileFunc is a level-based handler: it is called on every reconcile of
+// every selected object, after the change handlers, like a plain
+// controller-runtime Reconciler that receives the object.
+type ReconcileFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (reconcile.Result, error)
+
 // OnCreate registers fn to run once for each object of type T that gopf has
 // not handled before: an object created while the operator runs, one created
 // while it was down, or one that starts matching the handler's filters.
 func OnCreate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
-	register(r, ReasonCreate, fn, opts)
+	register(r, ReasonCreate, fn, nil, opts)
 }
 
-func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], opts []Option) {
-	reg := &Registration{Reason: reason, Source: callerSource()}
+// OnUpdate registers fn to run when an already-handled object's essence
+// changes (its spec, labels, annotations or other non-status fields). With
+// the Field option, only when that field changed.
+func OnUpdate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
+	register(r, ReasonUpdate, fn, nil, opts)
+}
+
+// OnDelete registers fn to run when an object is being deleted. Unless the
+// handler is Optional, gopf puts a finalizer on every selected object (before
+// any create handler runs) and removes it once the delete handlers are done,
+// so the handler runs before the object disappears.
+func OnDelete[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
+	register(r, ReasonDelete, fn, nil, opts)
+}
+
+// OnResume registers fn to run once per operator process for each
+// already-handled object, on first sight: typically after a restart. It is
+// not called for objects being deleted unless the Deleted option is given,
+// and not for objects that get a create instead.
+func OnResume[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
+	register(r, ReasonResume, fn, nil, opts)
+}
+
+// OnField registers fn to run whenever the field at path (a dotted path such
+// as "spec.replicas") differs between the last-handled and the current
+// object: on creation with the field set, and on updates that change it. The
+// handler receives the field's old and new values as Cause.Old and
+// Cause.New. Value, OldValue and NewValue filter them.
+func OnField[T client.Object](r *Registry, path string, fn HandlerFunc[T], opts ...Option) {
+	register(r, ReasonUpdate, fn, nil, append([]Option{Field(path), onField{}}, opts...))
+}
+
+// OnReconcile registers a level-based handler: fn runs on every reconcile
+// of every selected object (including resyncs), after the change handlers,
+// with the same Cause and Patch. Its Result and error are those of a
+// controller-runtime Reconciler: they requeue the object.
+func OnReconcile[T client.Object](r *Registry, fn ReconcileFunc[T], opts ...Option) {
+	register[T](r, "", nil, fn, opts)
+}
+
+// onField marks a registration made by OnField.
+type onField struct{}
+
+func (onField) ApplyToHandler(o *Options) { o.fieldHandler = true }
+
+func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], level ReconcileFunc[T], opts []Option) {
+	reg := &Registration{Reason: reason, Source: callerSource(), Level: reason == ""}
 	for _, o := range opts {
 		if o != nil {
 			o.ApplyToHandler(&reg.Options)
@@ -96,13 +165,29 @@ func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], op
 		}
 		return fn(ctx, typed, c)
 	}
+	if level != nil {
+		reg.Reconcile = func(ctx context.Context, obj client.Object, c *Cause) (reconcile.Result, error) {
+			typed, ok := obj.(T)
+			if !ok {
+				return reconcile.Result{}, fmt.Errorf("%s: got %T, want %T", reg, obj, zero)
+			}
+			return level(ctx, typed, c)
+		}
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if reg.Options.ID == "" {
-		reg.Options.ID, reg.literal = r.defaultID(reason, fn, reg)
+		var f any = fn
+		if level != nil || fn == nil {
+			f = level
+		}
+		reg.Options.ID, reg.literal = r.defaultID(reg.kindName(), f, reg)
+		if reg.Options.Field != "" {
+			reg.Options.ID += "/" + reg.Options.Field
+		}
 	}
-	if err := r.validate(reg, fn == nil); err != nil {
+	if err := r.validate(reg, fn == nil && level == nil); err != nil {
 		r.errs = append(r.errs, err)
 		return
 	}
@@ -127,6 +212,7 @@ func (r *Registry) validate(reg *Registration, nilFn bool) error {
 	case !reg.Unstructured && (hasKind || hasResource):
 		problems = append(problems, "ForKind and ForResource are only for unstructured handlers; a typed handler's kind comes from its Go type")
 	}
+	problems = append(problems, optionProblems(reg)...)
 	if hasKind && (reg.Options.Kind.Version == "" || reg.Options.Kind.Kind == "") {
 		problems = append(problems, fmt.Sprintf("kind %q needs a version and a kind", reg.Options.Kind))
 	}
@@ -139,6 +225,42 @@ func (r *Registry) validate(reg *Registration, nilFn bool) error {
 		return nil
 	}
 	return fmt.Errorf("bad registration of %s: %s", reg, strings.Join(problems, "; "))
+}
+
+// optionProblems checks the options against the handler kind.
+func optionProblems(reg *Registration) []string {
+	o := reg.Options
+	problems := append([]string(nil), o.problems...)
+	if o.Field != "" {
+		if _, err := fieldPath(o.Field); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if o.fieldHandler && o.Field == "" {
+		problems = append(problems, "OnField needs a field path")
+	}
+	if o.Field == "" && (o.Value != nil || o.Old != nil || o.New != nil) {
+		problems = append(problems, "Value, OldValue and NewValue need a Field")
+	}
+	if o.Value != nil && (o.Old != nil || o.New != nil) {
+		problems = append(problems, "give Value, or OldValue/NewValue, not both")
+	}
+	if (o.Old != nil || o.New != nil) && reg.Reason != ReasonUpdate {
+		problems = append(problems, "OldValue and NewValue are only for update and field handlers")
+	}
+	if o.Optional && reg.Reason != ReasonDelete {
+		problems = append(problems, "Optional is only for delete handlers")
+	}
+	if o.Deleted && reg.Reason != ReasonResume {
+		problems = append(problems, "Deleted is only for resume handlers")
+	}
+	if o.Retries < 0 || o.Timeout < 0 || o.Backoff < 0 {
+		problems = append(problems, "Retries, Timeout and Backoff cannot be negative")
+	}
+	if o.Errors < ErrorsTemporary || o.Errors > ErrorsIgnored {
+		problems = append(problems, fmt.Sprintf("unknown error mode %d", int(o.Errors)))
+	}
+	return problems
 }
 
 // sameKind reports whether two registrations are for the same kind of object
@@ -157,7 +279,7 @@ var literalName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
 
 // defaultID names a handler after its function, or after its reason for
 // function literals (and then reports true); see Options.ID.
-func (r *Registry) defaultID(reason Reason, fn any, reg *Registration) (string, bool) {
+func (r *Registry) defaultID(kind string, fn any, reg *Registration) (string, bool) {
 	if v := reflect.ValueOf(fn); v.Kind() == reflect.Func && !v.IsNil() {
 		if f := runtime.FuncForPC(v.Pointer()); f != nil {
 			name := strings.TrimSuffix(f.Name(), "-fm")
@@ -168,14 +290,14 @@ func (r *Registry) defaultID(reason Reason, fn any, reg *Registration) (string, 
 	}
 	n := 1
 	for _, other := range r.regs {
-		if other.literal && other.Reason == reason && sameKind(other, reg) {
+		if other.literal && other.kindName() == kind && sameKind(other, reg) {
 			n++
 		}
 	}
 	if n == 1 {
-		return string(reason) + "_fn", true
+		return kind + "_fn", true
 	}
-	return fmt.Sprintf("%s_fn_%d", reason, n), true
+	return fmt.Sprintf("%s_fn_%d", kind, n), true
 }
 
 // newObject returns a new, empty object of the pointer type T, or nil if T is

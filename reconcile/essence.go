@@ -14,7 +14,7 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // status, plus metadata.labels and metadata.annotations without the keys
 // under ownPrefix and kubectl's last-applied configuration. Empty label and
 // annotation maps are left out. The result shares no maps with obj.
-func essence(obj map[string]any, ownPrefix string) map[string]any {
+func essence(obj map[string]any, ownPrefix string, extra [][]string) map[string]any {
 	out := make(map[string]any, len(obj))
 	for k, v := range obj {
 		switch k {
@@ -42,6 +42,14 @@ func essence(obj map[string]any, ownPrefix string) map[string]any {
 	}
 	if len(m) > 0 {
 		out["metadata"] = m
+	}
+	for _, path := range extra {
+		if _, have := lookup(out, path); have {
+			continue
+		}
+		if v, ok := lookup(obj, path); ok {
+			setPath(out, path, deepCopyJSON(v))
+		}
 	}
 	return out
 }

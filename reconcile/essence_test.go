@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -24,7 +25,7 @@ func TestEssenceKeepsSpecLabelsAndForeignAnnotationsOnly(t *testing.T) {
 		"data":   map[string]any{"k": "v"},
 		"status": map[string]any{"create_fn": map[string]any{"message": "hi"}},
 	}
-	got, _ := json.Marshal(essence(obj, "gopf.dev"))
+	got, _ := json.Marshal(essence(obj, "gopf.dev", nil))
 	want := `{"data":{"k":"v"},"metadata":{"annotations":{"gopf.devious/not-ours":"kept","mine":"kept"},"labels":{"app":"a"}},"spec":{"field":"value"}}`
 	if string(got) != want {
 		t.Errorf("essence =\n %s\nwant\n %s", got, want)
@@ -36,7 +37,7 @@ func TestEssenceLeavesOutEmptyMetadata(t *testing.T) {
 		"metadata": map[string]any{"annotations": map[string]any{"gopf.dev/x": "y"}, "labels": map[string]any{}},
 		"spec":     map[string]any{},
 	}
-	got, _ := json.Marshal(essence(obj, "gopf.dev"))
+	got, _ := json.Marshal(essence(obj, "gopf.dev", nil))
 	if string(got) != `{"spec":{}}` {
 		t.Errorf("essence = %s", got)
 	}
@@ -44,9 +45,41 @@ func TestEssenceLeavesOutEmptyMetadata(t *testing.T) {
 
 func TestEssenceSharesNothingWithTheObject(t *testing.T) {
 	spec := map[string]any{"items": []any{"a"}}
-	e := essence(map[string]any{"spec": spec}, "gopf.dev")
+	e := essence(map[string]any{"spec": spec}, "gopf.dev", nil)
 	e["spec"].(map[string]any)["items"].([]any)[0] = "changed"
 	if spec["items"].([]any)[0] != "a" {
 		t.Error("changing the essence changed the object")
+	}
+}
+
+func TestEssenceKeepsTheExtraFieldsHandlersName(t *testing.T) {
+	obj := map[string]any{
+		"spec":   map[string]any{"a": 1.0},
+		"status": map[string]any{"phase": "Running", "other": "x"},
+	}
+	got, _ := json.Marshal(essence(obj, "gopf.dev", [][]string{{"status", "phase"}, {"status", "missing"}}))
+	if string(got) != `{"spec":{"a":1},"status":{"phase":"Running"}}` {
+		t.Errorf("essence = %s", got)
+	}
+}
+
+func TestDiffListsAddedChangedAndRemovedFieldsByPath(t *testing.T) {
+	old := map[string]any{"spec": map[string]any{"field": "value", "gone": 1.0, "list": []any{"a"}}}
+	new := map[string]any{"spec": map[string]any{"field": "changed", "new": true, "list": []any{"a", "b"}}}
+	var got []string
+	for _, d := range diff(old, new) {
+		got = append(got, d.String())
+	}
+	want := []string{
+		"(change, spec.field, value, changed)",
+		"(remove, spec.gone, 1, <nil>)",
+		"(change, spec.list, [a], [a b])",
+		"(add, spec.new, <nil>, true)",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("diff =\n %v\nwant\n %v", got, want)
+	}
+	if d := diff(old, deepCopyJSON(old)); len(d) != 0 {
+		t.Errorf("diff of equal values = %v", d)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // memory is what the engine remembers about one object in this process.
@@ -12,6 +14,9 @@ type memory struct {
 	uid       types.UID
 	written   *state // the state of gopf's last write, until the cache shows it
 	writtenAt time.Time
+	resumed   bool // resume handlers are done (or do not apply) in this process
+	warned    bool // a Warning Event about bad stored state was posted
+	memo      handlers.Memo
 }
 
 // consistencyWait returns how long to wait for the cache to show gopf's last
@@ -20,7 +25,7 @@ func (m *memory) consistencyWait(s storage, obj map[string]any, timeout time.Dur
 	if m.written == nil {
 		return 0
 	}
-	if s.saved(obj, m.written) {
+	if saved(s, obj, m.written) {
 		m.written = nil
 		return 0
 	}

@@ -2,39 +2,47 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/gopf-dev/gopf/handlers"
 )
+
+// errStateTooLarge marks state that cannot be stored because of its size.
+var errStateTooLarge = errors.New("gopf's state does not fit on the object")
 
 // kindController is the Reconciler of one watched kind.
 type kindController struct {
 	name      string
 	gvk       schema.GroupVersionKind
 	opts      Options
-	regs      []*handlers.Registration
-	reader    client.Reader // the manager's cache
+	change    []*handlers.Registration // change handlers, in registration order
+	level     []*handlers.Registration // OnReconcile handlers
+	extra     [][]string               // field paths kept in the essence
+	reader    client.Reader            // the manager's cache
 	writer    client.Client
-	scheme    *runtime.Scheme
+	recorder  recorder.EventRecorder
 	newObject func() client.Object
 	hasStatus bool
+	finalizer string
 	memory    *memories
-
-	mu    sync.Mutex
-	store storage // switched to annotations if the API server prunes status state
+	mu        sync.Mutex
+	store     storage // switched to annotations if the API server prunes status state
 }
 
 var _ reconcile.Reconciler = (*kindController)(nil)
@@ -51,94 +59,250 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 		return reconcile.Result{}, fmt.Errorf("reading %s %s from the cache: %w", k.gvk.Kind, req.NamespacedName, err)
 	}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("converting %s %s: %w", k.gvk.Kind, req.NamespacedName, err)
+	t := &turn{k: k, log: log, obj: obj, now: time.Now(), store: k.storage()}
+	if err := t.refresh(); err != nil {
+		return reconcile.Result{}, err
 	}
-	mem := k.memory.get(req.NamespacedName, obj.GetUID())
-	store := k.storage()
+	t.mem = k.memory.get(req.NamespacedName, obj.GetUID())
 
 	// Wait (without blocking the worker) for the cache to show our own last
 	// write, so that one change is never handled twice.
-	if wait := mem.consistencyWait(store, raw, k.opts.ConsistencyTimeout); wait > 0 {
+	if wait := t.mem.consistencyWait(t.store, t.raw, k.opts.ConsistencyTimeout); wait > 0 {
 		log.V(1).Info("waiting for the cache to catch up with gopf's last write", "wait", wait)
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
-	stored, err := store.load(raw)
-	if err != nil {
-		// Treat unreadable state as no state: running a handler again is
-		// safer than silently skipping it.
-		log.Info("ignoring stored state that cannot be read; the object is handled as new", "problem", err.Error())
-		stored = nil
+	var change, level []*handlers.Registration
+	for _, r := range k.change {
+		if k.selects(r, obj) {
+			change = append(change, r)
+		}
 	}
-	current, err := json.Marshal(essence(raw, k.opts.Prefix))
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("encoding the essence of %s %s: %w", k.gvk.Kind, req.NamespacedName, err)
+	for _, r := range k.level {
+		if k.selects(r, obj) {
+			level = append(level, r)
+		}
 	}
-	if stored != nil {
-		// The create handlers have run; later issues add update, resume
-		// and delete causes here.
-		return reconcile.Result{}, nil
+	deleting := obj.GetDeletionTimestamp() != nil
+	hasFinalizer := controllerutil.ContainsFinalizer(obj, k.finalizer)
+	if len(change) == 0 && len(level) == 0 && !hasFinalizer {
+		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
+	}
+	t.loadState(ctx)
+
+	var cause handlers.Reason
+	switch {
+	case deleting && hasFinalizer:
+		cause = handlers.ReasonDelete
+		if t.deleteCause(ctx, change) {
+			if err := k.setFinalizer(ctx, obj, false); err != nil {
+				return reconcile.Result{}, err
+			}
+			t.log.Info("deletion handled; finalizer removed")
+			return reconcile.Result{}, nil
+		}
+	case deleting:
+		// Someone else's finalizer holds the object; nothing of ours to do.
+	default:
+		needFinalizer := false
+		for _, r := range change {
+			needFinalizer = needFinalizer || r.Reason == handlers.ReasonDelete && !r.Options.Optional
+		}
+		if needFinalizer != hasFinalizer {
+			// The finalizer goes on before any handler can cause side
+			// effects, and off when no delete handler selects the object.
+			if err := k.setFinalizer(ctx, obj, needFinalizer); err != nil {
+				return reconcile.Result{}, err
+			}
+			if err := t.refresh(); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		cause = t.changeCause(ctx, change)
 	}
 
-	var p patch
-	for _, r := range k.regs {
-		if r.Reason != handlers.ReasonCreate {
-			continue
-		}
-		result, err := k.call(ctx, r, obj, handlers.ReasonCreate)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if result != nil {
-			p.setStatus(r.Options.ID, result)
-		}
-	}
-	st := &state{Essence: string(current)}
-	store.save(&p, st)
-	if err := k.write(ctx, obj, &p, st); err != nil {
+	res, levelErr := t.runLevel(ctx, level, cause)
+	if err := t.write(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
-	mem.wrote(st)
-	log.Info("handled", "cause", handlers.ReasonCreate)
-	return reconcile.Result{}, nil
+	if t.requeue > 0 && (res.RequeueAfter == 0 || t.requeue < res.RequeueAfter) {
+		res.RequeueAfter = t.requeue
+	}
+	return res, levelErr
 }
 
-// call runs one handler on a private copy of obj, turning a panic into an
-// error and the result into plain JSON values.
-func (k *kindController) call(ctx context.Context, r *handlers.Registration, obj client.Object, reason handlers.Reason) (result any, err error) {
-	log := logf.FromContext(ctx).WithValues("handler", r.Options.ID, "cause", reason)
+// refresh re-reads the object's JSON form and essence after obj changed.
+func (t *turn) refresh() error {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
+	if err != nil {
+		return fmt.Errorf("converting %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
+	}
+	t.raw = raw
+	data, err := jsonMarshal(essence(raw, t.k.opts.Prefix, t.k.extra))
+	if err != nil {
+		return fmt.Errorf("encoding the essence of %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
+	}
+	t.essence, t.essenceTree = string(data), decodeJSON(string(data))
+	return nil
+}
+
+// loadState reads the stored state. State that cannot be read is reported
+// (a log line and a Warning Event, once per object and process) and treated
+// as absent: running a handler again is safer than silently skipping one.
+func (t *turn) loadState(ctx context.Context) {
+	loaded, err := t.store.load(t.raw)
+	if err != nil {
+		if !t.mem.warned {
+			t.mem.warned = true
+			msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); the object is handled as new and the state will be rewritten", err)
+			t.log.Info("WARNING: "+msg, "where", t.store.where())
+			t.k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", msg)
+		}
+		loaded = nil
+	}
+	t.loaded = loaded
+	if loaded != nil {
+		t.st = loaded.clone()
+	} else {
+		t.st = &state{}
+	}
+}
+
+// selects applies a handler's filters to obj in the handler's Go type.
+func (k *kindController) selects(r *handlers.Registration, obj client.Object) bool {
+	if r.Options.When == nil {
+		return selects(r, obj)
+	}
+	typed, err := k.objectFor(r, obj)
+	return err == nil && selects(r, typed)
+}
+
+// setFinalizer adds or removes gopf's finalizer with a merge patch guarded by
+// the object's resourceVersion, so other controllers' finalizers are never
+// lost. A conflict is returned, and the reconcile is retried.
+func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on bool) error {
+	orig := obj.DeepCopyObject().(client.Object)
+	if on {
+		controllerutil.AddFinalizer(obj, k.finalizer)
+	} else {
+		controllerutil.RemoveFinalizer(obj, k.finalizer)
+	}
+	err := k.writer.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !(apierrors.IsNotFound(err) && !on) {
+		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", map[bool]string{true: "adding", false: "removing"}[on], k.finalizer, k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// write sends what the turn changed: the results and the state (when they
+// differ from what is stored) and the handlers' own patch, as at most one
+// status patch and one object patch.
+func (t *turn) write(ctx context.Context) error {
+	k := t.k
+	for id, result := range t.results {
+		status, _ := t.raw["status"].(map[string]any)
+		if changes(status[id], result) {
+			t.patch.MergeStatus(id, result)
+		}
+	}
+	stateChanged := t.st.encode() != t.loaded.encode() && !(t.loaded == nil && t.st.Essence == "" && len(t.st.Progress) == 0)
+	if stateChanged {
+		if err := t.store.save(&t.patch, t.raw, t.loaded, t.st); err != nil {
+			if errors.Is(err, errStateTooLarge) {
+				k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "StateTooLarge", "Reconcile", "%v", err)
+			}
+			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
+		}
+	}
+	objectPatch, statusPatch := t.patch.Object(), t.patch.Status()
+	if len(statusPatch) > 0 && !k.hasStatus {
+		if objectPatch == nil {
+			objectPatch = map[string]any{}
+		}
+		objectPatch["status"] = statusPatch
+		statusPatch = nil
+	}
+	if len(statusPatch) > 0 {
+		if err := k.send(ctx, t.obj, map[string]any{"status": statusPatch}, true); err != nil {
+			return err
+		}
+		if _, inStatus := t.store.(statusStorage); inStatus && stateChanged {
+			resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
+			if err == nil && !saved(t.store, resp, t.st) {
+				t.log.Info("WARNING: the API server dropped gopf's state from status (the status schema does not keep unknown fields); keeping the state of this kind in annotations from now on",
+					"field", t.store.where())
+				fallback := annotationStorage{prefix: k.opts.Prefix}
+				k.setStorage(fallback)
+				t.store = fallback
+				var p handlers.Patch
+				if err := fallback.save(&p, resp, nil, t.st); err != nil {
+					return err
+				}
+				objectPatch = mergeInto(objectPatch, p.Object())
+			}
+		}
+	}
+	if len(objectPatch) > 0 {
+		if err := k.send(ctx, t.obj, objectPatch, false); err != nil {
+			return err
+		}
+	}
+	if stateChanged {
+		t.mem.wrote(t.st)
+	}
+	return nil
+}
+
+// call runs one change handler (or sub-handler) on a private copy of obj,
+// turning a panic into an error and the result into plain JSON values.
+func (k *kindController) call(ctx context.Context, r *handlers.Registration, sub *handlers.SubHandler, obj client.Object, c *handlers.Cause) (result any, err error) {
 	arg, err := k.objectFor(r, obj)
 	if err != nil {
 		return nil, err
 	}
-	c := &handlers.Cause{
-		Reason:      reason,
-		HandlerID:   r.Options.ID,
-		Name:        obj.GetName(),
-		Namespace:   obj.GetNamespace(),
-		UID:         obj.GetUID(),
-		Labels:      nonNil(obj.GetLabels()),
-		Annotations: nonNil(obj.GetAnnotations()),
-		Started:     time.Now(),
-		Log:         log,
-		Param:       r.Options.Param,
-	}
 	defer func() {
 		if p := recover(); p != nil {
-			log.Error(fmt.Errorf("panic: %v", p), "handler panicked", "stack", string(debug.Stack()))
-			result, err = nil, fmt.Errorf("%s panicked on %s %s/%s: %v", r, k.gvk.Kind, c.Namespace, c.Name, p)
+			c.Log.Error(fmt.Errorf("panic: %v", p), "handler panicked", "stack", string(debug.Stack()))
+			result, err = nil, fmt.Errorf("handler %q panicked on %s %s/%s: %v", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, p)
 		}
 	}()
-	out, err := r.Call(logf.IntoContext(ctx, log), arg, c)
+	hctx := logf.IntoContext(ctx, c.Log)
+	var out any
+	if sub != nil {
+		out, err = sub.Fn(hctx, c)
+	} else {
+		out, err = r.Call(hctx, arg, c)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s failed on %s %s/%s: %w", r, k.gvk.Kind, c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, err)
 	}
 	if out == nil {
 		return nil, nil
 	}
-	return toJSONValue(out, r)
+	v, err := toJSONValue(out)
+	if err != nil {
+		return nil, handlers.Permanent(fmt.Errorf("handler %q returned a result that cannot be stored as JSON: %w", c.HandlerID, err))
+	}
+	return v, nil
+}
+
+// callLevel runs one level handler, turning a panic into an error.
+func (k *kindController) callLevel(ctx context.Context, r *handlers.Registration, obj client.Object, c *handlers.Cause) (res reconcile.Result, err error) {
+	arg, err := k.objectFor(r, obj)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c.Log.Error(fmt.Errorf("panic: %v", p), "handler panicked", "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler %q panicked on %s %s/%s: %v", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, p)
+		}
+	}()
+	res, err = r.Reconcile(logf.IntoContext(ctx, c.Log), arg, c)
+	if err != nil {
+		err = fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, err)
+	}
+	return res, err
 }
 
 // objectFor gives a handler its own copy of obj, in the Go type it declared.
@@ -162,42 +326,10 @@ func (k *kindController) objectFor(r *handlers.Registration, obj client.Object) 
 	return want, nil
 }
 
-// write sends the patch: status first (results, and state when it lives
-// there), then the main resource. If the API server dropped the state from
-// status, the kind's state moves to annotations for good.
-func (k *kindController) write(ctx context.Context, obj client.Object, p *patch, st *state) error {
-	if p.status != nil && !k.hasStatus {
-		if p.object == nil {
-			p.object = map[string]any{}
-		}
-		p.object["status"] = p.status
-		p.status = nil
-	}
-	if p.status != nil {
-		if err := k.send(ctx, obj, map[string]any{"status": p.status}, true); err != nil {
-			return err
-		}
-		if _, isStatus := k.storage().(statusStorage); isStatus {
-			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-			if err == nil && !k.storage().saved(raw, st) {
-				logf.FromContext(ctx).Info("WARNING: the API server dropped gopf's state from status (the status schema does not keep unknown fields); keeping the state of this kind in annotations from now on",
-					"field", "status."+k.opts.StatusField)
-				fallback := annotationStorage{prefix: k.opts.Prefix}
-				k.setStorage(fallback)
-				fallback.save(p, st)
-			}
-		}
-	}
-	if p.object != nil {
-		return k.send(ctx, obj, p.object, false)
-	}
-	return nil
-}
-
 // send applies one JSON merge patch, to the status subresource or the main
 // resource. obj is updated from the response.
 func (k *kindController) send(ctx context.Context, obj client.Object, body map[string]any, status bool) error {
-	data, err := json.Marshal(body)
+	data, err := jsonMarshal(body)
 	if err != nil {
 		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -225,18 +357,46 @@ func (k *kindController) setStorage(s storage) {
 	k.store = s
 }
 
+// changes reports whether merging patch into current (as a JSON merge patch
+// would) changes anything.
+func changes(current, patch any) bool {
+	pm, ok1 := patch.(map[string]any)
+	cm, ok2 := current.(map[string]any)
+	if !ok1 || !ok2 {
+		return !sameJSON(current, patch)
+	}
+	for k, v := range pm {
+		if changes(cm[k], v) {
+			return true
+		}
+	}
+	return false
+}
+
+func mergeInto(dst, src map[string]any) map[string]any {
+	if dst == nil {
+		dst = map[string]any{}
+	}
+	for k, v := range src {
+		if dm, ok := dst[k].(map[string]any); ok {
+			if sm, ok := v.(map[string]any); ok {
+				dst[k] = mergeInto(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+	return dst
+}
+
 // toJSONValue turns a handler's result into plain JSON values (maps, slices,
 // strings, numbers, booleans), so that it can go into a merge patch.
-func toJSONValue(v any, r *handlers.Registration) (any, error) {
-	data, err := json.Marshal(v)
+func toJSONValue(v any) (any, error) {
+	data, err := jsonMarshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s returned a result that cannot be stored as JSON: %w", r, err)
+		return nil, err
 	}
-	var out any
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("%s returned a result that cannot be stored as JSON: %w", r, err)
-	}
-	return out, nil
+	return decodeJSON(string(data)), nil
 }
 
 func nonNil(m map[string]string) map[string]string {

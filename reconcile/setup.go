@@ -35,6 +35,11 @@ type Options struct {
 	// kinds with a status subresource. Default: "gopf".
 	StatusField string
 
+	// DefaultBackoff is the delay before retrying a handler after an error
+	// that did not say how long to wait, unless the handler sets its own
+	// Backoff. Default: 60 s, as in Kopf.
+	DefaultBackoff time.Duration
+
 	// ConsistencyTimeout is how long a reconcile waits for the cache to show
 	// gopf's own last write before it acts on what the cache holds. It stops
 	// handlers from running twice for one change when the cache lags behind.
@@ -51,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StatusField == "" {
 		o.StatusField = "gopf"
+	}
+	if o.DefaultBackoff <= 0 {
+		o.DefaultBackoff = 60 * time.Second
 	}
 	if o.ConsistencyTimeout <= 0 {
 		o.ConsistencyTimeout = 5 * time.Second
@@ -92,7 +100,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 			byKind[gvk] = kc
 			order = append(order, gvk)
 		}
-		kc.regs = append(kc.regs, r)
+		kc.add(r)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -162,8 +170,9 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		opts:      opts,
 		reader:    mgr.GetCache(),
 		writer:    mgr.GetClient(),
-		scheme:    mgr.GetScheme(),
+		recorder:  mgr.GetEventRecorder("gopf"),
 		hasStatus: hasStatus,
+		finalizer: opts.Prefix + "/finalizer",
 		memory:    newMemories(),
 	}
 	if proto.Unstructured {
@@ -181,6 +190,19 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		kc.store = annotationStorage{prefix: opts.Prefix}
 	}
 	return kc, nil
+}
+
+// add puts a registration in its place: change handlers or level handlers;
+// fields they name are kept in the essence.
+func (k *kindController) add(r *handlers.Registration) {
+	if r.Level {
+		k.level = append(k.level, r)
+	} else {
+		k.change = append(k.change, r)
+	}
+	if r.Options.Field != "" {
+		k.extra = append(k.extra, strings.Split(r.Options.Field, "."))
+	}
 }
 
 // hasStatusSubresource asks discovery whether resource has a status

@@ -3,44 +3,95 @@ package reconcile
 import (
 	"encoding/json"
 	"fmt"
+	"time"
+
+	"github.com/gopf-dev/gopf/handlers"
 )
 
-// state is what gopf keeps on an object between reconciles.
+// maxAnnotationsSize is Kubernetes' limit on the total size of an object's
+// annotations (keys and values).
+const maxAnnotationsSize = 256 * 1024
+
+// state is what gopf keeps on an object between reconciles: the essence it
+// last handled completely, and the progress of handlers of an unfinished
+// cause.
 type state struct {
 	// Essence is the last-handled essence as compact JSON.
-	Essence string `json:"lastHandled"`
+	Essence string `json:"lastHandled,omitempty"`
+	// Progress holds one record per handler (and sub-handler) of the
+	// unfinished cause, by handler id. Empty once the cause is done.
+	Progress map[string]*progress `json:"progress,omitempty"`
 }
 
-// patch collects the changes one reconcile makes to an object, as JSON merge
-// patches: one for the main resource (metadata, spec, ...) and one for the
-// status. Each is sent in one request, and only when it is not empty.
-type patch struct {
-	object map[string]any
-	status map[string]any
+// progress is one handler's record for the unfinished cause.
+type progress struct {
+	// Purpose is the cause the record was made for.
+	Purpose handlers.Reason `json:"purpose"`
+	// Started is the first attempt.
+	Started time.Time `json:"started"`
+	// Delayed is when the next attempt is due, if the handler is sleeping.
+	Delayed *time.Time `json:"delayed,omitempty"`
+	// Retries counts attempts so far.
+	Retries int `json:"retries,omitempty"`
+	// Success and Failure say how the handler finished, if it did.
+	Success bool `json:"success,omitempty"`
+	Failure bool `json:"failure,omitempty"`
+	// Message is the last error.
+	Message string `json:"message,omitempty"`
+	// Handled is the essence (JSON) the outcome applies to, for update
+	// handlers: a handler that succeeded for one change and then sees
+	// another is called again with just the newer change.
+	Handled string `json:"handled,omitempty"`
 }
 
-func (p *patch) setStatus(key string, value any) {
-	if p.status == nil {
-		p.status = map[string]any{}
+// finished reports whether the handler is done for this cause.
+func (p *progress) finished() bool { return p.Success || p.Failure }
+
+// clone copies a state, so that the loaded state can be compared with the one
+// about to be saved.
+func (s *state) clone() *state {
+	out := &state{Essence: s.Essence}
+	if len(s.Progress) > 0 {
+		out.Progress = make(map[string]*progress, len(s.Progress))
+		for id, p := range s.Progress {
+			c := *p
+			out.Progress[id] = &c
+		}
 	}
-	p.status[key] = value
+	return out
 }
 
-func (p *patch) setAnnotation(key string, value any) {
-	if p.object == nil {
-		p.object = map[string]any{}
+// encode is the canonical JSON of a state, for comparisons.
+func (s *state) encode() string {
+	if s == nil {
+		return ""
 	}
-	meta, _ := p.object["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		p.object["metadata"] = meta
+	data, _ := json.Marshal(s)
+	return string(data)
+}
+
+// decodeProgress reads progress records from decoded JSON.
+func decodeProgress(raw any, where string) (map[string]*progress, error) {
+	if raw == nil {
+		return nil, nil
 	}
-	annotations, _ := meta["annotations"].(map[string]any)
-	if annotations == nil {
-		annotations = map[string]any{}
-		meta["annotations"] = annotations
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s cannot be read: %w", where, err)
 	}
-	annotations[key] = value
+	if s, ok := raw.(string); ok {
+		data = []byte(s)
+	}
+	var out map[string]*progress
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("%s is not a map of progress records: %w", where, err)
+	}
+	for id, p := range out {
+		if p == nil {
+			return nil, fmt.Errorf("%s has an empty record for %q", where, id)
+		}
+	}
+	return out, nil
 }
 
 // storage reads and writes the state kept on objects of one kind.
@@ -48,15 +99,24 @@ type storage interface {
 	// load returns the stored state, nil if there is none, or an error
 	// describing state that is there but cannot be read.
 	load(obj map[string]any) (*state, error)
-	// save adds st to p.
-	save(p *patch, st *state)
-	// saved reports whether obj (a write's response) carries st.
-	saved(obj map[string]any, st *state) bool
+	// save adds to p what turns the stored old state into st. obj is the
+	// object as read, for size checks.
+	save(p *handlers.Patch, obj map[string]any, old, st *state) error
+	// where names the place, for messages.
+	where() string
+}
+
+// saved reports whether obj carries st in s.
+func saved(s storage, obj map[string]any, st *state) bool {
+	got, err := s.load(obj)
+	return err == nil && got.encode() == st.encode()
 }
 
 // statusStorage keeps the state in status.<field>. Results go to status too,
 // so results and state cost one request together.
 type statusStorage struct{ field string }
+
+func (s statusStorage) where() string { return "status." + s.field }
 
 func (s statusStorage) load(obj map[string]any) (*state, error) {
 	status, _ := obj["status"].(map[string]any)
@@ -66,48 +126,122 @@ func (s statusStorage) load(obj map[string]any) (*state, error) {
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("status.%s is a %T, not an object", s.field, raw)
+		return nil, fmt.Errorf("%s is a %T, not an object", s.where(), raw)
 	}
-	essence, ok := m["lastHandled"].(string)
-	if !ok {
-		return nil, fmt.Errorf("status.%s.lastHandled is missing or not a string", s.field)
+	st := &state{}
+	if e, ok := m["lastHandled"]; ok && e != nil {
+		if st.Essence, ok = e.(string); !ok {
+			return nil, fmt.Errorf("%s.lastHandled is a %T, not a string", s.where(), e)
+		}
+		if err := validEssence(st.Essence, s.where()+".lastHandled"); err != nil {
+			return nil, err
+		}
 	}
-	return &state{Essence: essence}, validEssence(essence, "status."+s.field+".lastHandled")
+	var err error
+	if st.Progress, err = decodeProgress(m["progress"], s.where()+".progress"); err != nil {
+		return nil, err
+	}
+	if st.Essence == "" && len(st.Progress) == 0 {
+		return nil, nil
+	}
+	return st, nil
 }
 
-func (s statusStorage) save(p *patch, st *state) {
-	p.setStatus(s.field, map[string]any{"lastHandled": st.Essence})
-}
-
-func (s statusStorage) saved(obj map[string]any, st *state) bool {
-	got, err := s.load(obj)
-	return err == nil && got != nil && got.Essence == st.Essence
+func (s statusStorage) save(p *handlers.Patch, _ map[string]any, old, st *state) error {
+	m := map[string]any{}
+	if st.Essence != "" || old != nil && old.Essence != "" {
+		m["lastHandled"] = nilIfEmpty(st.Essence)
+	}
+	// A merge patch merges maps: records that are gone must be nulled.
+	prog := map[string]any{}
+	if old != nil {
+		for id := range old.Progress {
+			if _, ok := st.Progress[id]; !ok {
+				prog[id] = nil
+			}
+		}
+	}
+	for id, rec := range st.Progress {
+		prog[id] = rec
+	}
+	if len(st.Progress) == 0 && old != nil && len(old.Progress) > 0 {
+		m["progress"] = nil
+	} else if len(prog) > 0 {
+		m["progress"] = prog
+	}
+	p.MergeStatus(s.field, m)
+	return nil
 }
 
 // annotationStorage keeps the state in annotations under prefix, for kinds
 // without a status subresource (or whose status drops unknown fields).
 type annotationStorage struct{ prefix string }
 
-func (s annotationStorage) key() string { return s.prefix + "/last-handled-configuration" }
+func (s annotationStorage) essenceKey() string  { return s.prefix + "/last-handled-configuration" }
+func (s annotationStorage) progressKey() string { return s.prefix + "/progress" }
+func (s annotationStorage) where() string       { return "annotations " + s.prefix + "/*" }
 
 func (s annotationStorage) load(obj map[string]any) (*state, error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
-	raw, ok := annotations[s.key()]
-	if !ok {
+	st := &state{}
+	if raw, ok := annotations[s.essenceKey()]; ok {
+		st.Essence, _ = raw.(string)
+		if err := validEssence(st.Essence, "annotation "+s.essenceKey()); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := annotations[s.progressKey()]; ok {
+		var err error
+		if st.Progress, err = decodeProgress(raw, "annotation "+s.progressKey()); err != nil {
+			return nil, err
+		}
+	}
+	if st.Essence == "" && len(st.Progress) == 0 {
 		return nil, nil
 	}
-	essence, _ := raw.(string)
-	return &state{Essence: essence}, validEssence(essence, "annotation "+s.key())
+	return st, nil
 }
 
-func (s annotationStorage) save(p *patch, st *state) {
-	p.setAnnotation(s.key(), st.Essence)
-}
-
-func (s annotationStorage) saved(obj map[string]any, st *state) bool {
-	got, err := s.load(obj)
-	return err == nil && got != nil && got.Essence == st.Essence
+func (s annotationStorage) save(p *handlers.Patch, obj map[string]any, old, st *state) error {
+	values := map[string]*string{s.essenceKey(): nil, s.progressKey(): nil}
+	if st.Essence != "" {
+		values[s.essenceKey()] = &st.Essence
+	}
+	if len(st.Progress) > 0 {
+		data, err := json.Marshal(st.Progress)
+		if err != nil {
+			return err
+		}
+		text := string(data)
+		values[s.progressKey()] = &text
+	}
+	// Kubernetes refuses objects whose annotations exceed 256 KiB in all;
+	// say so clearly instead of sending a request that must fail.
+	size := 0
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	for k, v := range annotations {
+		if _, ours := values[k]; !ours {
+			text, _ := v.(string)
+			size += len(k) + len(text)
+		}
+	}
+	for k, v := range values {
+		if v != nil {
+			size += len(k) + len(*v)
+		}
+	}
+	if size > maxAnnotationsSize {
+		return fmt.Errorf("%w: gopf's state would make the annotations %d bytes, over Kubernetes' limit of %d (the object's essence is too large to keep in annotations)", errStateTooLarge, size, maxAnnotationsSize)
+	}
+	for k, v := range values {
+		if old == nil && v == nil {
+			continue
+		}
+		p.SetAnnotation(k, v)
+	}
+	return nil
 }
 
 // validEssence reports stored essence that is not a JSON object.
@@ -117,4 +251,11 @@ func validEssence(essence, where string) error {
 		return fmt.Errorf("%s does not hold a JSON object", where)
 	}
 	return nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

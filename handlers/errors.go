@@ -1,0 +1,88 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// TemporaryError asks for the handler to be called again after Delay. Return
+// one (or wrap one) when the failure is expected to pass: a dependency not
+// ready yet, a conflict, a rate limit.
+type TemporaryError struct {
+	// Err is the cause, shown in logs and stored progress.
+	Err error
+	// Delay is how long to wait before the next attempt. Zero means the
+	// handler's default backoff.
+	Delay time.Duration
+}
+
+// Temporary wraps err in a TemporaryError with a delay; nil stays nil.
+func Temporary(err error, delay time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &TemporaryError{Err: err, Delay: delay}
+}
+
+func (e *TemporaryError) Error() string {
+	return fmt.Sprintf("temporary error (retry in %s): %v", e.Delay, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *TemporaryError) Unwrap() error { return e.Err }
+
+// PermanentError ends the handler for the current cause with a recorded
+// failure: it is not called again for that cause, and the other handlers go
+// on.
+type PermanentError struct {
+	// Err is the cause, shown in logs and stored progress.
+	Err error
+}
+
+// Permanent wraps err in a PermanentError; nil stays nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+func (e *PermanentError) Error() string { return fmt.Sprintf("permanent error: %v", e.Err) }
+
+// Unwrap returns the cause.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// ErrRetriesExhausted and ErrTimeout are the causes of the PermanentError
+// gopf records when a handler runs out of attempts (Options.Retries) or time
+// (Options.Timeout).
+var (
+	ErrRetriesExhausted = errors.New("no attempts left")
+	ErrTimeout          = errors.New("out of time")
+)
+
+// ErrorMode says how an error that is neither a TemporaryError nor a
+// PermanentError is treated.
+type ErrorMode int
+
+const (
+	// ErrorsTemporary retries the handler after its backoff. The default.
+	ErrorsTemporary ErrorMode = iota
+	// ErrorsPermanent fails the handler for the current cause.
+	ErrorsPermanent
+	// ErrorsIgnored logs the error and treats the handler as done, with no
+	// result.
+	ErrorsIgnored
+)
+
+func (m ErrorMode) String() string {
+	switch m {
+	case ErrorsTemporary:
+		return "temporary"
+	case ErrorsPermanent:
+		return "permanent"
+	case ErrorsIgnored:
+		return "ignored"
+	}
+	return fmt.Sprintf("ErrorMode(%d)", int(m))
+}

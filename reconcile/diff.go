@@ -1,0 +1,74 @@
+package reconcile
+
+import (
+	"reflect"
+	"sort"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// diff lists the changes from old to new, JSON-like values, sorted by path.
+// Maps are compared key by key; anything else (lists included) as a whole.
+func diff(old, new any) handlers.Diff {
+	var out handlers.Diff
+	diffInto(&out, nil, old, new)
+	return out
+}
+
+func diffInto(out *handlers.Diff, path []string, old, new any) {
+	om, oldIsMap := old.(map[string]any)
+	nm, newIsMap := new.(map[string]any)
+	if oldIsMap && newIsMap {
+		keys := make([]string, 0, len(om)+len(nm))
+		for k := range om {
+			keys = append(keys, k)
+		}
+		for k := range nm {
+			if _, ok := om[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			diffInto(out, append(append([]string(nil), path...), k), om[k], nm[k])
+		}
+		return
+	}
+	switch {
+	case reflect.DeepEqual(old, new):
+	case old == nil:
+		*out = append(*out, handlers.DiffItem{Op: handlers.DiffAdd, Path: path, New: new})
+	case new == nil:
+		*out = append(*out, handlers.DiffItem{Op: handlers.DiffRemove, Path: path, Old: old})
+	default:
+		*out = append(*out, handlers.DiffItem{Op: handlers.DiffChange, Path: path, Old: old, New: new})
+	}
+}
+
+// lookup returns the value at path in a JSON-like value, and whether it is
+// there.
+func lookup(v any, path []string) (any, bool) {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// setPath sets the value at path in m, creating maps on the way.
+func setPath(m map[string]any, path []string, value any) {
+	for _, p := range path[:len(path)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[path[len(path)-1]] = value
+}

@@ -1,0 +1,48 @@
+package reconcile
+
+import (
+	"github.com/gopf-dev/gopf/handlers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// selects reports whether a handler's metadata filters and When predicate
+// accept obj (given in the handler's Go type). Field filters are checked per
+// cause, where old and new values are known.
+func selects(r *handlers.Registration, obj client.Object) bool {
+	if !matchMeta(r.Options.Labels, obj.GetLabels()) || !matchMeta(r.Options.Annotations, obj.GetAnnotations()) {
+		return false
+	}
+	return r.Options.When == nil || r.Options.When(obj)
+}
+
+func matchMeta(filters map[string]handlers.Filter, values map[string]string) bool {
+	for key, f := range filters {
+		v, ok := values[key]
+		if !f.Match(v, ok) {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldValues returns a field's value in the old and new essence (nil and
+// false where absent).
+func fieldValues(path []string, old, new any) (ov any, oldOK bool, nv any, newOK bool) {
+	if old != nil {
+		ov, oldOK = lookup(old, path)
+	}
+	nv, newOK = lookup(new, path)
+	return ov, oldOK, nv, newOK
+}
+
+// matchField applies the Value, OldValue and NewValue filters of a handler
+// narrowed to a field. Value may match either side.
+func matchField(o handlers.Options, ov any, oldOK bool, nv any, newOK bool) bool {
+	if o.Value != nil && !o.Value.Match(ov, oldOK) && !o.Value.Match(nv, newOK) {
+		return false
+	}
+	if o.Old != nil && !o.Old.Match(ov, oldOK) {
+		return false
+	}
+	return o.New == nil || o.New.Match(nv, newOK)
+}

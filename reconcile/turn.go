@@ -1,0 +1,405 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// turn is the working set of one reconcile of one object.
+type turn struct {
+	k     *kindController
+	log   logr.Logger
+	obj   client.Object
+	raw   map[string]any
+	mem   *memory
+	store storage
+	now   time.Time
+
+	loaded *state // as stored; nil if nothing is
+	st     *state // as it will be stored
+
+	essence     string // current essence, as JSON
+	essenceTree any    // the same, decoded
+
+	patch   handlers.Patch
+	results map[string]any // handler id → result, merged into status
+	requeue time.Duration  // the soonest retry, 0 for none
+}
+
+// entry is one handler (or sub-handler) scheduled in this turn.
+type entry struct {
+	reg      *handlers.Registration
+	opts     handlers.Options
+	sub      *handlers.SubHandler
+	old, new any
+	diff     handlers.Diff
+	// handled is what a success is recorded against: the current essence.
+	handled string
+}
+
+// changeCause works out the cause of a live object and runs its handlers.
+// It returns the cause (or "" when there is nothing to do).
+func (t *turn) changeCause(ctx context.Context, selected []*handlers.Registration) handlers.Reason {
+	purpose := handlers.Reason("")
+	switch {
+	case t.loaded == nil || t.loaded.Essence == "":
+		purpose = handlers.ReasonCreate
+	case t.loaded.Essence != t.essence || hasUnfinished(t.loaded, handlers.ReasonUpdate):
+		purpose = handlers.ReasonUpdate
+	}
+	if purpose == handlers.ReasonCreate {
+		// Objects first handled in this process get no resume.
+		t.mem.resumed = true
+	}
+	var base any
+	if t.loaded != nil && t.loaded.Essence != "" {
+		base = decodeJSON(t.loaded.Essence)
+	}
+
+	var entries []*entry
+	for _, r := range selected {
+		if e := t.changeEntry(r, purpose, base); e != nil {
+			entries = append(entries, e)
+		}
+	}
+	withResume := !t.mem.resumed && t.loaded != nil && t.loaded.Essence != ""
+	if withResume {
+		for _, r := range selected {
+			if r.Reason == handlers.ReasonResume {
+				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence})
+			}
+		}
+		if purpose == "" {
+			purpose = handlers.ReasonResume
+		}
+	}
+	if purpose == "" {
+		return ""
+	}
+	done := t.runAll(ctx, purpose, entries)
+	if done {
+		t.st.Essence = t.essence
+		t.st.Progress = nil
+		if withResume {
+			t.mem.resumed = true
+		}
+		if len(entries) > 0 {
+			t.log.Info("cause handled", "cause", purpose, "handlers", len(entries))
+		}
+	}
+	return purpose
+}
+
+// changeEntry decides whether a registration runs for the cause, and with
+// which old and new values.
+func (t *turn) changeEntry(r *handlers.Registration, purpose handlers.Reason, base any) *entry {
+	o := r.Options
+	var path []string
+	if o.Field != "" {
+		path = strings.Split(o.Field, ".")
+	}
+	fieldHandler := o.Field != "" && r.Reason == handlers.ReasonUpdate
+	switch {
+	case purpose == handlers.ReasonCreate && r.Reason == handlers.ReasonCreate:
+		e := &entry{reg: r, opts: o, new: t.essenceTree, handled: t.essence}
+		if path != nil {
+			nv, ok := lookup(t.essenceTree, path)
+			if !matchField(o, nil, false, nv, ok) {
+				return nil
+			}
+			e.new = nv
+		}
+		return e
+	case purpose == handlers.ReasonCreate && fieldHandler && r.HandlerKind() == "field":
+		// Field handlers see creation with the field set as a change.
+		nv, ok := lookup(t.essenceTree, path)
+		if !ok || !matchField(o, nil, false, nv, ok) {
+			return nil
+		}
+		return &entry{reg: r, opts: o, new: nv, diff: diff(nil, nv), handled: t.essence}
+	case purpose == handlers.ReasonUpdate && r.Reason == handlers.ReasonUpdate:
+		old := base
+		if rec := t.st.Progress[o.ID]; rec != nil && rec.Purpose == handlers.ReasonUpdate {
+			if rec.finished() && rec.Handled == t.essence {
+				return &entry{reg: r, opts: o, handled: t.essence} // done already
+			}
+			if rec.Success && rec.Handled != "" {
+				old = decodeJSON(rec.Handled)
+			}
+			if rec.finished() {
+				delete(t.st.Progress, o.ID) // a newer change: start afresh
+			}
+		}
+		e := &entry{reg: r, opts: o, old: old, new: t.essenceTree, handled: t.essence}
+		if path != nil {
+			ov, oldOK, nv, newOK := fieldValues(path, old, t.essenceTree)
+			if oldOK == newOK && sameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
+				return nil
+			}
+			e.old, e.new = ov, nv
+		}
+		e.diff = diff(e.old, e.new)
+		if len(e.diff) == 0 {
+			return nil
+		}
+		return e
+	}
+	return nil
+}
+
+// deleteCause runs the delete handlers (and resume handlers that run for
+// deleted objects, on first sight). It reports whether all are done, so that
+// the finalizer can go.
+func (t *turn) deleteCause(ctx context.Context, selected []*handlers.Registration) bool {
+	var entries []*entry
+	for _, r := range selected {
+		runs := r.Reason == handlers.ReasonDelete ||
+			r.Reason == handlers.ReasonResume && r.Options.Deleted && !t.mem.resumed && t.loaded != nil
+		if runs {
+			entries = append(entries, &entry{reg: r, opts: r.Options, old: t.essenceTree, handled: t.essence})
+		}
+	}
+	if t.loaded != nil {
+		var dropped []string
+		for id, rec := range t.loaded.Progress {
+			if rec.Purpose != handlers.ReasonDelete && !rec.finished() {
+				dropped = append(dropped, id)
+			}
+		}
+		if len(dropped) > 0 {
+			t.log.Info("deletion supersedes unfinished handlers; they will not run again", "cause", handlers.ReasonDelete, "dropped", dropped)
+		}
+	}
+	return t.runAll(ctx, handlers.ReasonDelete, entries)
+}
+
+// runAll runs the entries that are due, records their progress in t.st and
+// reports whether every entry is finished.
+func (t *turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*entry) bool {
+	records := map[string]*progress{}
+	done := true
+	for _, e := range entries {
+		if !t.runEntry(ctx, purpose, e, records) {
+			done = false
+		}
+	}
+	t.st.Progress = records
+	if len(records) == 0 {
+		t.st.Progress = nil
+	}
+	return done
+}
+
+// runEntry runs one entry if it is due (and then its sub-handlers), keeping
+// its record in records. It reports whether the entry is finished.
+func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, records map[string]*progress) bool {
+	id := e.opts.ID
+	rec := t.st.Progress[id]
+	if rec == nil || (rec.Purpose != purpose && rec.Purpose != e.reason()) {
+		rec = &progress{Purpose: e.reason(), Started: t.now}
+	}
+	records[id] = rec
+	if rec.finished() {
+		return true
+	}
+	if rec.Delayed != nil && rec.Delayed.After(t.now) {
+		t.soon(rec.Delayed.Sub(t.now))
+		return false
+	}
+	c := t.newCause(e, rec)
+	result, err := t.k.call(ctx, e.reg, e.sub, t.obj, c)
+	if err == nil {
+		subs, subErr := c.SubHandlers()
+		if subErr != nil {
+			err = handlers.Permanent(fmt.Errorf("bad sub-handlers: %w", subErr))
+		} else if len(subs) > 0 && !t.runSubs(ctx, purpose, e, subs, records) {
+			// The parent stays unfinished until its children are; it is
+			// called again with them.
+			t.keepResult(id, result)
+			rec.Retries++
+			rec.Delayed = nil
+			return false
+		}
+	}
+	t.outcome(e, rec, err)
+	if rec.Success {
+		t.keepResult(id, result)
+	}
+	return rec.finished()
+}
+
+// runSubs runs the sub-handlers of a parent; it reports whether all are
+// finished.
+func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []handlers.SubHandler, records map[string]*progress) bool {
+	done := true
+	for i := range subs {
+		s := &subs[i]
+		e := &entry{reg: parent.reg, opts: s.Options, sub: s, old: parent.old, new: parent.new, diff: parent.diff, handled: parent.handled}
+		if !t.runEntry(ctx, purpose, e, records) {
+			done = false
+		}
+	}
+	return done
+}
+
+func (e *entry) reason() handlers.Reason {
+	if e.reg.Reason == handlers.ReasonResume {
+		return handlers.ReasonResume
+	}
+	return e.reg.Reason
+}
+
+func (t *turn) newCause(e *entry, rec *progress) *handlers.Cause {
+	reason := e.reason()
+	if reason == handlers.ReasonUpdate && e.old == nil {
+		reason = handlers.ReasonCreate // a field handler on creation
+	}
+	return &handlers.Cause{
+		Reason:      reason,
+		HandlerID:   e.opts.ID,
+		Name:        t.obj.GetName(),
+		Namespace:   t.obj.GetNamespace(),
+		UID:         t.obj.GetUID(),
+		Labels:      nonNil(t.obj.GetLabels()),
+		Annotations: nonNil(t.obj.GetAnnotations()),
+		Old:         e.old,
+		New:         e.new,
+		Diff:        e.diff,
+		Patch:       &t.patch,
+		Memo:        &t.mem.memo,
+		Retry:       rec.Retries,
+		Started:     rec.Started,
+		Runtime:     t.now.Sub(rec.Started),
+		Log:         t.log.WithValues("handler", e.opts.ID, "cause", reason, "retry", rec.Retries),
+		Param:       e.opts.Param,
+	}
+}
+
+// outcome records what a call's error means for the handler: success,
+// a retry after a delay, or a failure.
+func (t *turn) outcome(e *entry, rec *progress, err error) {
+	log := t.log.WithValues("handler", e.opts.ID, "cause", rec.Purpose, "retry", rec.Retries)
+	rec.Retries++
+	rec.Delayed = nil
+	if err == nil {
+		rec.Success, rec.Message, rec.Handled = true, "", e.handled
+		log.V(1).Info("handler succeeded")
+		return
+	}
+	rec.Message = err.Error()
+	var temp *handlers.TemporaryError
+	var perm *handlers.PermanentError
+	delay := time.Duration(-1)
+	switch {
+	case errors.As(err, &perm):
+	case errors.As(err, &temp):
+		delay = temp.Delay
+	case e.opts.Errors == handlers.ErrorsIgnored:
+		log.Info("handler failed; the error is ignored as configured", "error", err.Error())
+		rec.Success, rec.Message, rec.Handled = true, "", e.handled
+		return
+	case e.opts.Errors == handlers.ErrorsPermanent:
+	default:
+		delay = 0
+	}
+	if delay == 0 {
+		delay = e.opts.Backoff
+		if delay == 0 {
+			delay = t.k.opts.DefaultBackoff
+		}
+	}
+	if delay > 0 {
+		switch {
+		case e.opts.Retries > 0 && rec.Retries >= e.opts.Retries:
+			err = handlers.Permanent(fmt.Errorf("%w after %d attempts: %v", handlers.ErrRetriesExhausted, rec.Retries, err))
+			delay = -1
+		case e.opts.Timeout > 0 && t.now.Add(delay).Sub(rec.Started) >= e.opts.Timeout:
+			err = handlers.Permanent(fmt.Errorf("%w: %s since the first attempt: %v", handlers.ErrTimeout, e.opts.Timeout, err))
+			delay = -1
+		}
+	}
+	rec.Message = err.Error()
+	if delay < 0 {
+		rec.Failure, rec.Handled = true, e.handled
+		log.Error(err, "handler failed permanently")
+		return
+	}
+	next := t.now.Add(delay)
+	rec.Delayed = &next
+	t.soon(delay)
+	log.Info("handler failed; it will be retried", "error", err.Error(), "retryIn", delay)
+}
+
+func (t *turn) soon(d time.Duration) {
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	if t.requeue == 0 || d < t.requeue {
+		t.requeue = d
+	}
+}
+
+func (t *turn) keepResult(id string, result any) {
+	if result == nil {
+		return
+	}
+	if t.results == nil {
+		t.results = map[string]any{}
+	}
+	t.results[id] = result
+}
+
+// runLevel runs the level handlers on the object.
+func (t *turn) runLevel(ctx context.Context, level []*handlers.Registration, cause handlers.Reason) (reconcile.Result, error) {
+	var res reconcile.Result
+	var errs []error
+	for _, r := range level {
+		c := t.newCause(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &progress{Started: t.now})
+		c.Reason = cause
+		c.Log = t.log.WithValues("handler", r.Options.ID)
+		out, err := t.k.callLevel(ctx, r, t.obj, c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if out.RequeueAfter > 0 && (res.RequeueAfter == 0 || out.RequeueAfter < res.RequeueAfter) {
+			res.RequeueAfter = out.RequeueAfter
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// hasUnfinished reports unfinished records of a purpose.
+func hasUnfinished(st *state, purpose handlers.Reason) bool {
+	for _, rec := range st.Progress {
+		if rec.Purpose == purpose && !rec.finished() {
+			return true
+		}
+	}
+	return false
+}
+
+func decodeJSON(s string) any {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil
+	}
+	return v
+}
+
+// sameJSON compares two JSON-like values by their encoding.
+func sameJSON(a, b any) bool {
+	da, err1 := json.Marshal(a)
+	db, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(da) == string(db)
+}
