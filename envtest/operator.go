@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -29,6 +31,10 @@ type OperatorOptions struct {
 	Reconcile reconcile.Options
 	// StartTimeout bounds the wait for the caches to fill. Default: 30 s.
 	StartTimeout time.Duration
+	// Requests, if set, counts every request the operator sends.
+	Requests *RequestCounter
+	// Namespaces limits the operator to these namespaces. Default: all.
+	Namespaces []string
 }
 
 // Operator is a gopf operator running in this process on its own manager.
@@ -38,6 +44,8 @@ type Operator struct {
 
 	cancel context.CancelFunc
 	done   chan error
+	once   sync.Once
+	err    error
 }
 
 // RunOperator sets reg up on a new manager for cfg and starts it. It returns
@@ -51,7 +59,19 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
+	if opts.Requests != nil {
+		cfg = rest.CopyConfig(cfg)
+		opts.Requests.Wrap(cfg)
+	}
+	var cacheOpts cache.Options
+	if len(opts.Namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.Namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                  cacheOpts,
 		Scheme:                 opts.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -79,8 +99,11 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 }
 
 // Stop stops the operator and waits until the manager has returned, which
-// includes every running reconcile.
+// includes every running reconcile. Later calls return the same result.
 func (op *Operator) Stop() error {
-	op.cancel()
-	return <-op.done
+	op.once.Do(func() {
+		op.cancel()
+		op.err = <-op.done
+	})
+	return op.err
 }

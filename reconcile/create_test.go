@@ -70,7 +70,7 @@ func TestCreateHandlerRunsOnceAndStoresItsResultInStatus(t *testing.T) {
 		}
 		return map[string]any{"message": "hello world"}, nil
 	})
-	runOperator(t, reg)
+	runOperator(t, ns, reg)
 
 	obj := newExample(ns, "kopf-example-1")
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
@@ -95,7 +95,7 @@ func TestCreateHandlerOfUnstructuredObjectsByResourceName(t *testing.T) {
 		field, _, _ := unstructured.NestedString(obj.Object, "spec", "field")
 		return map[string]any{"seen": field}, nil
 	}, handlers.ForResource("kopfexamples.kopf.dev"), handlers.ID("unstructured_fn"))
-	runOperator(t, reg)
+	runOperator(t, ns, reg)
 
 	obj := newExample(ns, "unstructured")
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())

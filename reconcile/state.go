@@ -44,6 +44,19 @@ type progress struct {
 	Handled string `json:"handled,omitempty"`
 }
 
+// patchValue is the record as a merge-patch value: fields the record does
+// not have are nulled, so that a patch replaces the stored record whole.
+func (p *progress) patchValue() map[string]any {
+	m := map[string]any{"delayed": nil, "retries": nil, "success": nil, "failure": nil, "message": nil, "handled": nil}
+	data, _ := json.Marshal(p)
+	var set map[string]any
+	_ = json.Unmarshal(data, &set)
+	for k, v := range set {
+		m[k] = v
+	}
+	return m
+}
+
 // finished reports whether the handler is done for this cause.
 func (p *progress) finished() bool { return p.Success || p.Failure }
 
@@ -162,7 +175,7 @@ func (s statusStorage) save(p *handlers.Patch, _ map[string]any, old, st *state)
 		}
 	}
 	for id, rec := range st.Progress {
-		prog[id] = rec
+		prog[id] = rec.patchValue()
 	}
 	if len(st.Progress) == 0 && old != nil && len(old.Progress) > 0 {
 		m["progress"] = nil

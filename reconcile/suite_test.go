@@ -25,7 +25,6 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/reconcile"
 )
 
 // The control plane is shared by every test of the package; each test uses
@@ -66,11 +65,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// runOperator starts reg against the shared control plane and stops it when
-// the test ends.
-func runOperator(t *testing.T, reg *handlers.Registry) *envtest.Operator {
+// runOperator starts reg against the shared control plane, watching only
+// namespace ns, and stops it when the test ends.
+func runOperator(t *testing.T, ns string, reg *handlers.Registry, opts ...func(*envtest.OperatorOptions)) *envtest.Operator {
 	t.Helper()
-	op, err := envtest.RunOperator(context.Background(), cfg, reg, envtest.OperatorOptions{Scheme: scheme, Reconcile: reconcile.Options{}})
+	o := envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns}}
+	for _, f := range opts {
+		f(&o)
+	}
+	op, err := envtest.RunOperator(context.Background(), cfg, reg, o)
 	if err != nil {
 		t.Fatalf("starting the operator: %v", err)
 	}

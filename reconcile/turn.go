@@ -209,10 +209,16 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 		rec = &progress{Purpose: e.reason(), Started: t.now}
 	}
 	records[id] = rec
-	if rec.finished() {
-		return true
-	}
-	if rec.Delayed != nil && rec.Delayed.After(t.now) {
+	if rec.finished() || rec.Delayed != nil && rec.Delayed.After(t.now) {
+		// Not called this time: its sub-handlers' records stay as they are.
+		for childID, child := range t.st.Progress {
+			if strings.HasPrefix(childID, id+"/") {
+				records[childID] = child
+			}
+		}
+		if rec.finished() {
+			return true
+		}
 		t.soon(rec.Delayed.Sub(t.now))
 		return false
 	}
@@ -222,13 +228,14 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 		subs, subErr := c.SubHandlers()
 		if subErr != nil {
 			err = handlers.Permanent(fmt.Errorf("bad sub-handlers: %w", subErr))
-		} else if len(subs) > 0 && !t.runSubs(ctx, purpose, e, subs, records) {
-			// The parent stays unfinished until its children are; it is
-			// called again with them.
-			t.keepResult(id, result)
-			rec.Retries++
-			rec.Delayed = nil
-			return false
+		} else if len(subs) > 0 {
+			if done, next := t.runSubs(ctx, purpose, e, subs, records); !done {
+				// The parent stays unfinished until its children are; it
+				// is called again, with them, when the first one is due.
+				t.keepResult(id, result)
+				rec.Delayed = next
+				return false
+			}
 		}
 	}
 	t.outcome(e, rec, err)
@@ -239,17 +246,26 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 }
 
 // runSubs runs the sub-handlers of a parent; it reports whether all are
-// finished.
-func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []handlers.SubHandler, records map[string]*progress) bool {
+// finished and, if not, when the first unfinished one is due.
+func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []handlers.SubHandler, records map[string]*progress) (bool, *time.Time) {
 	done := true
+	var next *time.Time
 	for i := range subs {
 		s := &subs[i]
 		e := &entry{reg: parent.reg, opts: s.Options, sub: s, old: parent.old, new: parent.new, diff: parent.diff, handled: parent.handled}
-		if !t.runEntry(ctx, purpose, e, records) {
-			done = false
+		if t.runEntry(ctx, purpose, e, records) {
+			continue
+		}
+		done = false
+		due := t.now
+		if d := records[s.Options.ID].Delayed; d != nil {
+			due = *d
+		}
+		if next == nil || due.Before(*next) {
+			next = &due
 		}
 	}
-	return done
+	return done, next
 }
 
 func (e *entry) reason() handlers.Reason {

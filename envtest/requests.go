@@ -1,0 +1,122 @@
+package envtest
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// RequestCounter counts the requests a client sends to the API server, by
+// verb and resource, so tests can assert how many writes an operator makes.
+// Install it on a rest.Config with Wrap (RunOperator does that when
+// OperatorOptions.Requests is set). It is safe for concurrent use.
+type RequestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int // "VERB resource[/subresource]"
+}
+
+// Wrap makes cfg's transport count through c. cfg is changed in place.
+func (c *RequestCounter) Wrap(cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			c.add(req.Method, resourceOf(req.URL.Path), req.URL.Query().Get("watch") == "true")
+			return rt.RoundTrip(req)
+		})
+	})
+}
+
+func (c *RequestCounter) add(method, resource string, watch bool) {
+	verb := method
+	if watch {
+		verb = "WATCH"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.counts == nil {
+		c.counts = map[string]int{}
+	}
+	c.counts[verb+" "+resource]++
+}
+
+// Writes counts requests that change something (POST, PUT, PATCH, DELETE)
+// to resources whose name starts with resource (e.g. "kopfexamples" counts
+// "kopfexamples" and "kopfexamples/status"); "" counts all.
+func (c *RequestCounter) Writes(resource string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for key, v := range c.counts {
+		verb, res, _ := strings.Cut(key, " ")
+		switch verb {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			if strings.HasPrefix(res, resource) {
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+// Count returns the number of requests with the verb (GET, LIST is a GET of a
+// collection and counted as GET, WATCH, POST, PUT, PATCH, DELETE) to the
+// resource (e.g. "kopfexamples/status").
+func (c *RequestCounter) Count(verb, resource string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[verb+" "+resource]
+}
+
+// Snapshot returns all counts, keyed "VERB resource", sorted for printing.
+func (c *RequestCounter) Snapshot() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for k, v := range c.counts {
+		out = append(out, k+"="+strconv.Itoa(v))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Reset forgets all counts.
+func (c *RequestCounter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts = nil
+}
+
+// resourceOf extracts "resource" or "resource/subresource" from an API path
+// such as /apis/kopf.dev/v1/namespaces/ns/kopfexamples/name/status.
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:] // api/v1
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:] // apis/group/version
+	default:
+		return path
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		if len(parts) == 2 {
+			return "namespaces"
+		}
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return ""
+	case 1, 2:
+		return parts[0]
+	default:
+		return parts[0] + "/" + parts[2]
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
