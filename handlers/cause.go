@@ -30,7 +30,8 @@ const (
 // called, for which object, and the handler's own bookkeeping. A Cause is
 // valid for the duration of one call only.
 type Cause struct {
-	// Reason is why the handler is called.
+	// Reason is why the handler is called. OnReconcile handlers see the
+	// cause handled in the same reconcile, or "" when there was none.
 	Reason Reason
 	// HandlerID is the id of the running handler; results go to status.<HandlerID>.
 	HandlerID string
