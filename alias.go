@@ -1,6 +1,8 @@
 package gopf
 
 import (
+	"time"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
@@ -24,6 +26,30 @@ type Options = handlers.Options
 // HandlerFunc is a change handler for objects of type T; see handlers.HandlerFunc.
 type HandlerFunc[T client.Object] = handlers.HandlerFunc[T]
 
+// ReconcileFunc is a level-based handler; see handlers.ReconcileFunc.
+type ReconcileFunc[T client.Object] = handlers.ReconcileFunc[T]
+
+// Labels selects objects by labels; see handlers.Labels.
+type Labels = handlers.Labels
+
+// Annotations selects objects by annotations; see handlers.Annotations.
+type Annotations = handlers.Annotations
+
+// Filter matches one label, annotation or field value; see handlers.Filter.
+type Filter = handlers.Filter
+
+// Patch collects a handler's changes to its object; see handlers.Patch.
+type Patch = handlers.Patch
+
+// Diff lists changes between two essences; see handlers.Diff.
+type Diff = handlers.Diff
+
+// TemporaryError asks for a retry after a delay; see handlers.TemporaryError.
+type TemporaryError = handlers.TemporaryError
+
+// PermanentError fails a handler for the current cause; see handlers.PermanentError.
+type PermanentError = handlers.PermanentError
+
 // The reasons a change handler is called for; see handlers.Reason.
 const (
 	ReasonCreate = handlers.ReasonCreate
@@ -32,12 +58,54 @@ const (
 	ReasonResume = handlers.ReasonResume
 )
 
+// How errors other than TemporaryError and PermanentError are treated; see
+// handlers.ErrorMode.
+const (
+	ErrorsTemporary = handlers.ErrorsTemporary
+	ErrorsPermanent = handlers.ErrorsPermanent
+	ErrorsIgnored   = handlers.ErrorsIgnored
+)
+
+// Present and Absent match any value and a missing value.
+var (
+	Present = handlers.Present
+	Absent  = handlers.Absent
+)
+
 // NewRegistry returns an empty Registry.
 func NewRegistry() *Registry { return handlers.NewRegistry() }
 
 // OnCreate registers fn to run once for each new object; see handlers.OnCreate.
 func OnCreate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
 	handlers.OnCreate(r, fn, opts...)
+}
+
+// OnUpdate registers fn to run when an object's essence changes; see
+// handlers.OnUpdate.
+func OnUpdate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
+	handlers.OnUpdate(r, fn, opts...)
+}
+
+// OnDelete registers fn to run before an object disappears; see
+// handlers.OnDelete.
+func OnDelete[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
+	handlers.OnDelete(r, fn, opts...)
+}
+
+// OnResume registers fn to run once per process for each handled object; see
+// handlers.OnResume.
+func OnResume[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
+	handlers.OnResume(r, fn, opts...)
+}
+
+// OnField registers fn to run when a field changes; see handlers.OnField.
+func OnField[T client.Object](r *Registry, path string, fn HandlerFunc[T], opts ...Option) {
+	handlers.OnField(r, path, fn, opts...)
+}
+
+// OnReconcile registers a level-based handler; see handlers.OnReconcile.
+func OnReconcile[T client.Object](r *Registry, fn ReconcileFunc[T], opts ...Option) {
+	handlers.OnReconcile(r, fn, opts...)
 }
 
 // ID sets a handler's id; see handlers.ID.
@@ -52,3 +120,45 @@ func ForKind(group, version, kind string) Option { return handlers.ForKind(group
 // ForResource names the kind of an unstructured handler by resource name;
 // see handlers.ForResource.
 func ForResource(name string) Option { return handlers.ForResource(name) }
+
+// When selects objects with a typed predicate; see handlers.When.
+func When[T client.Object](fn func(obj T) bool) Option { return handlers.When(fn) }
+
+// Field narrows a handler to one field; see handlers.Field.
+func Field(path string) Option { return handlers.Field(path) }
+
+// Value filters the field's value, old or new; see handlers.Value.
+func Value(v any) Option { return handlers.Value(v) }
+
+// OldValue filters the field's value before the change; see handlers.OldValue.
+func OldValue(v any) Option { return handlers.OldValue(v) }
+
+// NewValue filters the field's value after the change; see handlers.NewValue.
+func NewValue(v any) Option { return handlers.NewValue(v) }
+
+// Equal matches a value equal to v; see handlers.Equal.
+func Equal(v any) Filter { return handlers.Equal(v) }
+
+// Errors sets how other errors are treated; see handlers.Errors.
+func Errors(mode handlers.ErrorMode) Option { return handlers.Errors(mode) }
+
+// Retries limits the attempts per cause; see handlers.Retries.
+func Retries(n int) Option { return handlers.Retries(n) }
+
+// Timeout limits the time per cause; see handlers.Timeout.
+func Timeout(d time.Duration) Option { return handlers.Timeout(d) }
+
+// Backoff sets the delay before a retry; see handlers.Backoff.
+func Backoff(d time.Duration) Option { return handlers.Backoff(d) }
+
+// Optional makes a delete handler optional; see handlers.Optional.
+func Optional() Option { return handlers.Optional() }
+
+// Deleted makes a resume handler run for objects being deleted too.
+func Deleted() Option { return handlers.Deleted() }
+
+// Temporary wraps err to ask for a retry after delay; see handlers.Temporary.
+func Temporary(err error, delay time.Duration) error { return handlers.Temporary(err, delay) }
+
+// Permanent wraps err to fail the handler for this cause; see handlers.Permanent.
+func Permanent(err error) error { return handlers.Permanent(err) }

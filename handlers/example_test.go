@@ -3,9 +3,12 @@ package handlers_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gopf-dev/gopf/handlers"
 )
@@ -30,4 +33,79 @@ func ExampleOnCreate_unstructured() {
 	}, handlers.ForResource("kopfexamples.kopf.dev"), handlers.ID("hello"))
 	fmt.Println(reg.Registrations()[0].Options.ID, reg.Err())
 	// Output: hello <nil>
+}
+
+// An update handler narrowed to one field: it runs only when spec.replicas
+// changes, and receives the old and new values.
+func ExampleOnUpdate() {
+	reg := handlers.NewRegistry()
+	handlers.OnUpdate(reg, func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (any, error) {
+		c.Log.Info("scaled", "from", c.Old, "to", c.New)
+		return nil, nil
+	}, handlers.Field("spec.replicas"))
+	fmt.Println(reg.Registrations()[0].Options.ID)
+	// Output: update_fn/spec.replicas
+}
+
+// A delete handler: gopf holds the object with a finalizer until the handler
+// has succeeded.
+func ExampleOnDelete() {
+	reg := handlers.NewRegistry()
+	handlers.OnDelete(reg, func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (any, error) {
+		return nil, cleanUpOutsideTheCluster(d.Name)
+	}, handlers.Retries(5))
+	fmt.Println(reg.Registrations()[0].HandlerKind(), reg.Err())
+	// Output: delete <nil>
+}
+
+func cleanUpOutsideTheCluster(string) error { return nil }
+
+// A resume handler: it runs once per operator process for objects handled
+// before, e.g. to rebuild in-memory state after a restart.
+func ExampleOnResume() {
+	reg := handlers.NewRegistry()
+	handlers.OnResume(reg, func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (any, error) {
+		c.Memo.Set("known", true)
+		return nil, nil
+	}, handlers.Deleted())
+	fmt.Println(reg.Registrations()[0].Options.ID)
+	// Output: resume_fn
+}
+
+// A field handler with filters: it fires when the label app of a labelled
+// deployment changes from "old" to anything else.
+func ExampleOnField() {
+	reg := handlers.NewRegistry()
+	handlers.OnField(reg, "metadata.labels.app", func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (any, error) {
+		return map[string]any{"previousApp": c.Old}, nil
+	}, handlers.OldValue("old"), handlers.NewValue(handlers.Present), handlers.Labels{"team": handlers.Present})
+	fmt.Println(reg.Registrations()[0].Options.ID, reg.Err())
+	// Output: field_fn/metadata.labels.app <nil>
+}
+
+// A level-based handler beside the change handlers: it runs on every
+// reconcile, like a plain Reconciler.
+func ExampleOnReconcile() {
+	reg := handlers.NewRegistry()
+	handlers.OnReconcile(reg, func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (reconcile.Result, error) {
+		return reconcile.Result{RequeueAfter: time.Minute}, nil
+	}, handlers.When(func(d *appsv1.Deployment) bool { return d.Spec.Paused }))
+	fmt.Println(reg.Registrations()[0].HandlerKind())
+	// Output: reconcile
+}
+
+// Sub-handlers: the parent declares one child per item; each child has its
+// own progress and retries.
+func ExampleCause_Register() {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+		for key := range cm.Data {
+			c.Register(key, func(ctx context.Context, sc *handlers.Cause) (any, error) {
+				return map[string]any{"done": true}, nil // lands in status.<parent>/<key>
+			})
+		}
+		return nil, nil
+	}, handlers.ID("per_key"))
+	fmt.Println(reg.Err())
+	// Output: <nil>
 }
