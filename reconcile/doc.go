@@ -2,24 +2,90 @@
 Package reconcile is gopf's engine: it compiles the handler registrations of a
 handlers.Registry into controller-runtime Reconcilers on a Manager.
 
-There is one controller per watched kind. Each Reconcile reads the object from
-the manager's informer cache, computes its essence (what change handlers care
-about: everything but status and most metadata; labels and annotations kept,
-minus gopf's own and kubectl's last-applied configuration), compares it with
-the last-handled essence stored on the object, and derives the cause. It then
-runs the matching handlers, merges their results into status.<handler-id>,
-and writes the results and the new stored state back in one request.
+# One controller per kind
 
-Reads never go to the API server: the engine reads through the manager's
-cache (which caches unstructured objects too). A reconcile that changes
-nothing writes nothing, so idle objects and resyncs cost no requests.
+Setup groups the registrations by the kind they watch and adds one controller
+per kind (named gopf-<kind>.<group>, MaxConcurrentReconciles 16 by default:
+many objects at once, one reconcile per object at a time). Each Reconcile
+reads the object from the manager's informer cache — never from the API
+server — and:
 
-Where the last-handled state is stored is a Storage. The default stores it in
-the object's status (status.gopf) when the kind has a status subresource, so
-that results and state go out in the same request, and in annotations
-(gopf.dev/...) otherwise. If the API server prunes status.gopf (a CRD whose
-status schema does not keep unknown fields), the engine notices from the
-response, logs a warning, and keeps the state of that kind in annotations from
-then on.
+ 1. selects the handlers whose labels, annotations and When filters accept
+    the object. An object no handler selects is left alone completely: no
+    finalizer, no stored state, no log line. When it starts matching later it
+    has no stored state and is handled as created.
+ 2. keeps the finalizer <prefix>/finalizer on it exactly while a
+    non-optional delete handler selects it. The finalizer is added (and
+    persisted) before any create handler runs, with a merge patch guarded by
+    resourceVersion, so other controllers' finalizers are never clobbered.
+ 3. computes the essence (everything but status and most metadata; labels and
+    annotations kept minus gopf's own and kubectl's last-applied
+    configuration; field paths handlers name, such as status.phase, kept) and
+    compares it with the stored last-handled essence to find the cause:
+    create (nothing stored), update (the essence differs; handlers receive
+    the diff), delete (deletion started and the finalizer is present), resume
+    (first sight in this process of a handled object; mixed into an update
+    when the object changed while the operator was down).
+ 4. runs every due handler of the cause in registration order, then their
+    sub-handlers, then the OnReconcile (level) handlers, and writes results
+    and state.
+
+# Writes
+
+A reconcile writes at most one status patch and one object patch (plus the
+finalizer patch when the finalizer comes or goes). Results are written only
+when they change what status holds; state only when it changed. Idle objects
+and resyncs cost nothing. In Kopf's create/update/delete scenario (one
+handler each, returning a value) gopf writes 2 requests per create
+(finalizer; results with state), 1 per update and 1 per delete; a temporary
+failure costs one write per attempt, and retries are scheduled with
+RequeueAfter, never by touching the object.
+
+# Where state lives
+
+The default keeps the state in the object's status (status.gopf:
+lastHandled, the essence as JSON, and progress, the records of unfinished
+handlers) when the kind has a status subresource, so that results and state
+go out in one request; that is what makes the budget above possible. Kinds
+without a status subresource keep it in annotations (<prefix>/last-handled-
+configuration and <prefix>/progress). If the API server drops status.gopf (a
+status schema that does not keep unknown fields, as for Pods or most typed
+CRDs), the engine notices from the response, logs a warning and keeps that
+kind's state in annotations from then on. State that would push annotations
+over Kubernetes' 256 KiB limit is refused with an error and a StateTooLarge
+Warning Event, never truncated; the object is retried with backoff.
+
+State in status is lost by tools that replace status wholesale or by backups
+that do not restore it; the object then looks new and its create handlers
+run again, so create handlers should be idempotent, as in Kopf.
+
+# Retries and errors
+
+A TemporaryError retries after its delay; other errors after the handler's
+Backoff (default Options.DefaultBackoff, 60 s) unless the handler's error
+mode says permanent or ignored; a PermanentError, or running out of Retries or
+Timeout, records a failure. Panics are recovered and treated as errors. The
+progress records (retries, first attempt, next attempt, outcome, last
+message) are stored, so an operator restart continues the count. A cause is
+complete when every selected handler has succeeded or failed; then the
+essence is stored and the progress removed.
+
+# Decisions where Kopf's behaviour was not kept
+
+A change that arrives while an update handler is still retrying is not hidden
+from handlers that already succeeded: each update handler remembers the
+essence it succeeded for and is called again with just the newer change,
+while the retrying handler's next attempt sees all changes since the
+last-handled essence. Deletion supersedes unfinished create and update
+handlers: they are dropped (with a log line) and the delete handlers run.
+Results of delete handlers are not written: the object is going away.
+
+# Bad stored state
+
+Stored state that cannot be read (hand-edited, truncated, foreign) is logged,
+reported once per object and process with a BadStoredState Warning Event, and
+treated as absent: the object is handled as new, which runs its create
+handlers again rather than silently skipping a handler, and the state is
+rewritten.
 */
 package reconcile
