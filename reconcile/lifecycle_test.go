@@ -17,6 +17,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
+	gopfreconcile "github.com/gopf-dev/gopf/reconcile"
 )
 
 func TestResumeRunsAfterARestartAndMixesIntoUpdates(t *testing.T) {
@@ -304,4 +305,28 @@ func eventReasons(g Gomega, ns, name string) []string {
 		}
 	}
 	return out
+}
+
+func TestAnnotationStorageKeepsStateOutOfStatus(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	var cs calls
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, recording(&cs, map[string]any{"ok": true}), handlers.ID("create"))
+	handlers.OnUpdate(reg, recording(&cs, nil), handlers.ID("update"))
+	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) { o.Reconcile.Storage = gopfreconcile.StorageAnnotations })
+
+	obj := newExample(ns, "annotated")
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(func(g Gomega) map[string]string {
+		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
+		return obj.Annotations
+	}, timeout).Should(HaveKey("gopf.dev/last-handled-configuration"))
+	g.Expect(statusField(g, key, "create", "ok")).To(Equal(true))
+	g.Expect(statusField(g, key, "gopf")).To(BeNil())
+	patchSpec(g, obj, `{"field":"changed"}`)
+	g.Eventually(func() int { return cs.count("update") }, timeout).Should(Equal(1))
+	g.Expect(cs.of("update")[0].Diff).To(Equal("[(change, spec.field, value, changed)]"), "gopf's own annotations are not part of the essence")
 }

@@ -18,6 +18,21 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 )
 
+// Storage says where gopf keeps its per-object state.
+type Storage int
+
+const (
+	// StorageAuto keeps the state in status.<StatusField> when the kind has
+	// a status subresource (so results and state cost one request
+	// together), and in annotations otherwise. The default.
+	StorageAuto Storage = iota
+	// StorageStatus always keeps the state in status.<StatusField>.
+	StorageStatus
+	// StorageAnnotations always keeps the state in annotations under
+	// Prefix; results still go to status, so a create costs one more write.
+	StorageAnnotations
+)
+
 // Options configure how a registry is compiled onto a manager. The zero
 // value is ready to use.
 type Options struct {
@@ -34,6 +49,9 @@ type Options struct {
 	// StatusField is the field under status where gopf keeps its state for
 	// kinds with a status subresource. Default: "gopf".
 	StatusField string
+
+	// Storage says where the state is kept. Default: StorageAuto.
+	Storage Storage
 
 	// DefaultBackoff is the delay before retrying a handler after an error
 	// that did not say how long to wait, unless the handler sets its own
@@ -184,9 +202,10 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	} else {
 		kc.newObject = proto.NewObject
 	}
-	if hasStatus {
+	switch {
+	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && hasStatus:
 		kc.store = statusStorage{field: opts.StatusField}
-	} else {
+	default:
 		kc.store = annotationStorage{prefix: opts.Prefix}
 	}
 	return kc, nil

@@ -5,6 +5,7 @@ import (
 
 	"fmt"
 	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
 	"os"
 	"testing"
 
@@ -58,7 +59,16 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Every operator a test starts must be gone, goroutines and all, once the
+	// test has stopped it.
+	before := goleak.IgnoreCurrent()
 	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(before); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
 	if err := cp.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 	}
