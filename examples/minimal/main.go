@@ -11,10 +11,14 @@ import (
 )
 
 func main() {
+	gopf.Main(handlers(), kopfv1.AddToScheme)
+}
+
+func handlers() *gopf.Registry {
 	reg := gopf.NewRegistry()
 	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
 		c.Log.Info("a KopfExample was created", "field", obj.Spec.Field)
 		return map[string]any{"message": "hello world"}, nil
 	})
-	gopf.Main(reg, kopfv1.AddToScheme)
+	return reg
 }

@@ -1,0 +1,15 @@
+// Command baseline is the benchmark's yardstick: a hand-written
+// controller-runtime operator doing the work of the gopf operator in
+// package gopfop, the way an experienced controller-runtime author writes
+// it. Its main is a kubebuilder main with the same flags and defaults as
+// gopf.Main (client configuration from ctrl.GetConfig, 16 concurrent
+// reconciles, no metrics or probes when told so).
+//
+// The reconciler keeps a finalizer on every KopfExample, stores the create
+// result ({"message": "created"} under status.create_fn) on first sight,
+// detects spec changes the observedGeneration way (status.baseline.
+// observedGeneration) and stores the update result together with the new
+// generation in one status patch, and on deletion does its (empty) cleanup
+// and removes the finalizer. With GOPF_BENCH_HANDLERS=n it stores n results
+// per cause, still in one status patch. Reads come from the cache.
+package main
