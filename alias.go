@@ -162,3 +162,45 @@ func Temporary(err error, delay time.Duration) error { return handlers.Temporary
 
 // Permanent wraps err to fail the handler for this cause; see handlers.Permanent.
 func Permanent(err error) error { return handlers.Permanent(err) }
+
+// Daemon is what a daemon function receives; see handlers.Daemon.
+type Daemon[T client.Object] = handlers.Daemon[T]
+
+// DaemonFunc is a long-running function per object; see handlers.DaemonFunc.
+type DaemonFunc[T client.Object] = handlers.DaemonFunc[T]
+
+// StopReason says why a daemon is asked to stop; see handlers.StopReason.
+type StopReason = handlers.StopReason
+
+// The reasons a daemon is asked to stop.
+const (
+	StopDeleted         = handlers.StopDeleted
+	StopFiltersMismatch = handlers.StopFiltersMismatch
+	StopOperatorExiting = handlers.StopOperatorExiting
+)
+
+// OnTimer registers fn to run periodically per object; see handlers.OnTimer.
+func OnTimer[T client.Object](r *Registry, interval time.Duration, fn HandlerFunc[T], opts ...Option) {
+	handlers.OnTimer(r, interval, fn, opts...)
+}
+
+// OnDaemon registers a long-running function per object; see handlers.OnDaemon.
+func OnDaemon[T client.Object](r *Registry, fn DaemonFunc[T], opts ...Option) {
+	handlers.OnDaemon(r, fn, opts...)
+}
+
+// InitialDelay postpones a timer's or daemon's first run; see handlers.InitialDelay.
+func InitialDelay(d time.Duration) Option { return handlers.InitialDelay(d) }
+
+// Idle makes a timer wait for the object to stop changing; see handlers.Idle.
+func Idle(d time.Duration) Option { return handlers.Idle(d) }
+
+// Sharp aligns a timer to its interval; see handlers.Sharp.
+func Sharp() Option { return handlers.Sharp() }
+
+// CancellationBackoff is a daemon's grace period; see handlers.CancellationBackoff.
+func CancellationBackoff(d time.Duration) Option { return handlers.CancellationBackoff(d) }
+
+// CancellationTimeout bounds the wait for a cancelled daemon; see
+// handlers.CancellationTimeout.
+func CancellationTimeout(d time.Duration) Option { return handlers.CancellationTimeout(d) }

@@ -109,3 +109,29 @@ func ExampleCause_Register() {
 	fmt.Println(reg.Err())
 	// Output: <nil>
 }
+
+// A timer: every minute per object, only once the object has been quiet for
+// ten seconds. The result is written only when it changes.
+func ExampleOnTimer() {
+	reg := handlers.NewRegistry()
+	handlers.OnTimer(reg, time.Minute, func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (any, error) {
+		return map[string]any{"healthy": d.Status.AvailableReplicas > 0}, nil
+	}, handlers.Idle(10*time.Second), handlers.Sharp())
+	fmt.Println(reg.Registrations()[0].HandlerKind(), reg.Registrations()[0].Options.ID)
+	// Output: timer timer_fn
+}
+
+// A daemon: a long-running function per object that returns when asked to
+// stop.
+func ExampleOnDaemon() {
+	reg := handlers.NewRegistry()
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*appsv1.Deployment]) error {
+		for d.Sleep(30 * time.Second) {
+			d.Log.Info("still here", "replicas", d.Object().Spec.Replicas)
+		}
+		d.Log.Info("stopping", "reason", d.StopReason())
+		return nil
+	}, handlers.CancellationTimeout(time.Minute))
+	fmt.Println(reg.Registrations()[0].HandlerKind(), reg.Err())
+	// Output: daemon <nil>
+}

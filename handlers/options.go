@@ -82,7 +82,25 @@ type Options struct {
 	// already being deleted when first seen.
 	Deleted bool
 
-	fieldHandler bool // registered with OnField
+	// Interval is a timer's period; see OnTimer.
+	Interval time.Duration
+	// InitialDelay postpones a timer's or daemon's first run.
+	InitialDelay time.Duration
+	// InitialDelayFunc computes the initial delay per object; it wins over
+	// InitialDelay.
+	InitialDelayFunc func(obj client.Object) time.Duration
+	// Idle makes a timer wait until the object's essence has not changed for
+	// that long.
+	Idle time.Duration
+	// Sharp aligns a timer to multiples of its interval.
+	Sharp bool
+	// CancellationBackoff and CancellationTimeout govern how a daemon is
+	// stopped; see the options of the same names.
+	CancellationBackoff time.Duration
+	CancellationTimeout time.Duration
+
+	fieldHandler bool      // registered with OnField
+	spawn        spawnKind // timer or daemon
 
 	// problems collects what the shorthand options could not accept.
 	problems []string
@@ -144,6 +162,28 @@ func (o Options) ApplyToHandler(target *Options) {
 	}
 	target.Optional = target.Optional || o.Optional
 	target.Deleted = target.Deleted || o.Deleted
+	if o.Interval != 0 {
+		target.Interval = o.Interval
+	}
+	if o.InitialDelay != 0 {
+		target.InitialDelay = o.InitialDelay
+	}
+	if o.InitialDelayFunc != nil {
+		target.InitialDelayFunc = o.InitialDelayFunc
+	}
+	if o.Idle != 0 {
+		target.Idle = o.Idle
+	}
+	target.Sharp = target.Sharp || o.Sharp
+	if o.CancellationBackoff != 0 {
+		target.CancellationBackoff = o.CancellationBackoff
+	}
+	if o.CancellationTimeout != 0 {
+		target.CancellationTimeout = o.CancellationTimeout
+	}
+	if o.spawn != spawnNone {
+		target.spawn = o.spawn
+	}
 	target.fieldHandler = target.fieldHandler || o.fieldHandler
 	target.problems = append(target.problems, o.problems...)
 }

@@ -40,6 +40,8 @@ type Registration struct {
 	Level bool
 	// Reconcile runs a level handler with an object made by NewObject.
 	Reconcile func(ctx context.Context, obj client.Object, c *Cause) (reconcile.Result, error)
+	// RunDaemon runs a daemon (OnDaemon); timers (OnTimer) run through Call.
+	RunDaemon func(ctx context.Context, ctl *DaemonControl) error
 
 	literal bool // the function is a literal and the id was defaulted
 }
@@ -51,11 +53,16 @@ func (r *Registration) String() string {
 }
 
 // HandlerKind names the handler kind: "create", "update", "delete",
-// "resume", "field" (OnField) or "reconcile" (OnReconcile).
+// "resume", "field" (OnField), "reconcile" (OnReconcile), "timer" or
+// "daemon".
 func (r *Registration) HandlerKind() string { return r.kindName() }
 
 func (r *Registration) kindName() string {
 	switch {
+	case r.Options.spawn == spawnTimer:
+		return "timer"
+	case r.Options.spawn == spawnDaemon:
+		return "daemon"
 	case r.Level:
 		return "reconcile"
 	case r.Options.fieldHandler:
@@ -68,9 +75,10 @@ func (r *Registration) kindName() string {
 // create one with NewRegistry. A Registry is safe for concurrent
 // registration, but is meant to be filled before the operator starts.
 type Registry struct {
-	mu   sync.Mutex
-	regs []*Registration
-	errs []error
+	mu        sync.Mutex
+	regs      []*Registration
+	errs      []error
+	admission []*AdmissionRegistration // OnValidate and OnMutate, in order
 }
 
 // NewRegistry returns an empty Registry.
@@ -100,14 +108,14 @@ type ReconcileFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (
 // not handled before: an object created while the operator runs, one created
 // while it was down, or one that starts matching the handler's filters.
 func OnCreate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
-	register(r, ReasonCreate, fn, nil, opts)
+	register(r, ReasonCreate, fn, nil, nil, opts)
 }
 
 // OnUpdate registers fn to run when an already-handled object's essence
 // changes (its spec, labels, annotations or other non-status fields). With
 // the Field option, only when that field changed.
 func OnUpdate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
-	register(r, ReasonUpdate, fn, nil, opts)
+	register(r, ReasonUpdate, fn, nil, nil, opts)
 }
 
 // OnDelete registers fn to run when an object is being deleted. Unless the
@@ -115,7 +123,7 @@ func OnUpdate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
 // any create handler runs) and removes it once the delete handlers are done,
 // so the handler runs before the object disappears.
 func OnDelete[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
-	register(r, ReasonDelete, fn, nil, opts)
+	register(r, ReasonDelete, fn, nil, nil, opts)
 }
 
 // OnResume registers fn to run once per operator process for each
@@ -123,7 +131,7 @@ func OnDelete[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
 // not called for objects being deleted unless the Deleted option is given,
 // and not for objects that get a create instead.
 func OnResume[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
-	register(r, ReasonResume, fn, nil, opts)
+	register(r, ReasonResume, fn, nil, nil, opts)
 }
 
 // OnField registers fn to run whenever the field at path (a dotted path such
@@ -132,7 +140,7 @@ func OnResume[T client.Object](r *Registry, fn HandlerFunc[T], opts ...Option) {
 // handler receives the field's old and new values as Cause.Old and
 // Cause.New. Value, OldValue and NewValue filter them.
 func OnField[T client.Object](r *Registry, path string, fn HandlerFunc[T], opts ...Option) {
-	register(r, ReasonUpdate, fn, nil, append([]Option{Field(path), onField{}}, opts...))
+	register(r, ReasonUpdate, fn, nil, nil, append([]Option{Field(path), onField{}}, opts...))
 }
 
 // OnReconcile registers a level-based handler: fn runs on every reconcile
@@ -140,7 +148,7 @@ func OnField[T client.Object](r *Registry, path string, fn HandlerFunc[T], opts 
 // with the same Cause and Patch. Its Result and error are those of a
 // controller-runtime Reconciler: they requeue the object.
 func OnReconcile[T client.Object](r *Registry, fn ReconcileFunc[T], opts ...Option) {
-	register[T](r, "", nil, fn, opts)
+	register[T](r, "", nil, fn, nil, opts)
 }
 
 // onField marks a registration made by OnField.
@@ -148,13 +156,14 @@ type onField struct{}
 
 func (onField) ApplyToHandler(o *Options) { o.fieldHandler = true }
 
-func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], level ReconcileFunc[T], opts []Option) {
-	reg := &Registration{Reason: reason, Source: callerSource(), Level: reason == ""}
+func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], level ReconcileFunc[T], daemon DaemonFunc[T], opts []Option) {
+	reg := &Registration{Reason: reason, Source: callerSource()}
 	for _, o := range opts {
 		if o != nil {
 			o.ApplyToHandler(&reg.Options)
 		}
 	}
+	reg.Level = reason == "" && reg.Options.spawn == spawnNone
 	var zero T
 	_, reg.Unstructured = any(zero).(*unstructured.Unstructured)
 	reg.NewObject = func() client.Object { return newObject[T]() }
@@ -164,6 +173,14 @@ func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], le
 			return nil, fmt.Errorf("%s: got %T, want %T", reg, obj, zero)
 		}
 		return fn(ctx, typed, c)
+	}
+	if daemon != nil {
+		reg.RunDaemon = func(ctx context.Context, ctl *DaemonControl) error {
+			if _, ok := ctl.Latest().(T); !ok {
+				return Permanent(fmt.Errorf("%s: got %T, want %T", reg, ctl.Latest(), zero))
+			}
+			return daemon(ctx, &Daemon[T]{Cause: ctl.Cause, ctl: ctl})
+		}
 	}
 	if level != nil {
 		reg.Reconcile = func(ctx context.Context, obj client.Object, c *Cause) (reconcile.Result, error) {
@@ -179,15 +196,19 @@ func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], le
 	defer r.mu.Unlock()
 	if reg.Options.ID == "" {
 		var f any = fn
-		if level != nil || fn == nil {
+		switch {
+		case reg.Level:
 			f = level
+		case reg.Options.spawn == spawnDaemon:
+			f = daemon
 		}
 		reg.Options.ID, reg.literal = r.defaultID(reg.kindName(), f, reg)
 		if reg.Options.Field != "" {
 			reg.Options.ID += "/" + reg.Options.Field
 		}
 	}
-	if err := r.validate(reg, fn == nil && level == nil); err != nil {
+	nilFn := fn == nil && level == nil && daemon == nil
+	if err := r.validate(reg, nilFn); err != nil {
 		r.errs = append(r.errs, err)
 		return
 	}
@@ -256,6 +277,21 @@ func optionProblems(reg *Registration) []string {
 	}
 	if o.Retries < 0 || o.Timeout < 0 || o.Backoff < 0 {
 		problems = append(problems, "Retries, Timeout and Backoff cannot be negative")
+	}
+	if reg.Options.spawn == spawnTimer && o.Interval <= 0 && o.Idle <= 0 {
+		problems = append(problems, "a timer needs a positive interval or Idle")
+	}
+	if o.spawn != spawnTimer && (o.Interval != 0 || o.Idle != 0 || o.Sharp) {
+		problems = append(problems, "Idle and Sharp are only for timers")
+	}
+	if o.spawn == spawnNone && (o.InitialDelay != 0 || o.InitialDelayFunc != nil) {
+		problems = append(problems, "InitialDelay is only for timers and daemons")
+	}
+	if o.spawn != spawnDaemon && (o.CancellationBackoff != 0 || o.CancellationTimeout != 0) {
+		problems = append(problems, "CancellationBackoff and CancellationTimeout are only for daemons")
+	}
+	if o.Interval < 0 || o.InitialDelay < 0 {
+		problems = append(problems, "Interval and InitialDelay cannot be negative")
 	}
 	if o.Errors < ErrorsTemporary || o.Errors > ErrorsIgnored {
 		problems = append(problems, fmt.Sprintf("unknown error mode %d", int(o.Errors)))

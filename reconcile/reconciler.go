@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,8 +34,11 @@ type kindController struct {
 	opts      Options
 	change    []*handlers.Registration // change handlers, in registration order
 	level     []*handlers.Registration // OnReconcile handlers
-	extra     [][]string               // field paths kept in the essence
-	reader    client.Reader            // the manager's cache
+	spawned   []*handlers.Registration // timers and daemons
+	spawner   *spawner                 // nil without timers and daemons
+	log       logr.Logger
+	extra     [][]string    // field paths kept in the essence
+	reader    client.Reader // the manager's cache
 	writer    client.Client
 	recorder  recorder.EventRecorder
 	newObject func() client.Object
@@ -55,6 +59,9 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := k.reader.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			k.memory.forget(req.NamespacedName)
+			if k.spawner != nil {
+				k.spawner.forget(req.NamespacedName)
+			}
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading %s %s from the cache: %w", k.gvk.Kind, req.NamespacedName, err)
@@ -72,20 +79,13 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
-	var change, level []*handlers.Registration
-	for _, r := range k.change {
-		if k.selects(r, obj) {
-			change = append(change, r)
-		}
-	}
-	for _, r := range k.level {
-		if k.selects(r, obj) {
-			level = append(level, r)
-		}
-	}
+	change, level, spawn := k.selected(k.change, obj), k.selected(k.level, obj), k.selected(k.spawned, obj)
 	deleting := obj.GetDeletionTimestamp() != nil
 	hasFinalizer := controllerutil.ContainsFinalizer(obj, k.finalizer)
-	if len(change) == 0 && len(level) == 0 && !hasFinalizer {
+	if len(change) == 0 && len(level) == 0 && len(spawn) == 0 && !hasFinalizer {
+		if k.spawner != nil {
+			k.spawner.sync(req.NamespacedName, obj, t.essence, nil)
+		}
 		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
 	}
 	t.loadState(ctx)
@@ -94,17 +94,25 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	switch {
 	case deleting && hasFinalizer:
 		cause = handlers.ReasonDelete
-		if t.deleteCause(ctx, change) {
+		done := t.deleteCause(ctx, change)
+		gone := k.spawner == nil || k.spawner.stop(req.NamespacedName)
+		if done && gone {
 			if err := k.setFinalizer(ctx, obj, false); err != nil {
 				return reconcile.Result{}, err
 			}
 			t.log.Info("deletion handled; finalizer removed")
 			return reconcile.Result{}, nil
 		}
+		if done {
+			t.log.V(1).Info("waiting for daemons to stop before releasing the finalizer")
+		}
 	case deleting:
 		// Someone else's finalizer holds the object; nothing of ours to do.
+		if k.spawner != nil {
+			k.spawner.stop(req.NamespacedName)
+		}
 	default:
-		needFinalizer := false
+		needFinalizer := len(spawn) > 0 && k.spawner.needsFinalizer(req.NamespacedName, spawn)
 		for _, r := range change {
 			needFinalizer = needFinalizer || r.Reason == handlers.ReasonDelete && !r.Options.Optional
 		}
@@ -119,6 +127,9 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 			}
 		}
 		cause = t.changeCause(ctx, change)
+		if k.spawner != nil {
+			k.spawner.sync(req.NamespacedName, obj, t.essence, spawn)
+		}
 	}
 
 	res, levelErr := t.runLevel(ctx, level, cause)
@@ -168,6 +179,17 @@ func (t *turn) loadState(ctx context.Context) {
 	}
 }
 
+// selected returns the registrations whose filters accept obj.
+func (k *kindController) selected(regs []*handlers.Registration, obj client.Object) []*handlers.Registration {
+	var out []*handlers.Registration
+	for _, r := range regs {
+		if k.selects(r, obj) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // selects applies a handler's filters to obj in the handler's Go type.
 func (k *kindController) selects(r *handlers.Registration, obj client.Object) bool {
 	if r.Options.When == nil {
@@ -214,14 +236,7 @@ func (t *turn) write(ctx context.Context) error {
 			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
 		}
 	}
-	objectPatch, statusPatch := t.patch.Object(), t.patch.Status()
-	if len(statusPatch) > 0 && !k.hasStatus {
-		if objectPatch == nil {
-			objectPatch = map[string]any{}
-		}
-		objectPatch["status"] = statusPatch
-		statusPatch = nil
-	}
+	objectPatch, statusPatch := k.split(&t.patch)
 	if len(statusPatch) > 0 {
 		if err := k.send(ctx, t.obj, map[string]any{"status": statusPatch}, true); err != nil {
 			return err
@@ -251,6 +266,41 @@ func (t *turn) write(ctx context.Context) error {
 		t.mem.wrote(t.st)
 	}
 	return nil
+}
+
+// split returns the object patch and the status patch to send for p; status
+// goes into the object patch for kinds without a status subresource.
+func (k *kindController) split(p *handlers.Patch) (objectPatch, statusPatch map[string]any) {
+	objectPatch, statusPatch = p.Object(), p.Status()
+	if len(statusPatch) > 0 && !k.hasStatus {
+		objectPatch = mergeInto(objectPatch, map[string]any{"status": statusPatch})
+		statusPatch = nil
+	}
+	return objectPatch, statusPatch
+}
+
+// sendPatch sends a handler patch: at most one status and one object patch.
+func (k *kindController) sendPatch(ctx context.Context, obj client.Object, p *handlers.Patch) error {
+	objectPatch, statusPatch := k.split(p)
+	if len(statusPatch) > 0 {
+		if err := k.send(ctx, obj, map[string]any{"status": statusPatch}, true); err != nil {
+			return err
+		}
+	}
+	if len(objectPatch) > 0 {
+		return k.send(ctx, obj, objectPatch, false)
+	}
+	return nil
+}
+
+// statusOf returns the status of obj as a JSON-like map.
+func statusOf(obj client.Object) (map[string]any, error) {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	status, _ := raw["status"].(map[string]any)
+	return status, nil
 }
 
 // call runs one change handler (or sub-handler) on a private copy of obj,

@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gopf-dev/gopf/handlers"
 )
@@ -125,12 +127,18 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	}
 	for _, gvk := range order {
 		kc := byKind[gvk]
-		err := ctrl.NewControllerManagedBy(mgr).
+		b := ctrl.NewControllerManagedBy(mgr).
 			Named(kc.name).
 			For(kc.newObject()).
-			WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-			Complete(kc)
-		if err != nil {
+			WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+		if len(kc.spawned) > 0 {
+			kc.spawner = newSpawner(kc, opts.MaxConcurrentReconciles)
+			if err := mgr.Add(kc.spawner); err != nil {
+				return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", gvk, err)
+			}
+			b = b.WatchesRawSource(source.Channel(kc.spawner.wake, &handler.EnqueueRequestForObject{}))
+		}
+		if err := b.Complete(kc); err != nil {
 			return fmt.Errorf("gopf: starting the controller for %s: %w", gvk, err)
 		}
 	}
@@ -191,6 +199,7 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		recorder:  mgr.GetEventRecorder("gopf"),
 		hasStatus: hasStatus,
 		finalizer: opts.Prefix + "/finalizer",
+		log:       mgr.GetLogger().WithValues("controller", "gopf-"+strings.ToLower(gvk.Kind)+nonEmptyDot(gvk.Group)),
 		memory:    newMemories(),
 	}
 	if proto.Unstructured {
@@ -214,9 +223,12 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 // add puts a registration in its place: change handlers or level handlers;
 // fields they name are kept in the essence.
 func (k *kindController) add(r *handlers.Registration) {
-	if r.Level {
+	switch r.HandlerKind() {
+	case "reconcile":
 		k.level = append(k.level, r)
-	} else {
+	case "timer", "daemon":
+		k.spawned = append(k.spawned, r)
+	default:
 		k.change = append(k.change, r)
 	}
 	if r.Options.Field != "" {

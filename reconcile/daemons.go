@@ -1,0 +1,163 @@
+package reconcile
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// startDaemonLocked starts one daemon for an object in its own goroutine.
+func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *handlers.Registration) {
+	// The daemon's context ends when gopf cancels it (after the stop signal
+	// and CancellationBackoff), not directly with the manager's, so that a
+	// daemon always learns why it stops.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
+	d := &daemonState{reg: r, cancel: cancel, done: make(chan struct{}), abandoned: make(chan struct{})}
+	latest := func() client.Object {
+		s.mu.Lock()
+		obj := o.latest
+		s.mu.Unlock()
+		typed, err := s.k.objectFor(r, obj)
+		if err != nil {
+			return nil
+		}
+		return typed
+	}
+	d.ctl = handlers.NewDaemonControl(s.newCause(r, o.latest, 0, time.Now()), latest)
+	o.daemons[r.Options.ID] = d
+	delay := s.initialDelay(r, o.latest)
+	go s.runDaemon(ctx, key, o, d, delay)
+}
+
+// runDaemon is the daemon's goroutine: it runs the function, again after a
+// temporary error, until the function is done or asked to stop.
+func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *spawned, d *daemonState, delay time.Duration) {
+	defer close(d.done)
+	defer d.cancel()
+	log := d.ctl.Cause.Log
+	forGood := false
+	for retry := 0; ; retry++ {
+		if !sleepUnlessStopped(delay, d.ctl.Stopping()) {
+			break
+		}
+		d.ctl.Cause.Retry = retry
+		err := recovered(log, func() error { return d.reg.RunDaemon(ctx, d.ctl) })
+		if d.ctl.Reason() != "" {
+			log.V(1).Info("daemon stopped", "reason", d.ctl.Reason())
+			break
+		}
+		var ok bool
+		if delay, ok = retryDelay(d.reg.Options, s.k.opts.DefaultBackoff, err); ok || delay < 0 {
+			if err != nil && delay < 0 {
+				log.Error(err, "daemon failed permanently; it is not started again for this object")
+			} else {
+				log.Info("daemon returned; it is not started again for this object")
+			}
+			forGood = true
+			break
+		}
+		log.Info("daemon failed; it will be started again", "error", err.Error(), "retryIn", delay)
+	}
+
+	s.mu.Lock()
+	if o.daemons[d.reg.Options.ID] == d {
+		delete(o.daemons, d.reg.Options.ID)
+		if forGood {
+			o.finished[d.reg.Options.ID] = true
+		}
+	}
+	obj := o.latest
+	if len(o.daemons) == 0 && len(o.wanted) == 0 && s.objects[key] == o {
+		delete(s.objects, key)
+	}
+	s.mu.Unlock()
+	s.wakeUp(obj)
+}
+
+// stopDaemonLocked asks a daemon to stop, and escalates in the background:
+// after CancellationBackoff its context is cancelled; after a further
+// CancellationTimeout (if set) gopf gives up on it.
+func (s *spawner) stopDaemonLocked(d *daemonState, reason handlers.StopReason) {
+	d.ctl.Stop(reason)
+	if d.escalated {
+		return
+	}
+	d.escalated = true
+	opts := d.reg.Options
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if !waitDone(d.done, opts.CancellationBackoff) {
+			d.cancel()
+			if opts.CancellationTimeout > 0 && !waitDone(d.done, opts.CancellationTimeout) {
+				d.ctl.Cause.Log.Info("WARNING: the daemon did not stop in time; gopf abandons it and releases the object",
+					"reason", reason, "timeout", opts.CancellationTimeout)
+				s.abandon(d)
+			}
+		}
+	}()
+}
+
+// abandon forgets a daemon that would not stop, as if it had returned.
+func (s *spawner) abandon(d *daemonState) {
+	close(d.abandoned)
+	s.mu.Lock()
+	var obj client.Object
+	for key, o := range s.objects {
+		if o.daemons[d.reg.Options.ID] == d {
+			delete(o.daemons, d.reg.Options.ID)
+			obj = o.latest
+			if len(o.daemons) == 0 && len(o.wanted) == 0 {
+				delete(s.objects, key)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if obj != nil {
+		s.wakeUp(obj)
+	}
+}
+
+// waitDone waits up to d for done; it reports whether done closed.
+func waitDone(done <-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// sleepUnlessStopped sleeps d; it reports false if stop closed first.
+func sleepUnlessStopped(d time.Duration, stop <-chan struct{}) bool {
+	if d <= 0 {
+		select {
+		case <-stop:
+			return false
+		default:
+			return true
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
+	}
+}

@@ -1,0 +1,304 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// spawner runs the timers and daemons of one kind. It is a Runnable on the
+// manager, so it runs only on the leader and stopping the manager stops
+// every timer and daemon it started.
+//
+// Timers cost no goroutine while they wait: they sit in one delaying queue
+// (a heap served by one goroutine) and run on a fixed pool of workers; the
+// queue never hands one key to two workers, so a timer never overlaps
+// itself. Daemons get a goroutine each, as long-running functions must.
+type spawner struct {
+	k       *kindController
+	regs    []*handlers.Registration // timers and daemons, in registration order
+	workers int
+	log     logr.Logger
+
+	mu      sync.Mutex
+	ctx     context.Context // set by Start; nil before
+	objects map[types.NamespacedName]*spawned
+	queue   workqueue.TypedDelayingInterface[timerKey]
+	wg      sync.WaitGroup // timer workers and daemon stop escalations
+	wake    chan event.GenericEvent
+}
+
+// timerKey names one timer of one object.
+type timerKey struct {
+	obj types.NamespacedName
+	id  string
+}
+
+// spawned is what the spawner knows of one object.
+type spawned struct {
+	uid       types.UID
+	latest    client.Object
+	essence   string
+	changedAt time.Time // last change of the essence
+	wanted    []*handlers.Registration
+	timers    map[string]*timerState
+	daemons   map[string]*daemonState
+	finished  map[string]bool // daemons done for good in this process
+}
+
+type timerState struct {
+	reg     *handlers.Registration
+	first   time.Time // start of the first run, the grid of sharp timers
+	retries int
+	started time.Time // first attempt of the current run
+	ranFor  time.Time // the change an idle-only timer last ran after
+}
+
+type daemonState struct {
+	reg       *handlers.Registration
+	ctl       *handlers.DaemonControl
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the goroutine returns
+	abandoned chan struct{} // closed when gopf gives up waiting
+	escalated bool
+}
+
+func newSpawner(k *kindController, workers int) *spawner {
+	return &spawner{
+		k:       k,
+		workers: workers,
+		objects: map[types.NamespacedName]*spawned{},
+		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[timerKey]{Name: k.name + "-timers"}),
+		wake:    make(chan event.GenericEvent, 1024),
+	}
+}
+
+// Start runs the timer workers and spawns what reconciles asked for before
+// the spawner started; on stop it stops every daemon and timer and waits for
+// them.
+func (s *spawner) Start(ctx context.Context) error {
+	s.log = s.k.log.WithName("spawner")
+	s.mu.Lock()
+	s.ctx = ctx
+	for i := 0; i < s.workers; i++ {
+		s.wg.Add(1)
+		go s.worker()
+	}
+	for key, o := range s.objects {
+		s.spawnLocked(key, o)
+	}
+	s.mu.Unlock()
+
+	<-ctx.Done()
+	s.mu.Lock()
+	var daemons []*daemonState
+	for _, o := range s.objects {
+		for _, d := range o.daemons {
+			s.stopDaemonLocked(d, handlers.StopOperatorExiting)
+			daemons = append(daemons, d)
+		}
+	}
+	s.mu.Unlock()
+	for _, d := range daemons {
+		select {
+		case <-d.done:
+		case <-d.abandoned:
+		}
+	}
+	s.queue.ShutDown()
+	s.wg.Wait()
+	return nil
+}
+
+// sync records the newest object and starts the timers and daemons of the
+// selected registrations that are not running; those no longer selected
+// are stopped.
+func (s *spawner) sync(key types.NamespacedName, obj client.Object, essence string, selected []*handlers.Registration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[key]
+	if o == nil || o.uid != obj.GetUID() {
+		if o != nil {
+			s.stopAllLocked(key, o, handlers.StopDeleted)
+		}
+		o = &spawned{uid: obj.GetUID(), timers: map[string]*timerState{}, daemons: map[string]*daemonState{}, finished: map[string]bool{}, changedAt: time.Now()}
+		s.objects[key] = o
+	} else if o.essence != essence {
+		o.changedAt = time.Now()
+		for id, t := range o.timers {
+			if t.reg.Options.Idle > 0 {
+				s.queue.AddAfter(timerKey{key, id}, t.reg.Options.Idle)
+			}
+		}
+	}
+	o.latest, o.essence, o.wanted = obj.DeepCopyObject().(client.Object), essence, selected
+	if s.ctx != nil {
+		s.spawnLocked(key, o)
+	}
+}
+
+// spawnLocked starts what o wants and stops what it no longer wants.
+func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
+	wanted := map[string]bool{}
+	for _, r := range o.wanted {
+		id := r.Options.ID
+		wanted[id] = true
+		switch r.HandlerKind() {
+		case "timer":
+			if o.timers[id] == nil {
+				o.timers[id] = &timerState{reg: r}
+				s.queue.AddAfter(timerKey{key, id}, s.initialDelay(r, o.latest))
+			}
+		case "daemon":
+			if o.daemons[id] == nil && !o.finished[id] {
+				s.startDaemonLocked(key, o, r)
+			}
+		}
+	}
+	for id := range o.timers {
+		if !wanted[id] {
+			delete(o.timers, id)
+		}
+	}
+	for id, d := range o.daemons {
+		if !wanted[id] {
+			s.stopDaemonLocked(d, handlers.StopFiltersMismatch)
+		}
+	}
+}
+
+// needsFinalizer reports whether a timer or daemon holds the object: a
+// selected timer, or a selected daemon that has not finished for good.
+func (s *spawner) needsFinalizer(key types.NamespacedName, selected []*handlers.Registration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[key]
+	for _, r := range selected {
+		if r.HandlerKind() == "timer" || o == nil || !o.finished[r.Options.ID] {
+			return true
+		}
+	}
+	return false
+}
+
+// stop stops the timers and daemons of an object being deleted. It reports
+// whether all daemons are gone (returned or abandoned), so that the
+// finalizer can go.
+func (s *spawner) stop(key types.NamespacedName) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[key]
+	if o == nil {
+		return true
+	}
+	s.stopAllLocked(key, o, handlers.StopDeleted)
+	return len(o.daemons) == 0
+}
+
+// forget stops everything of an object that is gone and forgets it.
+func (s *spawner) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.objects[key]; o != nil {
+		s.stopAllLocked(key, o, handlers.StopDeleted)
+		if len(o.daemons) == 0 {
+			delete(s.objects, key)
+		}
+	}
+}
+
+func (s *spawner) stopAllLocked(key types.NamespacedName, o *spawned, reason handlers.StopReason) {
+	o.wanted = nil
+	for id := range o.timers {
+		delete(o.timers, id)
+	}
+	for _, d := range o.daemons {
+		s.stopDaemonLocked(d, reason)
+	}
+}
+
+// initialDelay is a timer's or daemon's delay before its first run.
+func (s *spawner) initialDelay(r *handlers.Registration, obj client.Object) time.Duration {
+	if f := r.Options.InitialDelayFunc; f != nil {
+		if typed, err := s.k.objectFor(r, obj); err == nil {
+			return f(typed)
+		}
+	}
+	return r.Options.InitialDelay
+}
+
+// wakeUp makes the controller reconcile the object again, e.g. when a daemon
+// has gone and the finalizer may be released.
+func (s *spawner) wakeUp(obj client.Object) {
+	ctx := s.ctx
+	go func() {
+		select {
+		case s.wake <- event.GenericEvent{Object: obj}:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// newCause builds the Cause of a timer or daemon run.
+func (s *spawner) newCause(r *handlers.Registration, obj client.Object, retry int, started time.Time) *handlers.Cause {
+	return &handlers.Cause{
+		HandlerID:   r.Options.ID,
+		Name:        obj.GetName(),
+		Namespace:   obj.GetNamespace(),
+		UID:         obj.GetUID(),
+		Labels:      nonNil(obj.GetLabels()),
+		Annotations: nonNil(obj.GetAnnotations()),
+		Memo:        &s.k.memory.get(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, obj.GetUID()).memo,
+		Retry:       retry,
+		Started:     started,
+		Runtime:     time.Since(started),
+		Log:         s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry),
+		Param:       r.Options.Param,
+	}
+}
+
+// retryDelay classifies a run's error: the delay before the next attempt,
+// or -1 when the error is permanent (or ignored: then ok is true).
+func retryDelay(opts handlers.Options, defaultBackoff time.Duration, err error) (delay time.Duration, ok bool) {
+	var temp *handlers.TemporaryError
+	var perm *handlers.PermanentError
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.As(err, &perm):
+		return -1, false
+	case errors.As(err, &temp) && temp.Delay > 0:
+		return temp.Delay, false
+	case errors.As(err, &temp):
+	case opts.Errors == handlers.ErrorsIgnored:
+		return 0, true
+	case opts.Errors == handlers.ErrorsPermanent:
+		return -1, false
+	}
+	if opts.Backoff > 0 {
+		return opts.Backoff, false
+	}
+	return defaultBackoff, false
+}
+
+// recovered turns a panic in fn into an error.
+func recovered(log logr.Logger, fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error(fmt.Errorf("panic: %v", p), "handler panicked", "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return fn()
+}
