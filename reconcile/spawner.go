@@ -63,6 +63,7 @@ type timerState struct {
 	retries int
 	started time.Time // first attempt of the current run
 	ranFor  time.Time // the change an idle-only timer last ran after
+	due     time.Time // when the scheduled run is due
 }
 
 type daemonState struct {
@@ -157,8 +158,9 @@ func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
 		switch r.HandlerKind() {
 		case "timer":
 			if o.timers[id] == nil {
-				o.timers[id] = &timerState{reg: r}
-				s.queue.AddAfter(timerKey{key, id}, s.initialDelay(r, o.latest))
+				t := &timerState{reg: r}
+				o.timers[id] = t
+				s.schedule(timerKey{key, id}, t, s.initialDelay(r, o.latest))
 			}
 		case "daemon":
 			if o.daemons[id] == nil && !o.finished[id] {

@@ -46,6 +46,10 @@ func (s *spawner) runTimer(key timerKey) {
 			return
 		}
 	}
+	if !t.due.IsZero() {
+		timerLateness.WithLabelValues(s.k.name, opts.ID).Observe(now.Sub(t.due).Seconds())
+		t.due = time.Time{}
+	}
 	obj, changedAt := o.latest, o.changedAt
 	if t.retries == 0 {
 		t.started = now
@@ -82,7 +86,7 @@ func (s *spawner) runTimer(key timerKey) {
 	case !ok && delay >= 0:
 		t.retries++
 		c.Log.Info("timer failed; it will be retried", "error", err.Error(), "retryIn", delay)
-		s.queue.AddAfter(key, delay)
+		s.schedule(key, t, delay)
 		return
 	case !ok:
 		c.Log.Error(err, "timer failed permanently; it runs again at its next interval")
@@ -97,5 +101,11 @@ func (s *spawner) runTimer(key timerKey) {
 		periods := end.Sub(t.first)/opts.Interval + 1
 		next = t.first.Add(periods * opts.Interval)
 	}
-	s.queue.AddAfter(key, time.Until(next))
+	s.schedule(key, t, time.Until(next))
+}
+
+// schedule puts a timer's next run in the queue and remembers when it is due.
+func (s *spawner) schedule(key timerKey, t *timerState, delay time.Duration) {
+	t.due = time.Now().Add(delay)
+	s.queue.AddAfter(key, delay)
 }
