@@ -74,6 +74,17 @@ type Cause struct {
 	// Param is the value given with the WithParam option at registration.
 	Param any
 
+	// Event is the watch event an OnEvent handler is called for; "" for
+	// other handlers.
+	Event EventType
+
+	// Indexes are the operator's indexes, by name; see OnIndex.
+	Indexes *Indexes
+
+	// EventSink posts Kubernetes Events about the object. gopf sets it; use
+	// Post, Info, Warn and Exception.
+	EventSink func(eventType, reason, message string)
+
 	sub *subRegistry
 }
 

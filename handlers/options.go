@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -99,8 +101,15 @@ type Options struct {
 	CancellationBackoff time.Duration
 	CancellationTimeout time.Duration
 
+	// Owned and Watched are secondary kinds whose changes reconcile objects
+	// of the handler's kind; see Owns and Watches.
+	Owned   []client.Object
+	Watched []Watch
+
 	fieldHandler bool      // registered with OnField
 	spawn        spawnKind // timer or daemon
+	watch        watchKind // event handler or index
+	named        any       // the user's function, for the default id
 
 	// problems collects what the shorthand options could not accept.
 	problems []string
@@ -184,6 +193,14 @@ func (o Options) ApplyToHandler(target *Options) {
 	if o.spawn != spawnNone {
 		target.spawn = o.spawn
 	}
+	if o.watch != watchNone {
+		target.watch = o.watch
+	}
+	if o.named != nil {
+		target.named = o.named
+	}
+	target.Owned = append(target.Owned, o.Owned...)
+	target.Watched = append(target.Watched, o.Watched...)
 	target.fieldHandler = target.fieldHandler || o.fieldHandler
 	target.problems = append(target.problems, o.problems...)
 }
@@ -240,3 +257,33 @@ func ForKind(group, version, kind string) Option {
 // ForResource names the kind of an unstructured handler by resource name;
 // see Options.Resource.
 func ForResource(name string) Option { return Options{Resource: name} }
+
+// Owns makes changes of child objects of obj's kind that the handler's kind
+// controls (through a controller owner reference, as Adopt sets) reconcile
+// the owner again, so that its OnReconcile handlers see them. Change
+// handlers of the owner are not called for them: the owner's essence did not
+// change.
+func Owns(obj client.Object) Option {
+	if obj == nil {
+		return optionFunc(func(o *Options) { o.problems = append(o.problems, "Owns(nil)") })
+	}
+	return Options{Owned: []client.Object{obj}}
+}
+
+// Watches makes changes of objects of obj's kind reconcile the objects that
+// mapFn names (of the handler's kind), like Owns for relations other than
+// ownership.
+func Watches(obj client.Object, mapFn func(ctx context.Context, obj client.Object) []types.NamespacedName) Option {
+	if obj == nil || mapFn == nil {
+		return optionFunc(func(o *Options) { o.problems = append(o.problems, "Watches needs an object and a mapping function") })
+	}
+	return Options{Watched: []Watch{{Object: obj, Map: mapFn}}}
+}
+
+// Watch is one secondary kind a handler's kind watches; see Watches.
+type Watch struct {
+	// Object is an empty object of the watched kind.
+	Object client.Object
+	// Map names the objects to reconcile for a change of a watched object.
+	Map func(ctx context.Context, obj client.Object) []types.NamespacedName
+}

@@ -53,8 +53,8 @@ func (r *Registration) String() string {
 }
 
 // HandlerKind names the handler kind: "create", "update", "delete",
-// "resume", "field" (OnField), "reconcile" (OnReconcile), "timer" or
-// "daemon".
+// "resume", "field" (OnField), "reconcile" (OnReconcile), "timer",
+// "daemon", "event" (OnEvent) or "index" (OnIndex).
 func (r *Registration) HandlerKind() string { return r.kindName() }
 
 func (r *Registration) kindName() string {
@@ -63,6 +63,10 @@ func (r *Registration) kindName() string {
 		return "timer"
 	case r.Options.spawn == spawnDaemon:
 		return "daemon"
+	case r.Options.watch == watchEvent:
+		return "event"
+	case r.Options.watch == watchIndex:
+		return "index"
 	case r.Level:
 		return "reconcile"
 	case r.Options.fieldHandler:
@@ -163,7 +167,7 @@ func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], le
 			o.ApplyToHandler(&reg.Options)
 		}
 	}
-	reg.Level = reason == "" && reg.Options.spawn == spawnNone
+	reg.Level = reason == "" && reg.Options.spawn == spawnNone && reg.Options.watch == watchNone
 	var zero T
 	_, reg.Unstructured = any(zero).(*unstructured.Unstructured)
 	reg.NewObject = func() client.Object { return newObject[T]() }
@@ -201,6 +205,8 @@ func register[T client.Object](r *Registry, reason Reason, fn HandlerFunc[T], le
 			f = level
 		case reg.Options.spawn == spawnDaemon:
 			f = daemon
+		case reg.Options.named != nil:
+			f = reg.Options.named
 		}
 		reg.Options.ID, reg.literal = r.defaultID(reg.kindName(), f, reg)
 		if reg.Options.Field != "" {
@@ -277,6 +283,9 @@ func optionProblems(reg *Registration) []string {
 	}
 	if o.Retries < 0 || o.Timeout < 0 || o.Backoff < 0 {
 		problems = append(problems, "Retries, Timeout and Backoff cannot be negative")
+	}
+	if o.watch == watchIndex && o.ID == "" {
+		problems = append(problems, "an index needs a name")
 	}
 	if reg.Options.spawn == spawnTimer && o.Interval <= 0 && o.Idle <= 0 {
 		problems = append(problems, "a timer needs a positive interval or Idle")

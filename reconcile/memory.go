@@ -43,11 +43,16 @@ func (m *memory) wrote(st *state) {
 // memories holds the memory of every object seen. An object's memory is used
 // only by the one reconcile that handles the object at a time.
 type memories struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]*memory
+	mu       sync.Mutex
+	m        map[types.NamespacedName]*memory
+	defaults map[string]any
 }
 
-func newMemories() *memories { return &memories{m: map[types.NamespacedName]*memory{}} }
+// newMemories returns an empty set; every object's memo starts as a shallow
+// copy of defaults.
+func newMemories(defaults map[string]any) *memories {
+	return &memories{m: map[types.NamespacedName]*memory{}, defaults: defaults}
+}
 
 // get returns the memory of the object, new if the object is new or was
 // replaced by another of the same name.
@@ -57,6 +62,9 @@ func (ms *memories) get(key types.NamespacedName, uid types.UID) *memory {
 	m, ok := ms.m[key]
 	if !ok || m.uid != uid {
 		m = &memory{uid: uid}
+		for k, v := range ms.defaults {
+			m.memo.Set(k, v)
+		}
 		ms.m[key] = m
 	}
 	return m

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -35,7 +36,11 @@ type kindController struct {
 	change    []*handlers.Registration // change handlers, in registration order
 	level     []*handlers.Registration // OnReconcile handlers
 	spawned   []*handlers.Registration // timers and daemons
-	spawner   *spawner                 // nil without timers and daemons
+	events    []*handlers.Registration // OnEvent handlers
+	indexes   []*handlers.Registration // OnIndex functions
+	cache     cache.Cache
+	spawner   *spawner // nil without timers and daemons
+	shared    *shared
 	log       logr.Logger
 	extra     [][]string    // field paths kept in the essence
 	reader    client.Reader // the manager's cache
@@ -65,6 +70,10 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading %s %s from the cache: %w", k.gvk.Kind, req.NamespacedName, err)
+	}
+	if !k.shared.indexesReady() {
+		log.V(1).Info("waiting for the indexes to see their initial lists")
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	t := &turn{k: k, log: log, obj: obj, now: time.Now(), store: k.storage()}
 	if err := t.refresh(); err != nil {
@@ -177,6 +186,27 @@ func (t *turn) loadState(ctx context.Context) {
 	} else {
 		t.st = &state{}
 	}
+}
+
+// baseCause builds the parts of a Cause every handler kind shares.
+func (k *kindController) baseCause(r *handlers.Registration, obj client.Object, log logr.Logger) *handlers.Cause {
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	c := &handlers.Cause{
+		HandlerID:   r.Options.ID,
+		Name:        obj.GetName(),
+		Namespace:   obj.GetNamespace(),
+		UID:         obj.GetUID(),
+		Labels:      nonNil(obj.GetLabels()),
+		Annotations: nonNil(obj.GetAnnotations()),
+		Memo:        &k.memory.get(key, obj.GetUID()).memo,
+		Param:       r.Options.Param,
+		Indexes:     k.shared.indexes,
+	}
+	c.EventSink = func(eventType, reason, message string) {
+		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", message)
+	}
+	c.Log = k.bridgeLogs(log, c)
+	return c
 }
 
 // selected returns the registrations whose filters accept obj.
@@ -359,7 +389,9 @@ func (k *kindController) callLevel(ctx context.Context, r *handlers.Registration
 func (k *kindController) objectFor(r *handlers.Registration, obj client.Object) (client.Object, error) {
 	want := r.NewObject()
 	if fmt.Sprintf("%T", want) == fmt.Sprintf("%T", obj) {
-		return obj.DeepCopyObject().(client.Object), nil
+		out := obj.DeepCopyObject().(client.Object)
+		out.GetObjectKind().SetGroupVersionKind(k.gvk) // handlers see apiVersion and kind, e.g. for Adopt
+		return out, nil
 	}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -373,6 +405,7 @@ func (k *kindController) objectFor(r *handlers.Registration, obj client.Object) 
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, want); err != nil {
 		return nil, fmt.Errorf("converting %s for %s: %w", k.gvk.Kind, r, err)
 	}
+	want.GetObjectKind().SetGroupVersionKind(k.gvk)
 	return want, nil
 }
 

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gopf-dev/gopf/handlers"
@@ -60,6 +63,13 @@ type Options struct {
 	// Backoff. Default: 60 s, as in Kopf.
 	DefaultBackoff time.Duration
 
+	// LogEvents posts handler log lines as Events. Default: LogEventsOff.
+	LogEvents LogEvents
+
+	// Memo is the operator-wide default of every object's memo: each object
+	// starts with a shallow copy of it on first sight.
+	Memo map[string]any
+
 	// ConsistencyTimeout is how long a reconcile waits for the cache to show
 	// gopf's own last write before it acts on what the cache holds. It stops
 	// handlers from running twice for one change when the cache lags behind.
@@ -102,6 +112,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	}
 
 	var errs []error
+	sh := &shared{indexes: handlers.NewIndexes()}
 	byKind := map[schema.GroupVersionKind]*kindController{}
 	var order []schema.GroupVersionKind
 	for _, r := range reg.Registrations() {
@@ -112,7 +123,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 		}
 		kc, ok := byKind[gvk]
 		if !ok {
-			kc, err = newKindController(mgr, disco, gvk, r, opts)
+			kc, err = newKindController(mgr, disco, gvk, r, opts, sh)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
 				continue
@@ -126,23 +137,76 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 		return errors.Join(errs...)
 	}
 	for _, gvk := range order {
-		kc := byKind[gvk]
-		b := ctrl.NewControllerManagedBy(mgr).
-			Named(kc.name).
-			For(kc.newObject()).
-			WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
-		if len(kc.spawned) > 0 {
-			kc.spawner = newSpawner(kc, opts.MaxConcurrentReconciles)
-			if err := mgr.Add(kc.spawner); err != nil {
-				return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", gvk, err)
-			}
-			b = b.WatchesRawSource(source.Channel(kc.spawner.wake, &handler.EnqueueRequestForObject{}))
-		}
-		if err := b.Complete(kc); err != nil {
-			return fmt.Errorf("gopf: starting the controller for %s: %w", gvk, err)
+		if err := byKind[gvk].start(mgr, opts); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// start adds the kind's watcher (event handlers and indexes), spawner
+// (timers and daemons) and controller (everything else) to the manager;
+// each only if the kind has handlers for it.
+func (k *kindController) start(mgr manager.Manager, opts Options) error {
+	if len(k.events)+len(k.indexes) > 0 {
+		w := &watcher{k: k, cache: k.cache, events: k.events, indexes: k.indexes}
+		for _, r := range k.indexes {
+			if k.shared.indexes.Get(r.Options.ID) != nil {
+				return fmt.Errorf("gopf: %s: an index of that name exists already", r)
+			}
+			k.shared.indexes.Add(r.Options.ID)
+		}
+		if len(k.indexes) > 0 {
+			k.shared.mu.Lock()
+			k.shared.watchers = append(k.shared.watchers, w)
+			k.shared.mu.Unlock()
+		}
+		if err := mgr.Add(w); err != nil {
+			return fmt.Errorf("gopf: watching %s: %w", k.gvk, err)
+		}
+	}
+	if len(k.change)+len(k.level)+len(k.spawned) == 0 {
+		return nil
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(k.name).
+		For(k.newObject()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+	if len(k.spawned) > 0 {
+		k.spawner = newSpawner(k, opts.MaxConcurrentReconciles)
+		if err := mgr.Add(k.spawner); err != nil {
+			return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", k.gvk, err)
+		}
+		b = b.WatchesRawSource(source.Channel(k.spawner.wake, &handler.EnqueueRequestForObject{}))
+	}
+	seen := map[string]bool{}
+	for _, r := range append(append([]*handlers.Registration{}, k.change...), append(k.level, k.spawned...)...) {
+		for _, owned := range r.Options.Owned {
+			if t := fmt.Sprintf("owns %T", owned); !seen[t] {
+				seen[t] = true
+				b = b.Owns(owned)
+			}
+		}
+		for _, w := range r.Options.Watched {
+			b = b.Watches(w.Object, handler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))
+		}
+	}
+	if err := b.Complete(k); err != nil {
+		return fmt.Errorf("gopf: starting the controller for %s: %w", k.gvk, err)
+	}
+	return nil
+}
+
+// mapToRequests adapts a Watches mapping to controller-runtime's.
+func mapToRequests(fn func(ctx context.Context, obj client.Object) []types.NamespacedName) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		names := fn(ctx, obj)
+		out := make([]reconcile.Request, len(names))
+		for i, n := range names {
+			out[i] = reconcile.Request{NamespacedName: n}
+		}
+		return out
+	}
 }
 
 // resolveKind finds the group/version/kind a registration is for.
@@ -181,7 +245,7 @@ func resolveKind(mgr manager.Manager, r *handlers.Registration) (schema.GroupVer
 
 // newKindController prepares the controller of one kind; proto is the first
 // registration for it and decides the Go type objects are read into.
-func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *handlers.Registration, opts Options) (*kindController, error) {
+func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *handlers.Registration, opts Options, sh *shared) (*kindController, error) {
 	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s is not served by the API server: %w", gvk, err)
@@ -199,8 +263,10 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		recorder:  mgr.GetEventRecorder("gopf"),
 		hasStatus: hasStatus,
 		finalizer: opts.Prefix + "/finalizer",
+		shared:    sh,
 		log:       mgr.GetLogger().WithValues("controller", "gopf-"+strings.ToLower(gvk.Kind)+nonEmptyDot(gvk.Group)),
-		memory:    newMemories(),
+		memory:    newMemories(opts.Memo),
+		cache:     mgr.GetCache(),
 	}
 	if proto.Unstructured {
 		kc.newObject = func() client.Object {
@@ -228,6 +294,10 @@ func (k *kindController) add(r *handlers.Registration) {
 		k.level = append(k.level, r)
 	case "timer", "daemon":
 		k.spawned = append(k.spawned, r)
+	case "event":
+		k.events = append(k.events, r)
+	case "index":
+		k.indexes = append(k.indexes, r)
 	default:
 		k.change = append(k.change, r)
 	}

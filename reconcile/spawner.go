@@ -254,20 +254,9 @@ func (s *spawner) wakeUp(obj client.Object) {
 
 // newCause builds the Cause of a timer or daemon run.
 func (s *spawner) newCause(r *handlers.Registration, obj client.Object, retry int, started time.Time) *handlers.Cause {
-	return &handlers.Cause{
-		HandlerID:   r.Options.ID,
-		Name:        obj.GetName(),
-		Namespace:   obj.GetNamespace(),
-		UID:         obj.GetUID(),
-		Labels:      nonNil(obj.GetLabels()),
-		Annotations: nonNil(obj.GetAnnotations()),
-		Memo:        &s.k.memory.get(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, obj.GetUID()).memo,
-		Retry:       retry,
-		Started:     started,
-		Runtime:     time.Since(started),
-		Log:         s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry),
-		Param:       r.Options.Param,
-	}
+	c := s.k.baseCause(r, obj, s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry))
+	c.Retry, c.Started, c.Runtime = retry, started, time.Since(started)
+	return c
 }
 
 // retryDelay classifies a run's error: the delay before the next attempt,

@@ -280,25 +280,12 @@ func (t *turn) newCause(e *entry, rec *progress) *handlers.Cause {
 	if reason == handlers.ReasonUpdate && e.old == nil {
 		reason = handlers.ReasonCreate // a field handler on creation
 	}
-	return &handlers.Cause{
-		Reason:      reason,
-		HandlerID:   e.opts.ID,
-		Name:        t.obj.GetName(),
-		Namespace:   t.obj.GetNamespace(),
-		UID:         t.obj.GetUID(),
-		Labels:      nonNil(t.obj.GetLabels()),
-		Annotations: nonNil(t.obj.GetAnnotations()),
-		Old:         e.old,
-		New:         e.new,
-		Diff:        e.diff,
-		Patch:       &t.patch,
-		Memo:        &t.mem.memo,
-		Retry:       rec.Retries,
-		Started:     rec.Started,
-		Runtime:     t.now.Sub(rec.Started),
-		Log:         t.log.WithValues("handler", e.opts.ID, "cause", reason, "retry", rec.Retries),
-		Param:       e.opts.Param,
-	}
+	c := t.k.baseCause(e.reg, t.obj, t.log.WithValues("handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
+	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
+	c.Old, c.New, c.Diff = e.old, e.new, e.diff
+	c.Patch = &t.patch
+	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
+	return c
 }
 
 // outcome records what a call's error means for the handler: success,
@@ -382,7 +369,6 @@ func (t *turn) runLevel(ctx context.Context, level []*handlers.Registration, cau
 	for _, r := range level {
 		c := t.newCause(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &progress{Started: t.now})
 		c.Reason = cause
-		c.Log = t.log.WithValues("handler", r.Options.ID)
 		out, err := t.k.callLevel(ctx, r, t.obj, c)
 		if err != nil {
 			errs = append(errs, err)

@@ -1,0 +1,75 @@
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-logr/logr"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// LogEvents says which lines that handlers log through Cause.Log are also
+// posted as Kubernetes Events about the object. Off by default: an Event per
+// log line is a write per log line, the load that gave Kopf its reputation.
+type LogEvents int
+
+const (
+	// LogEventsOff posts no Events for log lines. The default.
+	LogEventsOff LogEvents = iota
+	// LogEventsErrors posts error lines as Warning Events.
+	LogEventsErrors
+	// LogEventsInfo posts error lines as Warning and plain (V(0)) info
+	// lines as Normal Events.
+	LogEventsInfo
+)
+
+// bridgeLogs wraps a handler's logger so that its lines are posted as Events
+// as Options.LogEvents says.
+func (k *kindController) bridgeLogs(log logr.Logger, c *handlers.Cause) logr.Logger {
+	if k.opts.LogEvents == LogEventsOff || log.GetSink() == nil {
+		return log
+	}
+	return log.WithSink(&eventSink{LogSink: log.GetSink(), level: k.opts.LogEvents, cause: c})
+}
+
+// eventSink is a logr.LogSink that also posts lines as Events.
+type eventSink struct {
+	logr.LogSink
+	level LogEvents
+	cause *handlers.Cause
+}
+
+func (s *eventSink) Info(level int, msg string, kv ...any) {
+	s.LogSink.Info(level, msg, kv...)
+	if s.level >= LogEventsInfo && level == 0 {
+		s.cause.Post(handlers.EventNormal, "Logging", line(msg, kv))
+	}
+}
+
+func (s *eventSink) Error(err error, msg string, kv ...any) {
+	s.LogSink.Error(err, msg, kv...)
+	s.cause.Post(handlers.EventWarning, "Logging", line(msg+": "+fmt.Sprint(err), kv))
+}
+
+func (s *eventSink) WithValues(kv ...any) logr.LogSink {
+	return &eventSink{LogSink: s.LogSink.WithValues(kv...), level: s.level, cause: s.cause}
+}
+
+func (s *eventSink) WithName(name string) logr.LogSink {
+	return &eventSink{LogSink: s.LogSink.WithName(name), level: s.level, cause: s.cause}
+}
+
+// line renders a log line with its key/value pairs, in key order.
+func line(msg string, kv []any) string {
+	pairs := make([]string, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		pairs = append(pairs, fmt.Sprintf("%v=%v", kv[i], kv[i+1]))
+	}
+	sort.Strings(pairs)
+	if len(pairs) == 0 {
+		return msg
+	}
+	return msg + " (" + strings.Join(pairs, ", ") + ")"
+}

@@ -1,0 +1,148 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// shared is what the controllers of one registry share: the indexes, and
+// whether each index has seen the initial list of its kind.
+type shared struct {
+	indexes  *handlers.Indexes
+	mu       sync.Mutex
+	watchers []*watcher // those that feed indexes
+}
+
+// indexesReady reports whether every index has seen its initial list.
+func (s *shared) indexesReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.watchers {
+		if !w.synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// watcher runs the OnEvent handlers and keeps the indexes of one kind, from
+// an event handler on the manager's shared informer: it sees every event in
+// order, with no reconcile queue in between. It is a Runnable on the
+// manager.
+type watcher struct {
+	k       *kindController
+	cache   cache.Cache
+	events  []*handlers.Registration
+	indexes []*handlers.Registration
+
+	mu  sync.Mutex
+	reg toolscache.ResourceEventHandlerRegistration
+	ctx context.Context
+	log logr.Logger
+}
+
+// Start adds the event handler to the kind's informer and removes it when
+// the manager stops.
+func (w *watcher) Start(ctx context.Context) error {
+	w.log = w.k.log.WithName("watcher")
+	inf, err := w.cache.GetInformer(ctx, w.k.newObject(), cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("getting the informer of %s: %w", w.k.gvk, err)
+	}
+	w.mu.Lock()
+	w.ctx = ctx
+	w.mu.Unlock()
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if initial {
+				w.handle(obj, handlers.EventListed)
+			} else {
+				w.handle(obj, handlers.EventAdded)
+			}
+		},
+		UpdateFunc: func(_, obj any) { w.handle(obj, handlers.EventModified) },
+		DeleteFunc: func(obj any) { w.handle(obj, handlers.EventDeleted) },
+	})
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", w.k.gvk, err)
+	}
+	w.mu.Lock()
+	w.reg = reg
+	w.mu.Unlock()
+	<-ctx.Done()
+	return inf.RemoveEventHandler(reg)
+}
+
+// synced reports whether the handler has seen the informer's initial list.
+func (w *watcher) synced() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reg != nil && w.reg.HasSynced()
+}
+
+// handle updates the indexes and calls the event handlers for one event.
+func (w *watcher) handle(raw any, event handlers.EventType) {
+	if tomb, ok := raw.(toolscache.DeletedFinalStateUnknown); ok {
+		raw = tomb.Obj
+	}
+	obj, ok := raw.(client.Object)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	for _, r := range w.indexes {
+		ix := w.k.shared.indexes.Get(r.Options.ID)
+		if event == handlers.EventDeleted || !w.k.selects(r, obj) {
+			ix.Remove(key.String())
+			continue
+		}
+		out, err := w.call(r, obj, event)
+		if err != nil {
+			continue // the object keeps its previous entries
+		}
+		entries, _ := out.(map[string]any)
+		ix.Set(key.String(), entries)
+	}
+	for _, r := range w.events {
+		if w.k.selects(r, obj) {
+			_, _ = w.call(r, obj, event)
+		}
+	}
+	if event == handlers.EventDeleted && w.k.spawner == nil && len(w.k.change)+len(w.k.level) == 0 {
+		w.k.memory.forget(key) // no controller forgets it for us
+	}
+}
+
+// call runs one event handler or index function; errors and panics are
+// logged, never retried.
+func (w *watcher) call(r *handlers.Registration, obj client.Object, event handlers.EventType) (out any, err error) {
+	w.mu.Lock()
+	ctx := w.ctx
+	w.mu.Unlock()
+	c := w.k.baseCause(r, obj, w.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "event", event))
+	c.Event = event
+	arg, err := w.k.objectFor(r, obj)
+	if err != nil {
+		c.Log.Error(err, "cannot hand the object to the handler")
+		return nil, err
+	}
+	err = recovered(c.Log, func() error {
+		var callErr error
+		out, callErr = r.Call(logf.IntoContext(ctx, c.Log), arg, c)
+		return callErr
+	})
+	if err != nil {
+		c.Log.Error(err, "handler failed; the error is logged only")
+	}
+	return out, err
+}
