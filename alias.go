@@ -204,3 +204,36 @@ func CancellationBackoff(d time.Duration) Option { return handlers.CancellationB
 // CancellationTimeout bounds the wait for a cancelled daemon; see
 // handlers.CancellationTimeout.
 func CancellationTimeout(d time.Duration) Option { return handlers.CancellationTimeout(d) }
+
+// EventType is the kind of watch event an OnEvent handler sees.
+type EventType = handlers.EventType
+
+// The watch events; see handlers.EventType.
+const (
+	EventListed   = handlers.EventListed
+	EventAdded    = handlers.EventAdded
+	EventModified = handlers.EventModified
+	EventDeleted  = handlers.EventDeleted
+)
+
+// EventFunc is a raw event handler; see handlers.EventFunc.
+type EventFunc[T client.Object] = handlers.EventFunc[T]
+
+// IndexFunc maps an object to index entries; see handlers.IndexFunc.
+type IndexFunc[T client.Object] = handlers.IndexFunc[T]
+
+// OnEvent registers a raw event handler; see handlers.OnEvent.
+func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...Option) {
+	handlers.OnEvent(r, fn, opts...)
+}
+
+// OnIndex registers an in-memory index; see handlers.OnIndex.
+func OnIndex[T client.Object](r *Registry, name string, fn IndexFunc[T], opts ...Option) {
+	handlers.OnIndex(r, name, fn, opts...)
+}
+
+// Adopt makes child belong to owner; see handlers.Adopt.
+func Adopt(owner, child client.Object) error { return handlers.Adopt(owner, child) }
+
+// Owns reconciles the owner when its children change; see handlers.Owns.
+func Owns(obj client.Object) Option { return handlers.Owns(obj) }

@@ -28,10 +28,14 @@ const (
 // bridgeLogs wraps a handler's logger so that its lines are posted as Events
 // as Options.LogEvents says.
 func (k *kindController) bridgeLogs(log logr.Logger, c *handlers.Cause) logr.Logger {
-	if k.opts.LogEvents == LogEventsOff || log.GetSink() == nil {
+	if k.opts.LogEvents == LogEventsOff {
 		return log
 	}
-	return log.WithSink(&eventSink{LogSink: log.GetSink(), level: k.opts.LogEvents, cause: c})
+	sink := log.GetSink()
+	if sink == nil {
+		sink = nopSink{} // logging is off, the bridge is not
+	}
+	return logr.New(&eventSink{LogSink: sink, level: k.opts.LogEvents, cause: c})
 }
 
 // eventSink is a logr.LogSink that also posts lines as Events.
@@ -41,8 +45,15 @@ type eventSink struct {
 	cause *handlers.Cause
 }
 
+// Enabled is true for the lines that are posted, whatever the log level.
+func (s *eventSink) Enabled(level int) bool {
+	return s.LogSink.Enabled(level) || s.level >= LogEventsInfo && level == 0
+}
+
 func (s *eventSink) Info(level int, msg string, kv ...any) {
-	s.LogSink.Info(level, msg, kv...)
+	if s.LogSink.Enabled(level) {
+		s.LogSink.Info(level, msg, kv...)
+	}
 	if s.level >= LogEventsInfo && level == 0 {
 		s.cause.Post(handlers.EventNormal, "Logging", line(msg, kv))
 	}
@@ -73,3 +84,13 @@ func line(msg string, kv []any) string {
 	}
 	return msg + " (" + strings.Join(pairs, ", ") + ")"
 }
+
+// nopSink discards everything; it stands in for a logger with no sink.
+type nopSink struct{}
+
+func (nopSink) Init(logr.RuntimeInfo)            {}
+func (nopSink) Enabled(int) bool                 { return false }
+func (nopSink) Info(int, string, ...any)         {}
+func (nopSink) Error(error, string, ...any)      {}
+func (n nopSink) WithValues(...any) logr.LogSink { return n }
+func (n nopSink) WithName(string) logr.LogSink   { return n }

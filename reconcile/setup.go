@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -148,6 +149,11 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 // (timers and daemons) and controller (everything else) to the manager;
 // each only if the kind has handlers for it.
 func (k *kindController) start(mgr manager.Manager, opts Options) error {
+	// Create the kind's informer now, so that the manager's cache sync
+	// waits for it before anything else starts.
+	if _, err := k.cache.GetInformer(context.Background(), k.newObject(), cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("gopf: watching %s: %w", k.gvk, err)
+	}
 	if len(k.events)+len(k.indexes) > 0 {
 		w := &watcher{k: k, cache: k.cache, events: k.events, indexes: k.indexes}
 		for _, r := range k.indexes {
