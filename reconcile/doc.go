@@ -89,3 +89,8 @@ handlers again rather than silently skipping a handler, and the state is
 rewritten.
 */
 package reconcile
+
+// What the engine itself needs besides the watched kinds: posting Events and
+// taking part in peering.
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfpeerings;clusterkopfpeerings,verbs=get;list;watch;patch

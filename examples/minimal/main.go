@@ -10,6 +10,12 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 )
 
+// The permissions this operator needs; `make manifests` turns them into
+// config/rbac/role.yaml.
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/finalizers,verbs=update
+
 func main() {
 	gopf.Main(handlers(), kopfv1.AddToScheme)
 }

@@ -1,0 +1,77 @@
+/*
+Copyright 2026 The gopf Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License").
+You may obtain a copy of the License at http://www.apache.org/licenses/LICENSE-2.0
+*/
+
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PeerStatus is one operator's entry in a peering object: operators of the
+// same name announce themselves there, and the one with the highest
+// priority handles objects while the others pause.
+type PeerStatus struct {
+	// Priority of the operator; the highest live priority works.
+	Priority int `json:"priority"`
+	// Lifetime is how many seconds after LastSeen the entry counts as live.
+	Lifetime int `json:"lifetime"`
+	// LastSeen is when the operator last renewed its entry (RFC 3339).
+	LastSeen string `json:"lastseen"`
+}
+
+// ClusterKopfPeering coordinates operators that watch the whole cluster.
+// Its status maps operator identities to their PeerStatus; the same kind
+// Kopf uses, so gopf and Kopf operators of one name can see each other.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+type ClusterKopfPeering struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Status maps operator identities to their entries.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Status map[string]PeerStatus `json:"status,omitempty"`
+}
+
+// ClusterKopfPeeringList is a list of ClusterKopfPeering.
+//
+// +kubebuilder:object:root=true
+type ClusterKopfPeeringList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterKopfPeering `json:"items"`
+}
+
+// KopfPeering coordinates operators that watch one namespace; like
+// ClusterKopfPeering, namespaced.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced
+type KopfPeering struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Status maps operator identities to their entries.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Status map[string]PeerStatus `json:"status,omitempty"`
+}
+
+// KopfPeeringList is a list of KopfPeering.
+//
+// +kubebuilder:object:root=true
+type KopfPeeringList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KopfPeering `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterKopfPeering{}, &ClusterKopfPeeringList{}, &KopfPeering{}, &KopfPeeringList{})
+}
