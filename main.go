@@ -1,14 +1,19 @@
 package gopf
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -32,53 +37,112 @@ func SetupWithManager(mgr manager.Manager, reg *Registry) error {
 // adds the handlers and starts it. addToScheme registers the Go types the
 // handlers use (built-in kinds are always known). Main exits the process:
 // with status 1 and a message naming the problem if anything fails.
+//
+// Besides running, the binary answers two commands of Kopf's: `freeze`
+// pauses the operators of a peering for a while, `resume` ends that. Run it
+// with -h for the flags.
 func Main(reg *Registry, addToScheme ...func(*runtime.Scheme) error) {
-	if err := run(reg, addToScheme, os.Args[1:]); err != nil {
+	err := run(reg, addToScheme, filepath.Base(os.Args[0]), os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "gopf:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-func run(reg *Registry, addToScheme []func(*runtime.Scheme) error, args []string) error {
-	name := filepath.Base(os.Args[0])
+// flags are Main's command-line flags: kubebuilder's cmd/main.go ones plus
+// Kopf's.
+type flags struct {
+	metricsAddr, probeAddr string
+	leaderElect            bool
+	electionID             string
+	concurrency            int
+	namespaces             multiFlag
+	allNamespaces          bool
+	peeringName, peeringNS string
+	standalone, dev        bool
+	priority               int
+	lifetime               time.Duration
+	logFormat              string
+	shutdownTimeout        time.Duration
+	zap                    zap.Options
+}
+
+func newFlags(name string) (*flag.FlagSet, *flags) {
+	f := &flags{zap: zap.Options{Development: true}}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	var (
-		metricsAddr = fs.String("metrics-bind-address", "0", "The address the metrics endpoint binds to; 0 disables it.")
-		probeAddr   = fs.String("health-probe-bind-address", ":8081", "The address the health probe endpoint binds to; 0 disables it.")
-		leaderElect = fs.Bool("leader-elect", false, "Enable leader election, so that only one replica handles objects at a time.")
-		electionID  = fs.String("leader-election-id", name+".gopf.dev", "The name of the Lease used for leader election.")
-		concurrency = fs.Int("max-concurrent-reconciles", 16, "How many objects of one kind are handled at once.")
-	)
-	zapOpts := zap.Options{Development: true}
-	zapOpts.BindFlags(fs)
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to (e.g. :8443); 0 disables it. Probe results are served there at /probes.")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoints (/healthz, /readyz) bind to; 0 disables them.")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Enable Lease-based leader election, so that only one replica handles objects at a time.")
+	fs.StringVar(&f.electionID, "leader-election-id", name+".gopf.dev", "The name of the Lease used for leader election.")
+	fs.IntVar(&f.concurrency, "max-concurrent-reconciles", 16, "How many objects of one kind are handled at once.")
+	fs.Var(&f.namespaces, "namespace", "Namespaces to handle: names or patterns with * and ?, a leading ! excludes (e.g. 'app-*,!app-pr-*'); repeatable. Default: all namespaces.")
+	fs.Var(&f.namespaces, "n", "Short for --namespace.")
+	fs.BoolVar(&f.allNamespaces, "all-namespaces", false, "Handle all namespaces (the default when no --namespace is given).")
+	fs.BoolVar(&f.allNamespaces, "A", false, "Short for --all-namespaces.")
+	fs.StringVar(&f.peeringName, "peering", "", "Take part in the peering of this name: only the live operator with the highest priority works. Default: no peering.")
+	fs.StringVar(&f.peeringNS, "peering-namespace", "", "Use a namespaced KopfPeering in this namespace instead of a ClusterKopfPeering.")
+	fs.BoolVar(&f.standalone, "standalone", false, "Do not take part in peering, even with --peering.")
+	fs.BoolVar(&f.dev, "dev", false, fmt.Sprintf("Development run: peering priority %d, so that this operator pauses the one deployed in the cluster.", reconcile.DevPriority))
+	fs.IntVar(&f.priority, "priority", 0, "Peering priority of this operator.")
+	fs.DurationVar(&f.lifetime, "peering-lifetime", time.Minute, "How long this operator's peering entry lives unless renewed.")
+	fs.StringVar(&f.logFormat, "log-format", "text", "Log format: text or json.")
+	fs.DurationVar(&f.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
+	f.zap.BindFlags(fs)
+	return fs, f
+}
+
+func run(reg *Registry, addToScheme []func(*runtime.Scheme) error, name string, args []string) error {
+	if len(args) > 0 && (args[0] == "freeze" || args[0] == "resume") {
+		return runFreeze(name, args[0], args[1:])
+	}
+	fs, f := newFlags(name)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-
-	scheme := runtime.NewScheme()
-	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
-		if err := add(scheme); err != nil {
-			return fmt.Errorf("building the scheme: %w", err)
-		}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (commands: freeze, resume)", fs.Args())
+	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap), f.encoder()))
+	scheme, err := buildScheme(addToScheme)
+	if err != nil {
+		return err
+	}
+	cacheNamespaces, err := reconcile.CacheNamespaces(f.namespaces)
+	if err != nil {
+		return err
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("finding the cluster (set KUBECONFIG or run in a cluster): %w", err)
 	}
+	cacheOpts := cache.Options{}
+	if len(cacheNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range cacheNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress: *probeAddr,
-		LeaderElection:         *leaderElect,
-		LeaderElectionID:       *electionID,
-		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		Scheme:                  scheme,
+		Cache:                   cacheOpts,
+		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress:  f.probeAddr,
+		LeaderElection:          f.leaderElect,
+		LeaderElectionID:        f.electionID,
+		GracefulShutdownTimeout: &f.shutdownTimeout,
+		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := reconcile.Setup(mgr, reg, reconcile.Options{MaxConcurrentReconciles: *concurrency}); err != nil {
+	if err := reconcile.Setup(mgr, reg, f.engineOptions()); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -87,6 +151,103 @@ func run(reg *Registry, addToScheme []func(*runtime.Scheme) error, args []string
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("gopf").Info("starting the operator", "name", name)
+	ctrl.Log.WithName("gopf").Info("starting the operator", "name", name, "namespaces", f.namespaces.String(), "peering", f.peeringName)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// check reports flags that contradict each other.
+func (f *flags) check() error {
+	if f.allNamespaces && len(f.namespaces) > 0 {
+		return errors.New("give --namespace or --all-namespaces, not both")
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return fmt.Errorf("--log-format is text or json, not %q", f.logFormat)
+	}
+	return nil
+}
+
+// engineOptions turns the flags into the engine's options.
+func (f *flags) engineOptions() reconcile.Options {
+	opts := reconcile.Options{MaxConcurrentReconciles: f.concurrency, Namespaces: f.namespaces}
+	if f.peeringName != "" && !f.standalone {
+		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS, Priority: f.priority, Lifetime: f.lifetime}
+		if f.dev {
+			opts.Peering.Priority = reconcile.DevPriority
+		}
+	}
+	return opts
+}
+
+// encoder picks the log format.
+func (f *flags) encoder() zap.Opts {
+	return func(o *zap.Options) {
+		if f.logFormat == "json" {
+			o.Development = false
+			o.NewEncoder = func(eo ...zap.EncoderConfigOption) zapcore.Encoder {
+				cfg := zapcore.EncoderConfig{
+					TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg", StacktraceKey: "stacktrace",
+					EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
+				}
+				for _, opt := range eo {
+					opt(&cfg)
+				}
+				return zapcore.NewJSONEncoder(cfg)
+			}
+		}
+	}
+}
+
+// runFreeze implements the freeze and resume commands.
+func runFreeze(name, command string, args []string) error {
+	fs := flag.NewFlagSet(name+" "+command, flag.ContinueOnError)
+	peeringName := fs.String("peering", "", "The peering to freeze or resume (required).")
+	peeringNS := fs.String("peering-namespace", "", "The namespace of a KopfPeering; default: the ClusterKopfPeering.")
+	lifetime := fs.Duration("lifetime", time.Hour, "freeze: how long the operators stay paused.")
+	priority := fs.Int("priority", 100, "freeze: the priority of the freeze; operators below it pause.")
+	identity := fs.String("id", "freeze@"+hostname(), "The identity the freeze is written under.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *peeringName == "" {
+		return errors.New(command + " needs --peering")
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("finding the cluster: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	opts := reconcile.PeeringOptions{Name: *peeringName, Namespace: *peeringNS, Identity: *identity}
+	ctx := ctrl.SetupSignalHandler()
+	if command == "freeze" {
+		return reconcile.Freeze(ctx, c, opts, *priority, *lifetime)
+	}
+	return reconcile.Unfreeze(ctx, c, opts)
+}
+
+func buildScheme(addToScheme []func(*runtime.Scheme) error) (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	return scheme, nil
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}
+
+// multiFlag is a repeatable flag whose values may also be comma-separated.
+type multiFlag []string
+
+func (m *multiFlag) String() string { return strings.Join(*m, ",") }
+
+func (m *multiFlag) Set(v string) error {
+	*m = append(*m, v)
+	return nil
 }

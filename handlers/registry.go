@@ -79,10 +79,11 @@ func (r *Registration) kindName() string {
 // create one with NewRegistry. A Registry is safe for concurrent
 // registration, but is meant to be filled before the operator starts.
 type Registry struct {
-	mu        sync.Mutex
-	regs      []*Registration
-	errs      []error
-	admission []*AdmissionRegistration // OnValidate and OnMutate, in order
+	mu         sync.Mutex
+	regs       []*Registration
+	errs       []error
+	admission  []*AdmissionRegistration // OnValidate and OnMutate, in order
+	activities []*Activity              // OnStartup, OnCleanup and OnProbe, in order
 }
 
 // NewRegistry returns an empty Registry.
@@ -325,13 +326,8 @@ var literalName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
 // defaultID names a handler after its function, or after its reason for
 // function literals (and then reports true); see Options.ID.
 func (r *Registry) defaultID(kind string, fn any, reg *Registration) (string, bool) {
-	if v := reflect.ValueOf(fn); v.Kind() == reflect.Func && !v.IsNil() {
-		if f := runtime.FuncForPC(v.Pointer()); f != nil {
-			name := strings.TrimSuffix(f.Name(), "-fm")
-			if !literalName.MatchString(name) {
-				return name[strings.LastIndex(name, ".")+1:], false
-			}
-		}
+	if name, ok := funcName(fn); ok {
+		return name, false
 	}
 	n := 1
 	for _, other := range r.regs {
@@ -344,6 +340,25 @@ func (r *Registry) defaultID(kind string, fn any, reg *Registration) (string, bo
 	}
 	return fmt.Sprintf("%s_fn_%d", kind, n), true
 }
+
+// funcName returns the Go name of a named function (not a literal).
+func funcName(fn any) (string, bool) {
+	v := reflect.ValueOf(fn)
+	if v.Kind() != reflect.Func || v.IsNil() {
+		return "", false
+	}
+	f := runtime.FuncForPC(v.Pointer())
+	if f == nil {
+		return "", false
+	}
+	name := strings.TrimSuffix(f.Name(), "-fm")
+	if literalName.MatchString(name) {
+		return "", false
+	}
+	return name[strings.LastIndex(name, ".")+1:], true
+}
+
+func joinProblems(problems []string) string { return strings.Join(problems, "; ") }
 
 // newObject returns a new, empty object of the pointer type T, or nil if T is
 // not a pointer type.

@@ -53,6 +53,9 @@ const (
 	StopFiltersMismatch StopReason = "filters mismatch"
 	// StopOperatorExiting: the operator is shutting down.
 	StopOperatorExiting StopReason = "operator exiting"
+	// StopOperatorPausing: the operator pauses, because a peer with a
+	// higher priority is alive; it starts the daemon again when it resumes.
+	StopOperatorPausing StopReason = "operator pausing"
 )
 
 // Daemon is what a daemon function receives: the Cause fields (name,

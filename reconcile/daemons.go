@@ -29,6 +29,7 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *han
 	}
 	d.ctl = handlers.NewDaemonControl(s.newCause(r, o.latest, 0, time.Now()), latest)
 	o.daemons[r.Options.ID] = d
+	spawnedRunning.WithLabelValues(s.k.name, "daemon").Inc()
 	delay := s.initialDelay(r, o.latest)
 	go s.runDaemon(ctx, key, o, d, delay)
 }
@@ -36,6 +37,7 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *han
 // runDaemon is the daemon's goroutine: it runs the function, again after a
 // temporary error, until the function is done or asked to stop.
 func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *spawned, d *daemonState, delay time.Duration) {
+	defer spawnedRunning.WithLabelValues(s.k.name, "daemon").Dec()
 	defer close(d.done)
 	defer d.cancel()
 	log := d.ctl.Cause.Log

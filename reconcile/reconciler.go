@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -41,6 +42,8 @@ type kindController struct {
 	cache     cache.Cache
 	spawner   *spawner // nil without timers and daemons
 	shared    *shared
+	scheme    *runtime.Scheme
+	wake      chan event.GenericEvent // objects to reconcile again
 	log       logr.Logger
 	extra     [][]string    // field paths kept in the essence
 	reader    client.Reader // the manager's cache
@@ -60,6 +63,9 @@ var _ reconcile.Reconciler = (*kindController)(nil)
 // runs the matching handlers and writes their results and the new state.
 func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := logf.FromContext(ctx)
+	if !k.shared.gate.open() || !k.shared.scope.includes(req.Namespace) {
+		return reconcile.Result{}, nil // paused, starting, or out of scope; reopening the gate reconciles everything
+	}
 	obj := k.newObject()
 	if err := k.reader.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -109,6 +115,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 			if err := k.setFinalizer(ctx, obj, false); err != nil {
 				return reconcile.Result{}, err
 			}
+			causes.WithLabelValues(k.name, string(handlers.ReasonDelete)).Inc()
 			t.log.Info("deletion handled; finalizer removed")
 			return reconcile.Result{}, nil
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -71,6 +72,22 @@ type Options struct {
 	// starts with a shallow copy of it on first sight.
 	Memo map[string]any
 
+	// Namespaces limits the operator to namespaces matching these patterns
+	// (see CacheNamespaces): plain names, globs with * and ?, and negations
+	// with a leading !, the rightmost match winning, e.g. "app-*,!app-pr-*".
+	// Default: all namespaces.
+	Namespaces []string
+
+	// CleanupTimeout bounds the cleanup handlers at shutdown. Default: 30 s.
+	CleanupTimeout time.Duration
+
+	// ProbeCache is how long probe results are reused. Default: 10 s.
+	ProbeCache time.Duration
+
+	// Peering, if set, makes the operator take part in peering; see
+	// PeeringOptions.
+	Peering *PeeringOptions
+
 	// ConsistencyTimeout is how long a reconcile waits for the cache to show
 	// gopf's own last write before it acts on what the cache holds. It stops
 	// handlers from running twice for one change when the cache lags behind.
@@ -91,6 +108,12 @@ func (o Options) withDefaults() Options {
 	if o.DefaultBackoff <= 0 {
 		o.DefaultBackoff = 60 * time.Second
 	}
+	if o.CleanupTimeout <= 0 {
+		o.CleanupTimeout = 30 * time.Second
+	}
+	if o.ProbeCache <= 0 {
+		o.ProbeCache = 10 * time.Second
+	}
 	if o.ConsistencyTimeout <= 0 {
 		o.ConsistencyTimeout = 5 * time.Second
 	}
@@ -107,13 +130,25 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 		return err
 	}
 	opts = opts.withDefaults()
+	if opts.Peering != nil {
+		if err := opts.Peering.validate(); err != nil {
+			return err
+		}
+	}
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("gopf: creating a discovery client: %w", err)
 	}
 
 	var errs []error
-	sh := &shared{indexes: handlers.NewIndexes()}
+	sc, err := newScope(opts.Namespaces)
+	if err != nil {
+		return fmt.Errorf("gopf: %w", err)
+	}
+	sh := &shared{indexes: handlers.NewIndexes(), gate: &gate{}, scope: sc}
+	if err := setupActivities(mgr, reg, sh, opts); err != nil {
+		return err
+	}
 	byKind := map[schema.GroupVersionKind]*kindController{}
 	var order []schema.GroupVersionKind
 	for _, r := range reg.Registrations() {
@@ -183,8 +218,8 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 		if err := mgr.Add(k.spawner); err != nil {
 			return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", k.gvk, err)
 		}
-		b = b.WatchesRawSource(source.Channel(k.spawner.wake, &handler.EnqueueRequestForObject{}))
 	}
+	b = b.WatchesRawSource(source.Channel(k.wake, &handler.EnqueueRequestForObject{}))
 	seen := map[string]bool{}
 	for _, r := range append(append([]*handlers.Registration{}, k.change...), append(k.level, k.spawned...)...) {
 		for _, owned := range r.Options.Owned {
@@ -197,8 +232,48 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 			b = b.Watches(w.Object, handler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))
 		}
 	}
+	k.shared.gate.whenOpened(func() {
+		if ctx := k.shared.context(); ctx != nil {
+			k.wakeAll(ctx)
+		}
+	})
 	if err := b.Complete(k); err != nil {
 		return fmt.Errorf("gopf: starting the controller for %s: %w", k.gvk, err)
+	}
+	return nil
+}
+
+// setupActivities adds the operator-level handlers, the probe endpoints and
+// peering to the manager.
+func setupActivities(mgr manager.Manager, reg *handlers.Registry, sh *shared, opts Options) error {
+	log := mgr.GetLogger().WithName("gopf")
+	a := &activities{sh: sh, opts: opts, log: log}
+	p := &prober{log: log, ttl: opts.ProbeCache}
+	for _, act := range reg.Activities() {
+		switch act.Kind {
+		case "startup":
+			a.startup = append(a.startup, act)
+		case "cleanup":
+			a.cleanup = append(a.cleanup, act)
+		case "probe":
+			p.probes = append(p.probes, act)
+		}
+	}
+	if err := mgr.Add(a); err != nil {
+		return fmt.Errorf("gopf: adding the operator-level handlers: %w", err)
+	}
+	if len(p.probes) > 0 {
+		if err := mgr.AddHealthzCheck("gopf-probes", p.Check); err != nil {
+			return fmt.Errorf("gopf: adding the probes: %w", err)
+		}
+		if err := mgr.AddMetricsServerExtraHandler("/probes", p); err != nil {
+			return fmt.Errorf("gopf: serving the probes: %w", err)
+		}
+	}
+	if opts.Peering != nil {
+		if err := mgr.Add(newPeering(mgr, sh, *opts.Peering, log)); err != nil {
+			return fmt.Errorf("gopf: adding peering: %w", err)
+		}
 	}
 	return nil
 }
@@ -270,6 +345,8 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		hasStatus: hasStatus,
 		finalizer: opts.Prefix + "/finalizer",
 		shared:    sh,
+		scheme:    mgr.GetScheme(),
+		wake:      make(chan event.GenericEvent, 1024),
 		log:       mgr.GetLogger().WithValues("controller", "gopf-"+strings.ToLower(gvk.Kind)+nonEmptyDot(gvk.Group)),
 		memory:    newMemories(opts.Memo),
 		cache:     mgr.GetCache(),

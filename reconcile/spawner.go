@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/gopf-dev/gopf/handlers"
 )
@@ -36,7 +35,6 @@ type spawner struct {
 	objects map[types.NamespacedName]*spawned
 	queue   workqueue.TypedDelayingInterface[timerKey]
 	wg      sync.WaitGroup // timer workers and daemon stop escalations
-	wake    chan event.GenericEvent
 }
 
 // timerKey names one timer of one object.
@@ -76,12 +74,31 @@ type daemonState struct {
 }
 
 func newSpawner(k *kindController, workers int) *spawner {
-	return &spawner{
+	s := &spawner{
 		k:       k,
 		workers: workers,
 		objects: map[types.NamespacedName]*spawned{},
 		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[timerKey]{Name: k.name + "-timers"}),
-		wake:    make(chan event.GenericEvent, 1024),
+	}
+	k.shared.gate.whenPaused(s.pause)
+	return s
+}
+
+// pause stops every timer and daemon, as the operator pauses; reopening the
+// gate reconciles every object, which starts them again.
+func (s *spawner) pause() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, o := range s.objects {
+		for id := range o.timers {
+			delete(o.timers, id)
+		}
+		for _, d := range o.daemons {
+			s.stopDaemonLocked(d, handlers.StopOperatorPausing)
+		}
+		if len(o.daemons) == 0 {
+			delete(s.objects, key)
+		}
 	}
 }
 
@@ -242,15 +259,7 @@ func (s *spawner) initialDelay(r *handlers.Registration, obj client.Object) time
 
 // wakeUp makes the controller reconcile the object again, e.g. when a daemon
 // has gone and the finalizer may be released.
-func (s *spawner) wakeUp(obj client.Object) {
-	ctx := s.ctx
-	go func() {
-		select {
-		case s.wake <- event.GenericEvent{Object: obj}:
-		case <-ctx.Done():
-		}
-	}()
-}
+func (s *spawner) wakeUp(obj client.Object) { s.k.wakeUp(s.ctx, obj) }
 
 // newCause builds the Cause of a timer or daemon run.
 func (s *spawner) newCause(r *handlers.Registration, obj client.Object, retry int, started time.Time) *handlers.Cause {

@@ -24,7 +24,7 @@ func (s *spawner) worker() {
 func (s *spawner) runTimer(key timerKey) {
 	s.mu.Lock()
 	o := s.objects[key.obj]
-	if o == nil || s.ctx == nil || s.ctx.Err() != nil {
+	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.shared.gate.open() {
 		s.mu.Unlock()
 		return
 	}

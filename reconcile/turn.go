@@ -94,6 +94,7 @@ func (t *turn) changeCause(ctx context.Context, selected []*handlers.Registratio
 			t.mem.resumed = true
 		}
 		if len(entries) > 0 {
+			causes.WithLabelValues(t.k.name, string(purpose)).Inc()
 			t.log.Info("cause handled", "cause", purpose, "handlers", len(entries))
 		}
 	}
@@ -223,7 +224,9 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 		return false
 	}
 	c := t.newCause(e, rec)
+	began := time.Now()
 	result, err := t.k.call(ctx, e.reg, e.sub, t.obj, c)
+	handlerDuration.WithLabelValues(t.k.name, id).Observe(time.Since(began).Seconds())
 	if err == nil {
 		subs, subErr := c.SubHandlers()
 		if subErr != nil {
@@ -296,6 +299,7 @@ func (t *turn) outcome(e *entry, rec *progress, err error) {
 	rec.Delayed = nil
 	if err == nil {
 		rec.Success, rec.Message, rec.Handled = true, "", e.handled
+		handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "success").Inc()
 		log.V(1).Info("handler succeeded")
 		return
 	}
@@ -310,6 +314,7 @@ func (t *turn) outcome(e *entry, rec *progress, err error) {
 	case e.opts.Errors == handlers.ErrorsIgnored:
 		log.Info("handler failed; the error is ignored as configured", "error", err.Error())
 		rec.Success, rec.Message, rec.Handled = true, "", e.handled
+		handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "success").Inc()
 		return
 	case e.opts.Errors == handlers.ErrorsPermanent:
 	default:
@@ -334,9 +339,11 @@ func (t *turn) outcome(e *entry, rec *progress, err error) {
 	rec.Message = err.Error()
 	if delay < 0 {
 		rec.Failure, rec.Handled = true, e.handled
+		handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "failure").Inc()
 		log.Error(err, "handler failed permanently")
 		return
 	}
+	handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "retry").Inc()
 	next := t.now.Add(delay)
 	rec.Delayed = &next
 	t.soon(delay)

@@ -19,8 +19,25 @@ import (
 // whether each index has seen the initial list of its kind.
 type shared struct {
 	indexes  *handlers.Indexes
+	gate     *gate
+	scope    *scope
 	mu       sync.Mutex
-	watchers []*watcher // those that feed indexes
+	watchers []*watcher      // those that feed indexes
+	ctx      context.Context // the manager's, once it runs
+}
+
+// setContext records the manager's context once it runs.
+func (s *shared) setContext(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ctx = ctx
+}
+
+// context returns the manager's context, or nil before it runs.
+func (s *shared) context() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx
 }
 
 // indexesReady reports whether every index has seen its initial list.
@@ -102,7 +119,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	for _, r := range w.indexes {
 		ix := w.k.shared.indexes.Get(r.Options.ID)
-		if event == handlers.EventDeleted || !w.k.selects(r, obj) {
+		if event == handlers.EventDeleted || !w.k.shared.scope.includes(obj.GetNamespace()) || !w.k.selects(r, obj) {
 			ix.Remove(key.String())
 			continue
 		}
@@ -113,8 +130,11 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 		entries, _ := out.(map[string]any)
 		ix.Set(key.String(), entries)
 	}
+	if !w.k.shared.scope.includes(obj.GetNamespace()) {
+		return
+	}
 	for _, r := range w.events {
-		if w.k.selects(r, obj) {
+		if w.k.shared.gate.open() && w.k.selects(r, obj) {
 			_, _ = w.call(r, obj, event)
 		}
 	}

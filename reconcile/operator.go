@@ -1,0 +1,214 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// activities runs the operator-level handlers: startup handlers when the
+// manager starts (the gate opens only once they succeed; a permanent
+// failure stops the manager with the error), cleanup handlers when it
+// stops gracefully. It is a Runnable on the manager.
+type activities struct {
+	sh      *shared
+	startup []*handlers.Activity
+	cleanup []*handlers.Activity
+	opts    Options
+	log     logr.Logger
+}
+
+// Start runs the startup handlers, waits for the manager to stop, then runs
+// the cleanup handlers.
+func (a *activities) Start(ctx context.Context) error {
+	a.sh.setContext(ctx)
+	for _, act := range a.startup {
+		if err := a.run(ctx, act); err != nil {
+			return fmt.Errorf("gopf: %s failed, so the operator stops: %w", act, err)
+		}
+	}
+	a.sh.gate.setStarted()
+	<-ctx.Done()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.CleanupTimeout)
+	defer cancel()
+	var errs []error
+	for _, act := range a.cleanup {
+		if err := a.run(cctx, act); err != nil {
+			errs = append(errs, fmt.Errorf("gopf: %s failed: %w", act, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// run runs one activity until it succeeds, fails permanently, or ctx ends.
+func (a *activities) run(ctx context.Context, act *handlers.Activity) error {
+	started := time.Now()
+	for retry := 0; ; retry++ {
+		c := &handlers.Cause{HandlerID: act.Options.ID, Retry: retry, Started: started, Runtime: time.Since(started), Param: act.Options.Param, Indexes: a.sh.indexes}
+		c.Log = a.log.WithValues("handler", act.Options.ID, "activity", act.Kind, "retry", retry)
+		err := recovered(c.Log, func() error { return act.Run(ctx, c) })
+		delay, ok := retryDelay(act.Options, a.opts.DefaultBackoff, err)
+		switch {
+		case ok:
+			c.Log.V(1).Info("activity succeeded")
+			return nil
+		case delay < 0:
+			return err
+		case act.Options.Retries > 0 && retry+1 >= act.Options.Retries:
+			return fmt.Errorf("%w after %d attempts: %v", handlers.ErrRetriesExhausted, retry+1, err)
+		case act.Options.Timeout > 0 && time.Since(started)+delay >= act.Options.Timeout:
+			return fmt.Errorf("%w: %v", handlers.ErrTimeout, err)
+		}
+		c.Log.Info("activity failed; it will be retried", "error", err.Error(), "retryIn", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("stopped while retrying: %w", err)
+		case <-t.C:
+		}
+	}
+}
+
+// prober runs the probe handlers for the health endpoints, caching their
+// results for probeCacheTime so that frequent checks stay cheap.
+type prober struct {
+	probes []*handlers.Activity
+	log    logr.Logger
+	ttl    time.Duration
+
+	mu      sync.Mutex
+	at      time.Time
+	results map[string]any
+	err     error
+}
+
+// run returns the probe results, from the cache when they are fresh.
+func (p *prober) run(ctx context.Context) (map[string]any, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.at.IsZero() && time.Since(p.at) < p.ttl {
+		return p.results, p.err
+	}
+	results := map[string]any{}
+	var errs []error
+	for _, act := range p.probes {
+		c := &handlers.Cause{HandlerID: act.Options.ID, Started: time.Now(), Param: act.Options.Param, Log: p.log.WithValues("handler", act.Options.ID)}
+		var out any
+		err := recovered(c.Log, func() error {
+			var perr error
+			out, perr = act.Probe(ctx, c)
+			return perr
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("probe %q: %w", act.Options.ID, err))
+			results[act.Options.ID] = map[string]any{"error": err.Error()}
+			continue
+		}
+		results[act.Options.ID] = out
+	}
+	p.at, p.results, p.err = time.Now(), results, errors.Join(errs...)
+	return p.results, p.err
+}
+
+// Check is a healthz.Checker: it fails when a probe fails.
+func (p *prober) Check(req *http.Request) error {
+	_, err := p.run(req.Context())
+	return err
+}
+
+// ServeHTTP serves the probe results as JSON: 200 when all probes pass,
+// 500 otherwise.
+func (p *prober) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	results, err := p.run(req.Context())
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+	}
+	_ = json.NewEncoder(w).Encode(results)
+}
+
+// scope decides which namespaces the operator handles, from patterns such
+// as "app-*,!app-pr-*": globs with * and ?, a leading ! negates, the
+// rightmost matching pattern wins, and a list that starts with a negation
+// starts from "everything". Namespaces that appear later are handled
+// without a restart. Cluster-scoped objects are always in scope.
+type scope struct {
+	patterns []string // each optionally starting with "!"
+}
+
+// newScope parses the patterns (each may hold a comma-separated list).
+func newScope(patterns []string) (*scope, error) {
+	var out []string
+	for _, p := range patterns {
+		for _, part := range strings.Split(p, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" || part == "!" {
+				continue
+			}
+			if _, err := path.Match(strings.TrimPrefix(part, "!"), ""); err != nil {
+				return nil, fmt.Errorf("namespace pattern %q: %w", part, err)
+			}
+			out = append(out, part)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	if strings.HasPrefix(out[0], "!") {
+		out = append([]string{"*"}, out...)
+	}
+	return &scope{patterns: out}, nil
+}
+
+// includes reports whether objects of namespace ns are handled.
+func (s *scope) includes(ns string) bool {
+	if s == nil || ns == "" {
+		return true
+	}
+	in := false
+	for _, p := range s.patterns {
+		negated := strings.HasPrefix(p, "!")
+		if ok, _ := path.Match(strings.TrimPrefix(p, "!"), ns); ok {
+			in = !negated
+		}
+	}
+	return in
+}
+
+// literal returns the patterns if every one is a plain namespace name, so
+// that a namespaced cache can serve the scope; nil otherwise.
+func (s *scope) literal() []string {
+	if s == nil {
+		return nil
+	}
+	for _, p := range s.patterns {
+		if strings.ContainsAny(p, "*?[!") {
+			return nil
+		}
+	}
+	return s.patterns
+}
+
+// CacheNamespaces returns the namespaces a manager's cache should be limited
+// to for the namespace patterns of Options.Namespaces: the names themselves
+// when they are all plain names, or nil (watch the whole cluster and filter)
+// when there are globs or negations, so that namespaces created later are
+// picked up without a restart.
+func CacheNamespaces(patterns []string) ([]string, error) {
+	s, err := newScope(patterns)
+	if err != nil {
+		return nil, err
+	}
+	return s.literal(), nil
+}
