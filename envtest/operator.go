@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,9 +42,8 @@ type Operator struct {
 	Manager manager.Manager
 
 	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
-	err    error
+	done   chan struct{} // closed when the manager has returned
+	err    error         // what the manager returned
 }
 
 // RunOperator sets reg up on a new manager for cfg and starts it. It returns
@@ -85,25 +83,41 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	op := &Operator{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
-	go func() { op.done <- mgr.Start(runCtx) }()
+	op := &Operator{Manager: mgr, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		op.err = mgr.Start(runCtx)
+		close(op.done)
+	}()
 
 	syncCtx, syncCancel := context.WithTimeout(runCtx, opts.StartTimeout)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		cancel()
-		err := <-op.done
-		return nil, errors.Join(fmt.Errorf("the operator's caches did not sync within %s", opts.StartTimeout), err)
+		<-op.done
+		return nil, errors.Join(fmt.Errorf("the operator's caches did not sync within %s", opts.StartTimeout), op.err)
 	}
 	return op, nil
 }
 
 // Stop stops the operator and waits until the manager has returned, which
-// includes every running reconcile. Later calls return the same result.
+// includes every running reconcile, and returns what the manager returned.
+// Later calls return the same.
 func (op *Operator) Stop() error {
-	op.once.Do(func() {
-		op.cancel()
-		op.err = <-op.done
-	})
+	op.cancel()
+	<-op.done
 	return op.err
+}
+
+// Done is closed when the operator has stopped, by Stop or by itself (for
+// example when a startup handler failed).
+func (op *Operator) Done() <-chan struct{} { return op.done }
+
+// Err returns why the operator stopped by itself, once Done is closed.
+func (op *Operator) Err() error {
+	select {
+	case <-op.done:
+		return op.err
+	default:
+		return nil
+	}
 }
