@@ -44,6 +44,21 @@ type Operator struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the manager has returned
 	err    error         // what the manager returned
+
+	// what Restart needs to run the same operator again
+	cfg  *rest.Config
+	reg  *handlers.Registry
+	opts OperatorOptions
+}
+
+// Restart stops the operator and runs the same registry with the same
+// options again on a new manager: what a process restart looks like to the
+// objects (stored state survives, in-memory state does not).
+func (op *Operator) Restart(ctx context.Context) (*Operator, error) {
+	if err := op.Stop(); err != nil {
+		return nil, fmt.Errorf("stopping the operator before the restart: %w", err)
+	}
+	return RunOperator(ctx, op.cfg, op.reg, op.opts)
 }
 
 // RunOperator sets reg up on a new manager for cfg and starts it. It returns
@@ -51,6 +66,7 @@ type Operator struct {
 // events. Metrics and probe servers are off, and several operators may run
 // in one process (for restart tests). Stop it with Stop.
 func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, opts OperatorOptions) (*Operator, error) {
+	origCfg, origOpts := cfg, opts
 	if opts.Scheme == nil {
 		opts.Scheme = clientgoscheme.Scheme
 	}
@@ -83,7 +99,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	op := &Operator{Manager: mgr, cancel: cancel, done: make(chan struct{})}
+	op := &Operator{Manager: mgr, cancel: cancel, done: make(chan struct{}), cfg: origCfg, reg: reg, opts: origOpts}
 	go func() {
 		op.err = mgr.Start(runCtx)
 		close(op.done)

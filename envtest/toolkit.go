@@ -1,0 +1,196 @@
+package envtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// DefaultTimeout bounds WaitFor and WaitGone when the context has no
+// deadline.
+const DefaultTimeout = 30 * time.Second
+
+var shared struct {
+	mu sync.Mutex
+	cp *ControlPlane
+}
+
+// Shared returns the control plane of this test binary, starting it on the
+// first call with opts (later calls get the same one, whatever their
+// options). Stop it with StopShared when the tests are done, or use Main,
+// which does both; Ginkgo suites call Shared in BeforeSuite and StopShared
+// in AfterSuite.
+func Shared(opts Options) (*ControlPlane, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.cp != nil {
+		return shared.cp, nil
+	}
+	cp, err := Start(opts)
+	if err != nil {
+		return nil, err
+	}
+	shared.cp = cp
+	return cp, nil
+}
+
+// StopShared stops the control plane Shared started, if any.
+func StopShared() error {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.cp == nil {
+		return nil
+	}
+	err := shared.cp.Stop()
+	shared.cp = nil
+	return err
+}
+
+// Main runs a package's tests with one shared control plane, started with
+// opts before the tests and stopped after them, and exits; call it from
+// TestMain. If the control plane cannot start, the tests fail with the
+// reason (which says how to get the binaries).
+func Main(m *testing.M, opts Options) {
+	if _, err := Shared(opts); err != nil {
+		fmt.Fprintln(os.Stderr, "envtest:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "envtest: stopping the control plane:", err)
+	}
+	os.Exit(code)
+}
+
+// WaitFor reads obj (by its namespace and name) through r until cond
+// accepts it, and returns nil then; or an error once ctx is done (or after
+// DefaultTimeout if ctx has no deadline). obj holds the last version read.
+func WaitFor[T client.Object](ctx context.Context, r client.Reader, obj T, cond func(T) bool) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	key := client.ObjectKeyFromObject(obj)
+	var last error
+	for {
+		if last = r.Get(ctx, key, obj); last == nil && cond(obj) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("waiting for %s: %w (last read: %v)", key, ctx.Err(), last)
+			}
+			return fmt.Errorf("waiting for %s: %w: the condition never held", key, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WaitGone waits until obj no longer exists.
+func WaitGone(ctx context.Context, r client.Reader, obj client.Object) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	key := client.ObjectKeyFromObject(obj)
+	for {
+		err := r.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to go: %w", key, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Events lists the Kubernetes Events about obj (events.k8s.io), oldest
+// first.
+func Events(ctx context.Context, r client.Reader, obj client.Object) ([]eventsv1.Event, error) {
+	var list eventsv1.EventList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil, err
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == obj.GetName() && (obj.GetUID() == "" || e.Regarding.UID == obj.GetUID()) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Call is what one handler call saw, as recorded by Calls.
+type Call struct {
+	Handler   string
+	Reason    handlers.Reason
+	Event     handlers.EventType
+	Namespace string
+	Name      string
+	Retry     int
+	Diff      string
+	Old, New  any
+}
+
+// Calls records handler calls, for assertions on how often and with what a
+// handler was called. Handlers call Record with their Cause. It is safe for
+// concurrent use; the zero value is ready.
+type Calls struct {
+	mu   sync.Mutex
+	list []Call
+}
+
+// Record notes one call.
+func (cs *Calls) Record(c *handlers.Cause) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.list = append(cs.list, Call{
+		Handler: c.HandlerID, Reason: c.Reason, Event: c.Event, Namespace: c.Namespace, Name: c.Name,
+		Retry: c.Retry, Diff: fmt.Sprint(c.Diff), Old: c.Old, New: c.New,
+	})
+}
+
+// Of returns the calls of one handler, in order.
+func (cs *Calls) Of(handler string) []Call {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	var out []Call
+	for _, c := range cs.list {
+		if c.Handler == handler {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Count returns how many calls one handler got.
+func (cs *Calls) Count(handler string) int { return len(cs.Of(handler)) }
+
+// WaitCount waits until the handler got at least n calls.
+func (cs *Calls) WaitCount(ctx context.Context, handler string, n int) error {
+	ctx, cancel := withDefaultTimeout(ctx)
+	defer cancel()
+	for cs.Count(handler) < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("handler %q was called %d times, want %d: %w", handler, cs.Count(handler), n, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func withDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultTimeout)
+}
