@@ -1,8 +1,10 @@
 package gopf
 
 import (
+	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
@@ -237,3 +239,73 @@ func Adopt(owner, child client.Object) error { return handlers.Adopt(owner, chil
 
 // Owns reconciles the owner when its children change; see handlers.Owns.
 func Owns(obj client.Object) Option { return handlers.Owns(obj) }
+
+// AdmissionFunc is a validating or mutating handler; see handlers.AdmissionFunc.
+type AdmissionFunc[T client.Object] = handlers.AdmissionFunc[T]
+
+// Admission is what an admission handler receives; see handlers.Admission.
+type Admission[T client.Object] = handlers.Admission[T]
+
+// AdmissionError denies an admission request; see handlers.AdmissionError.
+type AdmissionError = handlers.AdmissionError
+
+// Operation is an admission operation; see handlers.Operation.
+type Operation = handlers.Operation
+
+// The admission operations.
+const (
+	OperationCreate  = handlers.OperationCreate
+	OperationUpdate  = handlers.OperationUpdate
+	OperationDelete  = handlers.OperationDelete
+	OperationConnect = handlers.OperationConnect
+)
+
+// OnValidate registers a validating admission handler; see handlers.OnValidate.
+func OnValidate[T client.Object](r *Registry, fn AdmissionFunc[T], opts ...Option) {
+	handlers.OnValidate(r, fn, opts...)
+}
+
+// OnMutate registers a mutating admission handler; see handlers.OnMutate.
+func OnMutate[T client.Object](r *Registry, fn AdmissionFunc[T], opts ...Option) {
+	handlers.OnMutate(r, fn, opts...)
+}
+
+// Deny denies an admission request with a code and message; see handlers.Deny.
+func Deny(code int, message string) error { return handlers.Deny(code, message) }
+
+// Operations limits an admission handler to operations; see handlers.Operations.
+func Operations(ops ...Operation) Option { return handlers.Operations(ops...) }
+
+// SubResource limits an admission handler to a subresource; see handlers.SubResource.
+func SubResource(name string) Option { return handlers.SubResource(name) }
+
+// Persistent keeps a webhook configured after shutdown; see handlers.Persistent.
+func Persistent() Option { return handlers.Persistent() }
+
+// SideEffects declares that a webhook has side effects; see handlers.SideEffects.
+func SideEffects() Option { return handlers.SideEffects() }
+
+// IgnoreFailures lets requests through when the webhook fails; see handlers.IgnoreFailures.
+func IgnoreFailures() Option { return handlers.IgnoreFailures() }
+
+// WebhookTimeout sets a webhook's timeout; see handlers.WebhookTimeout.
+func WebhookTimeout(d time.Duration) Option { return handlers.WebhookTimeout(d) }
+
+// OnStartup registers an operator-level startup handler; see handlers.OnStartup.
+func OnStartup(r *Registry, fn handlers.ActivityFunc, opts ...Option) {
+	handlers.OnStartup(r, fn, opts...)
+}
+
+// OnCleanup registers an operator-level cleanup handler; see handlers.OnCleanup.
+func OnCleanup(r *Registry, fn handlers.ActivityFunc, opts ...Option) {
+	handlers.OnCleanup(r, fn, opts...)
+}
+
+// OnProbe registers a health probe; see handlers.OnProbe.
+func OnProbe(r *Registry, fn handlers.ProbeFunc, opts ...Option) { handlers.OnProbe(r, fn, opts...) }
+
+// Watches reconciles objects named by a mapping when another kind changes;
+// see handlers.Watches.
+func Watches(obj client.Object, mapFn func(ctx context.Context, obj client.Object) []types.NamespacedName) Option {
+	return handlers.Watches(obj, mapFn)
+}

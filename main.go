@@ -19,16 +19,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/webhook"
 )
 
 // SetupWithManager adds the handlers of reg to a manager the caller already
 // has, next to its own Reconcilers. The manager's client should cache
 // unstructured objects if unstructured handlers are registered; gopf itself
 // reads through the manager's cache either way.
+//
+// Admission handlers are served by the manager's webhook server: build it
+// with webhook.NewServer to have gopf manage certificates and webhook
+// configurations, or keep a plain controller-runtime server (certificates
+// from cert-manager, static configurations).
 func SetupWithManager(mgr manager.Manager, reg *Registry) error {
-	return reconcile.Setup(mgr, reg, reconcile.Options{})
+	if err := reconcile.Setup(mgr, reg, reconcile.Options{}); err != nil {
+		return err
+	}
+	return webhook.Setup(mgr, reg)
 }
 
 // Main runs an operator made of the handlers in reg until SIGINT or SIGTERM,
@@ -69,6 +79,7 @@ type flags struct {
 	logFormat              string
 	shutdownTimeout        time.Duration
 	zap                    zap.Options
+	webhook                webhook.Options
 }
 
 func newFlags(name string) (*flag.FlagSet, *flags) {
@@ -92,6 +103,7 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "Log format: text or json.")
 	fs.DurationVar(&f.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
 	f.zap.BindFlags(fs)
+	f.webhook.BindFlags(fs)
 	return fs, f
 }
 
@@ -129,7 +141,14 @@ func run(reg *Registry, addToScheme []func(*runtime.Scheme) error, name string, 
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	var webhookServer *webhook.Server
+	if len(reg.AdmissionRegistrations()) > 0 {
+		if webhookServer, err = webhook.NewServer(f.webhook); err != nil {
+			return err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:           serverOrNil(webhookServer),
 		Scheme:                  scheme,
 		Cache:                   cacheOpts,
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
@@ -145,11 +164,19 @@ func run(reg *Registry, addToScheme []func(*runtime.Scheme) error, name string, 
 	if err := reconcile.Setup(mgr, reg, f.engineOptions()); err != nil {
 		return err
 	}
+	if err := webhook.Setup(mgr, reg); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
+	}
+	if webhookServer != nil {
+		if err := mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker()); err != nil {
+			return err
+		}
 	}
 	ctrl.Log.WithName("gopf").Info("starting the operator", "name", name, "namespaces", f.namespaces.String(), "peering", f.peeringName)
 	return mgr.Start(ctrl.SetupSignalHandler())
@@ -225,6 +252,15 @@ func runFreeze(name, command string, args []string) error {
 		return reconcile.Freeze(ctx, c, opts, *priority, *lifetime)
 	}
 	return reconcile.Unfreeze(ctx, c, opts)
+}
+
+// serverOrNil keeps a nil *webhook.Server from becoming a non-nil interface,
+// so that the manager falls back to its default (never started) server.
+func serverOrNil(s *webhook.Server) ctrlwebhook.Server {
+	if s == nil {
+		return nil
+	}
+	return s
 }
 
 func buildScheme(addToScheme []func(*runtime.Scheme) error) (*runtime.Scheme, error) {

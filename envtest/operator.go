@@ -16,9 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/webhook"
 )
 
 // OperatorOptions configure an in-process operator.
@@ -34,6 +36,12 @@ type OperatorOptions struct {
 	Requests *RequestCounter
 	// Namespaces limits the operator to these namespaces. Default: all.
 	Namespaces []string
+	// Webhook configures the webhook server of the registry's admission
+	// handlers (see package webhook). Default: when there are admission
+	// handlers, webhook.Options{}: a free port on 127.0.0.1, a self-signed
+	// CA, webhook configurations pointing at it by URL. Operators with
+	// admission handlers that run side by side need Names of their own.
+	Webhook *webhook.Options
 }
 
 // Operator is a gopf operator running in this process on its own manager.
@@ -84,7 +92,19 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	var webhookServer ctrlwebhook.Server
+	if opts.Webhook == nil && len(reg.AdmissionRegistrations()) > 0 {
+		opts.Webhook = &webhook.Options{}
+	}
+	if opts.Webhook != nil {
+		srv, err := webhook.NewServer(*opts.Webhook)
+		if err != nil {
+			return nil, err
+		}
+		webhookServer = srv
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:          webhookServer,
 		Cache:                  cacheOpts,
 		Scheme:                 opts.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -96,6 +116,9 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	if err := reconcile.Setup(mgr, reg, opts.Reconcile); err != nil {
+		return nil, err
+	}
+	if err := webhook.Setup(mgr, reg); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)

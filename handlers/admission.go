@@ -116,6 +116,7 @@ func Deny(code int, message string) error {
 	return &AdmissionError{Code: code, Message: message}
 }
 
+// Error returns the message.
 func (e *AdmissionError) Error() string { return e.Message }
 
 // StatusCode returns Code, or 403 when Code is zero.
@@ -286,7 +287,7 @@ func (o AdmissionOptions) ApplyToHandler(target *Options) {
 // applyToAdmission copies the non-zero settings of o into target.
 func (o AdmissionOptions) applyToAdmission(target *AdmissionOptions) {
 	if o.Operations != nil {
-		target.Operations = append([]Operation(nil), o.Operations...)
+		target.Operations = append([]Operation{}, o.Operations...)
 	}
 	if o.SubResource != "" {
 		target.SubResource = o.SubResource
@@ -309,26 +310,15 @@ type admissionOption interface {
 // Operations sets the operations an admission handler is called for, e.g.
 // Operations(OperationCreate, OperationUpdate, OperationDelete).
 func Operations(ops ...Operation) Option {
-	o := AdmissionOptions{Operations: append([]Operation{}, ops...)}
-	if len(ops) == 0 {
-		o.problems = append(o.problems, "Operations needs at least one operation")
-	}
-	for _, op := range ops {
-		switch op {
-		case OperationCreate, OperationUpdate, OperationDelete, OperationConnect:
-		default:
-			o.problems = append(o.problems, fmt.Sprintf("unknown operation %q (want CREATE, UPDATE, DELETE or CONNECT)", op))
-		}
-	}
-	return o
+	return AdmissionOptions{Operations: append([]Operation{}, ops...)}
 }
 
 // SubResource sets the subresource an admission handler is for; see
 // AdmissionOptions.SubResource.
 func SubResource(name string) Option {
 	o := AdmissionOptions{SubResource: name}
-	if name == "" || (name != "*" && len(validation.IsDNS1123Label(name)) > 0) {
-		o.problems = append(o.problems, fmt.Sprintf("subresource %q is not a subresource name or \"*\"", name))
+	if name == "" {
+		o.problems = append(o.problems, `SubResource("") is not a subresource; leave the option out for the object itself`)
 	}
 	return o
 }
@@ -347,13 +337,7 @@ func IgnoreFailures() Option { return AdmissionOptions{IgnoreFailures: true} }
 
 // WebhookTimeout sets how long the API server waits for an admission
 // handler's webhook: between 1 and 30 seconds, in whole seconds.
-func WebhookTimeout(d time.Duration) Option {
-	o := AdmissionOptions{Timeout: d}
-	if d < time.Second || d > 30*time.Second || d%time.Second != 0 {
-		o.problems = append(o.problems, fmt.Sprintf("WebhookTimeout %s is not a whole number of seconds between 1 and 30", d))
-	}
-	return o
-}
+func WebhookTimeout(d time.Duration) Option { return AdmissionOptions{Timeout: d} }
 
 // AdmissionRegistrations returns the valid OnValidate and OnMutate
 // registrations in registration order.
@@ -453,7 +437,7 @@ func (r *Registry) validateAdmission(reg *AdmissionRegistration, nilFn bool) err
 		problems = append(problems, fmt.Sprintf("kind %q needs a version and a kind", reg.Options.Kind))
 	}
 	problems = append(problems, reg.Options.problems...)
-	problems = append(problems, reg.Admission.problems...)
+	problems = append(problems, admissionProblems(reg.Admission)...)
 	if names := inapplicableOptions(reg.Options); len(names) > 0 {
 		problems = append(problems, fmt.Sprintf("%s not for admission handlers", strings.Join(names, ", ")))
 	}
@@ -466,6 +450,28 @@ func (r *Registry) validateAdmission(reg *AdmissionRegistration, nilFn bool) err
 		return nil
 	}
 	return fmt.Errorf("bad registration of %s: %s", reg, strings.Join(problems, "; "))
+}
+
+// admissionProblems checks the admission options.
+func admissionProblems(o AdmissionOptions) []string {
+	problems := append([]string(nil), o.problems...)
+	if len(o.Operations) == 0 {
+		problems = append(problems, "Operations needs at least one operation")
+	}
+	for _, op := range o.Operations {
+		switch op {
+		case OperationCreate, OperationUpdate, OperationDelete, OperationConnect:
+		default:
+			problems = append(problems, fmt.Sprintf("unknown operation %q (want CREATE, UPDATE, DELETE or CONNECT)", op))
+		}
+	}
+	if sub := o.SubResource; sub != "" && sub != "*" && len(validation.IsDNS1123Label(sub)) > 0 {
+		problems = append(problems, fmt.Sprintf("subresource %q is not a subresource name or \"*\"", sub))
+	}
+	if t := o.Timeout; t != 0 && (t < time.Second || t > 30*time.Second || t%time.Second != 0) {
+		problems = append(problems, fmt.Sprintf("WebhookTimeout %s is not a whole number of seconds between 1 and 30", t))
+	}
+	return problems
 }
 
 // inapplicableOptions names the options set in o that admission handlers

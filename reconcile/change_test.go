@@ -10,13 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
 )
 
 // recording returns a handler that records its calls and returns result.
-func recording(cs *calls, result any) handlers.HandlerFunc[*kopfv1.KopfExample] {
+func recording(cs *envtest.Calls, result any) handlers.HandlerFunc[*kopfv1.KopfExample] {
 	return func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		return result, nil
 	}
 }
@@ -28,7 +29,7 @@ func patchSpec(g Gomega, obj client.Object, spec string) {
 func TestUpdateHandlerReceivesTheExactDiff(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, recording(&cs, nil), handlers.ID("create"))
 	handlers.OnUpdate(reg, recording(&cs, map[string]any{"updated": true}), handlers.ID("update"))
@@ -36,27 +37,27 @@ func TestUpdateHandlerReceivesTheExactDiff(t *testing.T) {
 
 	obj := newExample(ns, "diff")
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
-	g.Eventually(func() int { return cs.count("create") }, timeout).Should(Equal(1))
+	g.Eventually(func() int { return cs.Count("create") }, timeout).Should(Equal(1))
 	key := client.ObjectKeyFromObject(obj)
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+	waitHandled(g, key)
 
 	patchSpec(g, obj, `{"field":"changed"}`)
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "update", "updated") }, timeout).Should(Equal(true))
-	got := cs.of("update")
+	got := cs.Of("update")
 	g.Expect(got).To(HaveLen(1))
 	g.Expect(got[0].Reason).To(Equal(handlers.ReasonUpdate))
 	g.Expect(got[0].Diff).To(Equal("[(change, spec.field, value, changed)]"))
 
 	// Status changes are not changes of the essence.
 	g.Expect(k8s.Status().Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", []byte(`{"status":{"other":1}}`)))).To(Succeed())
-	g.Consistently(func() int { return cs.count("update") }, 2*time.Second).Should(Equal(1))
-	g.Expect(cs.count("create")).To(Equal(1))
+	g.Consistently(func() int { return cs.Count("update") }, 2*time.Second).Should(Equal(1))
+	g.Expect(cs.Count("create")).To(Equal(1))
 }
 
 func TestFieldHandlerFiresOnlyForItsFieldAndFilters(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnField(reg, "spec.field", recording(&cs, nil), handlers.ID("any"))
 	handlers.OnField(reg, "spec.field", recording(&cs, nil), handlers.ID("x_to_y"), handlers.OldValue("x"), handlers.NewValue("y"))
@@ -66,19 +67,19 @@ func TestFieldHandlerFiresOnlyForItsFieldAndFilters(t *testing.T) {
 	obj.Spec.Field = "x"
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	// Creation with the field set is a change of the field from absent to x.
-	g.Eventually(func() int { return cs.count("any") }, timeout).Should(Equal(1))
-	g.Expect(cs.of("any")[0].New).To(Equal("x"))
+	g.Eventually(func() int { return cs.Count("any") }, timeout).Should(Equal(1))
+	g.Expect(cs.Of("any")[0].New).To(Equal("x"))
 
 	patchSpec(g, obj, `{"items":["other"]}`) // not the field
 	patchSpec(g, obj, `{"field":"y"}`)       // x → y
-	g.Eventually(func() int { return cs.count("x_to_y") }, timeout).Should(Equal(1))
+	g.Eventually(func() int { return cs.Count("x_to_y") }, timeout).Should(Equal(1))
 	patchSpec(g, obj, `{"field":"x"}`) // y → x: not for x_to_y
-	g.Eventually(func() int { return cs.count("any") }, timeout).Should(Equal(3))
+	g.Eventually(func() int { return cs.Count("any") }, timeout).Should(Equal(3))
 	patchSpec(g, obj, `{"field":"z"}`)
-	g.Eventually(func() int { return cs.count("any") }, timeout).Should(Equal(4))
-	g.Consistently(func() int { return cs.count("x_to_y") }, time.Second).Should(Equal(1))
+	g.Eventually(func() int { return cs.Count("any") }, timeout).Should(Equal(4))
+	g.Consistently(func() int { return cs.Count("x_to_y") }, time.Second).Should(Equal(1))
 
-	got := cs.of("any")
+	got := cs.Of("any")
 	g.Expect(got[1].Old).To(Equal("x"))
 	g.Expect(got[1].New).To(Equal("y"))
 	g.Expect(got[1].Diff).To(Equal("[(change, , x, y)]"))
@@ -88,11 +89,11 @@ func TestDeleteHandlerRunsAndTheFinalizerGoes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	finalizerAtCreate := make(chan bool, 10)
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		finalizerAtCreate <- len(obj.Finalizers) > 0
 		return nil, nil
 	}, handlers.ID("create"))
@@ -108,19 +109,19 @@ func TestDeleteHandlerRunsAndTheFinalizerGoes(t *testing.T) {
 	g.Expect(obj.Finalizers).To(ConsistOf("example.com/other", "gopf.dev/finalizer"))
 
 	g.Expect(k8s.Delete(ctx, obj)).To(Succeed())
-	g.Eventually(func() int { return cs.count("delete") }, timeout).Should(Equal(1))
+	g.Eventually(func() int { return cs.Count("delete") }, timeout).Should(Equal(1))
 	g.Eventually(func(g Gomega) []string {
 		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
 		return obj.Finalizers
 	}, timeout).Should(Equal([]string{"example.com/other"}), "gopf removes only its own finalizer")
-	g.Expect(cs.of("delete")[0].Reason).To(Equal(handlers.ReasonDelete))
+	g.Expect(cs.Of("delete")[0].Reason).To(Equal(handlers.ReasonDelete))
 }
 
 func TestOptionalDeleteHandlerAddsNoFinalizer(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, recording(&cs, map[string]any{"ok": true}), handlers.ID("create"))
 	handlers.OnDelete(reg, recording(&cs, nil), handlers.ID("delete"), handlers.Optional())
@@ -137,11 +138,11 @@ func TestOptionalDeleteHandlerAddsNoFinalizer(t *testing.T) {
 func TestTemporaryErrorsAreRetriedAndTheCountSurvivesARestart(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	newRegistry := func() *handlers.Registry {
 		reg := handlers.NewRegistry()
 		handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-			cs.add(c)
+			cs.Record(c)
 			if c.Retry < 2 {
 				return nil, handlers.Temporary(errors.New("not yet"), 300*time.Millisecond)
 			}
@@ -157,11 +158,11 @@ func TestTemporaryErrorsAreRetriedAndTheCountSurvivesARestart(t *testing.T) {
 	// The first failure is stored; then the operator goes away.
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "progress", "flaky", "retries") }, timeout).Should(BeNumerically(">=", 1))
 	g.Expect(op.Stop()).To(Succeed())
-	retriesBefore := cs.count("flaky")
+	retriesBefore := cs.Count("flaky")
 
 	runOperator(t, ns, newRegistry())
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "flaky", "attempt") }, timeout).Should(BeNumerically("==", 3))
-	got := cs.of("flaky")
+	got := cs.Of("flaky")
 	g.Expect(got).To(HaveLen(3))
 	for i, c := range got {
 		g.Expect(c.Retry).To(Equal(i), "attempt %d after %d before the restart", i, retriesBefore)
@@ -173,9 +174,9 @@ func TestTemporaryErrorsAreRetriedAndTheCountSurvivesARestart(t *testing.T) {
 func TestRetryAndTimeoutLimitsEndInARecordedFailure(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	failing := func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		return nil, errors.New("always")
 	}
 	reg := handlers.NewRegistry()
@@ -190,27 +191,27 @@ func TestRetryAndTimeoutLimitsEndInARecordedFailure(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
 	// The cause completes once every handler has finished, failed or not.
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
-	g.Expect(cs.count("limited")).To(Equal(3))
-	g.Expect(cs.count("timed")).To(BeNumerically(">=", 2))
-	g.Expect(cs.count("timed")).To(BeNumerically("<=", 5))
-	g.Expect(cs.count("permanent")).To(Equal(1))
-	g.Expect(cs.count("ignored")).To(Equal(1))
-	g.Expect(cs.count("fine")).To(Equal(1))
+	waitHandled(g, key)
+	g.Expect(cs.Count("limited")).To(Equal(3))
+	g.Expect(cs.Count("timed")).To(BeNumerically(">=", 2))
+	g.Expect(cs.Count("timed")).To(BeNumerically("<=", 5))
+	g.Expect(cs.Count("permanent")).To(Equal(1))
+	g.Expect(cs.Count("ignored")).To(Equal(1))
+	g.Expect(cs.Count("fine")).To(Equal(1))
 	g.Expect(statusField(g, key, "fine", "ran")).To(Equal(true), "a failing handler does not block the others")
 }
 
 func TestPermanentFailureIsRecordedWhileOthersRetry(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		return nil, handlers.Permanent(errors.New("bad spec"))
 	}, handlers.ID("broken"))
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		return nil, handlers.Temporary(errors.New("wait"), time.Hour)
 	}, handlers.ID("slow"))
 	runOperator(t, ns, reg)
@@ -226,13 +227,13 @@ func TestPermanentFailureIsRecordedWhileOthersRetry(t *testing.T) {
 func TestSubHandlersHaveTheirOwnProgress(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		for _, item := range obj.Spec.Items {
 			c.Register(item, func(ctx context.Context, sc *handlers.Cause) (any, error) {
-				cs.add(sc)
+				cs.Record(sc)
 				if item == "item2" && sc.Retry == 0 {
 					return nil, handlers.Temporary(errors.New("once"), 200*time.Millisecond)
 				}
@@ -247,10 +248,10 @@ func TestSubHandlersHaveTheirOwnProgress(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "parent/item2", "item") }, timeout).Should(Equal("item2"))
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+	waitHandled(g, key)
 	g.Expect(statusField(g, key, "parent/item1", "item")).To(Equal("item1"))
-	g.Expect(cs.count("parent")).To(BeNumerically(">=", 2), "the parent is called again while a child is unfinished")
-	g.Expect(cs.count("parent/item1")).To(Equal(1))
-	g.Expect(cs.count("parent/item2")).To(Equal(2))
+	g.Expect(cs.Count("parent")).To(BeNumerically(">=", 2), "the parent is called again while a child is unfinished")
+	g.Expect(cs.Count("parent/item1")).To(Equal(1))
+	g.Expect(cs.Count("parent/item2")).To(Equal(2))
 	g.Expect(statusField(g, key, "gopf", "progress")).To(BeNil())
 }

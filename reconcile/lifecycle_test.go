@@ -24,7 +24,7 @@ func TestResumeRunsAfterARestartAndMixesIntoUpdates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	newRegistry := func() *handlers.Registry {
 		reg := handlers.NewRegistry()
 		handlers.OnCreate(reg, recording(&cs, nil), handlers.ID("create"))
@@ -38,24 +38,24 @@ func TestResumeRunsAfterARestartAndMixesIntoUpdates(t *testing.T) {
 	g.Expect(k8s.Create(ctx, changed)).To(Succeed())
 	for _, o := range []client.Object{unchanged, changed} {
 		key := client.ObjectKeyFromObject(o)
-		g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+		waitHandled(g, key)
 	}
-	g.Expect(cs.count("resume")).To(Equal(0), "objects created in this process are not resumed")
+	g.Expect(cs.Count("resume")).To(Equal(0), "objects created in this process are not resumed")
 	g.Expect(op.Stop()).To(Succeed())
 
 	patchSpec(g, changed, `{"field":"changed while down"}`)
 	runOperator(t, ns, newRegistry())
-	g.Eventually(func() int { return cs.count("resume") }, timeout).Should(Equal(2))
-	g.Eventually(func() int { return cs.count("update") }, timeout).Should(Equal(1))
-	g.Expect(cs.of("update")[0].Diff).To(ContainSubstring("changed while down"))
-	g.Consistently(func() int { return cs.count("resume") + cs.count("create") }, time.Second).Should(Equal(4), "resume runs once per process, create never again")
+	g.Eventually(func() int { return cs.Count("resume") }, timeout).Should(Equal(2))
+	g.Eventually(func() int { return cs.Count("update") }, timeout).Should(Equal(1))
+	g.Expect(cs.Of("update")[0].Diff).To(ContainSubstring("changed while down"))
+	g.Consistently(func() int { return cs.Count("resume") + cs.Count("create") }, time.Second).Should(Equal(4), "resume runs once per process, create never again")
 }
 
 func TestObjectsNoHandlerSelectsAreLeftAloneUntilTheyMatch(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, recording(&cs, map[string]any{"ok": true}), handlers.ID("create"), handlers.Labels{"app": "mine"})
 	handlers.OnUpdate(reg, recording(&cs, nil), handlers.ID("update"), handlers.Labels{"app": "mine"})
@@ -75,7 +75,7 @@ func TestObjectsNoHandlerSelectsAreLeftAloneUntilTheyMatch(t *testing.T) {
 	// Starting to match is a creation, not an update.
 	g.Expect(k8s.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"app":"mine"}}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "create", "ok") }, timeout).Should(Equal(true))
-	g.Expect(cs.count("update")).To(Equal(0))
+	g.Expect(cs.Count("update")).To(Equal(0))
 	g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
 	g.Expect(obj.Finalizers).To(ContainElement("gopf.dev/finalizer"))
 }
@@ -110,7 +110,7 @@ func TestWriteBudgetOfCreateUpdateDeleteAndIdle(t *testing.T) {
 	for _, obj := range objs {
 		key := client.ObjectKeyFromObject(obj)
 		g.Eventually(func(g Gomega) any { return statusField(g, key, "create_fn", "message") }, timeout).Should(Equal("created"))
-		g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+		waitHandled(g, key)
 	}
 	g.Consistently(func() int { return requests.Writes("kopfexamples") }, time.Second).Should(Equal(2*n), "create: finalizer, then results and state: %v", requests.Snapshot())
 
@@ -143,10 +143,10 @@ func TestWriteBudgetOfCreateUpdateDeleteAndIdle(t *testing.T) {
 func TestTemporaryFailureCostsOneWritePerAttempt(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		if c.Retry < 3 {
 			return nil, handlers.Temporary(errors.New("again"), 100*time.Millisecond)
 		}
@@ -157,19 +157,19 @@ func TestTemporaryFailureCostsOneWritePerAttempt(t *testing.T) {
 	obj := newExample(ns, "retry-writes")
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
-	g.Consistently(func() int { return requests.Writes("kopfexamples") }, time.Second).Should(BeNumerically("<=", cs.count("flaky")))
-	g.Expect(cs.count("flaky")).To(Equal(4))
+	waitHandled(g, key)
+	g.Consistently(func() int { return requests.Writes("kopfexamples") }, time.Second).Should(BeNumerically("<=", cs.Count("flaky")))
+	g.Expect(cs.Count("flaky")).To(Equal(4))
 }
 
 func TestAChangeDuringARetryIsShownToHandlersThatAlreadySucceeded(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnUpdate(reg, recording(&cs, nil), handlers.ID("fast"))
 	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		if c.Retry == 0 {
 			return nil, handlers.Temporary(errors.New("later"), time.Second)
 		}
@@ -179,18 +179,18 @@ func TestAChangeDuringARetryIsShownToHandlersThatAlreadySucceeded(t *testing.T) 
 	obj := newExample(ns, "overlap")
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+	waitHandled(g, key)
 
 	patchSpec(g, obj, `{"field":"first"}`)
-	g.Eventually(func() int { return cs.count("slow") }, timeout).Should(Equal(1))
+	g.Eventually(func() int { return cs.Count("slow") }, timeout).Should(Equal(1))
 	patchSpec(g, obj, `{"duration":"second"}`) // while slow waits for its retry
-	g.Eventually(func() int { return cs.count("fast") }, timeout).Should(Equal(2))
-	g.Eventually(func() int { return cs.count("slow") }, timeout).Should(Equal(2))
+	g.Eventually(func() int { return cs.Count("fast") }, timeout).Should(Equal(2))
+	g.Eventually(func() int { return cs.Count("slow") }, timeout).Should(Equal(2))
 
-	fast := cs.of("fast")
+	fast := cs.Of("fast")
 	g.Expect(fast[0].Diff).To(Equal("[(change, spec.field, value, first)]"))
 	g.Expect(fast[1].Diff).To(Equal("[(add, spec.duration, <nil>, second)]"), "fast sees just the newer change")
-	slow := cs.of("slow")
+	slow := cs.Of("slow")
 	g.Expect(slow[1].Diff).To(Equal("[(add, spec.duration, <nil>, second) (change, spec.field, value, first)]"), "slow's retry sees both changes")
 }
 
@@ -198,15 +198,15 @@ func TestLevelHandlerRunsOnEveryReconcileWithTheSamePatch(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		c.Memo.Set("seen-by-create", true)
 		return nil, nil
 	}, handlers.ID("create"))
 	handlers.OnReconcile(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (reconcile.Result, error) {
-		cs.add(c)
+		cs.Record(c)
 		if c.Memo.Get("seen-by-create") == true && c.Reason == handlers.ReasonCreate {
 			value := "yes"
 			c.Patch.SetLabel("reconciled", &value)
@@ -224,17 +224,17 @@ func TestLevelHandlerRunsOnEveryReconcileWithTheSamePatch(t *testing.T) {
 		return obj.Labels
 	}, timeout).Should(HaveKeyWithValue("reconciled", "yes"))
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "level", "cause") }, timeout).Should(Equal("create"))
-	before := cs.count("level")
+	before := cs.Count("level")
 	g.Expect(k8s.Status().Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"status":{"poke":1}}`)))).To(Succeed())
-	g.Eventually(func() int { return cs.count("level") }, timeout).Should(BeNumerically(">", before))
-	g.Expect(cs.count("create")).To(Equal(1))
+	g.Eventually(func() int { return cs.Count("level") }, timeout).Should(BeNumerically(">", before))
+	g.Expect(cs.Count("create")).To(Equal(1))
 }
 
 func TestBadStoredStateIsReportedAndTheObjectHandledAsNew(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, recording(&cs, map[string]any{"ok": true}), handlers.ID("create"))
 	runOperator(t, ns, reg)
@@ -242,10 +242,10 @@ func TestBadStoredStateIsReportedAndTheObjectHandledAsNew(t *testing.T) {
 	obj := newExample(ns, "bad-state")
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+	waitHandled(g, key)
 	g.Expect(k8s.Status().Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"status":{"gopf":{"lastHandled":"{truncated"}}}`)))).To(Succeed())
 
-	g.Eventually(func() int { return cs.count("create") }, timeout).Should(Equal(2))
+	g.Eventually(func() int { return cs.Count("create") }, timeout).Should(Equal(2))
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).Should(HavePrefix("{\"spec\""))
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, obj.Name) }, timeout).Should(ContainElement("BadStoredState"))
 }
@@ -254,10 +254,10 @@ func TestStateMovesToAnnotationsWhenTheStatusSchemaDropsIt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
-		cs.add(c)
+		cs.Record(c)
 		return nil, nil
 	}, handlers.ID("pod_create"))
 	runOperator(t, ns, reg)
@@ -271,7 +271,7 @@ func TestStateMovesToAnnotationsWhenTheStatusSchemaDropsIt(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		return pod.Annotations
 	}, timeout).Should(HaveKey("gopf.dev/last-handled-configuration"))
-	g.Consistently(func() int { return cs.count("pod_create") }, time.Second).Should(Equal(1))
+	g.Consistently(func() int { return cs.Count("pod_create") }, time.Second).Should(Equal(1))
 }
 
 func TestStateTooLargeForAnnotationsIsRefusedWithAWarning(t *testing.T) {
@@ -311,7 +311,7 @@ func TestAnnotationStorageKeepsStateOutOfStatus(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	var cs calls
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, recording(&cs, map[string]any{"ok": true}), handlers.ID("create"))
 	handlers.OnUpdate(reg, recording(&cs, nil), handlers.ID("update"))
@@ -327,6 +327,6 @@ func TestAnnotationStorageKeepsStateOutOfStatus(t *testing.T) {
 	g.Expect(statusField(g, key, "create", "ok")).To(Equal(true))
 	g.Expect(statusField(g, key, "gopf")).To(BeNil())
 	patchSpec(g, obj, `{"field":"changed"}`)
-	g.Eventually(func() int { return cs.count("update") }, timeout).Should(Equal(1))
-	g.Expect(cs.of("update")[0].Diff).To(Equal("[(change, spec.field, value, changed)]"), "gopf's own annotations are not part of the essence")
+	g.Eventually(func() int { return cs.Count("update") }, timeout).Should(Equal(1))
+	g.Expect(cs.Of("update")[0].Diff).To(Equal("[(change, spec.field, value, changed)]"), "gopf's own annotations are not part of the essence")
 }

@@ -154,10 +154,7 @@ func TestDaemonStopsOnDeletionBeforeTheFinalizerIsReleased(t *testing.T) {
 	obj := newExample(ns, "daemonised")
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
-	g.Eventually(func(g Gomega) []string {
-		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
-		return obj.Finalizers
-	}, timeout).Should(ContainElement("gopf.dev/finalizer"))
+	waitFinalizer(g, obj)
 
 	g.Expect(k8s.Delete(ctx, obj)).To(Succeed())
 	g.Eventually(reasons, timeout).Should(Receive(Equal(handlers.StopDeleted)))
@@ -180,10 +177,7 @@ func TestStubbornDaemonIsAbandonedAfterItsTimeout(t *testing.T) {
 	obj := newExample(ns, "stubborn")
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
-	g.Eventually(func(g Gomega) []string {
-		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
-		return obj.Finalizers
-	}, timeout).Should(ContainElement("gopf.dev/finalizer"))
+	waitFinalizer(g, obj)
 	g.Expect(k8s.Delete(ctx, obj)).To(Succeed())
 	g.Eventually(func() bool { return k8s.Get(ctx, key, obj) != nil }, timeout).Should(BeTrue(), "gopf gives up on the daemon and releases the object")
 }

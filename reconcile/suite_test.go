@@ -3,6 +3,9 @@ package reconcile_test
 import (
 	"context"
 
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
+
 	"fmt"
 	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
@@ -113,4 +116,18 @@ func newManager() (manager.Manager, error) {
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
+}
+
+// waitHandled waits until gopf has stored the object's last-handled essence:
+// its current cause is done.
+func waitHandled(g Gomega, key types.NamespacedName) {
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+}
+
+// waitFinalizer waits until the object carries gopf's finalizer.
+func waitFinalizer(g Gomega, obj client.Object) {
+	g.Eventually(func(g Gomega) []string {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		return obj.GetFinalizers()
+	}, timeout).Should(ContainElement("gopf.dev/finalizer"))
 }

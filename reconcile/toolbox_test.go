@@ -192,7 +192,7 @@ func TestMemosAreSharedPerObjectAndStartFromTheDefault(t *testing.T) {
 		obj := newExample(ns, name)
 		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 		key := client.ObjectKeyFromObject(obj)
-		g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+		waitHandled(g, key)
 		patchSpec(g, obj, `{"field":"again"}`)
 		g.Eventually(func(g Gomega) any { return statusField(g, key, "recall", "owner") }, timeout).Should(Equal(name))
 		g.Expect(statusField(g, key, "recall", "team")).To(Equal("blue"))

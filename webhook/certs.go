@@ -1,0 +1,382 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// The certificate files in Options.CertDir.
+const (
+	caCertFile = "ca.crt" // the CA bundle: the signing CA first, then older CAs still valid
+	caKeyFile  = "ca.key" // the signing CA's key
+	certFile   = "tls.crt"
+	keyFile    = "tls.key"
+)
+
+// caLifetimes is how many serving-certificate lifetimes a generated CA
+// lives.
+const caLifetimes = 10
+
+// backdate makes certificates valid a little before they are made, for
+// clocks that disagree slightly.
+const backdate = 5 * time.Minute
+
+// renewalDue reports whether a certificate valid from notBefore to notAfter
+// should be replaced at now: when less than a third of its lifetime is left.
+func renewalDue(notBefore, notAfter, now time.Time) bool {
+	lifetime := notAfter.Sub(notBefore)
+	return !now.Before(notAfter.Add(-lifetime / 3))
+}
+
+// keyPair is a certificate with its private key, parsed and as PEM.
+type keyPair struct {
+	cert    *x509.Certificate
+	key     crypto.Signer
+	certPEM []byte
+	keyPEM  []byte
+}
+
+// renewal says which certificates to make anew.
+type renewal struct {
+	ca, serving bool
+}
+
+// planRenewal decides what to make anew, given the CA and serving
+// certificate found on disk (nil when missing or unusable), the names the
+// serving certificate must hold, and the time. A new CA always brings a new
+// serving certificate.
+func planRenewal(ca, serving *keyPair, hosts []string, now time.Time) renewal {
+	if ca == nil || !ca.cert.IsCA || renewalDue(ca.cert.NotBefore, ca.cert.NotAfter, now) {
+		return renewal{ca: true, serving: true}
+	}
+	if serving == nil || renewalDue(serving.cert.NotBefore, serving.cert.NotAfter, now) ||
+		serving.cert.CheckSignatureFrom(ca.cert) != nil || !covers(serving.cert, hosts) {
+		return renewal{serving: true}
+	}
+	return renewal{}
+}
+
+// covers reports whether cert is valid for every host.
+func covers(cert *x509.Certificate, hosts []string) bool {
+	for _, h := range hosts {
+		if cert.VerifyHostname(h) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// newCA makes a self-signed CA certificate.
+func newCA(name string, validity time.Duration, now time.Time) (*keyPair, error) {
+	tmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: name + " webhook CA", Organization: []string{"gopf"}},
+		NotBefore:             now.Add(-backdate),
+		NotAfter:              now.Add(validity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	return makeCert(tmpl, nil)
+}
+
+// newServingCert makes a serving certificate for hosts signed by ca. It
+// does not outlive the CA.
+func newServingCert(ca *keyPair, hosts []string, validity time.Duration, now time.Time) (*keyPair, error) {
+	notAfter := now.Add(validity)
+	if notAfter.After(ca.cert.NotAfter) {
+		notAfter = ca.cert.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: hosts[0], Organization: []string{"gopf"}},
+		NotBefore:   now.Add(-backdate),
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return makeCert(tmpl, ca)
+}
+
+// makeCert creates a key and a certificate from tmpl, signed by parent, or
+// self-signed when parent is nil.
+func makeCert(tmpl *x509.Certificate, parent *keyPair) (*keyPair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, err
+	}
+	tmpl.SerialNumber = serial
+	signerCert, signerKey := tmpl, crypto.Signer(key)
+	if parent != nil {
+		signerCert, signerKey = parent.cert, parent.key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signerCert, key.Public(), signerKey)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return parseKeyPair(
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	)
+}
+
+// parseKeyPair parses the first certificate of certPEM and the key of
+// keyPEM, and checks that they belong together.
+func parseKeyPair(certPEM, keyPEM []byte) (*keyPair, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	signer, ok := pair.PrivateKey.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("the private key cannot sign")
+	}
+	block, _ := pem.Decode(certPEM)
+	return &keyPair{cert: pair.Leaf, key: signer, certPEM: pem.EncodeToMemory(block), keyPEM: keyPEM}, nil
+}
+
+// parseCerts returns the certificates of a PEM bundle, skipping anything
+// that does not parse.
+func parseCerts(bundle []byte) []*x509.Certificate {
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, bundle = pem.Decode(bundle)
+		if block == nil {
+			return out
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); err == nil {
+			out = append(out, c)
+		}
+	}
+}
+
+// newBundle puts the new CA first, then the CAs of the old bundle that are
+// still valid at now, so that certificates they signed stay trusted until
+// the API server has the new bundle and the server serves a new certificate.
+func newBundle(caPEM, old []byte, now time.Time) []byte {
+	out := append([]byte(nil), caPEM...)
+	for _, c := range parseCerts(old) {
+		if now.Before(c.NotAfter) && c.IsCA {
+			out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+		}
+	}
+	return out
+}
+
+// certificates keeps the server's certificates and the CA bundle the API
+// server needs: it makes them, rotates them, or reads them from files, and
+// tells the webhook configurations (through publish) when the bundle
+// changes.
+type certificates struct {
+	dir       string
+	fromFiles bool
+	name      string
+	hosts     []string
+	validity  time.Duration
+	now       func() time.Time
+	log       logr.Logger
+
+	mu           sync.Mutex
+	bundle       []byte                                         // the CA bundle
+	published    []byte                                         // the bundle publish last accepted
+	hasPublished bool                                           // published is set
+	publish      func(ctx context.Context, bundle []byte) error // nil: nobody to tell
+	serving      atomic.Pointer[tls.Certificate]                // what the server presents (generated certificates only)
+}
+
+// getCertificate serves the current certificate; it is the server's
+// tls.Config.GetCertificate when gopf makes the certificates.
+func (c *certificates) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	cert := c.serving.Load()
+	if cert == nil {
+		return nil, errors.New("no serving certificate yet")
+	}
+	return cert, nil
+}
+
+// caBundle returns the CA bundle the API server should trust.
+func (c *certificates) caBundle() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bundle
+}
+
+// attach calls fn with the bundle and, if that succeeds, calls it again
+// whenever the bundle changes, until detach.
+func (c *certificates) attach(ctx context.Context, fn func(ctx context.Context, bundle []byte) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := fn(ctx, c.bundle); err != nil {
+		return err
+	}
+	c.publish, c.published, c.hasPublished = fn, c.bundle, true
+	return nil
+}
+
+// detach stops the calls of attach's function and then calls fn once with
+// the bundle.
+func (c *certificates) detach(ctx context.Context, fn func(ctx context.Context, bundle []byte) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.publish = nil
+	return fn(ctx, c.bundle)
+}
+
+// refresh brings the certificates up to date: it reads them from files,
+// or makes whatever planRenewal (or force) asks for. A changed CA bundle
+// is published before the server presents a certificate that needs it; if
+// publishing fails, the server keeps its certificate and refresh reports
+// the error (the next refresh tries again).
+func (c *certificates) refresh(ctx context.Context, force renewal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fromFiles {
+		bundle, err := os.ReadFile(filepath.Join(c.dir, caCertFile))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		c.bundle = bundle
+		return c.publishLocked(ctx)
+	}
+
+	now := c.now()
+	ca, bundle := c.load(caCertFile, caKeyFile)
+	serving, _ := c.load(certFile, keyFile)
+	plan := planRenewal(ca, serving, c.hosts, now)
+	plan.ca = plan.ca || force.ca
+	plan.serving = plan.serving || force.serving || plan.ca
+	if plan.ca {
+		var err error
+		if ca, err = newCA(c.name, caLifetimes*c.validity, now); err != nil {
+			return fmt.Errorf("making a webhook CA: %w", err)
+		}
+		bundle = newBundle(ca.certPEM, bundle, now)
+		if err := c.write(caKeyFile, ca.keyPEM, 0o600); err != nil {
+			return err
+		}
+		if err := c.write(caCertFile, bundle, 0o644); err != nil {
+			return err
+		}
+		c.log.Info("made a new webhook CA", "dir", c.dir, "notAfter", ca.cert.NotAfter)
+	}
+	c.bundle = bundle
+	if err := c.publishLocked(ctx); err != nil {
+		return err
+	}
+	if plan.serving {
+		var err error
+		if serving, err = newServingCert(ca, c.hosts, c.validity, now); err != nil {
+			return fmt.Errorf("making a webhook serving certificate: %w", err)
+		}
+		if err := c.write(keyFile, serving.keyPEM, 0o600); err != nil {
+			return err
+		}
+		if err := c.write(certFile, serving.certPEM, 0o644); err != nil {
+			return err
+		}
+		c.log.Info("made a new webhook serving certificate", "dir", c.dir, "hosts", c.hosts, "notAfter", serving.cert.NotAfter)
+	}
+	if cur := c.serving.Load(); cur == nil || !bytes.Equal(cur.Certificate[0], serving.cert.Raw) {
+		pair, err := tls.X509KeyPair(serving.certPEM, serving.keyPEM)
+		if err != nil {
+			return err
+		}
+		c.serving.Store(&pair)
+	}
+	return nil
+}
+
+// publishLocked hands a changed bundle to publish.
+func (c *certificates) publishLocked(ctx context.Context) error {
+	if c.hasPublished && bytes.Equal(c.bundle, c.published) {
+		return nil
+	}
+	if c.publish != nil {
+		if err := c.publish(ctx, c.bundle); err != nil {
+			return fmt.Errorf("updating the webhook configurations with a new CA bundle: %w", err)
+		}
+	}
+	c.published, c.hasPublished = c.bundle, true
+	return nil
+}
+
+// load reads a certificate and its key from the folder; the pair is nil if
+// either is missing or they do not belong together. It also returns the
+// certificate file's content.
+func (c *certificates) load(certName, keyName string) (*keyPair, []byte) {
+	certPEM, err := os.ReadFile(filepath.Join(c.dir, certName))
+	if err != nil {
+		return nil, nil
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(c.dir, keyName))
+	if err != nil {
+		return nil, certPEM
+	}
+	pair, err := parseKeyPair(certPEM, keyPEM)
+	if err != nil {
+		c.log.Info("replacing an unusable webhook certificate", "file", filepath.Join(c.dir, certName), "error", err.Error())
+		return nil, certPEM
+	}
+	return pair, certPEM
+}
+
+// write replaces a file of the folder atomically, so that a reader never
+// sees half a certificate.
+func (c *certificates) write(name string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(c.dir, "."+name+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(c.dir, name))
+}

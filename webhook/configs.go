@@ -1,0 +1,276 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// gopf needs these permissions to manage the webhook configurations; `make
+// manifests` adds them to config/rbac.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;create;update;delete
+
+const (
+	// defaultWebhookTimeout is the API server's own default.
+	defaultWebhookTimeout = 10 * time.Second
+	// cleanupTimeout bounds the removal of webhooks on shutdown.
+	cleanupTimeout = 10 * time.Second
+	// readyPoll is how often the config manager checks whether the server
+	// serves yet.
+	readyPoll = 100 * time.Millisecond
+	// managedByLabel marks the configurations gopf manages.
+	managedByLabel = "app.kubernetes.io/managed-by"
+)
+
+// rules returns the handler's rule: its kind's resource (or subresource),
+// for its operations.
+func rules(h *hook) []admissionregistrationv1.RuleWithOperations {
+	var resources []string
+	switch sub := h.reg.Admission.SubResource; sub {
+	case "":
+		resources = []string{h.resource}
+	case "*":
+		resources = []string{h.resource, h.resource + "/*"}
+	default:
+		resources = []string{h.resource + "/" + sub}
+	}
+	var ops []admissionregistrationv1.OperationType
+	for _, op := range h.reg.Admission.Operations {
+		ops = append(ops, admissionregistrationv1.OperationType(op))
+	}
+	scope := admissionregistrationv1.ClusterScope
+	if h.namespaced {
+		scope = admissionregistrationv1.NamespacedScope
+	}
+	return []admissionregistrationv1.RuleWithOperations{{
+		Operations: ops,
+		Rule: admissionregistrationv1.Rule{
+			APIGroups:   []string{h.gvk.Group},
+			APIVersions: []string{h.gvk.Version},
+			Resources:   resources,
+			Scope:       &scope,
+		},
+	}}
+}
+
+// webhookSettings are the fields validating and mutating webhooks share.
+type webhookSettings struct {
+	failurePolicy  admissionregistrationv1.FailurePolicyType
+	sideEffects    admissionregistrationv1.SideEffectClass
+	timeoutSeconds int32
+	matchPolicy    admissionregistrationv1.MatchPolicyType
+	namespaces     *metav1.LabelSelector
+	objects        *metav1.LabelSelector
+}
+
+func settingsOf(r *handlers.AdmissionRegistration) webhookSettings {
+	s := webhookSettings{
+		failurePolicy:  admissionregistrationv1.Fail,
+		sideEffects:    admissionregistrationv1.SideEffectClassNone,
+		timeoutSeconds: int32(defaultWebhookTimeout / time.Second),
+		matchPolicy:    admissionregistrationv1.Equivalent,
+		namespaces:     &metav1.LabelSelector{},
+		objects:        r.ObjectSelector(),
+	}
+	if r.Admission.IgnoreFailures {
+		s.failurePolicy = admissionregistrationv1.Ignore
+	}
+	if r.Admission.SideEffects {
+		s.sideEffects = admissionregistrationv1.SideEffectClassNoneOnDryRun
+	}
+	if r.Admission.Timeout > 0 {
+		s.timeoutSeconds = int32(r.Admission.Timeout / time.Second)
+	}
+	if s.objects == nil {
+		s.objects = &metav1.LabelSelector{}
+	}
+	return s
+}
+
+// configurations builds the validating and mutating configuration named
+// name for hooks, reached through clientConfig. With persistentOnly, only
+// the webhooks of persistent handlers are kept. A configuration with no
+// webhooks is not wanted in the cluster at all.
+func configurations(name string, hooks []*hook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, persistentOnly bool) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
+	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{managedByLabel: "gopf"}}
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
+	reviewVersions := []string{"v1"}
+	for _, h := range hooks {
+		if persistentOnly && !h.reg.Admission.Persistent {
+			continue
+		}
+		s := settingsOf(h.reg)
+		if h.reg.Mutating {
+			never := admissionregistrationv1.NeverReinvocationPolicy
+			m.Webhooks = append(m.Webhooks, admissionregistrationv1.MutatingWebhook{
+				Name:                    h.name,
+				ClientConfig:            clientConfig(h.path),
+				Rules:                   rules(h),
+				FailurePolicy:           &s.failurePolicy,
+				MatchPolicy:             &s.matchPolicy,
+				NamespaceSelector:       s.namespaces,
+				ObjectSelector:          s.objects,
+				SideEffects:             &s.sideEffects,
+				TimeoutSeconds:          &s.timeoutSeconds,
+				AdmissionReviewVersions: reviewVersions,
+				ReinvocationPolicy:      &never,
+			})
+			continue
+		}
+		v.Webhooks = append(v.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name:                    h.name,
+			ClientConfig:            clientConfig(h.path),
+			Rules:                   rules(h),
+			FailurePolicy:           &s.failurePolicy,
+			MatchPolicy:             &s.matchPolicy,
+			NamespaceSelector:       s.namespaces,
+			ObjectSelector:          s.objects,
+			SideEffects:             &s.sideEffects,
+			TimeoutSeconds:          &s.timeoutSeconds,
+			AdmissionReviewVersions: reviewVersions,
+		})
+	}
+	return v, m
+}
+
+// configManager keeps the webhook configurations in the cluster: it creates
+// or updates them once the server serves and whenever the CA bundle
+// changes, and on shutdown removes the webhooks of non-persistent handlers.
+// It runs on every replica, leader or not, since every replica serves.
+type configManager struct {
+	srv   *Server
+	hooks []*hook
+	c     client.Client
+	log   logr.Logger
+}
+
+func newConfigManager(mgr manager.Manager, srv *Server, hooks []*hook) (*configManager, error) {
+	scheme := runtime.NewScheme()
+	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme, HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("gopf: a client for the webhook configurations: %w", err)
+	}
+	return &configManager{srv: srv, hooks: hooks, c: c, log: ctrl.Log.WithName("gopf").WithName("webhook")}, nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every
+// replica serves webhooks, so every replica keeps the configurations.
+func (m *configManager) NeedLeaderElection() bool { return false }
+
+// Start waits for the server, puts the configurations in place, keeps them
+// up to date until ctx is done, then removes what is not persistent. The
+// manager stops it before it stops the webhook server, so requests keep
+// being answered until the webhooks are gone.
+func (m *configManager) Start(ctx context.Context) error {
+	if err := m.waitServing(ctx); err != nil {
+		return nil // stopped before the server served: nothing was created
+	}
+	name := m.srv.opts.Name
+	err := m.srv.certs.attach(ctx, func(ctx context.Context, bundle []byte) error { return m.apply(ctx, bundle, false) })
+	if err != nil {
+		// Take away what did get created rather than leave webhooks that
+		// point at an operator about to stop.
+		m.cleanUp()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("gopf: creating the webhook configurations %q: %w", name, err)
+	}
+	m.log.Info("webhook configurations are in place", "name", name, "webhooks", len(m.hooks))
+	<-ctx.Done()
+	m.cleanUp()
+	return nil
+}
+
+// cleanUp stops following the CA bundle and removes the webhooks of
+// non-persistent handlers. The manager's context is done by then, so it
+// uses one of its own.
+func (m *configManager) cleanUp() {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	err := m.srv.certs.detach(ctx, func(ctx context.Context, bundle []byte) error { return m.apply(ctx, bundle, true) })
+	if err != nil {
+		m.log.Error(err, "removing the webhooks of non-persistent handlers", "name", m.srv.opts.Name)
+	}
+}
+
+// waitServing returns once the webhook server accepts connections.
+func (m *configManager) waitServing(ctx context.Context) error {
+	ticker := time.NewTicker(readyPoll)
+	defer ticker.Stop()
+	check := m.srv.StartedChecker()
+	for check(nil) != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+	}
+	return nil
+}
+
+// apply makes the configurations in the cluster what they should be with
+// bundle as the CA bundle.
+func (m *configManager) apply(ctx context.Context, bundle []byte, persistentOnly bool) error {
+	cc := func(path string) admissionregistrationv1.WebhookClientConfig { return m.srv.clientConfig(path, bundle) }
+	v, mu := configurations(m.srv.opts.Name, m.hooks, cc, persistentOnly)
+	return errors.Join(
+		put(ctx, m.c, v, len(v.Webhooks) == 0, func(cur, want *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			cur.Webhooks = want.Webhooks
+		}),
+		put(ctx, m.c, mu, len(mu.Webhooks) == 0, func(cur, want *admissionregistrationv1.MutatingWebhookConfiguration) {
+			cur.Webhooks = want.Webhooks
+		}),
+	)
+}
+
+// put creates or updates want in the cluster, replacing the webhooks of
+// an existing object, or deletes it when remove is set.
+func put[T client.Object](ctx context.Context, c client.Client, want T, remove bool, setWebhooks func(cur, want T)) error {
+	if remove {
+		return client.IgnoreNotFound(c.Delete(ctx, want))
+	}
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cur := reflect.New(reflect.TypeOf(want).Elem()).Interface().(T)
+		err := c.Get(ctx, client.ObjectKeyFromObject(want), cur)
+		switch {
+		case apierrors.IsNotFound(err):
+			err = c.Create(ctx, want.DeepCopyObject().(T))
+			if apierrors.IsAlreadyExists(err) {
+				// Created meanwhile by another replica: update it instead.
+				return apierrors.NewConflict(admissionregistrationv1.Resource("webhookconfigurations"), want.GetName(), err)
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		labels := cur.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		for k, v := range want.GetLabels() {
+			labels[k] = v
+		}
+		cur.SetLabels(labels)
+		setWebhooks(cur, want)
+		return c.Update(ctx, cur)
+	})
+}

@@ -1,0 +1,231 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// reviewer answers the admission requests of one path by running the
+// handlers behind it: one handler on a handler's own path, every handler
+// of a kind on the kind's path.
+type reviewer struct {
+	mutating bool
+	hooks    []*hook // in registration order
+}
+
+var _ admission.Handler = (*reviewer)(nil)
+
+// Handle runs every handler that is for the request's operation and
+// subresource and whose filters select the object. Validators all run.
+// Mutators run in order, each on the object as the ones before it left it;
+// the response carries the difference from the original as a JSON patch.
+// If any handler fails, the request is denied with the failure that ranks
+// highest (see denial). Warnings of all handlers are returned either way.
+func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission.Response {
+	op := handlers.Operation(req.Operation)
+	original := req.Object.Raw
+	if op == handlers.OperationDelete {
+		original = req.OldObject.Raw
+	}
+	current := original
+	var warnings []string
+	var failures []error
+	for _, h := range rv.hooks {
+		if !h.reg.Handles(op, req.SubResource) {
+			continue
+		}
+		next, warns, err := rv.run(ctx, h, &req.AdmissionRequest, current)
+		warnings = append(warnings, warns...)
+		if err != nil {
+			failures = append(failures, err)
+			continue
+		}
+		if next != nil {
+			current = next
+		}
+	}
+	if len(failures) > 0 {
+		code, message := denial(failures)
+		logf.FromContext(ctx).Info("admission denied", "code", code, "message", message, "handlers", len(failures))
+		return deny(code, message).WithWarnings(warnings...)
+	}
+	if bytes.Equal(current, original) {
+		return admission.Allowed("").WithWarnings(warnings...)
+	}
+	return admission.PatchResponseFromRaw(original, current).WithWarnings(warnings...)
+}
+
+// run calls one handler on the object current (JSON). For a mutator on
+// CREATE or UPDATE, it returns the object with the handler's changes, or
+// nil when the handler changed nothing or was not called.
+func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, current []byte) ([]byte, []string, error) {
+	op := handlers.Operation(req.Operation)
+	obj := h.reg.NewObject()
+	if op == handlers.OperationConnect {
+		// The request's object is the options of the connection, of another
+		// kind; the handler finds it in AdmissionRequest.Raw.
+		obj.SetName(req.Name)
+		obj.SetNamespace(req.Namespace)
+	} else if err := json.Unmarshal(current, obj); err != nil {
+		return nil, nil, fmt.Errorf("%s: decoding the object: %w", h.reg, err)
+	}
+	var old client.Object
+	if (op == handlers.OperationUpdate || op == handlers.OperationDelete) && len(req.OldObject.Raw) > 0 {
+		old = h.reg.NewObject()
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return nil, nil, fmt.Errorf("%s: decoding the old object: %w", h.reg, err)
+		}
+	}
+	if !h.reg.Selects(obj) {
+		return nil, nil, nil
+	}
+	mutate := rv.mutating && (op == handlers.OperationCreate || op == handlers.OperationUpdate)
+	var before []byte
+	if mutate {
+		var err error
+		if before, err = json.Marshal(obj); err != nil {
+			return nil, nil, fmt.Errorf("%s: encoding the object: %w", h.reg, err)
+		}
+	}
+	log := logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID)
+	areq := &handlers.AdmissionRequest{
+		Operation:   op,
+		SubResource: req.SubResource,
+		DryRun:      req.DryRun != nil && *req.DryRun,
+		UserInfo:    req.UserInfo,
+		Name:        req.Name,
+		Namespace:   req.Namespace,
+		HandlerID:   h.reg.Options.ID,
+		Param:       h.reg.Options.Param,
+		Log:         log,
+		Patch:       &handlers.Patch{},
+		Raw:         req,
+	}
+	if err := call(ctx, h, obj, old, areq); err != nil {
+		return nil, areq.Warnings(), err
+	}
+	if !mutate {
+		return nil, areq.Warnings(), nil
+	}
+	after, err := json.Marshal(obj)
+	if err == nil {
+		after, err = mergePatch(after, areq.Patch)
+	}
+	if err != nil {
+		return nil, areq.Warnings(), fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)
+	}
+	if bytes.Equal(before, after) {
+		return nil, areq.Warnings(), nil
+	}
+	next, err := applyChanges(current, before, after)
+	if err != nil {
+		return nil, areq.Warnings(), fmt.Errorf("%s: applying the changes: %w", h.reg, err)
+	}
+	return next, areq.Warnings(), nil
+}
+
+// call runs the handler, turning a panic into an error.
+func call(ctx context.Context, h *hook, obj, old client.Object, req *handlers.AdmissionRequest) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			req.Log.Error(fmt.Errorf("%v", r), "admission handler panicked", "stack", string(debug.Stack()))
+			err = fmt.Errorf("admission handler %q panicked: %v", h.reg.Options.ID, r)
+		}
+	}()
+	return h.reg.Call(ctx, obj, old, req)
+}
+
+// denial picks the failure that decides a denied request, ranked as Kopf
+// ranks them: a Deny (AdmissionError) first, then a PermanentError, then a
+// TemporaryError, then any other error, and among equals the earliest
+// handler's. It returns the HTTP status code (the AdmissionError's, else
+// 500) and the message.
+func denial(failures []error) (int32, string) {
+	best, bestRank := failures[0], errorRank(failures[0])
+	for _, err := range failures[1:] {
+		if r := errorRank(err); r < bestRank {
+			best, bestRank = err, r
+		}
+	}
+	var denied *handlers.AdmissionError
+	if errors.As(best, &denied) {
+		return int32(denied.StatusCode()), best.Error()
+	}
+	message := best.Error()
+	var permanent *handlers.PermanentError
+	var temporary *handlers.TemporaryError
+	switch {
+	case errors.As(best, &permanent) && best == error(permanent):
+		message = permanent.Err.Error()
+	case errors.As(best, &temporary) && best == error(temporary):
+		message = temporary.Err.Error()
+	}
+	return http.StatusInternalServerError, message
+}
+
+func errorRank(err error) int {
+	var denied *handlers.AdmissionError
+	var permanent *handlers.PermanentError
+	var temporary *handlers.TemporaryError
+	switch {
+	case errors.As(err, &denied):
+		return 0
+	case errors.As(err, &permanent):
+		return 1
+	case errors.As(err, &temporary):
+		return 2
+	}
+	return 3
+}
+
+// deny makes a denying response.
+func deny(code int32, message string) admission.Response {
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+		Allowed: false,
+		Result: &metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    code,
+			Reason:  reasonFor(code),
+			Message: message,
+		},
+	}}
+}
+
+// reasonFor gives the status reason clients check (apierrors.IsInvalid and
+// friends) for the common codes.
+func reasonFor(code int32) metav1.StatusReason {
+	switch code {
+	case http.StatusBadRequest:
+		return metav1.StatusReasonBadRequest
+	case http.StatusUnauthorized:
+		return metav1.StatusReasonUnauthorized
+	case http.StatusForbidden:
+		return metav1.StatusReasonForbidden
+	case http.StatusNotFound:
+		return metav1.StatusReasonNotFound
+	case http.StatusConflict:
+		return metav1.StatusReasonConflict
+	case http.StatusUnprocessableEntity:
+		return metav1.StatusReasonInvalid
+	case http.StatusTooManyRequests:
+		return metav1.StatusReasonTooManyRequests
+	case http.StatusInternalServerError:
+		return metav1.StatusReasonInternalError
+	case http.StatusServiceUnavailable:
+		return metav1.StatusReasonServiceUnavailable
+	}
+	return metav1.StatusReasonUnknown
+}

@@ -1,0 +1,211 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// hook is one admission handler, resolved against the API server.
+type hook struct {
+	reg        *handlers.AdmissionRegistration
+	gvk        schema.GroupVersionKind
+	resource   string // plural resource name
+	namespaced bool
+	path       string // the handler's own path on the server
+	name       string // the webhook's name in its configuration
+}
+
+// Setup serves the admission handlers of reg (OnValidate, OnMutate) on the
+// manager's webhook server and, when that server was made by NewServer,
+// keeps the webhook configurations for them in the cluster while the
+// manager runs. It does nothing when reg has no admission handlers.
+//
+// Each handler is served at its own path,
+//
+//	/validate/<group>/<version>/<kind>/<handler-id>   (OnValidate)
+//	/mutate/<group>/<version>/<kind>/<handler-id>     (OnMutate)
+//
+// with "core" as the group of built-in kinds and the kind and id in lower
+// case, and gets its own webhook in the configurations. Every kind is also
+// served at /validate/<group>/<version>/<kind> and
+// /mutate/<group>/<version>/<kind>, which run all handlers of the kind and
+// are meant for static manifests (config/webhook).
+//
+// Setup resolves each handler's kind with the manager's REST mapper, so it
+// needs a reachable API server, and fails naming the handler when a kind is
+// not served or a handler id cannot be part of a webhook name.
+func Setup(mgr manager.Manager, reg *handlers.Registry) error {
+	if err := reg.Err(); err != nil {
+		return err
+	}
+	regs := reg.AdmissionRegistrations()
+	if len(regs) == 0 {
+		return nil
+	}
+	srv, _ := mgr.GetWebhookServer().(*Server)
+	name := ""
+	if srv != nil {
+		name = srv.opts.Name
+	}
+	hooks, err := resolveHooks(mgr, regs, name)
+	if err != nil {
+		return err
+	}
+
+	byPath := map[string]*reviewer{}
+	var paths []string
+	add := func(path string, mutating bool, h *hook) {
+		rv, ok := byPath[path]
+		if !ok {
+			rv = &reviewer{mutating: mutating}
+			byPath[path] = rv
+			paths = append(paths, path)
+		}
+		rv.hooks = append(rv.hooks, h)
+	}
+	for _, h := range hooks {
+		add(h.path, h.reg.Mutating, h)
+		add(kindPath(h.reg.Mutating, h.gvk), h.reg.Mutating, h)
+	}
+	for _, path := range paths {
+		mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: byPath[path]})
+	}
+
+	log := ctrl.Log.WithName("gopf").WithName("webhook")
+	if srv == nil || srv.opts.StaticConfigurations {
+		log.Info("serving admission handlers; their webhook configurations are not managed by gopf", "handlers", len(hooks))
+		return nil
+	}
+	cm, err := newConfigManager(mgr, srv, hooks)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(cm)
+}
+
+// resolveHooks resolves the kinds of the registrations and names their
+// paths and webhooks. configName is the configurations' name, "" if they
+// are not managed.
+func resolveHooks(mgr manager.Manager, regs []*handlers.AdmissionRegistration, configName string) ([]*hook, error) {
+	var errs []error
+	var hooks []*hook
+	seen := map[string]*hook{}
+	for _, r := range regs {
+		gvk, mapping, err := resolveKind(mgr, r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
+			continue
+		}
+		h := &hook{
+			reg:        r,
+			gvk:        gvk,
+			resource:   mapping.Resource.Resource,
+			namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
+		}
+		id := sanitizeID(r.Options.ID)
+		h.path = kindPath(r.Mutating, gvk) + "/" + id
+		h.name = webhookName(id, gvk, configName)
+		if problems := validation.IsDNS1123Subdomain(h.name); len(problems) > 0 {
+			errs = append(errs, fmt.Errorf("gopf: %s: webhook name %q: %s (give the handler an ID of lower-case letters, digits and dashes)", r, h.name, strings.Join(problems, "; ")))
+			continue
+		}
+		if other, ok := seen[h.path]; ok {
+			errs = append(errs, fmt.Errorf("gopf: %s: its webhook path %s is the same as that of %s (give one of them another ID)", r, h.path, other.reg))
+			continue
+		}
+		seen[h.path] = h
+		hooks = append(hooks, h)
+	}
+	return hooks, errors.Join(errs...)
+}
+
+// resolveKind finds the group/version/kind of a registration and its REST
+// mapping.
+func resolveKind(mgr manager.Manager, r *handlers.AdmissionRegistration) (schema.GroupVersionKind, *meta.RESTMapping, error) {
+	mapper := mgr.GetRESTMapper()
+	o := r.Options
+	var gvk schema.GroupVersionKind
+	switch {
+	case !r.Unstructured:
+		var err error
+		gvk, err = apiutil.GVKForObject(r.NewObject(), mgr.GetScheme())
+		if err != nil {
+			return gvk, nil, fmt.Errorf("the Go type %T is not in the manager's scheme (add its package's AddToScheme): %w", r.NewObject(), err)
+		}
+	case !o.Kind.Empty():
+		gvk = o.Kind
+	default:
+		full, partial := schema.ParseResourceArg(strings.ToLower(o.Resource))
+		var err error
+		if full != nil {
+			gvk, err = mapper.KindFor(*full)
+		}
+		if full == nil || err != nil {
+			gvk, err = mapper.KindFor(partial.WithVersion(""))
+		}
+		if err != nil {
+			return gvk, nil, fmt.Errorf("resource %q is not served by the API server: %w", o.Resource, err)
+		}
+	}
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return gvk, nil, fmt.Errorf("kind %s is not served by the API server (is its CRD installed?): %w", gvk, err)
+	}
+	return gvk, mapping, nil
+}
+
+// kindPath is the path of all validating or mutating handlers of a kind.
+func kindPath(mutating bool, gvk schema.GroupVersionKind) string {
+	root := "/validate/"
+	if mutating {
+		root = "/mutate/"
+	}
+	group := gvk.Group
+	if group == "" {
+		group = "core"
+	}
+	return root + group + "/" + gvk.Version + "/" + strings.ToLower(gvk.Kind)
+}
+
+// webhookName names a handler's webhook: <id>.<kind>[.<group>].<config>,
+// e.g. check-field.kopfexample.kopf.dev.my-operator.gopf.dev.
+func webhookName(id string, gvk schema.GroupVersionKind, configName string) string {
+	parts := []string{id, strings.ToLower(gvk.Kind)}
+	if gvk.Group != "" {
+		parts = append(parts, gvk.Group)
+	}
+	if configName != "" {
+		parts = append(parts, configName)
+	} else {
+		parts = append(parts, "gopf.dev")
+	}
+	return strings.Join(parts, ".")
+}
+
+// sanitizeID turns a handler id into a DNS label-like string for paths and
+// webhook names: lower case, "_" and other characters as "-", "/" as ".".
+func sanitizeID(id string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(id) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			b.WriteRune(r)
+		case r == '/' || r == '.':
+			b.WriteRune('.')
+		default:
+			b.WriteRune('-')
+		}
+	}
+	return strings.Trim(b.String(), "-.")
+}

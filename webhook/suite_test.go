@@ -1,0 +1,129 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/envtest"
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/webhook"
+)
+
+// The control plane is shared by the tests of the package. Webhooks are
+// cluster-wide, so each test's handlers select only the objects labelled
+// with the test's name, and tests run one after another.
+var (
+	cfg    *rest.Config
+	scheme = runtime.NewScheme()
+	k8s    client.Client // talks to the API server directly
+)
+
+func TestMain(m *testing.M) {
+	// Logs are quiet unless GOPF_TEST_LOG is set.
+	if os.Getenv("GOPF_TEST_LOG") != "" {
+		logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	} else {
+		logf.SetLogger(logr.Discard())
+	}
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := kopfv1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	cp, err := envtest.Start(envtest.Options{CRDDirectoryPaths: []string{"../config/crd/bases"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cfg = cp.Config
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		panic(err)
+	}
+	// Every operator a test starts, and its webhook server, must be gone,
+	// goroutines and all, once the test has stopped it.
+	before := goleak.IgnoreCurrent()
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(before); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
+	if err := cp.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	os.Exit(code)
+}
+
+// testLabel is the label value that selects a test's objects.
+func testLabel(t *testing.T) string {
+	s := strings.ToLower(strings.TrimPrefix(t.Name(), "Test"))
+	return s[:min(40, len(s))]
+}
+
+// selectTest is the option that makes a handler see only the test's objects.
+func selectTest(t *testing.T) handlers.Option {
+	return handlers.Labels{"gopf-test": testLabel(t)}
+}
+
+// operator is an operator running a test's handlers, with its webhook
+// server.
+type operator struct {
+	*envtest.Operator
+	srv *webhook.Server
+}
+
+// runOperator starts reg's handlers, with the webhook configurations named
+// after the test and certificates in a folder of the test, and stops it
+// when the test ends (unless the test has stopped it).
+func runOperator(t *testing.T, ns string, reg *handlers.Registry) *operator {
+	t.Helper()
+	opts := webhook.Options{Name: testLabel(t) + ".test.gopf.dev", CertDir: t.TempDir()}
+	op, err := envtest.RunOperator(context.Background(), cfg, reg, envtest.OperatorOptions{
+		Scheme: scheme, Namespaces: []string{ns}, Webhook: &opts,
+	})
+	if err != nil {
+		t.Fatalf("starting the operator: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := op.Stop(); err != nil {
+			t.Errorf("stopping the operator: %v", err)
+		}
+	})
+	return &operator{Operator: op, srv: op.Manager.GetWebhookServer().(*webhook.Server)}
+}
+
+// newNamespace creates a namespace for one test.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating a namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// example returns a KopfExample of the test, in namespace ns.
+func example(t *testing.T, ns, field string) *kopfv1.KopfExample {
+	return &kopfv1.KopfExample{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "kex-", Namespace: ns, Labels: map[string]string{"gopf-test": testLabel(t)}},
+		Spec:       kopfv1.KopfExampleSpec{Field: field},
+	}
+}
