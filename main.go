@@ -80,6 +80,8 @@ type flags struct {
 	shutdownTimeout        time.Duration
 	zap                    zap.Options
 	webhook                webhook.Options
+	printRBAC              bool
+	checkRBAC              string
 }
 
 func newFlags(name string) (*flag.FlagSet, *flags) {
@@ -104,6 +106,8 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.DurationVar(&f.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
 	f.zap.BindFlags(fs)
 	f.webhook.BindFlags(fs)
+	fs.BoolVar(&f.printRBAC, "print-rbac", false, "Print the ClusterRole the handlers need (manager-role-gopf) as YAML and exit.")
+	fs.StringVar(&f.checkRBAC, "check-rbac", "", "Check that the Roles and ClusterRoles in this YAML file grant what the handlers need; print what is missing and exit, with status 1 if anything is.")
 	return fs, f
 }
 
@@ -125,6 +129,9 @@ func run(reg *Registry, addToScheme []func(*runtime.Scheme) error, name string, 
 	scheme, err := buildScheme(addToScheme)
 	if err != nil {
 		return err
+	}
+	if f.printRBAC || f.checkRBAC != "" {
+		return rbac(reg, scheme, f)
 	}
 	cacheNamespaces, err := reconcile.CacheNamespaces(f.namespaces)
 	if err != nil {
@@ -222,6 +229,37 @@ func (f *flags) encoder() zap.Opts {
 			}
 		}
 	}
+}
+
+// rbac implements --print-rbac and --check-rbac; it needs no cluster.
+func rbac(reg *Registry, scheme *runtime.Scheme, f *flags) error {
+	rules, err := reconcile.Permissions(reg, scheme, nil)
+	if err != nil {
+		return err
+	}
+	if f.printRBAC {
+		// Leader election is granted by its own namespaced Role; a
+		// ClusterRole would let the operator write any Lease.
+		out, err := reconcile.ClusterRoleYAML("manager-role-gopf", reconcile.WithoutLeaderElection(rules))
+		if err != nil {
+			return err
+		}
+		_, err = os.Stdout.Write(out)
+		return err
+	}
+	data, err := os.ReadFile(f.checkRBAC)
+	if err != nil {
+		return fmt.Errorf("--check-rbac: %w", err)
+	}
+	granted, err := reconcile.GrantedRules(data)
+	if err != nil {
+		return fmt.Errorf("--check-rbac %s: %w", f.checkRBAC, err)
+	}
+	if missing := reconcile.MissingPermissions(rules, granted); len(missing) > 0 {
+		return fmt.Errorf("%s lacks %d permissions the handlers need:\n  %s", f.checkRBAC, len(missing), strings.Join(missing, "\n  "))
+	}
+	fmt.Printf("%s grants everything the handlers need\n", f.checkRBAC)
+	return nil
 }
 
 // runFreeze implements the freeze and resume commands.

@@ -352,6 +352,9 @@ func funcName(fn any) (string, bool) {
 		return "", false
 	}
 	name := strings.TrimSuffix(f.Name(), "-fm")
+	if i, j := strings.Index(name, "["), strings.LastIndex(name, "]"); i >= 0 && j > i {
+		name = name[:i] + name[j+1:] // a generic function: pkg.fn[...] or pkg.fn[...].func1
+	}
 	if literalName.MatchString(name) {
 		return "", false
 	}

@@ -143,3 +143,15 @@ func TestCallHandsTheTypedObjectToTheHandler(t *testing.T) {
 		t.Error("Call with the wrong type did not fail")
 	}
 }
+
+func genericFn[T any](ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
+	return nil, nil
+}
+
+func TestGenericFunctionsAreNamedWithoutTheirTypeArguments(t *testing.T) {
+	r := handlers.NewRegistry()
+	handlers.OnCreate(r, genericFn[int])
+	if got := ids(r); len(got) != 1 || got[0] != "genericFn" {
+		t.Errorf("ids = %v, want [genericFn]", got)
+	}
+}

@@ -1,0 +1,468 @@
+package reconcile
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// Verbs gopf uses, by what it does with a kind.
+var (
+	// readVerbs are what the informer cache needs for every kind gopf
+	// watches: handled kinds and secondary (Owns, Watches) kinds alike.
+	readVerbs = []string{"get", "list", "watch"}
+	// eventVerbs post and aggregate Events.
+	eventVerbs = []string{"create", "patch"}
+	// leaseVerbs are what controller-runtime's leader election does with
+	// its Lease.
+	leaseVerbs = []string{"get", "create", "update"}
+	// webhookConfigVerbs are what the webhook package does with the
+	// configurations it manages.
+	webhookConfigVerbs = []string{"get", "create", "update", "delete"}
+)
+
+// Permissions returns the RBAC rules an operator made of the handlers in reg
+// needs, one rule per API group and resource, sorted by group and resource,
+// with sorted verbs; the same registry always gives the same rules. They
+// are:
+//
+//   - for every kind with handlers: get, list and watch (the informer
+//     cache); for kinds with change, level, timer or daemon handlers also
+//     patch on the resource (stored state, finalizer, handler patches) and
+//     on <resource>/status (results and state). Event and index handlers
+//     only read.
+//   - update on <resource>/finalizers for kinds that use gopf's finalizer
+//     (non-optional delete handlers, timers, daemons) or own children
+//     (Owns): the API server requires it to set an owner reference with
+//     blockOwnerDeletion, as Adopt does, when the
+//     OwnerReferencesPermissionEnforcement admission plugin is on. Children
+//     adopted without Owns are not visible in the registry; grant it by hand.
+//   - get, list and watch on the kinds named by Owns and Watches.
+//   - create and patch on events, in the core group and events.k8s.io.
+//   - get, create and update on leases (coordination.k8s.io) for leader
+//     election. Deployments usually grant these with a Role in the
+//     operator's namespace; see WithoutLeaderElection.
+//   - with admission handlers (OnValidate, OnMutate): get, create, update
+//     and delete on validating- and mutatingwebhookconfigurations, which
+//     gopf keeps up to date.
+//
+// What a handler does with its own client (creating children, reading
+// secrets) is not known to gopf and is not included.
+//
+// scheme maps typed handlers' Go types to kinds; nil means client-go's
+// scheme (built-in kinds only). mapper maps kinds to resource names. A
+// mapper of a reachable cluster (the manager's) gives exact names and fails
+// for kinds the cluster does not serve. With a nil mapper, Permissions
+// works offline: plural resource names are guessed from kind names with
+// meta.UnsafeGuessKindToResource (right for the built-in kinds and most
+// CRDs, wrong for a CRD with an irregular plural, such as people), and an
+// unstructured handler's ForResource name is used as given, as
+// "plural.group" or "plural.version.group"; a bare plural or singular is
+// looked up among the scheme's kinds (the core group wins) and is an error
+// when no kind matches.
+func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMapper) ([]rbacv1.PolicyRule, error) {
+	if err := reg.Err(); err != nil {
+		return nil, err
+	}
+	if scheme == nil {
+		scheme = clientgoscheme.Scheme
+	}
+	res := &resolver{scheme: scheme, mapper: mapper}
+	need := permissionSet{}
+	var errs []error
+	for _, r := range reg.Registrations() {
+		gr, err := res.handled(r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
+			continue
+		}
+		need.add("", gr, readVerbs...)
+		kind := r.HandlerKind()
+		if kind != "event" && kind != "index" {
+			need.add("", gr, "patch")
+			need.add("status", gr, "patch")
+		}
+		usesFinalizer := kind == "timer" || kind == "daemon" || kind == "delete" && !r.Options.Optional
+		if usesFinalizer || len(r.Options.Owned) > 0 {
+			need.add("finalizers", gr, "update")
+		}
+		var secondary []client.Object
+		secondary = append(secondary, r.Options.Owned...)
+		for _, w := range r.Options.Watched {
+			secondary = append(secondary, w.Object)
+		}
+		for _, obj := range secondary {
+			sgr, err := res.object(obj)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("gopf: %s: watching %T: %w", r, obj, err))
+				continue
+			}
+			need.add("", sgr, readVerbs...)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	need.add("", schema.GroupResource{Resource: "events"}, eventVerbs...)
+	need.add("", schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, eventVerbs...)
+	need.add("", leases, leaseVerbs...)
+	if len(reg.AdmissionRegistrations()) > 0 {
+		// The webhook package writes both configurations, deleting the one
+		// that would be left empty.
+		for _, resource := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
+			need.add("", schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: resource}, webhookConfigVerbs...)
+		}
+	}
+	return need.rules(), nil
+}
+
+// leases is the resource leader election uses.
+var leases = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+
+// WithoutLeaderElection returns rules without those on leases
+// (coordination.k8s.io). Leader election needs them only in the operator's
+// own namespace, and kubebuilder layouts grant them there with a Role
+// (config/rbac/leader_election_role.yaml); granting them cluster-wide would
+// let the operator take over other controllers' leases. Use it on
+// Permissions' rules before printing them as a ClusterRole.
+func WithoutLeaderElection(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, rule := range rules {
+		if len(rule.APIGroups) == 1 && rule.APIGroups[0] == leases.Group &&
+			len(rule.Resources) == 1 && rule.Resources[0] == leases.Resource {
+			continue
+		}
+		out = append(out, rule)
+	}
+	return out
+}
+
+// permissionSet collects verbs per group and resource (with subresource).
+type permissionSet map[schema.GroupResource]map[string]bool
+
+func (s permissionSet) add(subresource string, gr schema.GroupResource, verbs ...string) {
+	if subresource != "" {
+		gr.Resource += "/" + subresource
+	}
+	if s[gr] == nil {
+		s[gr] = map[string]bool{}
+	}
+	for _, v := range verbs {
+		s[gr][v] = true
+	}
+}
+
+// rules returns one rule per group and resource, sorted.
+func (s permissionSet) rules() []rbacv1.PolicyRule {
+	keys := make([]schema.GroupResource, 0, len(s))
+	for gr := range s {
+		keys = append(keys, gr)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Group != keys[j].Group {
+			return keys[i].Group < keys[j].Group
+		}
+		return keys[i].Resource < keys[j].Resource
+	})
+	out := make([]rbacv1.PolicyRule, 0, len(keys))
+	for _, gr := range keys {
+		verbs := make([]string, 0, len(s[gr]))
+		for v := range s[gr] {
+			verbs = append(verbs, v)
+		}
+		sort.Strings(verbs)
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{gr.Group}, Resources: []string{gr.Resource}, Verbs: verbs})
+	}
+	return out
+}
+
+// resolver finds the resource of a registration or an object, with the
+// REST mapper if there is one, by guessing otherwise.
+type resolver struct {
+	scheme *runtime.Scheme
+	mapper meta.RESTMapper
+}
+
+// handled returns the resource a registration handles; see resolveKind,
+// which does the same for a running manager.
+func (res *resolver) handled(r *handlers.Registration) (schema.GroupResource, error) {
+	switch o := r.Options; {
+	case !r.Unstructured:
+		return res.object(r.NewObject())
+	case !o.Kind.Empty():
+		return res.kind(o.Kind)
+	default:
+		return res.resource(o.Resource)
+	}
+}
+
+// object returns the resource of a typed object (by its Go type) or of an
+// unstructured one (by the kind set in it).
+func (res *resolver) object(obj client.Object) (schema.GroupResource, error) {
+	gvk, err := apiutil.GVKForObject(obj, res.scheme)
+	if err != nil {
+		return schema.GroupResource{}, fmt.Errorf("the Go type %T is not in the scheme (add its package's AddToScheme): %w", obj, err)
+	}
+	return res.kind(gvk)
+}
+
+func (res *resolver) kind(gvk schema.GroupVersionKind) (schema.GroupResource, error) {
+	if res.mapper == nil {
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		return plural.GroupResource(), nil
+	}
+	mapping, err := res.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return schema.GroupResource{}, fmt.Errorf("kind %s is not served by the API server (is its CRD installed?): %w", gvk, err)
+	}
+	return mapping.Resource.GroupResource(), nil
+}
+
+// apiVersionName matches Kubernetes API version names such as v1 and v2beta1.
+var apiVersionName = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
+
+// resource resolves a ForResource name: "plural", "plural.group" or
+// "plural.version.group".
+func (res *resolver) resource(name string) (schema.GroupResource, error) {
+	full, partial := schema.ParseResourceArg(strings.ToLower(name))
+	if res.mapper != nil {
+		var gvk schema.GroupVersionKind
+		err := errors.New("no match")
+		if full != nil {
+			gvk, err = res.mapper.KindFor(*full)
+		}
+		if err != nil {
+			if gvk, err = res.mapper.KindFor(partial.WithVersion("")); err != nil {
+				return schema.GroupResource{}, fmt.Errorf("resource %q is not served by the API server: %w", name, err)
+			}
+		}
+		return res.kind(gvk)
+	}
+	if full != nil && apiVersionName.MatchString(full.Version) {
+		return full.GroupResource(), nil
+	}
+	if partial.Group != "" {
+		return partial, nil
+	}
+	groups := map[string]bool{}
+	for gvk := range res.scheme.AllKnownTypes() {
+		plural, singular := meta.UnsafeGuessKindToResource(gvk)
+		if plural.Resource == partial.Resource || singular.Resource == partial.Resource {
+			groups[gvk.Group] = true
+		}
+	}
+	switch {
+	case groups[""]:
+		return schema.GroupResource{Resource: pluralOf(res.scheme, "", partial.Resource)}, nil
+	case len(groups) == 1:
+		for g := range groups {
+			return schema.GroupResource{Group: g, Resource: pluralOf(res.scheme, g, partial.Resource)}, nil
+		}
+	}
+	sorted := make([]string, 0, len(groups))
+	for g := range groups {
+		sorted = append(sorted, g)
+	}
+	sort.Strings(sorted)
+	if len(sorted) > 1 {
+		return schema.GroupResource{}, fmt.Errorf("resource %q is in several API groups (%s): name it as %s.<group>", name, strings.Join(sorted, ", "), partial.Resource)
+	}
+	return schema.GroupResource{}, fmt.Errorf("resource %q is not a kind of the scheme: name it as %s.<group>, or resolve it with a cluster's REST mapper", name, partial.Resource)
+}
+
+// pluralOf returns the plural of a resource name given as plural or
+// singular, among the scheme's kinds of group.
+func pluralOf(scheme *runtime.Scheme, group, name string) string {
+	for gvk := range scheme.AllKnownTypes() {
+		if gvk.Group != group {
+			continue
+		}
+		if plural, singular := meta.UnsafeGuessKindToResource(gvk); singular.Resource == name {
+			return plural.Resource
+		}
+	}
+	return name
+}
+
+// MissingPermissions returns, in the order of required and one line each,
+// what granted lacks of required: every verb on a resource (or non-resource
+// URL) that no granted rule allows, such as
+//
+//	patch kopfexamples/status in API group "kopf.dev"
+//
+// A granted rule allows a request the way the API server's RBAC authorizer
+// decides it: "*" in apiGroups, resources or verbs matches anything,
+// "*/status" matches the status subresource of every resource, and a rule
+// with resourceNames allows only requests for those names (so it does not
+// cover a required rule without names). Roles and ClusterRoles are not told
+// apart: namespaces are not considered. An empty result means nothing is
+// missing.
+func MissingPermissions(required []rbacv1.PolicyRule, granted []rbacv1.PolicyRule) []string {
+	var missing []string
+	seen := map[string]bool{}
+	report := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			missing = append(missing, s)
+		}
+	}
+	for _, req := range required {
+		for _, verb := range req.Verbs {
+			for _, url := range req.NonResourceURLs {
+				if !anyRule(granted, func(g rbacv1.PolicyRule) bool { return matches(g.Verbs, verb) && urlMatches(g.NonResourceURLs, url) }) {
+					report(fmt.Sprintf("%s on non-resource URL %s", verb, url))
+				}
+			}
+			for _, group := range req.APIGroups {
+				for _, resource := range req.Resources {
+					names := req.ResourceNames
+					if len(names) == 0 {
+						names = []string{""}
+					}
+					for _, name := range names {
+						ok := anyRule(granted, func(g rbacv1.PolicyRule) bool {
+							return matches(g.Verbs, verb) && matches(g.APIGroups, group) &&
+								resourceMatches(g.Resources, resource) && nameMatches(g.ResourceNames, name)
+						})
+						if !ok {
+							report(describe(verb, group, resource, name))
+						}
+					}
+				}
+			}
+		}
+	}
+	return missing
+}
+
+func describe(verb, group, resource, name string) string {
+	s := fmt.Sprintf("%s %s", verb, resource)
+	if name != "" {
+		s += fmt.Sprintf(" named %q", name)
+	}
+	if group == "" {
+		return s + ` in the core API group ("")`
+	}
+	return s + fmt.Sprintf(" in API group %q", group)
+}
+
+func anyRule(rules []rbacv1.PolicyRule, ok func(rbacv1.PolicyRule) bool) bool {
+	for _, r := range rules {
+		if ok(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// matches reports whether list holds want or "*".
+func matches(list []string, want string) bool {
+	for _, s := range list {
+		if s == "*" || s == want {
+			return true
+		}
+	}
+	return false
+}
+
+// resourceMatches is matches plus "*/<subresource>".
+func resourceMatches(list []string, want string) bool {
+	if matches(list, want) {
+		return true
+	}
+	_, sub, ok := strings.Cut(want, "/")
+	return ok && matches(list, "*/"+sub)
+}
+
+// nameMatches: a rule without names allows every name; one with names
+// allows only those, and never a request for all objects (name "").
+func nameMatches(names []string, want string) bool {
+	if len(names) == 0 {
+		return true
+	}
+	if want == "" {
+		return false
+	}
+	return matches(names, want)
+}
+
+// urlMatches allows exact URLs, "*", and prefixes ending in "*".
+func urlMatches(list []string, want string) bool {
+	for _, s := range list {
+		if s == "*" || s == want || strings.HasSuffix(s, "*") && strings.HasPrefix(want, strings.TrimSuffix(s, "*")) {
+			return true
+		}
+	}
+	return false
+}
+
+// ClusterRoleYAML returns a ClusterRole named name holding rules, as YAML
+// ready for kubectl apply or a kustomization.
+func ClusterRoleYAML(name string, rules []rbacv1.PolicyRule) ([]byte, error) {
+	role := rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      rules,
+	}
+	out, err := yaml.Marshal(role)
+	if err != nil {
+		return nil, fmt.Errorf("writing ClusterRole %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// GrantedRules returns the rules of every Role and ClusterRole in
+// manifests: YAML or JSON, one or several documents separated by "---"
+// (such as `kustomize build config/rbac`). Other kinds are skipped; it is
+// an error if there is no Role or ClusterRole at all. The rules of
+// aggregated ClusterRoles (aggregationRule) are those written in them, not
+// what the API server aggregates.
+func GrantedRules(manifests []byte) ([]rbacv1.PolicyRule, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests)))
+	var rules []rbacv1.PolicyRule
+	roles := 0
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading manifests: %w", err)
+		}
+		var role struct {
+			metav1.TypeMeta `json:",inline"`
+			Rules           []rbacv1.PolicyRule `json:"rules"`
+		}
+		if err := yaml.Unmarshal(doc, &role); err != nil {
+			return nil, fmt.Errorf("reading manifests: %w", err)
+		}
+		gv, _ := schema.ParseGroupVersion(role.APIVersion)
+		if gv.Group != rbacv1.GroupName || role.Kind != "Role" && role.Kind != "ClusterRole" {
+			continue
+		}
+		roles++
+		rules = append(rules, role.Rules...)
+	}
+	if roles == 0 {
+		return nil, errors.New("no Role or ClusterRole found in the manifests")
+	}
+	return rules, nil
+}

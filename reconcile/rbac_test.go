@@ -1,0 +1,262 @@
+package reconcile_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/reconcile"
+)
+
+// rule is a PolicyRule for one group and resource, as Permissions makes
+// them.
+func rule(group, resource string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
+}
+
+// rbacScheme knows the built-in kinds and KopfExample.
+func rbacScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := kopfv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// noop returns a handler that does nothing (a function literal, so that
+// handler ids default by handler kind).
+func noop[T client.Object]() handlers.HandlerFunc[T] {
+	return func(context.Context, T, *handlers.Cause) (any, error) { return nil, nil }
+}
+
+// exampleRegistry has create, delete and timer handlers on KopfExample, the
+// create handler owning ConfigMaps, and an unstructured update handler on
+// Deployments named by resource.
+func exampleRegistry() *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.Owns(&corev1.ConfigMap{}))
+	handlers.OnDelete(reg, noop[*kopfv1.KopfExample]())
+	handlers.OnTimer(reg, time.Minute, noop[*kopfv1.KopfExample]())
+	handlers.OnUpdate(reg, noop[*unstructured.Unstructured](), handlers.ForResource("deployments.apps"))
+	return reg
+}
+
+// exampleRules are the rules exampleRegistry needs.
+var exampleRules = []rbacv1.PolicyRule{
+	rule("", "configmaps", "get", "list", "watch"),
+	rule("", "events", "create", "patch"),
+	rule("apps", "deployments", "get", "list", "patch", "watch"),
+	rule("apps", "deployments/status", "patch"),
+	rule("coordination.k8s.io", "leases", "create", "get", "update"),
+	rule("events.k8s.io", "events", "create", "patch"),
+	rule("kopf.dev", "kopfexamples", "get", "list", "patch", "watch"),
+	rule("kopf.dev", "kopfexamples/finalizers", "update"),
+	rule("kopf.dev", "kopfexamples/status", "patch"),
+}
+
+func TestPermissionsListWhatTheHandlersNeedOnePerResourceSorted(t *testing.T) {
+	g := NewWithT(t)
+	rules, err := reconcile.Permissions(exampleRegistry(), rbacScheme(t), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rules).To(Equal(exampleRules))
+}
+
+func TestPermissionsUseTheRESTMapperForExactResourceNames(t *testing.T) {
+	g := NewWithT(t)
+	// People is a plural the offline guess gets wrong ("persons").
+	person := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Person"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.AddSpecific(person, person.GroupVersion().WithResource("people"), person.GroupVersion().WithResource("person"), meta.RESTScopeNamespace)
+	mapper.Add(kopfv1.GroupVersion.WithKind("KopfExample"), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), meta.RESTScopeNamespace)
+	reg := handlers.NewRegistry()
+	handlers.OnReconcile(reg, func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (ctrlreconcile.Result, error) {
+		return ctrlreconcile.Result{}, nil
+	}, handlers.Watches(&corev1.Secret{}, func(context.Context, client.Object) []types.NamespacedName { return nil }))
+	handlers.OnEvent(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) error { return nil },
+		handlers.ForKind(person.Group, person.Version, person.Kind))
+
+	rules, err := reconcile.Permissions(reg, rbacScheme(t), mapper)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rules).To(ContainElement(rule("", "secrets", "get", "list", "watch")))
+	g.Expect(rules).To(ContainElement(rule("example.com", "people", "get", "list", "watch")))
+	g.Expect(rules).To(ContainElement(rule("kopf.dev", "kopfexamples", "get", "list", "patch", "watch")))
+
+	guessed, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(guessed).To(ContainElement(rule("example.com", "persons", "get", "list", "watch")), "the documented limit of guessing")
+}
+
+func TestPermissionsFailNamingTheHandlerForKindsTheClusterDoesNotServe(t *testing.T) {
+	g := NewWithT(t)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.ID("make_it"))
+	_, err := reconcile.Permissions(reg, rbacScheme(t), meta.NewDefaultRESTMapper(nil))
+	g.Expect(err).To(MatchError(And(ContainSubstring(`"make_it"`), ContainSubstring("kopf.dev/v1, Kind=KopfExample is not served"))))
+
+	_, err = reconcile.Permissions(reg, runtime.NewScheme(), nil)
+	g.Expect(err).To(MatchError(ContainSubstring("not in the scheme")))
+}
+
+func TestPermissionsResolveUnstructuredHandlersByKindOrResourceName(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opt  handlers.Option
+		want schema.GroupResource
+		err  string
+	}{
+		"kind":                      {opt: handlers.ForKind("apps", "v1", "StatefulSet"), want: schema.GroupResource{Group: "apps", Resource: "statefulsets"}},
+		"plural.version.group":      {opt: handlers.ForResource("kopfexamples.v1.kopf.dev"), want: schema.GroupResource{Group: "kopf.dev", Resource: "kopfexamples"}},
+		"plural.group":              {opt: handlers.ForResource("widgets.example.com"), want: schema.GroupResource{Group: "example.com", Resource: "widgets"}},
+		"bare core plural":          {opt: handlers.ForResource("ConfigMaps"), want: schema.GroupResource{Resource: "configmaps"}},
+		"bare singular of scheme":   {opt: handlers.ForResource("kopfexample"), want: schema.GroupResource{Group: "kopf.dev", Resource: "kopfexamples"}},
+		"bare plural in no kind":    {opt: handlers.ForResource("widgets"), err: `resource "widgets" is not a kind of the scheme`},
+		"bare plural, two groups":   {opt: handlers.ForResource("ingresses"), err: `resource "ingresses" is in several API groups`},
+		"core wins over the others": {opt: handlers.ForResource("events"), want: schema.GroupResource{Resource: "events"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			reg := handlers.NewRegistry()
+			handlers.OnEvent(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) error { return nil }, tc.opt)
+			rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+			if tc.err != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			// An event handler only reads.
+			g.Expect(rules).To(ContainElement(And(
+				HaveField("APIGroups", ConsistOf(tc.want.Group)),
+				HaveField("Resources", ConsistOf(tc.want.Resource)),
+				HaveField("Verbs", ContainElements("get", "list", "watch")),
+			)))
+			g.Expect(rules).NotTo(ContainElement(rule(tc.want.Group, tc.want.Resource+"/status", "patch")))
+		})
+	}
+}
+
+func TestPermissionsOfOptionalDeleteHandlersLeaveOutTheFinalizer(t *testing.T) {
+	g := NewWithT(t)
+	reg := handlers.NewRegistry()
+	handlers.OnDelete(reg, noop[*appsv1.Deployment](), handlers.Optional())
+	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rules).To(ContainElement(rule("apps", "deployments", "get", "list", "patch", "watch")))
+	g.Expect(rules).NotTo(ContainElement(HaveField("Resources", ConsistOf("deployments/finalizers"))))
+}
+
+func TestPermissionsOfAdmissionHandlersManageWebhookConfigurations(t *testing.T) {
+	g := NewWithT(t)
+	reg := handlers.NewRegistry()
+	handlers.OnValidate(reg, func(context.Context, *kopfv1.KopfExample, *handlers.Admission[*kopfv1.KopfExample]) error { return nil })
+	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rules).To(Equal([]rbacv1.PolicyRule{
+		rule("", "events", "create", "patch"),
+		rule("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "create", "delete", "get", "update"),
+		rule("admissionregistration.k8s.io", "validatingwebhookconfigurations", "create", "delete", "get", "update"),
+		rule("coordination.k8s.io", "leases", "create", "get", "update"),
+		rule("events.k8s.io", "events", "create", "patch"),
+	}))
+}
+
+func TestPermissionsReportBadRegistrations(t *testing.T) {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, noop[*unstructured.Unstructured]()) // neither ForKind nor ForResource
+	_, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("needs ForKind or ForResource")))
+}
+
+func TestMissingPermissionsIsEmptyWhenEverythingIsGranted(t *testing.T) {
+	NewWithT(t).Expect(reconcile.MissingPermissions(exampleRules, exampleRules)).To(BeEmpty())
+}
+
+func TestMissingPermissionsReportsARemovedRule(t *testing.T) {
+	g := NewWithT(t)
+	for i := range exampleRules {
+		granted := append(append([]rbacv1.PolicyRule{}, exampleRules[:i]...), exampleRules[i+1:]...)
+		missing := reconcile.MissingPermissions(exampleRules, granted)
+		g.Expect(missing).To(HaveLen(len(exampleRules[i].Verbs)), "without rule %d", i)
+	}
+	granted := append([]rbacv1.PolicyRule{}, exampleRules...)
+	granted[8] = rule("kopf.dev", "kopfexamples/status", "get", "update") // patch is gone
+	g.Expect(reconcile.MissingPermissions(exampleRules, granted)).To(Equal([]string{
+		`patch kopfexamples/status in API group "kopf.dev"`,
+	}))
+	g.Expect(reconcile.MissingPermissions(exampleRules, exampleRules[1:])).To(Equal([]string{
+		`get configmaps in the core API group ("")`,
+		`list configmaps in the core API group ("")`,
+		`watch configmaps in the core API group ("")`,
+	}))
+}
+
+func TestMissingPermissionsHonoursWildcards(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(reconcile.MissingPermissions(exampleRules, []rbacv1.PolicyRule{
+		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+	})).To(BeEmpty())
+	g.Expect(reconcile.MissingPermissions(exampleRules, []rbacv1.PolicyRule{
+		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch", "create", "update"}},
+	})).To(BeEmpty())
+	g.Expect(reconcile.MissingPermissions(
+		[]rbacv1.PolicyRule{rule("kopf.dev", "kopfexamples/status", "patch"), rule("kopf.dev", "kopfexamples", "patch")},
+		[]rbacv1.PolicyRule{{APIGroups: []string{"kopf.dev"}, Resources: []string{"*/status"}, Verbs: []string{"*"}}},
+	)).To(Equal([]string{`patch kopfexamples in API group "kopf.dev"`}))
+	// A rule limited to some names does not allow list or watch of all.
+	g.Expect(reconcile.MissingPermissions(
+		[]rbacv1.PolicyRule{rule("", "configmaps", "get")},
+		[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"one"}, Verbs: []string{"get"}}},
+	)).To(Equal([]string{`get configmaps in the core API group ("")`}))
+	g.Expect(reconcile.MissingPermissions(
+		[]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/healthz"}, Verbs: []string{"get"}}},
+		[]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metr*"}, Verbs: []string{"get"}}},
+	)).To(Equal([]string{"get on non-resource URL /healthz"}))
+}
+
+func TestClusterRoleYAMLReadsBackAsTheSameRules(t *testing.T) {
+	g := NewWithT(t)
+	out, err := reconcile.ClusterRoleYAML("manager-role-gopf", exampleRules)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(out)).To(HavePrefix("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: manager-role-gopf\nrules:\n"))
+	g.Expect(string(out)).NotTo(ContainSubstring("creationTimestamp"))
+
+	// Several documents, and kinds other than roles, as kustomize prints them.
+	docs := "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n---\n" + string(out) +
+		"---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: r\nrules:\n- apiGroups: [x]\n  resources: [things]\n  verbs: [get]\n"
+	granted, err := reconcile.GrantedRules([]byte(docs))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(granted).To(Equal(append(append([]rbacv1.PolicyRule{}, exampleRules...), rule("x", "things", "get"))))
+
+	_, err = reconcile.GrantedRules([]byte("apiVersion: v1\nkind: ConfigMap\n"))
+	g.Expect(err).To(MatchError(ContainSubstring("no Role or ClusterRole")))
+	_, err = reconcile.GrantedRules([]byte("kind: [\n"))
+	g.Expect(err).To(HaveOccurred())
+}
+
+func TestWithoutLeaderElectionDropsOnlyTheLeaseRule(t *testing.T) {
+	got := reconcile.WithoutLeaderElection(exampleRules)
+	NewWithT(t).Expect(got).To(HaveLen(len(exampleRules) - 1))
+	for _, r := range got {
+		if strings.Contains(r.Resources[0], "leases") {
+			t.Errorf("lease rule left in: %v", r)
+		}
+	}
+}
