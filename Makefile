@@ -151,3 +151,19 @@ $(KUSTOMIZE):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 	mv $(LOCALBIN)/kustomize $(KUSTOMIZE)
+
+##@ kubebuilder plugin
+
+# Where kubebuilder looks for external plugins: $EXTERNAL_PLUGINS_PATH if set,
+# else kubebuilder/plugins in the user's configuration folder.
+ifeq ($(shell uname -s),Darwin)
+KUBEBUILDER_PLUGINS ?= $(or $(EXTERNAL_PLUGINS_PATH),$(or $(XDG_CONFIG_HOME),$(HOME)/Library/Application Support)/kubebuilder/plugins)
+else
+KUBEBUILDER_PLUGINS ?= $(or $(EXTERNAL_PLUGINS_PATH),$(or $(XDG_CONFIG_HOME),$(HOME)/.config)/kubebuilder/plugins)
+endif
+
+.PHONY: install-plugin
+install-plugin: ## Install the kubebuilder plugin gopf/v1-alpha (kubebuilder init --plugins go/v4,gopf/v1-alpha); projects it scaffolds depend on this checkout.
+	@mkdir -p "$(KUBEBUILDER_PLUGINS)/gopf/v1-alpha"
+	$(GO) build -ldflags "-X 'main.checkout=$(CURDIR)'" -o "$(KUBEBUILDER_PLUGINS)/gopf/v1-alpha/gopf" ./cmd/kubebuilder-gopf
+	@echo "installed $(KUBEBUILDER_PLUGINS)/gopf/v1-alpha/gopf"

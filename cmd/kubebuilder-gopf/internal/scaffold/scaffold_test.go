@@ -1,0 +1,196 @@
+package scaffold
+
+import (
+	"go/parser"
+	"go/token"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gopf-dev/gopf/cmd/kubebuilder-gopf/internal/protocol"
+)
+
+// resourceOf is a PROJECT resource of a kind the project does not define:
+// a built-in one (core) or one from another module.
+func resourceOf(group, version, kind, domain, path string, core bool) protocol.Resource {
+	return protocol.Resource{Group: group, Version: version, Kind: kind, Domain: domain, Path: path, Controller: true, Core: core, External: !core}
+}
+
+// goV4Controller is go/v4's controller file of a kind, as far as gopf reads it.
+func goV4Controller(pkg, kind string) string {
+	return "package " + pkg + "\n\ntype " + kind + "Reconciler struct{}\n"
+}
+
+func testOpts() Options {
+	return Options{Getenv: func(string) string { return "" }, Year: 2026, Notes: io.Discard}
+}
+
+// wiredMain is goV4Main after init.
+func wiredMain(t *testing.T) string {
+	t.Helper()
+	m, err := addGopf(goV4Main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// checkGo fails the test for response files that are not gofmt'ed Go.
+func checkGo(t *testing.T, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		if !strings.HasSuffix(p, ".go") {
+			continue
+		}
+		if _, err := parser.ParseFile(token.NewFileSet(), p, c, parser.ParseComments); err != nil {
+			t.Errorf("%s does not parse: %v\n%s", p, err, c)
+		}
+		if f, err := formatGo(p, c); err != nil || f != c {
+			t.Errorf("%s is not gofmt'ed", p)
+		}
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestCreateAPIForBuiltInKindScaffoldsHandlersWithoutCRDTest(t *testing.T) {
+	req := &protocol.Request{
+		APIVersion: protocol.APIVersion, Command: protocol.CommandCreateAPI,
+		Args: []string{"--group", "apps", "--version", "v1", "--kind", "Deployment", "--resource=false", "--controller"},
+		Config: &protocol.Config{Domain: "example.com", Repo: "example.com/demo", Resources: []protocol.Resource{
+			resourceOf("apps", "v1", "Deployment", "", "k8s.io/api/apps/v1", true),
+		}},
+		Universe: map[string]string{
+			mainPath: wiredMain(t),
+			"internal/controller/deployment_controller.go": goV4Controller("controller", "Deployment"),
+		},
+	}
+	resp := Handle(req, testOpts())
+	if resp.Error {
+		t.Fatal(resp.ErrorMsgs)
+	}
+	checkGo(t, resp.Universe)
+	h := resp.Universe["internal/controller/deployment_controller.go"]
+	for _, s := range []string{`appsv1 "k8s.io/api/apps/v1"`, "groups=apps,resources=deployments,", "deployment *appsv1.Deployment"} {
+		if !strings.Contains(h, s) {
+			t.Errorf("handlers lack %q:\n%s", s, h)
+		}
+	}
+	test := resp.Universe["internal/controller/deployment_controller_test.go"]
+	if strings.Contains(test, "k8sClient.Create") || !strings.Contains(test, `It("runs the Deployment handlers"`) {
+		t.Errorf("a built-in kind's test should not create one with an empty spec:\n%s", test)
+	}
+	if !strings.Contains(resp.Universe[mainPath], "controller.RegisterDeploymentHandlers(reg)") {
+		t.Errorf("main.go:\n%s", resp.Universe[mainPath])
+	}
+}
+
+func TestCreateAPIAndWebhookInMultiGroupProject(t *testing.T) {
+	cfg := &protocol.Config{Domain: "example.com", Repo: "example.com/demo", MultiGroup: true, Resources: []protocol.Resource{
+		{Group: "db", Version: "v1", Kind: "Database", Domain: "example.com", Path: "example.com/demo/api/db/v1", API: &protocol.API{Namespaced: false}, Controller: true},
+	}}
+	api := Handle(&protocol.Request{
+		Command: protocol.CommandCreateAPI, Config: cfg,
+		Args: []string{"--group", "db", "--version", "v1", "--kind", "Database"},
+		Universe: map[string]string{
+			mainPath: wiredMain(t),
+			"internal/controller/db/database_controller.go": goV4Controller("db", "Database"),
+			"internal/controller/db/suite_test.go":          "package db\n",
+			"hack/boilerplate.go.txt":                       "/*\nCopyright YEAR The Demo Authors.\n*/",
+		},
+	}, testOpts())
+	if api.Error {
+		t.Fatal(api.ErrorMsgs)
+	}
+	checkGo(t, api.Universe)
+	if got := strings.Join(sortedKeys(api.Universe), " "); got != "cmd/main.go internal/controller/db/database_controller.go internal/controller/db/database_controller_test.go" {
+		t.Errorf("writes %s", got)
+	}
+	h := api.Universe["internal/controller/db/database_controller.go"]
+	if !strings.HasPrefix(h, "/*\nCopyright 2026 The Demo Authors.\n*/\n\npackage db\n") || !strings.Contains(h, `dbv1 "example.com/demo/api/db/v1"`) {
+		t.Errorf("handlers file:\n%s", h)
+	}
+	if test := api.Universe["internal/controller/db/database_controller_test.go"]; strings.Contains(test, `Namespace: "default"`) {
+		t.Errorf("a cluster-scoped kind's test sets a namespace:\n%s", test)
+	}
+	main := api.Universe[mainPath]
+	if !strings.Contains(main, "dbcontroller.RegisterDatabaseHandlers(reg)") || strings.Contains(main, "DatabaseReconciler") {
+		t.Errorf("main.go:\n%s", main)
+	}
+
+	hook := Handle(&protocol.Request{
+		Command: protocol.CommandCreateWebhook, Config: cfg,
+		Args: []string{"--group", "db", "--version", "v1", "--kind", "Database", "--programmatic-validation"},
+		Universe: map[string]string{
+			mainPath: main,
+			"internal/webhook/db/v1/database_webhook.go":      "package v1\n\nfunc SetupDatabaseWebhookWithManager() {}\n",
+			"internal/webhook/db/v1/database_webhook_test.go": "package v1\n\nvar _ = DatabaseValidator{}\n",
+			"internal/webhook/db/v1/webhook_suite_test.go":    "package v1\n\nvar _ = SetupDatabaseWebhookWithManager(mgr)\n",
+		},
+	}, testOpts())
+	if hook.Error {
+		t.Fatal(hook.ErrorMsgs)
+	}
+	checkGo(t, hook.Universe)
+	if !strings.Contains(hook.Universe[mainPath], "webhookdbv1.RegisterDatabaseWebhooks(reg)") || strings.Contains(hook.Universe[mainPath], "SetupDatabaseWebhookWithManager") {
+		t.Errorf("main.go:\n%s", hook.Universe[mainPath])
+	}
+	suite := hook.Universe["internal/webhook/db/v1/webhook_suite_test.go"]
+	if !strings.Contains(suite, `filepath.Join("..", "..", "..", "..", "config", "crd", "bases")`) || !strings.Contains(suite, "RegisterDatabaseWebhooks(reg)") {
+		t.Errorf("suite:\n%s", suite)
+	}
+	if strings.Contains(hook.Universe["internal/webhook/db/v1/database_webhook.go"], "OnMutate") {
+		t.Error("validation only, yet a mutating handler")
+	}
+}
+
+func TestWebhookSuiteRegistersEveryGopfKindOfThePackage(t *testing.T) {
+	cfg := &protocol.Config{Domain: "example.com", Repo: "example.com/demo", Resources: []protocol.Resource{
+		{Group: "db", Version: "v1", Kind: "Database", API: &protocol.API{Namespaced: true}, Domain: "example.com", Path: "example.com/demo/api/v1"},
+		{Group: "db", Version: "v1", Kind: "Table", API: &protocol.API{Namespaced: true}, Domain: "example.com", Path: "example.com/demo/api/v1"},
+	}}
+	main, _, _ := ensureImport(wiredMain(t), "example.com/demo/internal/webhook/v1", "webhookv1")
+	main, _ = registerCall(main, markerWebhooks, "webhookv1.RegisterDatabaseWebhooks(reg)")
+	resp := Handle(&protocol.Request{
+		Command: protocol.CommandCreateWebhook, Config: cfg,
+		Args: []string{"--group", "db", "--version", "v1", "--kind", "Table", "--defaulting"},
+		Universe: map[string]string{
+			mainPath: main,
+			"internal/webhook/v1/database_webhook.go":   "package v1\n\nfunc RegisterDatabaseWebhooks(reg *gopf.Registry) {}\n",
+			"internal/webhook/v1/table_webhook.go":      "package v1\n\nfunc SetupTableWebhookWithManager() {}\n",
+			"internal/webhook/v1/webhook_suite_test.go": "package v1\n\n// " + webhookSuiteMarker + "\n",
+		},
+	}, testOpts())
+	if resp.Error {
+		t.Fatal(resp.ErrorMsgs)
+	}
+	checkGo(t, resp.Universe)
+	suite := resp.Universe["internal/webhook/v1/webhook_suite_test.go"]
+	if !strings.Contains(suite, "RegisterDatabaseWebhooks(reg)\n\tRegisterTableWebhooks(reg)") || strings.Count(suite, "dbv1.AddToScheme") != 1 {
+		t.Errorf("suite:\n%s", suite)
+	}
+	if !strings.Contains(resp.Universe[mainPath], "webhookv1.RegisterDatabaseWebhooks(reg)\n\twebhookv1.RegisterTableWebhooks(reg)") {
+		t.Errorf("main.go:\n%s", resp.Universe[mainPath])
+	}
+}
+
+func TestKeepSelectsTheFilesThePluginReads(t *testing.T) {
+	for p, want := range map[string]bool{
+		"go.mod": true, "cmd/main.go": true, "Makefile": true, "PROJECT": true, "hack/boilerplate.go.txt": true,
+		"internal/controller/database_controller.go": true, "internal/webhook/v1/webhook_suite_test.go": true,
+		"go.sum": false, "bin/controller-gen": false, "api/v1/database_types.go": false, ".git/index": false,
+		"internal/controller/notes.md": false, "cmd/other.go": false,
+	} {
+		if Keep(p) != want {
+			t.Errorf("Keep(%q) = %v", p, !want)
+		}
+	}
+}
