@@ -13,6 +13,8 @@ GO ?= go
 # (`make run EXAMPLE=timers`) or any main package (`OPERATOR=./cmd/mine`).
 EXAMPLE ?= minimal
 OPERATOR ?= ./examples/$(EXAMPLE)
+# An example with its own API brings its own CRDs and samples.
+RUN_FLAGS ?= $(if $(wildcard $(OPERATOR)/config/crd/bases),--crds $(OPERATOR)/config/crd/bases --samples $(OPERATOR)/config/samples)
 
 # envtest assets: an existing KUBEBUILDER_ASSETS wins; otherwise bin/k8s.
 ENVTEST_ASSETS = $(shell KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/setup-envtest.sh)
@@ -61,7 +63,7 @@ build: manifests generate vet ## Build the operator ($(OPERATOR)) and the dev ru
 .PHONY: run
 run: manifests generate envtest ## Run the operator ($(OPERATOR)) against KUBECONFIG, or a local control plane with the samples.
 	@$(GO) build -o $(LOCALBIN)/gopf-dev ./cmd/gopf-dev
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(LOCALBIN)/gopf-dev --operator $(OPERATOR)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(LOCALBIN)/gopf-dev --operator $(OPERATOR) $(RUN_FLAGS)
 
 ##@ Benchmarks
 

@@ -309,3 +309,29 @@ func OnProbe(r *Registry, fn handlers.ProbeFunc, opts ...Option) { handlers.OnPr
 func Watches(obj client.Object, mapFn func(ctx context.Context, obj client.Object) []types.NamespacedName) Option {
 	return handlers.Watches(obj, mapFn)
 }
+
+// Func matches the values fn accepts; see handlers.Func.
+func Func(fn func(value any) bool) Filter { return handlers.Func(fn) }
+
+// InitialDelayFunc computes a timer's or daemon's initial delay per object;
+// see handlers.InitialDelayFunc.
+func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) Option {
+	return handlers.InitialDelayFunc(fn)
+}
+
+// Kubernetes event types, for Cause.Post.
+const (
+	EventNormal  = handlers.EventNormal
+	EventWarning = handlers.EventWarning
+)
+
+// StopOperatorPausing: the operator pauses because a peer with a higher
+// priority is alive; see handlers.StopOperatorPausing.
+const StopOperatorPausing = handlers.StopOperatorPausing
+
+// ErrRetriesExhausted and ErrTimeout are the causes of the failures gopf
+// records when a handler runs out of attempts or time.
+var (
+	ErrRetriesExhausted = handlers.ErrRetriesExhausted
+	ErrTimeout          = handlers.ErrTimeout
+)

@@ -34,8 +34,14 @@ import (
 // with webhook.NewServer to have gopf manage certificates and webhook
 // configurations, or keep a plain controller-runtime server (certificates
 // from cert-manager, static configurations).
-func SetupWithManager(mgr manager.Manager, reg *Registry) error {
-	if err := reconcile.Setup(mgr, reg, reconcile.Options{}); err != nil {
+//
+// opts, if given, are the engine's options (storage, backoff, memo, ...).
+func SetupWithManager(mgr manager.Manager, reg *Registry, opts ...reconcile.Options) error {
+	var o reconcile.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := reconcile.Setup(mgr, reg, o); err != nil {
 		return err
 	}
 	return webhook.Setup(mgr, reg)
@@ -52,7 +58,22 @@ func SetupWithManager(mgr manager.Manager, reg *Registry) error {
 // pauses the operators of a peering for a while, `resume` ends that. Run it
 // with -h for the flags.
 func Main(reg *Registry, addToScheme ...func(*runtime.Scheme) error) {
-	err := run(reg, addToScheme, filepath.Base(os.Args[0]), os.Args[1:])
+	MainWith(reg, MainOptions{AddToScheme: addToScheme})
+}
+
+// MainOptions configure MainWith.
+type MainOptions struct {
+	// AddToScheme register the Go types the handlers use.
+	AddToScheme []func(*runtime.Scheme) error
+	// Engine are the engine's options; the command-line flags override the
+	// fields they set (concurrency, namespaces, peering).
+	Engine reconcile.Options
+}
+
+// MainWith is Main with the engine's options (storage, backoff, memo, log
+// events, ...) chosen in code.
+func MainWith(reg *Registry, opts MainOptions) {
+	err := run(reg, opts, filepath.Base(os.Args[0]), os.Args[1:])
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		os.Exit(0)
@@ -111,7 +132,7 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	return fs, f
 }
 
-func run(reg *Registry, addToScheme []func(*runtime.Scheme) error, name string, args []string) error {
+func run(reg *Registry, mo MainOptions, name string, args []string) error {
 	if len(args) > 0 && (args[0] == "freeze" || args[0] == "resume") {
 		return runFreeze(name, args[0], args[1:])
 	}
@@ -126,7 +147,7 @@ func run(reg *Registry, addToScheme []func(*runtime.Scheme) error, name string, 
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap), f.encoder()))
-	scheme, err := buildScheme(addToScheme)
+	scheme, err := buildScheme(mo.AddToScheme)
 	if err != nil {
 		return err
 	}
@@ -168,7 +189,7 @@ func run(reg *Registry, addToScheme []func(*runtime.Scheme) error, name string, 
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := reconcile.Setup(mgr, reg, f.engineOptions()); err != nil {
+	if err := reconcile.Setup(mgr, reg, f.engineOptions(mo.Engine)); err != nil {
 		return err
 	}
 	if err := webhook.Setup(mgr, reg); err != nil {
@@ -200,9 +221,12 @@ func (f *flags) check() error {
 	return nil
 }
 
-// engineOptions turns the flags into the engine's options.
-func (f *flags) engineOptions() reconcile.Options {
-	opts := reconcile.Options{MaxConcurrentReconciles: f.concurrency, Namespaces: f.namespaces}
+// engineOptions sets the engine's options that the flags govern.
+func (f *flags) engineOptions(opts reconcile.Options) reconcile.Options {
+	opts.MaxConcurrentReconciles = f.concurrency
+	if len(f.namespaces) > 0 {
+		opts.Namespaces = f.namespaces
+	}
 	if f.peeringName != "" && !f.standalone {
 		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS, Priority: f.priority, Lifetime: f.lifetime}
 		if f.dev {

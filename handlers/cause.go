@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Reason says why a change handler is being called.
@@ -56,7 +57,13 @@ type Cause struct {
 	// Patch collects changes to the object, applied after the handlers of
 	// this reconcile return.
 	Patch *Patch
-	// Memo is the object's in-memory scratchpad, shared by its handlers.
+	// Client is the manager's client: reads come from its cache, writes go
+	// to the API server. Use it for other objects (children, secondary
+	// resources); changes to the handled object belong in Patch.
+	Client client.Client
+	// Memo is the object's in-memory scratchpad, shared by its handlers;
+	// for operator-level handlers (OnStartup, OnCleanup, OnProbe), the
+	// operator's.
 	Memo *Memo
 
 	// Retry counts earlier attempts of this handler for this cause: 0 on the

@@ -10,8 +10,8 @@ many objects at once, one reconcile per object at a time). Each Reconcile
 reads the object from the manager's informer cache — never from the API
 server — and:
 
- 1. selects the handlers whose labels, annotations and When filters accept
-    the object. An object no handler selects is left alone completely: no
+ 1. selects the handlers whose labels, annotations, field value (Value) and
+    When filters accept the object. An object no handler selects is left alone completely: no
     finalizer, no stored state, no log line. When it starts matching later it
     has no stored state and is handled as created.
  2. keeps the finalizer <prefix>/finalizer on it exactly while a

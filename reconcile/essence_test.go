@@ -83,3 +83,12 @@ func TestDiffListsAddedChangedAndRemovedFieldsByPath(t *testing.T) {
 		t.Errorf("diff of equal values = %v", d)
 	}
 }
+
+func TestApplyMergePatchSetsReplacesAndRemoves(t *testing.T) {
+	target := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "1", "b": "2"}}, "spec": map[string]any{"x": 1.0}}
+	patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": nil, "c": "3"}}, "spec": "replaced", "new": map[string]any{"k": "v"}}
+	got, _ := json.Marshal(applyMergePatch(target, patch))
+	if string(got) != `{"metadata":{"labels":{"b":"2","c":"3"}},"new":{"k":"v"},"spec":"replaced"}` {
+		t.Errorf("patched = %s", got)
+	}
+}

@@ -1,16 +1,33 @@
 package reconcile
 
 import (
-	"github.com/gopf-dev/gopf/handlers"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/handlers"
 )
 
-// selects reports whether a handler's metadata filters and When predicate
-// accept obj (given in the handler's Go type). Field filters are checked per
-// cause, where old and new values are known.
+// selects reports whether a handler's metadata filters, field value filter
+// and When predicate accept obj (given in the handler's Go type). The old
+// and new value filters are checked per cause, where both values are known.
 func selects(r *handlers.Registration, obj client.Object) bool {
 	if !matchMeta(r.Options.Labels, obj.GetLabels()) || !matchMeta(r.Options.Annotations, obj.GetAnnotations()) {
 		return false
+	}
+	if o := r.Options; o.Value != nil && o.Field != "" {
+		// Like Kopf's pre-match, a field's value filter selects objects by
+		// their current value; for change handlers the old value may match
+		// too, which the cause's own check covers.
+		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return false
+		}
+		v, ok := lookup(raw, strings.Split(o.Field, "."))
+		if !o.Value.Match(v, ok) {
+			return false
+		}
 	}
 	return r.Options.When == nil || r.Options.When(obj)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
 )
@@ -54,7 +55,8 @@ func (a *activities) Start(ctx context.Context) error {
 func (a *activities) run(ctx context.Context, act *handlers.Activity) error {
 	started := time.Now()
 	for retry := 0; ; retry++ {
-		c := &handlers.Cause{HandlerID: act.Options.ID, Retry: retry, Started: started, Runtime: time.Since(started), Param: act.Options.Param, Indexes: a.sh.indexes}
+		c := &handlers.Cause{HandlerID: act.Options.ID, Retry: retry, Started: started, Runtime: time.Since(started), Param: act.Options.Param,
+			Indexes: a.sh.indexes, Memo: a.sh.memo, Client: a.sh.client}
 		c.Log = a.log.WithValues("handler", act.Options.ID, "activity", act.Kind, "retry", retry)
 		err := recovered(c.Log, func() error { return act.Run(ctx, c) })
 		delay, ok := retryDelay(act.Options, a.opts.DefaultBackoff, err)
@@ -86,6 +88,8 @@ type prober struct {
 	probes []*handlers.Activity
 	log    logr.Logger
 	ttl    time.Duration
+	memo   *handlers.Memo
+	client client.Client
 
 	mu      sync.Mutex
 	at      time.Time
@@ -103,7 +107,7 @@ func (p *prober) run(ctx context.Context) (map[string]any, error) {
 	results := map[string]any{}
 	var errs []error
 	for _, act := range p.probes {
-		c := &handlers.Cause{HandlerID: act.Options.ID, Started: time.Now(), Param: act.Options.Param, Log: p.log.WithValues("handler", act.Options.ID)}
+		c := &handlers.Cause{HandlerID: act.Options.ID, Started: time.Now(), Param: act.Options.Param, Log: p.log.WithValues("handler", act.Options.ID), Memo: p.memo, Client: p.client}
 		var out any
 		err := recovered(c.Log, func() error {
 			var perr error

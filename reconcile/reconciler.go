@@ -208,6 +208,7 @@ func (k *kindController) baseCause(r *handlers.Registration, obj client.Object, 
 		Memo:        &k.memory.get(key, obj.GetUID()).memo,
 		Param:       r.Options.Param,
 		Indexes:     k.shared.indexes,
+		Client:      k.writer,
 	}
 	c.EventSink = func(eventType, reason, message string) {
 		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", message)
@@ -262,6 +263,15 @@ func (t *turn) write(ctx context.Context) error {
 		status, _ := t.raw["status"].(map[string]any)
 		if changes(status[id], result) {
 			t.patch.MergeStatus(id, result)
+		}
+	}
+	if obj := t.patch.Object(); len(obj) > 0 && t.st.Essence != "" && t.st.Essence == t.essence {
+		// The handlers' own patch changes the object: what they handled is
+		// the patched object, or the next reconcile would take their own
+		// change for an update.
+		patched := applyMergePatch(deepCopyJSON(t.raw).(map[string]any), obj)
+		if data, err := jsonMarshal(essence(patched, k.opts.Prefix, k.extra)); err == nil {
+			t.st.Essence = string(data)
 		}
 	}
 	stateChanged := t.st.encode() != t.loaded.encode() && !(t.loaded == nil && t.st.Essence == "" && len(t.st.Progress) == 0)
@@ -461,6 +471,26 @@ func changes(current, patch any) bool {
 		}
 	}
 	return false
+}
+
+// applyMergePatch applies a JSON merge patch (RFC 7386) to target in place
+// and returns it.
+func applyMergePatch(target, patch map[string]any) map[string]any {
+	for k, v := range patch {
+		switch pv := v.(type) {
+		case nil:
+			delete(target, k)
+		case map[string]any:
+			tv, ok := target[k].(map[string]any)
+			if !ok {
+				tv = map[string]any{}
+			}
+			target[k] = applyMergePatch(tv, pv)
+		default:
+			target[k] = deepCopyJSON(v)
+		}
+	}
+	return target
 }
 
 func mergeInto(dst, src map[string]any) map[string]any {

@@ -145,7 +145,10 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("gopf: %w", err)
 	}
-	sh := &shared{indexes: handlers.NewIndexes(), gate: &gate{}, scope: sc}
+	sh := &shared{indexes: handlers.NewIndexes(), gate: &gate{}, scope: sc, memo: &handlers.Memo{}, client: mgr.GetClient()}
+	for k, v := range opts.Memo {
+		sh.memo.Set(k, v)
+	}
 	if err := setupActivities(mgr, reg, sh, opts); err != nil {
 		return err
 	}
@@ -248,7 +251,7 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 func setupActivities(mgr manager.Manager, reg *handlers.Registry, sh *shared, opts Options) error {
 	log := mgr.GetLogger().WithName("gopf")
 	a := &activities{sh: sh, opts: opts, log: log}
-	p := &prober{log: log, ttl: opts.ProbeCache}
+	p := &prober{log: log, ttl: opts.ProbeCache, memo: sh.memo, client: sh.client}
 	for _, act := range reg.Activities() {
 		switch act.Kind {
 		case "startup":

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/gopf-dev/gopf/handlers"
 )
 
@@ -50,7 +52,8 @@ func (s *spawner) runTimer(key timerKey) {
 		timerLateness.WithLabelValues(s.k.name, opts.ID).Observe(now.Sub(t.due).Seconds())
 		t.due = time.Time{}
 	}
-	obj, changedAt := o.latest, o.changedAt
+	// A private copy: the write below decodes the response into it.
+	obj, changedAt := o.latest.DeepCopyObject().(client.Object), o.changedAt
 	if t.retries == 0 {
 		t.started = now
 	}

@@ -19,6 +19,8 @@ import (
 // whether each index has seen the initial list of its kind.
 type shared struct {
 	indexes  *handlers.Indexes
+	memo     *handlers.Memo // the operator-level handlers' memo
+	client   client.Client
 	gate     *gate
 	scope    *scope
 	mu       sync.Mutex

@@ -1,0 +1,246 @@
+// Command all-at-once is one operator that uses most of gopf together, as
+// Kopf's 99-all-at-once example does. For each KopfExample it keeps a child
+// ConfigMap <name>-items holding spec.items, and around that:
+//
+//   - operator-level handlers: OnStartup, OnCleanup, OnProbe (live objects);
+//   - change handlers: create (makes the child, adopted), update (syncs it),
+//     a field handler on spec.field (reads an index), delete, resume;
+//   - sub-handlers, one per item, and a handler that fails once on purpose;
+//   - a level handler (OnReconcile with Owns) that recreates a deleted child;
+//   - an index of KopfExamples by spec.field, an event spy, a daemon and a
+//     timer that share the object's memo;
+//   - Kubernetes Events.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gopf-dev/gopf"
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+)
+
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
+func main() {
+	gopf.Main(registry(newClient(), 10*time.Second), kopfv1.AddToScheme)
+}
+
+// newClient returns a client for the cluster gopf.Main runs against
+// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
+// client of its own. Without a cluster it returns nil: gopf.Main then says
+// what is missing, and -h and --print-rbac, which need no cluster, work.
+func newClient() client.Client {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil
+	}
+	k8s, err := client.New(cfg, client.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating a client:", err)
+		os.Exit(1)
+	}
+	return k8s
+}
+
+// operator is the state the handlers share.
+type operator struct {
+	k8s    client.Client
+	period time.Duration // of the daemon and the timer
+
+	mu      sync.Mutex
+	started time.Time
+	live    map[string]bool // namespace/name of the objects handled
+}
+
+// registry registers every handler; k8s writes the children, period paces
+// the daemon and the timer.
+func registry(k8s client.Client, period time.Duration) *gopf.Registry {
+	op := &operator{k8s: k8s, period: period, live: map[string]bool{}}
+	reg := gopf.NewRegistry()
+
+	// Operator-level handlers.
+	gopf.OnStartup(reg, func(ctx context.Context, c *gopf.Cause) error {
+		op.mu.Lock()
+		defer op.mu.Unlock()
+		op.started = time.Now()
+		return nil
+	}, gopf.ID("startup"))
+	gopf.OnCleanup(reg, func(ctx context.Context, c *gopf.Cause) error {
+		c.Log.Info("stopping", "objects", len(op.objects()))
+		return nil
+	}, gopf.ID("cleanup"))
+	gopf.OnProbe(reg, func(ctx context.Context, c *gopf.Cause) (any, error) {
+		return map[string]any{"objects": op.objects()}, nil
+	}, gopf.ID("live_objects"))
+
+	// In-memory views: an index and a spy on the raw events.
+	gopf.OnIndex(reg, "by_field", func(obj *kopfv1.KopfExample) map[string]any {
+		return map[string]any{obj.Spec.Field: obj.Name}
+	})
+	gopf.OnEvent(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) error {
+		c.Memo.Update("events", func(old any) any { n, _ := old.(int); return n + 1 })
+		return nil
+	}, gopf.ID("spy"))
+
+	// Change handlers.
+	gopf.OnCreate(reg, op.create, gopf.ID("create"))
+	gopf.OnCreate(reg, perItem, gopf.ID("items"))
+	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+		if c.Retry == 0 {
+			return nil, gopf.Temporary(errors.New("not ready at the first attempt"), 100*time.Millisecond)
+		}
+		return map[string]any{"attempts": c.Retry + 1}, nil
+	}, gopf.ID("flaky"), gopf.Retries(5))
+	gopf.OnUpdate(reg, op.update, gopf.ID("update"))
+	gopf.OnField(reg, "spec.field", siblings, gopf.ID("siblings"), gopf.Value(gopf.Present))
+	gopf.OnDelete(reg, op.delete, gopf.ID("delete"))
+	gopf.OnResume(reg, op.resume, gopf.ID("resume"))
+
+	// A level handler: runs on every reconcile, also when the child changes.
+	gopf.OnReconcile(reg, op.repair, gopf.ID("repair"), gopf.Owns(&corev1.ConfigMap{}))
+
+	// Background work sharing the object's memo.
+	gopf.OnDaemon(reg, op.heartbeat, gopf.ID("heartbeat"), gopf.CancellationBackoff(time.Second))
+	gopf.OnTimer(reg, 0, report, gopf.ID("report"), gopf.Idle(period))
+	return reg
+}
+
+// objects lists the live objects, sorted.
+func (op *operator) objects() []string {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	out := make([]string, 0, len(op.live))
+	for k := range op.live {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (op *operator) track(c *gopf.Cause, live bool) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if live {
+		op.live[c.Namespace+"/"+c.Name] = true
+	} else {
+		delete(op.live, c.Namespace+"/"+c.Name)
+	}
+}
+
+// child is the ConfigMap an object wants.
+func child(obj *kopfv1.KopfExample) *corev1.ConfigMap {
+	data := map[string]string{}
+	for i, item := range obj.Spec.Items {
+		data[fmt.Sprintf("item-%d", i)] = item
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name + "-items"}, Data: data}
+}
+
+// ensureChild creates the child unless it exists.
+func (op *operator) ensureChild(ctx context.Context, obj *kopfv1.KopfExample) (*corev1.ConfigMap, error) {
+	cm := child(obj)
+	if err := gopf.Adopt(obj, cm); err != nil {
+		return nil, err
+	}
+	if err := op.k8s.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
+	}
+	return cm, nil
+}
+
+func (op *operator) create(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	cm, err := op.ensureChild(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	op.track(c, true)
+	c.Info("Created", "made ConfigMap %s", cm.Name)
+	return map[string]any{"child": cm.Name}, nil
+}
+
+// perItem declares one sub-handler per item.
+func perItem(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	for _, item := range obj.Spec.Items {
+		c.Register(item, func(ctx context.Context, sc *gopf.Cause) (any, error) {
+			return map[string]any{"length": len(item)}, nil
+		})
+	}
+	return nil, nil
+}
+
+// update brings the child's data in line with spec.items.
+func (op *operator) update(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	want := child(obj)
+	cm := &corev1.ConfigMap{}
+	if err := op.k8s.Get(ctx, client.ObjectKeyFromObject(want), cm); err != nil {
+		return nil, client.IgnoreNotFound(err) // repair recreates it
+	}
+	patch := client.MergeFrom(cm.DeepCopy())
+	cm.Data = want.Data
+	if err := op.k8s.Patch(ctx, cm, patch); err != nil {
+		return nil, err
+	}
+	return map[string]any{"changes": len(c.Diff)}, nil
+}
+
+// siblings counts the objects with the same spec.field, from the index.
+func siblings(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	return map[string]any{"field": c.New, "objects": len(c.Indexes.Get("by_field").Get(obj.Spec.Field))}, nil
+}
+
+func (op *operator) delete(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	op.track(c, false)
+	c.Info("Deleted", "the garbage collector removes ConfigMap %s-items", obj.Name)
+	return nil, nil
+}
+
+func (op *operator) resume(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	op.track(c, true)
+	return nil, nil
+}
+
+// repair recreates a child that went missing.
+func (op *operator) repair(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (reconcile.Result, error) {
+	if obj.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := op.k8s.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.Name + "-items"}, cm)
+	if !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	c.Warn("Repaired", "ConfigMap %s-items was missing", obj.Name)
+	_, err = op.ensureChild(ctx, obj)
+	return reconcile.Result{}, err
+}
+
+// heartbeat counts its beats in the object's memo until asked to stop.
+func (op *operator) heartbeat(ctx context.Context, d *gopf.Daemon[*kopfv1.KopfExample]) error {
+	for d.Sleep(op.period) {
+		d.Memo.Update("beats", func(old any) any { n, _ := old.(int); return n + 1 })
+	}
+	return nil
+}
+
+// report writes what the spy and the daemon counted, once the object has
+// been quiet for a while.
+func report(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	return map[string]any{"events": c.Memo.Get("events"), "beats": c.Memo.Get("beats")}, nil
+}

@@ -1,0 +1,104 @@
+// Command daemons runs a long-lived function per object, as Kopf's
+// 14-daemons example does. For each KopfExample labelled
+// daemons.example.gopf.dev/monitor=true, the monitor daemon wakes up every
+// few seconds, looks at the newest version of its object and writes
+// status.monitor when what it sees changed. It runs until it is asked to
+// stop, and then says why, in status.monitor.stopped and in an Event:
+//
+//   - StopDeleted: the object is being deleted (gopf's finalizer keeps it
+//     until the daemon has returned);
+//   - StopFiltersMismatch: the label was removed;
+//   - StopOperatorExiting: the operator shuts down.
+//
+// Its first attempt fails on purpose: a daemon that returns gopf.Temporary
+// is started again after the delay; one that returns nil or a permanent
+// error is not.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf"
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+)
+
+// monitorLabel selects the objects the daemon watches over.
+const monitorLabel = "daemons.example.gopf.dev/monitor"
+
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/finalizers,verbs=update
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
+func main() {
+	gopf.Main(handlers(newClient(), 5*time.Second), kopfv1.AddToScheme) // daemons write through a client of their own
+}
+
+// newClient returns a client for the cluster gopf.Main runs against
+// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
+// client of its own. Without a cluster it returns nil: gopf.Main then says
+// what is missing, and -h and --print-rbac, which need no cluster, work.
+func newClient() client.Client {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	if err := kopfv1.AddToScheme(scheme); err != nil {
+		panic(err)
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating a client:", err)
+		os.Exit(1)
+	}
+	return k8s
+}
+
+// handlers registers the monitor daemon, which looks at its object every
+// period and writes status.monitor through k8s.
+func handlers(k8s client.Client, period time.Duration) *gopf.Registry {
+	reg := gopf.NewRegistry()
+	gopf.OnDaemon(reg, func(ctx context.Context, d *gopf.Daemon[*kopfv1.KopfExample]) error {
+		if d.Retry == 0 {
+			return gopf.Temporary(errors.New("not ready on the first attempt"), time.Second)
+		}
+		seen := ""
+		for {
+			obj := d.Object() // the newest version the operator has seen
+			if obj.Spec.Field != seen {
+				seen = obj.Spec.Field
+				patch := fmt.Sprintf(`{"status":{"monitor":{"field":%q,"attempt":%d}}}`, seen, d.Retry+1)
+				if err := k8s.Status().Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+					d.Log.Error(err, "cannot write the status")
+				}
+			}
+			if !d.Sleep(period) { // false once the daemon is asked to stop
+				break
+			}
+		}
+		// ctx stays valid for CancellationBackoff after the stop request:
+		// time enough to say goodbye.
+		reason := d.StopReason()
+		patch := fmt.Sprintf(`{"status":{"monitor":{"stopped":%q}}}`, reason)
+		if err := k8s.Status().Patch(ctx, d.Object(), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			d.Log.Error(err, "cannot write the status")
+		}
+		d.Info("MonitorStopped", "the monitor stopped: %s", reason)
+		return nil
+	}, gopf.ID("monitor"), gopf.Labels{monitorLabel: "true"},
+		gopf.CancellationBackoff(5*time.Second), gopf.CancellationTimeout(10*time.Second))
+	return reg
+}

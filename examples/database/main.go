@@ -1,0 +1,195 @@
+// Command database is the Database operator of Kopf's tutorial, done the
+// gopf way. A Database (db.example.gopf.dev/v1) becomes a StatefulSet and a
+// headless Service, plus a backup CronJob while spec.backups is true; all
+// three are adopted, so the garbage collector removes them with the
+// Database.
+//
+//   - create_database (on create) makes the StatefulSet and the Service;
+//   - scale (on update of spec.replicas) scales the StatefulSet;
+//   - backups (on spec.backups, also at creation) creates or deletes the
+//     CronJob;
+//   - reconcile_database (level-based, woken by changes of the StatefulSet)
+//     brings back a deleted StatefulSet and reports the ready replicas and
+//     the Ready and Available conditions in the status.
+//
+// Run it on a local control plane with `make run EXAMPLE=database`; see
+// README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gopf-dev/gopf"
+	dbv1 "github.com/gopf-dev/gopf/examples/database/api/v1"
+)
+
+// What the operator needs; generate.sh turns these markers into
+// config/rbac/role.yaml.
+// +kubebuilder:rbac:groups=db.example.gopf.dev,resources=databases,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=db.example.gopf.dev,resources=databases/status,verbs=get;patch;update
+// Adopt sets blockOwnerDeletion, which needs update on the owner's finalizers.
+// +kubebuilder:rbac:groups=db.example.gopf.dev,resources=databases/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;create
+// +kubebuilder:rbac:groups=batch,resources=cronjobs,verbs=get;create;delete
+// +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
+
+func main() {
+	gopf.Main(handlers(newClient()), dbv1.AddToScheme)
+}
+
+// newClient returns a client for the cluster gopf.Main runs against
+// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
+// client of its own. Without a cluster it returns nil: gopf.Main then says
+// what is missing, and -h and --print-rbac, which need no cluster, work.
+func newClient() client.Client {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil
+	}
+	k8s, err := client.New(cfg, client.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating a client:", err)
+		os.Exit(1)
+	}
+	return k8s
+}
+
+// operator holds what the handlers share: the client they write children
+// with.
+type operator struct {
+	k8s client.Client
+}
+
+// handlers registers the operator's handlers; k8s writes the children.
+func handlers(k8s client.Client) *gopf.Registry {
+	op := &operator{k8s: k8s}
+	reg := gopf.NewRegistry()
+	gopf.OnCreate(reg, op.createDatabase, gopf.ID("create_database"))
+	gopf.OnUpdate(reg, op.scale, gopf.Field("spec.replicas"), gopf.ID("scale"))
+	gopf.OnField(reg, "spec.backups", op.backups, gopf.ID("backups"))
+	gopf.OnReconcile(reg, op.reconcileDatabase, gopf.Owns(&appsv1.StatefulSet{}), gopf.ID("reconcile_database"))
+	return reg
+}
+
+// createDatabase makes the StatefulSet and the Service of a new Database.
+// It is safe to run again: children that exist already are left as they are.
+func (op *operator) createDatabase(ctx context.Context, db *dbv1.Database, c *gopf.Cause) (any, error) {
+	sts, err := statefulSet(db)
+	if err != nil {
+		return nil, gopf.Permanent(err) // a bad spec does not get better by retrying
+	}
+	if err := op.ensure(ctx, db, sts); err != nil {
+		return nil, err
+	}
+	if err := op.ensure(ctx, db, service(db)); err != nil {
+		return nil, err
+	}
+	c.Info("Provisioning", "created the StatefulSet and Service of %s %s", db.Spec.Engine, db.Spec.Version)
+	return nil, nil // the status is reported by reconcileDatabase
+}
+
+// scale follows a change of spec.replicas.
+func (op *operator) scale(ctx context.Context, db *dbv1.Database, c *gopf.Cause) (any, error) {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: db.Namespace, Name: db.Name}}
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, db.Spec.Replicas)
+	err := op.k8s.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", []byte(patch)))
+	if apierrors.IsNotFound(err) {
+		return nil, nil // reconcileDatabase creates it with the new size
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scaling StatefulSet %s: %w", db.Name, err)
+	}
+	c.Info("Scaled", "scaled from %v to %d replicas", c.Old, db.Spec.Replicas)
+	return nil, nil
+}
+
+// backups creates the backup CronJob when spec.backups becomes true and
+// deletes it when it becomes false. It runs at creation too, when the
+// Database is created with backups on.
+func (op *operator) backups(ctx context.Context, db *dbv1.Database, c *gopf.Cause) (any, error) {
+	job := backupCronJob(db)
+	if db.Spec.Backups {
+		if err := op.ensure(ctx, db, job); err != nil {
+			return nil, err
+		}
+		c.Info("BackupsOn", "backups run on the schedule %q", job.Spec.Schedule)
+		return nil, nil
+	}
+	if err := client.IgnoreNotFound(op.k8s.Delete(ctx, job)); err != nil {
+		return nil, fmt.Errorf("deleting CronJob %s: %w", job.Name, err)
+	}
+	c.Info("BackupsOff", "deleted the backup CronJob")
+	return nil, nil
+}
+
+// reconcileDatabase runs on every reconcile of a Database, including those
+// caused by changes of its StatefulSet: it recreates a StatefulSet that is
+// gone and reports its readiness in the status, writing only what changed.
+func (op *operator) reconcileDatabase(ctx context.Context, db *dbv1.Database, c *gopf.Cause) (reconcile.Result, error) {
+	if db.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	var sts appsv1.StatefulSet
+	err := op.k8s.Get(ctx, client.ObjectKeyFromObject(db), &sts)
+	if apierrors.IsNotFound(err) {
+		want, err := statefulSet(db)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		c.Warn("Repairing", "the StatefulSet %s is missing; creating it again", db.Name)
+		// Its creation wakes this handler again, which then reports on it.
+		return reconcile.Result{}, op.ensure(ctx, db, want)
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("reading StatefulSet %s: %w", db.Name, err)
+	}
+
+	status := db.Status.DeepCopy()
+	status.ReadyReplicas = sts.Status.ReadyReplicas
+	status.Endpoint = fmt.Sprintf("%s.%s.svc:%d", db.Name, db.Namespace, port(db.Spec.Engine))
+	meta.SetStatusCondition(&status.Conditions, condition(dbv1.ConditionAvailable, sts.Status.ReadyReplicas > 0, db.Generation,
+		"ReplicaReady", fmt.Sprintf("%d replica(s) accept connections", sts.Status.ReadyReplicas),
+		"NoReplicaReady", "no replica is ready yet"))
+	meta.SetStatusCondition(&status.Conditions, condition(dbv1.ConditionReady, sts.Status.ReadyReplicas >= db.Spec.Replicas, db.Generation,
+		"AllReplicasReady", fmt.Sprintf("all %d replica(s) are ready", db.Spec.Replicas),
+		"Provisioning", fmt.Sprintf("%d of %d replica(s) are ready", sts.Status.ReadyReplicas, db.Spec.Replicas)))
+	if !equality.Semantic.DeepEqual(*status, db.Status) {
+		c.Patch.SetStatus("readyReplicas", status.ReadyReplicas)
+		c.Patch.SetStatus("endpoint", status.Endpoint)
+		c.Patch.SetStatus("conditions", status.Conditions)
+	}
+	return reconcile.Result{}, nil
+}
+
+// condition builds a condition that is True with the first reason and
+// message, or False with the second.
+func condition(kind string, ok bool, generation int64, yesReason, yesMessage, noReason, noMessage string) metav1.Condition {
+	if ok {
+		return metav1.Condition{Type: kind, Status: metav1.ConditionTrue, Reason: yesReason, Message: yesMessage, ObservedGeneration: generation}
+	}
+	return metav1.Condition{Type: kind, Status: metav1.ConditionFalse, Reason: noReason, Message: noMessage, ObservedGeneration: generation}
+}
+
+// ensure creates child as a child of db unless it exists already.
+func (op *operator) ensure(ctx context.Context, db *dbv1.Database, child client.Object) error {
+	if err := gopf.Adopt(db, child); err != nil {
+		return err
+	}
+	err := op.k8s.Create(ctx, child)
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %T %s: %w", child, child.GetName(), err)
+	}
+	return nil
+}

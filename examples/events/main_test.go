@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/envtest"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("GOPF_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}})
+}
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kopfv1.AddToScheme(scheme)
+}
+
+func TestTheHandlerPostsNormalAndWarningEvents(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cp, err := envtest.Shared(envtest.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "events-"}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	op, err := envtest.RunOperator(ctx, cp.Config, registry(), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+
+	obj := &kopfv1.KopfExample{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "eventful"},
+		Spec:       kopfv1.KopfExampleSpec{Field: "value"},
+	}
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+
+	byReason := func(g Gomega) map[string]eventsv1.Event {
+		events, err := envtest.Events(ctx, k8s, obj)
+		g.Expect(err).NotTo(HaveOccurred())
+		out := map[string]eventsv1.Event{}
+		for _, e := range events {
+			out[e.Reason] = e
+		}
+		return out
+	}
+	g.Eventually(byReason).WithTimeout(envtest.DefaultTimeout).Should(HaveLen(4))
+	events := byReason(g)
+	for reason, want := range map[string]struct{ kind, note string }{
+		"Greeting": {"Normal", "Hello from gopf"},
+		"Created":  {"Normal", `eventful has field "value"`},
+		"NoItems":  {"Warning", "eventful has no items to work on"},
+		"Error":    {"Warning", "the service does not know value"},
+	} {
+		g.Expect(events).To(HaveKey(reason))
+		e := events[reason]
+		g.Expect(e.Type).To(Equal(want.kind), reason)
+		g.Expect(e.Note).To(Equal(want.note), reason)
+		g.Expect(e.Regarding.Kind).To(Equal("KopfExample"))
+		g.Expect(e.Regarding.UID).To(Equal(obj.UID))
+	}
+	g.Expect(events).NotTo(HaveKey("Logging"), "log lines are not posted as Events")
+}

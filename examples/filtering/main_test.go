@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/envtest"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("GOPF_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}})
+}
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kopfv1.AddToScheme(scheme)
+}
+
+func TestHandlersSeeOnlyTheObjectsTheirFiltersSelect(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cp, err := envtest.Shared(envtest.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "filtering-"}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	op, err := envtest.RunOperator(ctx, cp.Config, registry(), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+
+	// Matches nothing: no labels, no annotations, one item, another value.
+	stranger := &kopfv1.KopfExample{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "stranger"},
+		Spec:       kopfv1.KopfExampleSpec{Field: "other", Items: []string{"only"}},
+	}
+	g.Expect(k8s.Create(ctx, stranger)).To(Succeed())
+	created := stranger.ResourceVersion
+
+	// Matches everything (Kopf's sample object).
+	sample := &kopfv1.KopfExample{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns.Name, Name: "sample",
+			Labels:      map[string]string{"somelabel": "somevalue"},
+			Annotations: map[string]string{"someannotation": "somevalue"},
+		},
+		Spec: kopfv1.KopfExampleSpec{Field: "value", Items: []string{"item1", "item2"}},
+	}
+	g.Expect(k8s.Create(ctx, sample)).To(Succeed())
+	g.Expect(envtest.WaitFor(ctx, k8s, sample, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["gopf"].Raw != nil })).To(Succeed())
+	for _, id := range []string{"label_value", "label_present", "label_absent_too", "label_func", "annotation_value", "annotation_func", "when_items", "field_value"} {
+		g.Expect(sample.Status.Extra).To(HaveKey(id))
+		g.Expect(string(sample.Status.Extra[id].Raw)).To(MatchJSON(`{"matched":true}`), id)
+	}
+	g.Expect(sample.Finalizers).To(ConsistOf("gopf.dev/finalizer"))
+
+	g.Expect(k8s.Patch(ctx, sample, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"field":"changed"}}`)))).To(Succeed())
+	g.Expect(envtest.WaitFor(ctx, k8s, sample, func(obj *kopfv1.KopfExample) bool {
+		return obj.Status.Extra["field_value_to_changed"].Raw != nil
+	})).To(Succeed())
+	g.Expect(string(sample.Status.Extra["field_value_to_changed"].Raw)).To(MatchJSON(`{"from":"value","to":"changed"}`))
+
+	// The stranger was created first, and nothing has written to it since:
+	// no finalizer, no state, no results.
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stranger), stranger)).To(Succeed())
+	g.Expect(stranger.ResourceVersion).To(Equal(created))
+	g.Expect(stranger.Finalizers).To(BeEmpty())
+	g.Expect(stranger.Status.Extra).To(BeEmpty())
+
+	// Once it matches a filter, it is handled as created.
+	g.Expect(k8s.Patch(ctx, stranger, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"somelabel":"other"}}}`)))).To(Succeed())
+	g.Expect(envtest.WaitFor(ctx, k8s, stranger, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["gopf"].Raw != nil })).To(Succeed())
+	g.Expect(string(stranger.Status.Extra["label_present"].Raw)).To(MatchJSON(`{"matched":true}`))
+	g.Expect(stranger.Finalizers).To(ConsistOf("gopf.dev/finalizer"))
+	g.Expect(stranger.Status.Extra).NotTo(HaveKey("label_value"), "somelabel is not somevalue")
+	g.Expect(stranger.Status.Extra).NotTo(HaveKey("label_func"), "other does not start with some")
+	g.Expect(stranger.Status.Extra).NotTo(HaveKey("field_value"))
+}

@@ -1,0 +1,57 @@
+// Command indexing keeps an in-memory index of Pods and reads it from
+// KopfExample handlers, as Kopf's 16-indexing example does.
+//
+// The index pods_by_app maps each value of the Pods' app label to the names
+// of the Pods that carry it. gopf keeps it up to date on every watch event
+// (an update costs only the keys of the one Pod that changed) and drops a
+// Pod's entries when it goes; no handler runs before every index has seen
+// the initial list. Handlers of any kind read it as
+// c.Indexes.Get("pods_by_app"): here, for a KopfExample whose spec.field
+// names an app, a create handler and a timer report that app's Pods in
+// status.
+package main
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gopf-dev/gopf"
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+)
+
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+func main() {
+	gopf.Main(registry(30*time.Second), kopfv1.AddToScheme)
+}
+
+// registry registers the index and its readers; the timer looks at the
+// index every interval.
+func registry(interval time.Duration) *gopf.Registry {
+	reg := gopf.NewRegistry()
+
+	// Only Pods with an app label are indexed.
+	gopf.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod) map[string]any {
+		return map[string]any{pod.Labels["app"]: pod.Name}
+	}, gopf.Labels{"app": gopf.Present})
+
+	gopf.OnCreate(reg, appPods, gopf.ID("pods_at_creation"))
+	gopf.OnTimer(reg, interval, appPods, gopf.ID("pods"))
+	return reg
+}
+
+// appPods returns the names of the Pods whose app label is spec.field.
+func appPods(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	names := []string{}
+	for _, v := range c.Indexes.Get("pods_by_app").Get(obj.Spec.Field) {
+		names = append(names, v.(string))
+	}
+	sort.Strings(names)
+	return map[string]any{"app": obj.Spec.Field, "names": names}, nil
+}

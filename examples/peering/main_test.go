@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/envtest"
+	"github.com/gopf-dev/gopf/reconcile"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("GOPF_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}})
+}
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kopfv1.AddToScheme(scheme)
+}
+
+func TestOnlyTheHighestPriorityOperatorWorksAndTheOtherTakesOver(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cp, err := envtest.Shared(envtest.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "peering-"}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	peering := &kopfv1.ClusterKopfPeering{ObjectMeta: metav1.ObjectMeta{GenerateName: "example-"}}
+	g.Expect(k8s.Create(ctx, peering)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, peering) })
+
+	// What `--peering=<name> --priority=<n>` sets up.
+	run := func(who string, priority int) *envtest.Operator {
+		op, err := envtest.RunOperator(ctx, cp.Config, registry(who), envtest.OperatorOptions{
+			Scheme:     scheme,
+			Namespaces: []string{ns.Name},
+			Reconcile: reconcile.Options{Peering: &reconcile.PeeringOptions{
+				Name: peering.Name, Priority: priority, Identity: who, Lifetime: 10 * time.Second,
+			}},
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { _ = op.Stop() })
+		return op
+	}
+	// The high one announces itself first, so the low one finds it there
+	// when it starts and pauses from the start.
+	high := run("high", 100)
+	g.Expect(envtest.WaitFor(ctx, k8s, peering, func(p *kopfv1.ClusterKopfPeering) bool {
+		_, ok := p.Status["high"]
+		return ok
+	})).To(Succeed())
+	g.Expect(peering.Status["high"].Priority).To(Equal(100))
+	run("low", 0)
+	g.Expect(envtest.WaitFor(ctx, k8s, peering, func(p *kopfv1.ClusterKopfPeering) bool {
+		return len(p.Status) == 2
+	})).To(Succeed())
+
+	handledBy := func(name string) string {
+		obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: name}}
+		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+		g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["create_fn"].Raw != nil })).To(Succeed())
+		return string(obj.Status.Extra["create_fn"].Raw)
+	}
+	g.Expect(handledBy("first")).To(MatchJSON(`{"handledBy":"high"}`))
+
+	// The high one stops and leaves the peering: the low one resumes.
+	g.Expect(high.Stop()).To(Succeed())
+	g.Expect(handledBy("second")).To(MatchJSON(`{"handledBy":"low"}`))
+}

@@ -1,0 +1,132 @@
+// Command startup-cleanup shows the operator-level handlers of Kopf's
+// 13-hooks example:
+//
+//   - OnStartup runs once before any object is handled. Here it loads the
+//     operator's settings from the ConfigMap startup-cleanup (in the
+//     namespace of POD_NAMESPACE, default "default"), retrying with
+//     gopf.Temporary until it exists, and marks the ConfigMap as in use.
+//     No handler runs before it has succeeded; a permanent failure stops the
+//     operator.
+//   - OnCleanup runs once when the operator stops gracefully, after the
+//     handling of objects has stopped: it marks the ConfigMap as released.
+//   - OnProbe adds an entry to the health endpoint: the probe results are
+//     served as JSON at /probes on the metrics address, and a failing probe
+//     fails /healthz.
+//
+// The create handler greets each KopfExample with the greeting from the
+// settings.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf"
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+)
+
+// The settings ConfigMap and the annotation that says who uses it.
+const (
+	settingsName    = "startup-cleanup"
+	stateAnnotation = "startup-cleanup.example.gopf.dev/state"
+)
+
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;patch
+
+func main() {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "default"
+	}
+	gopf.Main(registry(newClient(), ns), kopfv1.AddToScheme)
+}
+
+// newClient returns a client for the cluster gopf.Main runs against
+// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
+// client of its own. Without a cluster it returns nil: gopf.Main then says
+// what is missing, and -h and --print-rbac, which need no cluster, work.
+func newClient() client.Client {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil
+	}
+	k8s, err := client.New(cfg, client.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating a client:", err)
+		os.Exit(1)
+	}
+	return k8s
+}
+
+// operator is what the handlers share: the settings the startup handler
+// loads and the count the probe reports.
+type operator struct {
+	k8s       client.Client
+	namespace string
+
+	mu       sync.Mutex
+	greeting string
+
+	greeted atomic.Int64
+}
+
+// registry registers the handlers; k8s reads and marks the settings
+// ConfigMap in namespace.
+func registry(k8s client.Client, namespace string) *gopf.Registry {
+	op := &operator{k8s: k8s, namespace: namespace}
+	reg := gopf.NewRegistry()
+	gopf.OnStartup(reg, op.loadSettings, gopf.ID("load_settings"))
+	gopf.OnCleanup(reg, op.release, gopf.ID("release_settings"))
+	gopf.OnProbe(reg, func(ctx context.Context, c *gopf.Cause) (any, error) {
+		return map[string]any{"greeted": op.greeted.Load()}, nil
+	}, gopf.ID("greetings"))
+
+	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+		op.mu.Lock()
+		defer op.mu.Unlock()
+		op.greeted.Add(1)
+		return map[string]any{"message": op.greeting + ", " + obj.Name}, nil
+	}, gopf.ID("greet"))
+	return reg
+}
+
+// loadSettings reads the greeting, waiting until the ConfigMap exists.
+func (op *operator) loadSettings(ctx context.Context, c *gopf.Cause) error {
+	var cm corev1.ConfigMap
+	err := op.k8s.Get(ctx, client.ObjectKey{Namespace: op.namespace, Name: settingsName}, &cm)
+	if apierrors.IsNotFound(err) {
+		return gopf.Temporary(fmt.Errorf("waiting for ConfigMap %s/%s", op.namespace, settingsName), time.Second)
+	}
+	if err != nil {
+		return err
+	}
+	op.mu.Lock()
+	op.greeting = cm.Data["greeting"]
+	op.mu.Unlock()
+	c.Log.Info("settings loaded", "greeting", cm.Data["greeting"])
+	return op.mark(ctx, "in use")
+}
+
+// release marks the settings as no longer used.
+func (op *operator) release(ctx context.Context, c *gopf.Cause) error {
+	return op.mark(ctx, "released")
+}
+
+// mark sets the state annotation of the settings ConfigMap.
+func (op *operator) mark(ctx context.Context, state string) error {
+	cm := &corev1.ConfigMap{}
+	cm.Namespace, cm.Name = op.namespace, settingsName
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, stateAnnotation, state)
+	return op.k8s.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", []byte(patch)))
+}

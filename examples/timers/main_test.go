@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/envtest"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("GOPF_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}})
+}
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kopfv1.AddToScheme(scheme)
+}
+
+// result returns status.<id> as JSON text.
+func result(obj *kopfv1.KopfExample, id string) string { return string(obj.Status.Extra[id].Raw) }
+
+func TestTimersReportWhatTheyFindAndWriteOnlyChanges(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cp, err := envtest.Shared(envtest.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "timers-"}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	var requests envtest.RequestCounter
+	op, err := envtest.RunOperator(ctx, cp.Config, registry(300*time.Millisecond), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}, Requests: &requests})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+
+	obj := &kopfv1.KopfExample{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "timed"},
+		Spec:       kopfv1.KopfExampleSpec{Field: "value", Items: []string{"item1", "item2"}},
+	}
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool {
+		return result(obj, "count_items") != "" && result(obj, "check_health") != "" && result(obj, "settle") != ""
+	})).To(Succeed())
+	g.Expect(result(obj, "count_items")).To(MatchJSON(`{"items":2}`))
+	g.Expect(result(obj, "check_health")).To(MatchJSON(`{"healthy":true}`))
+	g.Expect(result(obj, "settle")).To(MatchJSON(`{"field":"value"}`))
+	g.Expect(obj.Finalizers).To(ContainElement("gopf.dev/finalizer"))
+
+	// The timers keep running and keep finding the same: nothing is written.
+	writes := requests.Writes("kopfexamples")
+	g.Consistently(func() int { return requests.Writes("kopfexamples") }).WithTimeout(time.Second).Should(Equal(writes))
+
+	// A change: each timer reports it on its next run.
+	g.Expect(k8s.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"field":"broken","items":["item1"]}}`)))).To(Succeed())
+	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool {
+		return result(obj, "count_items") == `{"items":1}` && result(obj, "check_health") == `{"healthy":false}` && result(obj, "settle") == `{"field":"broken"}`
+	})).To(Succeed())
+}
