@@ -103,6 +103,8 @@ type flags struct {
 	webhook                webhook.Options
 	printRBAC              bool
 	checkRBAC              string
+	qps                    float64
+	burst                  int
 }
 
 func newFlags(name string) (*flag.FlagSet, *flags) {
@@ -124,6 +126,8 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.IntVar(&f.priority, "priority", 0, "Peering priority of this operator.")
 	fs.DurationVar(&f.lifetime, "peering-lifetime", time.Minute, "How long this operator's peering entry lives unless renewed.")
 	fs.StringVar(&f.logFormat, "log-format", "text", "Log format: text or json.")
+	fs.Float64Var(&f.qps, "kube-api-qps", 500, "Ceiling on the requests per second the operator sends to the API server (client-side); a bound on any retry storm.")
+	fs.IntVar(&f.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
 	fs.DurationVar(&f.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
 	f.zap.BindFlags(fs)
 	f.webhook.BindFlags(fs)
@@ -162,6 +166,9 @@ func run(reg *Registry, mo MainOptions, name string, args []string) error {
 	if err != nil {
 		return fmt.Errorf("finding the cluster (set KUBECONFIG or run in a cluster): %w", err)
 	}
+	// controller-runtime leaves the client unthrottled; gopf sets a ceiling
+	// high enough not to slow normal work and low enough to stop a storm.
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	cacheOpts := cache.Options{}
 	if len(cacheNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
@@ -176,15 +183,17 @@ func run(reg *Registry, mo MainOptions, name string, args []string) error {
 		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		WebhookServer:           serverOrNil(webhookServer),
-		Scheme:                  scheme,
-		Cache:                   cacheOpts,
-		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress:  f.probeAddr,
-		LeaderElection:          f.leaderElect,
-		LeaderElectionID:        f.electionID,
-		GracefulShutdownTimeout: &f.shutdownTimeout,
-		Client:                  client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		WebhookServer:          serverOrNil(webhookServer),
+		Scheme:                 scheme,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.probeAddr,
+		LeaderElection:         f.leaderElect,
+		LeaderElectionID:       f.electionID,
+		// Handing over on a graceful stop, not after the lease expires.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &f.shutdownTimeout,
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

@@ -14,8 +14,9 @@ type memory struct {
 	uid       types.UID
 	written   *state // the state of gopf's last write, until the cache shows it
 	writtenAt time.Time
-	resumed   bool // resume handlers are done (or do not apply) in this process
-	warned    bool // a Warning Event about bad stored state was posted
+	unsaved   *unsaved // state and results a failed write did not store
+	resumed   bool     // resume handlers are done (or do not apply) in this process
+	warned    bool     // a Warning Event about bad stored state was posted
 	memo      handlers.Memo
 }
 
@@ -38,6 +39,12 @@ func (m *memory) consistencyWait(s storage, obj map[string]any, timeout time.Dur
 
 func (m *memory) wrote(st *state) {
 	m.written, m.writtenAt = st, time.Now()
+}
+
+// unsaved is what a reconcile meant to write when its write failed.
+type unsaved struct {
+	st      *state
+	results map[string]any
 }
 
 // memories holds the memory of every object seen. An object's memory is used

@@ -26,6 +26,16 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 )
 
+// writeTimeout bounds the writes of one reconcile once the manager stops.
+const writeTimeout = 10 * time.Second
+
+// hasStatusField reports whether obj has status.<field> at all.
+func hasStatusField(obj map[string]any, field string) bool {
+	status, _ := obj["status"].(map[string]any)
+	_, ok := status[field]
+	return ok
+}
+
 // errStateTooLarge marks state that cannot be stored because of its size.
 var errStateTooLarge = errors.New("gopf's state does not fit on the object")
 
@@ -187,9 +197,22 @@ func (t *turn) loadState(ctx context.Context) {
 		}
 		loaded = nil
 	}
-	t.loaded = loaded
-	if loaded != nil {
-		t.st = loaded.clone()
+	t.loaded, t.known = loaded, loaded
+	if u := t.mem.unsaved; u != nil {
+		if loaded.encode() == u.st.encode() {
+			t.mem.unsaved = nil // stored after all
+		} else {
+			// A write failed: what gopf knows beats what is stored, so that
+			// a handler that succeeded is not called again; its result is
+			// written with the state.
+			t.known = u.st
+			for id, r := range u.results {
+				t.keepResult(id, r)
+			}
+		}
+	}
+	if t.known != nil {
+		t.st = t.known.clone()
 	} else {
 		t.st = &state{}
 	}
@@ -241,6 +264,8 @@ func (k *kindController) selects(r *handlers.Registration, obj client.Object) bo
 // the object's resourceVersion, so other controllers' finalizers are never
 // lost. A conflict is returned, and the reconcile is retried.
 func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
 	orig := obj.DeepCopyObject().(client.Object)
 	if on {
 		controllerutil.AddFinalizer(obj, k.finalizer)
@@ -256,8 +281,20 @@ func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on
 
 // write sends what the turn changed: the results and the state (when they
 // differ from what is stored) and the handlers' own patch, as at most one
-// status patch and one object patch.
-func (t *turn) write(ctx context.Context) error {
+// status patch and one object patch. The writes outlive a manager that is
+// stopping (for up to writeTimeout), so that what handlers did is recorded;
+// if they fail anyway, the state and results are kept in memory and written
+// by the next reconcile instead of running the handlers again.
+func (t *turn) write(ctx context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	defer func() {
+		if err != nil && (t.st.Essence != "" || len(t.st.Progress) > 0) {
+			t.mem.unsaved = &unsaved{st: t.st, results: t.results}
+		} else if err == nil {
+			t.mem.unsaved = nil
+		}
+	}()
 	k := t.k
 	for id, result := range t.results {
 		status, _ := t.raw["status"].(map[string]any)
@@ -290,7 +327,7 @@ func (t *turn) write(ctx context.Context) error {
 		}
 		if _, inStatus := t.store.(statusStorage); inStatus && stateChanged {
 			resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
-			if err == nil && !saved(t.store, resp, t.st) {
+			if err == nil && !saved(t.store, resp, t.st) && !hasStatusField(resp, k.opts.StatusField) {
 				t.log.Info("WARNING: the API server dropped gopf's state from status (the status schema does not keep unknown fields); keeping the state of this kind in annotations from now on",
 					"field", t.store.where())
 				fallback := annotationStorage{prefix: k.opts.Prefix}

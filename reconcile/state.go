@@ -160,27 +160,43 @@ func (s statusStorage) load(obj map[string]any) (*state, error) {
 	return st, nil
 }
 
-func (s statusStorage) save(p *handlers.Patch, _ map[string]any, old, st *state) error {
+func (s statusStorage) save(p *handlers.Patch, obj map[string]any, _, st *state) error {
+	// Compare with what is there, readable or not, so that a patch replaces
+	// unreadable state as well: a merge patch merges maps, so records that
+	// must go are nulled one by one.
+	status, _ := obj["status"].(map[string]any)
+	stored, storedIsMap := status[s.field].(map[string]any)
 	m := map[string]any{}
-	if st.Essence != "" || old != nil && old.Essence != "" {
+	if _, ok := stored["lastHandled"]; ok || st.Essence != "" {
 		m["lastHandled"] = nilIfEmpty(st.Essence)
 	}
-	// A merge patch merges maps: records that are gone must be nulled.
+	storedProgress, progressIsMap := stored["progress"].(map[string]any)
 	prog := map[string]any{}
-	if old != nil {
-		for id := range old.Progress {
-			if _, ok := st.Progress[id]; !ok {
-				prog[id] = nil
-			}
+	for id := range storedProgress {
+		if _, ok := st.Progress[id]; !ok {
+			prog[id] = nil
 		}
 	}
 	for id, rec := range st.Progress {
 		prog[id] = rec.patchValue()
 	}
-	if len(st.Progress) == 0 && old != nil && len(old.Progress) > 0 {
+	_, hadProgress := stored["progress"]
+	switch {
+	case len(st.Progress) == 0 && hadProgress:
 		m["progress"] = nil
-	} else if len(prog) > 0 {
+	case len(st.Progress) > 0 && !progressIsMap:
+		m["progress"] = prog // replaces whatever was there
+	case len(prog) > 0:
 		m["progress"] = prog
+	}
+	if status[s.field] != nil && !storedIsMap {
+		// Not an object at all: replace it whole.
+		full := map[string]any{"lastHandled": nilIfEmpty(st.Essence)}
+		if len(st.Progress) > 0 {
+			full["progress"] = prog
+		}
+		p.SetStatus(s.field, full)
+		return nil
 	}
 	p.MergeStatus(s.field, m)
 	return nil
@@ -249,7 +265,7 @@ func (s annotationStorage) save(p *handlers.Patch, obj map[string]any, old, st *
 		return fmt.Errorf("%w: gopf's state would make the annotations %d bytes, over Kubernetes' limit of %d (the object's essence is too large to keep in annotations)", errStateTooLarge, size, maxAnnotationsSize)
 	}
 	for k, v := range values {
-		if old == nil && v == nil {
+		if _, there := annotations[k]; !there && v == nil {
 			continue
 		}
 		p.SetAnnotation(k, v)

@@ -26,6 +26,7 @@ type turn struct {
 	now   time.Time
 
 	loaded *state // as stored; nil if nothing is
+	known  *state // what gopf knows: the stored state, or a newer one it failed to write
 	st     *state // as it will be stored
 
 	essence     string // current essence, as JSON
@@ -52,9 +53,9 @@ type entry struct {
 func (t *turn) changeCause(ctx context.Context, selected []*handlers.Registration) handlers.Reason {
 	purpose := handlers.Reason("")
 	switch {
-	case t.loaded == nil || t.loaded.Essence == "":
+	case t.known == nil || t.known.Essence == "":
 		purpose = handlers.ReasonCreate
-	case t.loaded.Essence != t.essence || hasUnfinished(t.loaded, handlers.ReasonUpdate):
+	case t.known.Essence != t.essence || hasUnfinished(t.known, handlers.ReasonUpdate):
 		purpose = handlers.ReasonUpdate
 	}
 	if purpose == handlers.ReasonCreate {
@@ -62,8 +63,8 @@ func (t *turn) changeCause(ctx context.Context, selected []*handlers.Registratio
 		t.mem.resumed = true
 	}
 	var base any
-	if t.loaded != nil && t.loaded.Essence != "" {
-		base = decodeJSON(t.loaded.Essence)
+	if t.known != nil && t.known.Essence != "" {
+		base = decodeJSON(t.known.Essence)
 	}
 
 	var entries []*entry
@@ -72,7 +73,7 @@ func (t *turn) changeCause(ctx context.Context, selected []*handlers.Registratio
 			entries = append(entries, e)
 		}
 	}
-	withResume := !t.mem.resumed && t.loaded != nil && t.loaded.Essence != ""
+	withResume := !t.mem.resumed && t.known != nil && t.known.Essence != ""
 	if withResume {
 		for _, r := range selected {
 			if r.Reason == handlers.ReasonResume {
@@ -165,14 +166,14 @@ func (t *turn) deleteCause(ctx context.Context, selected []*handlers.Registratio
 	var entries []*entry
 	for _, r := range selected {
 		runs := r.Reason == handlers.ReasonDelete ||
-			r.Reason == handlers.ReasonResume && r.Options.Deleted && !t.mem.resumed && t.loaded != nil
+			r.Reason == handlers.ReasonResume && r.Options.Deleted && !t.mem.resumed && t.known != nil
 		if runs {
 			entries = append(entries, &entry{reg: r, opts: r.Options, old: t.essenceTree, handled: t.essence})
 		}
 	}
-	if t.loaded != nil {
+	if t.known != nil {
 		var dropped []string
-		for id, rec := range t.loaded.Progress {
+		for id, rec := range t.known.Progress {
 			if rec.Purpose != handlers.ReasonDelete && !rec.finished() {
 				dropped = append(dropped, id)
 			}
@@ -341,6 +342,8 @@ func (t *turn) outcome(e *entry, rec *progress, err error) {
 		rec.Failure, rec.Handled = true, e.handled
 		handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "failure").Inc()
 		log.Error(err, "handler failed permanently")
+		// A permanent failure is rare and final: say so on the object.
+		t.k.recorder.Eventf(t.obj, nil, "Warning", "HandlerFailed", "Handling", "handler %q failed permanently: %s", e.opts.ID, truncate(err.Error(), 900))
 		return
 	}
 	handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "retry").Inc()
@@ -411,4 +414,12 @@ func sameJSON(a, b any) bool {
 	da, err1 := json.Marshal(a)
 	db, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(da) == string(db)
+}
+
+// truncate cuts s to at most n bytes, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
