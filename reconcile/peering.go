@@ -163,7 +163,14 @@ func (p *peering) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			p.touch(context.WithoutCancel(ctx), nil) // leave: others need not wait for our lifetime to pass
+			// Stop handling and let running handlers finish before leaving,
+			// so that a peer taking over never works on the same objects at
+			// once; then leave, so that it need not wait for our lifetime.
+			p.sh.gate.pause("the operator is stopping")
+			if !p.sh.idle(writeTimeout + 20*time.Second) {
+				p.log.Info("WARNING: handlers still running when leaving the peering")
+			}
+			p.touch(context.WithoutCancel(ctx), nil)
 			return nil
 		case <-p.poke:
 			t.Stop()

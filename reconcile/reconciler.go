@@ -73,6 +73,8 @@ var _ reconcile.Reconciler = (*kindController)(nil)
 // runs the matching handlers and writes their results and the new state.
 func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	log := logf.FromContext(ctx)
+	k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
+	defer k.shared.busy.Add(-1)
 	if !k.shared.gate.open() || !k.shared.scope.includes(req.Namespace) {
 		return reconcile.Result{}, nil // paused, starting, or out of scope; reopening the gate reconciles everything
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +28,19 @@ type shared struct {
 	mu       sync.Mutex
 	watchers []*watcher      // those that feed indexes
 	ctx      context.Context // the manager's, once it runs
+	busy     atomic.Int64    // reconciles in progress
+}
+
+// idle waits until no reconcile is in progress, or until the timeout.
+func (s *shared) idle(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for s.busy.Load() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
 
 // setContext records the manager's context once it runs.
