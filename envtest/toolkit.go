@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gopf-dev/gopf/handlers"
 )
@@ -59,7 +62,15 @@ func StopShared() error {
 // opts before the tests and stopped after them, and exits; call it from
 // TestMain. If the control plane cannot start, the tests fail with the
 // reason (which says how to get the binaries).
+//
+// Logs go to controller-runtime's logger, quiet unless the GOPF_TEST_LOG
+// environment variable is set.
 func Main(m *testing.M, opts Options) {
+	if os.Getenv("GOPF_TEST_LOG") != "" {
+		logf.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		logf.SetLogger(logr.Discard())
+	}
 	if _, err := Shared(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "envtest:", err)
 		os.Exit(1)

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"os"
 	"testing"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,20 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gopf-dev/gopf/envtest"
 	dbv1 "github.com/gopf-dev/gopf/examples/database/api/v1"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("GOPF_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
 	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"config/crd/bases"}})
 }
 
