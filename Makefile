@@ -69,7 +69,7 @@ run: manifests generate envtest ## Run the operator ($(OPERATOR)) against KUBECO
 
 .PHONY: bench
 bench: envtest ## Benchmark gopf against a hand-written controller-runtime reconciler (several minutes); writes BENCHMARKS.md. Extra flags: BENCH_FLAGS="-n 200".
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -markdown BENCHMARKS.md -json $(LOCALBIN)/bench/results.json $(BENCH_FLAGS)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -markdown BENCHMARKS.md -json bin/bench/results.json $(BENCH_FLAGS)
 
 ##@ Dependencies
 

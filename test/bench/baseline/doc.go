@@ -1,8 +1,9 @@
 // Command baseline is the benchmark's yardstick: a hand-written
 // controller-runtime operator doing the work of the gopf operator in
 // package gopfop, the way an experienced controller-runtime author writes
-// it. Its main is a kubebuilder main with the same flags and defaults as
-// gopf.Main (client configuration from ctrl.GetConfig, 16 concurrent
+// it. Its main is a kubebuilder main with the flags of gopf.Main that the
+// benchmark sets (client configuration from ctrl.GetConfig, client-side
+// limits from --kube-api-qps and --kube-api-burst, 16 concurrent
 // reconciles, no metrics or probes when told so).
 //
 // The reconciler keeps a finalizer on every KopfExample, stores the create

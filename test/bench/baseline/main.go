@@ -28,10 +28,13 @@ func main() {
 
 func run() error {
 	var metricsAddr, probeAddr string
-	var concurrency int
+	var concurrency, burst int
+	var qps float64
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to; 0 disables it.")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", 16, "How many KopfExamples are reconciled at once.")
+	flag.Float64Var(&qps, "kube-api-qps", 0, "Client-side limit on requests per second to the API server; 0 keeps controller-runtime's default (none).")
+	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps.")
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -48,7 +51,11 @@ func run() error {
 	if err := kopfv1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	if qps > 0 {
+		cfg.QPS, cfg.Burst = float32(qps), burst
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,

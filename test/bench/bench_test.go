@@ -1,0 +1,88 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// TestBenchmarkSmoke runs the whole benchmark on a few objects so that it
+// cannot rot unnoticed, and checks the counts that do not depend on the
+// machine: gopf writes no more per object than the hand-written reconciler,
+// and nothing while the objects are idle. Timings are not checked.
+func TestBenchmarkSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the benchmark smoke test starts a control plane and two operators; skipped with -short")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FindAssets("", root); err != nil {
+		t.Skipf("skipping the benchmark smoke test: %v", err)
+	}
+	crlog.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	res, err := Run(ctx, Options{
+		Objects:      20,
+		Idle:         2 * time.Second,
+		Workers:      8,
+		PhaseTimeout: time.Minute,
+		ModuleRoot:   root,
+		Log:          testWriter{t},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if len(res.Scenarios) != 2 {
+		t.Fatalf("got %d scenarios, want basic and many-handlers", len(res.Scenarios))
+	}
+	for _, s := range res.Scenarios {
+		base, gopf := s.Median(Baseline.Name), s.Median(Gopf.Name)
+		for _, phase := range []string{PhaseCreate, PhaseUpdate, PhaseDelete} {
+			b, g := base.Phase(phase), gopf.Phase(phase)
+			if b.Writes == 0 {
+				t.Errorf("%s/%s: the audit log shows no writes by the baseline; the counting is broken", s.Scenario.Name, phase)
+			}
+			if g.WritesPerObject > b.WritesPerObject {
+				t.Errorf("%s/%s: gopf wrote %.2f times per object, the baseline %.2f; gopf's requests: %v",
+					s.Scenario.Name, phase, g.WritesPerObject, b.WritesPerObject, g.Requests)
+			}
+		}
+		for _, r := range s.RunsOf(Gopf.Name) {
+			if idle := r.Phase(PhaseIdle); idle.Writes != 0 {
+				t.Errorf("%s: gopf wrote %d times while the objects were idle: %v", s.Scenario.Name, idle.Writes, idle.Requests)
+			}
+		}
+	}
+
+	// The reports render.
+	dir := t.TempDir()
+	if err := res.WriteJSON(filepath.Join(dir, "results.json")); err != nil {
+		t.Error(err)
+	}
+	if md := res.Markdown(); !strings.Contains(md, "| basic | create | writes/object |") {
+		t.Errorf("the Markdown report has no target table:\n%s", md)
+	}
+	var text strings.Builder
+	res.WriteText(&text)
+	t.Log("\n" + text.String())
+}
+
+// testWriter sends the benchmark's log lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

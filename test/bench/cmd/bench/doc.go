@@ -1,0 +1,21 @@
+// Command bench runs gopf's benchmark: the same workload against a
+// hand-written controller-runtime reconciler and against a gopf operator, on
+// one control plane, one after the other (see package bench). It prints the
+// results as a table and writes them as JSON and as Markdown.
+//
+// `make bench` runs it with the defaults and writes BENCHMARKS.md:
+//
+//	go run ./test/bench/cmd/bench [-n 1000] [-idle 10s] [-scenario all]
+//	    [-rounds 3] [-json bin/bench/results.json] [-markdown BENCHMARKS.md]
+//	    [-profile-dir DIR] [-workdir DIR]
+//
+// -profile-dir takes a CPU profile of every operator run and a heap profile
+// while its objects are idle; read them with `go tool pprof -top`.
+// -workdir keeps the binaries, kubeconfigs, the audit log and the
+// operators' output.
+//
+// It needs kube-apiserver and etcd (KUBEBUILDER_ASSETS, or bin/k8s after
+// `make envtest`) and takes several minutes. It exits with status 0 when
+// every run completed, whether or not gopf met its targets; a missed target
+// is reported in the table, not as a failure.
+package main

@@ -1,0 +1,103 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gopf-dev/gopf/test/bench"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		opts     bench.Options
+		scenario string
+		jsonPath string
+		mdPath   string
+	)
+	flag.IntVar(&opts.Objects, "n", 1000, "objects per phase")
+	flag.DurationVar(&opts.Idle, "idle", 10*time.Second, "how long the objects stay idle between create and update")
+	flag.StringVar(&scenario, "scenario", "all", "basic, many-handlers or all")
+	flag.IntVar(&opts.Rounds, "rounds", 3, "runs per operator and scenario; the medians are compared")
+	flag.IntVar(&opts.Workers, "workers", 32, "requests the load generator has in flight")
+	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "given to both operators")
+	flag.DurationVar(&opts.PhaseTimeout, "phase-timeout", 10*time.Minute, "longest wait for one phase")
+	flag.StringVar(&jsonPath, "json", "bin/bench/results.json", "where the JSON results go; empty for none")
+	flag.StringVar(&mdPath, "markdown", "", "where the Markdown report goes (make bench: BENCHMARKS.md); empty for none")
+	flag.StringVar(&opts.ProfileDir, "profile-dir", "", "write CPU and heap profiles of every operator run into this folder")
+	flag.StringVar(&opts.WorkDir, "workdir", "", "keep binaries, kubeconfigs, the audit log and operator output here (default: a temporary folder)")
+	quiet := flag.Bool("quiet", false, "no progress line on the terminal")
+	render := flag.String("render", "", "run nothing: print and write the reports again from this results JSON")
+	flag.Parse()
+	if *render != "" {
+		res, err := bench.ReadJSON(*render)
+		if err != nil {
+			return err
+		}
+		return report(res, "", mdPath)
+	}
+
+	switch scenario {
+	case "all":
+		opts.Scenarios = []bench.Scenario{bench.Basic, bench.ManyHandlers}
+	case bench.Basic.Name:
+		opts.Scenarios = []bench.Scenario{bench.Basic}
+	case bench.ManyHandlers.Name:
+		opts.Scenarios = []bench.Scenario{bench.ManyHandlers}
+	default:
+		return fmt.Errorf("-scenario %q: want basic, many-handlers or all", scenario)
+	}
+	opts.Log = os.Stderr
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && !*quiet {
+		opts.Progress = os.Stderr // an updating line makes sense on a terminal only
+	}
+
+	// The load generator's informer logs through controller-runtime.
+	crlog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.Run(ctx, opts)
+	if err != nil {
+		return err
+	}
+	res.Command = strings.Join(append([]string{"go run ./test/bench/cmd/bench"}, os.Args[1:]...), " ")
+	res.ViaMake = os.Getenv("MAKELEVEL") != ""
+	return report(res, jsonPath, mdPath)
+}
+
+// report prints the results and writes the JSON and Markdown files that
+// have a path.
+func report(res *bench.Results, jsonPath, mdPath string) error {
+	fmt.Println()
+	res.WriteText(os.Stdout)
+	if jsonPath != "" {
+		if err := res.WriteJSON(jsonPath); err != nil {
+			return err
+		}
+		fmt.Println("JSON:", jsonPath)
+	}
+	if mdPath != "" {
+		if err := res.WriteMarkdown(mdPath); err != nil {
+			return err
+		}
+		fmt.Println("Markdown:", mdPath)
+	}
+	return nil
+}

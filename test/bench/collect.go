@@ -1,0 +1,61 @@
+//go:build linux
+
+package bench
+
+import "time"
+
+// result turns the marks of a finished run, the operator's requests from
+// the audit log and its resource usage into the run's figures. A phase
+// lasts from its mark to the next one; startup begins when the process
+// started, shutdown ends when it exited.
+func (r *run) result(op Operator, ns string, used usage) *RunResult {
+	rr := &RunResult{
+		Operator:        op.Name,
+		User:            r.user,
+		Namespace:       ns,
+		CPUSeconds:      used.cpu.Seconds(),
+		PeakRSSKiB:      used.peakKiB,
+		RusageMaxRSSKiB: used.rusageMaxRSS,
+	}
+	bounds := append([]mark{{phase: PhaseStartup, at: r.proc.started}}, r.marks...)
+	requests := r.b.audit.of(r.user)
+	for i, m := range bounds {
+		p := PhaseResult{Name: m.phase}
+		var end time.Time // zero: open-ended
+		if i+1 < len(bounds) {
+			next := bounds[i+1]
+			end = next.at
+			p.Seconds = end.Sub(m.at).Seconds()
+			p.CPUSeconds = (next.cpu - m.cpu).Seconds()
+			p.PeakRSSKiB = next.rss
+		} else {
+			p.CPUSeconds = (used.cpu - m.cpu).Seconds()
+			p.PeakRSSKiB = used.peakKiB
+		}
+		if d, ok := r.handled[m.phase]; ok {
+			p.Seconds = d.Seconds()
+		}
+		p.count(requests, m.at, end)
+		p.WritesPerObject = float64(p.Writes) / float64(len(r.track.names))
+		rr.Phases = append(rr.Phases, p)
+	}
+	return rr
+}
+
+// count adds the requests received from from until (not including) to; a
+// zero to means no end.
+func (p *PhaseResult) count(requests []request, from, to time.Time) {
+	p.Requests = map[string]int{}
+	for _, q := range requests {
+		if q.at.Before(from) || !to.IsZero() && !q.at.Before(to) {
+			continue
+		}
+		p.Requests[q.verb+" "+q.resource]++
+		if q.isWrite() {
+			p.Writes++
+		}
+		if q.code >= 400 {
+			p.Failed++
+		}
+	}
+}

@@ -1,0 +1,69 @@
+//go:build linux
+
+package bench
+
+import (
+	"math"
+	"sort"
+)
+
+// medianRun combines the rounds of one operator into one run whose every
+// figure (per phase: time, CPU, RSS, writes, each request count; in total:
+// CPU and RSS) is the median over the rounds. Round is 0.
+func medianRun(runs []RunResult) RunResult {
+	if len(runs) == 0 {
+		return RunResult{}
+	}
+	m := RunResult{Operator: runs[0].Operator}
+	m.CPUSeconds = median(runs, func(r *RunResult) float64 { return r.CPUSeconds })
+	m.PeakRSSKiB = int64(math.Round(median(runs, func(r *RunResult) float64 { return float64(r.PeakRSSKiB) })))
+	m.RusageMaxRSSKiB = int64(math.Round(median(runs, func(r *RunResult) float64 { return float64(r.RusageMaxRSSKiB) })))
+	for _, p := range runs[0].Phases {
+		name := p.Name
+		phase := func(f func(*PhaseResult) float64) float64 {
+			return median(runs, func(r *RunResult) float64 {
+				if rp := r.Phase(name); rp != nil {
+					return f(rp)
+				}
+				return 0
+			})
+		}
+		mp := PhaseResult{Name: name, Requests: map[string]int{}}
+		mp.Seconds = phase(func(p *PhaseResult) float64 { return p.Seconds })
+		mp.CPUSeconds = phase(func(p *PhaseResult) float64 { return p.CPUSeconds })
+		mp.PeakRSSKiB = int64(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.PeakRSSKiB) })))
+		mp.WritesPerObject = phase(func(p *PhaseResult) float64 { return p.WritesPerObject })
+		mp.Writes = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Writes) })))
+		mp.Failed = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Failed) })))
+		keys := map[string]bool{}
+		for i := range runs {
+			if rp := runs[i].Phase(name); rp != nil {
+				for k := range rp.Requests {
+					keys[k] = true
+				}
+			}
+		}
+		for k := range keys {
+			if n := int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Requests[k]) }))); n > 0 {
+				mp.Requests[k] = n
+			}
+		}
+		m.Phases = append(m.Phases, mp)
+	}
+	return m
+}
+
+// median returns the median of f over runs (the mean of the middle two for
+// an even count).
+func median(runs []RunResult, f func(*RunResult) float64) float64 {
+	vs := make([]float64, len(runs))
+	for i := range runs {
+		vs[i] = f(&runs[i])
+	}
+	sort.Float64s(vs)
+	n := len(vs)
+	if n%2 == 1 {
+		return vs[n/2]
+	}
+	return (vs[n/2-1] + vs[n/2]) / 2
+}

@@ -1,0 +1,93 @@
+//go:build linux
+
+package bench
+
+import (
+	"io"
+	"time"
+)
+
+// Scenario is one workload shape, run against both operators.
+type Scenario struct {
+	// Name identifies the scenario in reports and namespaces.
+	Name string
+	// Handlers is how many handlers per cause the operators run (create,
+	// update and delete each).
+	Handlers int
+}
+
+// The scenarios the benchmark knows.
+var (
+	// Basic is Kopf's example: one create, one update, one delete handler.
+	Basic = Scenario{Name: "basic", Handlers: 1}
+	// ManyHandlers has five handlers per cause, to show that writes do not
+	// grow with the number of handlers.
+	ManyHandlers = Scenario{Name: "many-handlers", Handlers: 5}
+)
+
+// Options configure a benchmark run. Zero values take the defaults named.
+type Options struct {
+	// Objects is how many KopfExamples each phase handles. Default: 1000.
+	Objects int
+	// Idle is how long the objects are left alone between the create and
+	// the update phase. Default: 10 s.
+	Idle time.Duration
+	// Scenarios run in this order. Default: Basic and ManyHandlers.
+	Scenarios []Scenario
+	// Rounds is how many times each operator runs each scenario; the
+	// figures compared are the medians. Rounds alternate which operator goes
+	// first. Default: 1.
+	Rounds int
+	// Workers is how many requests the load generator has in flight.
+	// Default: 32.
+	Workers int
+	// MaxConcurrentReconciles is given to both operators. Default: 16.
+	MaxConcurrentReconciles int
+	// PhaseTimeout bounds the wait for one phase to complete. Default: 10 min.
+	PhaseTimeout time.Duration
+
+	// ModuleRoot is the gopf checkout the operators are built from.
+	// Default: the module of the working directory.
+	ModuleRoot string
+	// AssetsDir holds kube-apiserver and etcd. Default: KUBEBUILDER_ASSETS,
+	// else the newest bin/k8s/<version>-<os>-<arch> under ModuleRoot.
+	AssetsDir string
+	// WorkDir receives binaries, kubeconfigs, the audit log and the
+	// operators' output. Default: a temporary folder, removed afterwards.
+	WorkDir string
+	// ProfileDir, if set, receives a CPU profile of every operator run
+	// (<scenario>-<operator>-r<round>.cpu.pprof) and a heap profile taken
+	// while the objects are idle (.heap.pprof). Profiling costs the
+	// operators some CPU.
+	ProfileDir string
+
+	// Progress, if set, receives a single updating status line (using \r).
+	Progress io.Writer
+	// Log, if set, receives a line per step.
+	Log io.Writer
+}
+
+func (o Options) withDefaults() Options {
+	if o.Objects <= 0 {
+		o.Objects = 1000
+	}
+	if o.Idle <= 0 {
+		o.Idle = 10 * time.Second
+	}
+	if len(o.Scenarios) == 0 {
+		o.Scenarios = []Scenario{Basic, ManyHandlers}
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 1
+	}
+	if o.Workers <= 0 {
+		o.Workers = 32
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = 16
+	}
+	if o.PhaseTimeout <= 0 {
+		o.PhaseTimeout = 10 * time.Minute
+	}
+	return o
+}

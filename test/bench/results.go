@@ -1,0 +1,188 @@
+//go:build linux
+
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// The phases of a run, in order. Startup lasts from the operator's start
+// until it watches KopfExamples; shutdown from SIGTERM until it exits.
+const (
+	PhaseStartup  = "startup"
+	PhaseCreate   = "create"
+	PhaseIdle     = "idle"
+	PhaseUpdate   = "update"
+	PhaseDelete   = "delete"
+	PhaseShutdown = "shutdown"
+)
+
+// Results are the figures of one benchmark run.
+type Results struct {
+	// Date is when the run started.
+	Date time.Time `json:"date"`
+	// Command is the command line that produced the results.
+	Command string `json:"command"`
+	// ViaMake says that make ran the command (`make bench`).
+	ViaMake bool `json:"viaMake,omitempty"`
+	// Machine describes where it ran.
+	Machine Machine `json:"machine"`
+	// LoadBefore and LoadAfter are the machine's 1, 5 and 15 minute load
+	// averages when the benchmark started and ended: other work on the
+	// machine shows here, and it skews the timings.
+	LoadBefore string `json:"loadBefore"`
+	LoadAfter  string `json:"loadAfter"`
+	// ControlPlane names the kube-apiserver and etcd versions.
+	ControlPlane string `json:"controlPlane"`
+	// Objects is the number of objects per phase.
+	Objects int `json:"objects"`
+	// IdleSeconds is the length of the idle phase.
+	IdleSeconds float64 `json:"idleSeconds"`
+	// Rounds is how many times each operator ran each scenario.
+	Rounds int `json:"rounds"`
+	// Workers is the load generator's concurrency.
+	Workers int `json:"workers"`
+	// MaxConcurrentReconciles is what both operators were given.
+	MaxConcurrentReconciles int `json:"maxConcurrentReconciles"`
+	// Scenarios are the results per scenario, in the order they ran.
+	Scenarios []ScenarioResult `json:"scenarios"`
+}
+
+// ScenarioResult holds the runs of both operators on one scenario and
+// their comparison.
+type ScenarioResult struct {
+	// Scenario is the workload shape.
+	Scenario Scenario `json:"scenario"`
+	// Runs are the operators' results in the order they ran, every round.
+	Runs []RunResult `json:"runs"`
+	// Medians are the median figures over the rounds, baseline first.
+	Medians []RunResult `json:"medians"`
+	// Targets compare gopf's medians against the baseline's.
+	Targets []TargetResult `json:"targets"`
+}
+
+// Median returns the median figures of the named operator, or nil.
+func (s *ScenarioResult) Median(operator string) *RunResult {
+	for i := range s.Medians {
+		if s.Medians[i].Operator == operator {
+			return &s.Medians[i]
+		}
+	}
+	return nil
+}
+
+// RunsOf returns the runs of the named operator, in round order.
+func (s *ScenarioResult) RunsOf(operator string) []RunResult {
+	var out []RunResult
+	for _, r := range s.Runs {
+		if r.Operator == operator {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Round < out[j].Round })
+	return out
+}
+
+// RunResult is what one operator did in one scenario.
+type RunResult struct {
+	// Operator is "baseline" or "gopf".
+	Operator string `json:"operator"`
+	// Round counts from 1; 0 marks the medians.
+	Round int `json:"round"`
+	// User is the API user the operator ran as.
+	User string `json:"user,omitempty"`
+	// Namespace held the run's objects.
+	Namespace string `json:"namespace,omitempty"`
+	// Phases are the phases in order, startup to shutdown.
+	Phases []PhaseResult `json:"phases"`
+	// CPUSeconds is the user plus system CPU time of the whole process.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// PeakRSSKiB is the process's peak resident set size: its VmHWM, read
+	// at every phase boundary and every few milliseconds while it shuts
+	// down (VmHWM only grows, so the last read is the peak).
+	PeakRSSKiB int64 `json:"peakRSSKiB"`
+	// RusageMaxRSSKiB is maxrss from the process's rusage, for reference:
+	// on Linux it includes the benchmark's own RSS high-water mark at the
+	// moment the operator was started (Go starts children with vfork
+	// semantics and the kernel folds the parent's peak into the child's
+	// maxrss at exec), so it overstates the operator's peak.
+	RusageMaxRSSKiB int64 `json:"rusageMaxRSSKiB"`
+	// CPUProfile and HeapProfile are the profiles' paths, when taken.
+	CPUProfile  string `json:"cpuProfile,omitempty"`
+	HeapProfile string `json:"heapProfile,omitempty"`
+}
+
+// Phase returns the named phase, or nil.
+func (r *RunResult) Phase(name string) *PhaseResult {
+	for i := range r.Phases {
+		if r.Phases[i].Name == name {
+			return &r.Phases[i]
+		}
+	}
+	return nil
+}
+
+// PhaseResult is what an operator did during one phase.
+type PhaseResult struct {
+	// Name is one of the Phase constants.
+	Name string `json:"name"`
+	// Seconds is the phase's wall time: for create, update and delete the
+	// time from the load generator's first request until the last object
+	// showed the result; for idle the configured pause.
+	Seconds float64 `json:"seconds"`
+	// CPUSeconds is the operator's CPU time during the phase.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// PeakRSSKiB is the operator's peak RSS at the end of the phase (VmHWM).
+	PeakRSSKiB int64 `json:"peakRSSKiB,omitempty"`
+	// Requests counts the operator's requests by "verb resource".
+	Requests map[string]int `json:"requests"`
+	// Writes counts the requests that change something (create, update,
+	// patch, delete), successful or not.
+	Writes int `json:"writes"`
+	// WritesPerObject is Writes divided by the number of objects.
+	WritesPerObject float64 `json:"writesPerObject"`
+	// Failed counts requests answered with an error status (409 and such).
+	Failed int `json:"failed"`
+}
+
+// RequestKeys returns the keys of Requests, sorted.
+func (p *PhaseResult) RequestKeys() []string {
+	keys := make([]string, 0, len(p.Requests))
+	for k := range p.Requests {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// WriteJSON writes the results as indented JSON to path, creating its
+// folder.
+func (r *Results) WriteJSON(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// ReadJSON reads results written by WriteJSON, so that the reports can be
+// rendered again.
+func ReadJSON(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,190 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+)
+
+// The load generator's client limits.
+const (
+	loadQPS   = 500
+	loadBurst = 1000
+)
+
+// Run runs the benchmark: every scenario of opts, each operator once per
+// round. It returns the results, or an error if any run could not complete
+// (a missed target is not an error).
+func Run(ctx context.Context, opts Options) (*Results, error) {
+	opts = opts.withDefaults()
+	root := opts.ModuleRoot
+	if root == "" {
+		var err error
+		if root, err = moduleRoot(); err != nil {
+			return nil, err
+		}
+	}
+	assets, err := FindAssets(opts.AssetsDir, root)
+	if err != nil {
+		return nil, err
+	}
+	work := opts.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "gopf-bench-"); err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(work)
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	b := &bench{opts: opts, work: work, report: &reporter{progress: opts.Progress, log: opts.Log}}
+	b.log = b.report.logf
+	res := &Results{
+		Date:                    time.Now().UTC(),
+		Machine:                 describeMachine(),
+		LoadBefore:              loadAverage(),
+		ControlPlane:            controlPlaneVersions(assets),
+		Objects:                 opts.Objects,
+		IdleSeconds:             opts.Idle.Seconds(),
+		Rounds:                  opts.Rounds,
+		Workers:                 opts.Workers,
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+	}
+	if busy(res.LoadBefore, res.Machine.Cores) {
+		b.log("warning: the machine is busy (load average %s on %d CPUs); the timings will be noisy", res.LoadBefore, res.Machine.Cores)
+	}
+	stop, err := b.setUp(ctx, root, assets)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	for _, sc := range opts.Scenarios {
+		sr, err := b.runScenario(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		res.Scenarios = append(res.Scenarios, *sr)
+	}
+	res.LoadAfter = loadAverage()
+	return res, nil
+}
+
+// setUp builds the operators, starts the control plane and warms it up. The
+// function it returns stops the control plane.
+func (b *bench) setUp(ctx context.Context, root, assets string) (func(), error) {
+	b.bins = map[string]string{}
+	for _, op := range []Operator{Baseline, Gopf} {
+		b.log("building %s (%s)", op.Name, op.Package)
+		bin, err := op.build(ctx, root, b.work)
+		if err != nil {
+			return nil, err
+		}
+		b.bins[op.Name] = bin
+	}
+	b.log("starting kube-apiserver and etcd from %s", assets)
+	cp, err := startControlPlane(assets, filepath.Join(root, "config", "crd", "bases"), b.work)
+	if err != nil {
+		return nil, err
+	}
+	stop := func() {
+		if err := cp.stop(); err != nil {
+			b.log("stopping the control plane: %v", err)
+		}
+	}
+	b.cp, b.audit = cp, newAuditLog(cp.auditLog)
+	if err := b.newClient(); err == nil {
+		err = b.warmUp(ctx)
+	}
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// runScenario runs both operators on sc once per round, alternating which
+// goes first, and compares their medians.
+func (b *bench) runScenario(ctx context.Context, sc Scenario) (*ScenarioResult, error) {
+	sr := &ScenarioResult{Scenario: sc}
+	for round := 1; round <= b.opts.Rounds; round++ {
+		order := []Operator{Baseline, Gopf}
+		if round%2 == 0 {
+			order = []Operator{Gopf, Baseline}
+		}
+		for _, op := range order {
+			rr, err := b.runOne(ctx, sc, op, round)
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s, operator %s, round %d: %w", sc.Name, op.Name, round, err)
+			}
+			sr.Runs = append(sr.Runs, *rr)
+		}
+	}
+	sr.Medians = []RunResult{medianRun(sr.RunsOf(Baseline.Name)), medianRun(sr.RunsOf(Gopf.Name))}
+	sr.Targets = evaluate(sr.Median(Baseline.Name), sr.Median(Gopf.Name))
+	return sr, nil
+}
+
+// bench is the state shared by the runs of one benchmark.
+type bench struct {
+	opts   Options
+	work   string
+	bins   map[string]string // operator name → binary
+	cp     *controlPlane
+	audit  *auditLog
+	scheme *runtime.Scheme
+	load   *rest.Config // the administrator, with the load generator's limits
+	c      client.Client
+	report *reporter
+	log    func(format string, args ...any)
+}
+
+// newClient makes the load generator's client: the administrator, with
+// limits high enough never to hold the workload back.
+func (b *bench) newClient() error {
+	b.scheme = runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(b.scheme); err != nil {
+		return err
+	}
+	if err := kopfv1.AddToScheme(b.scheme); err != nil {
+		return err
+	}
+	b.load = rest.CopyConfig(b.cp.admin)
+	b.load.QPS, b.load.Burst = loadQPS, loadBurst
+	var err error
+	b.c, err = client.New(b.load, client.Options{Scheme: b.scheme})
+	return err
+}
+
+// moduleRoot returns the folder of the go.mod of the working directory.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module root (go env GOMOD): %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("the working directory is not inside the gopf module")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// createNamespace creates the namespace of a run.
+func (b *bench) createNamespace(ctx context.Context, name string) error {
+	return b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}

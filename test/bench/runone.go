@@ -1,0 +1,260 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
+)
+
+// startupTimeout bounds the wait for an operator to start watching.
+const startupTimeout = 2 * time.Minute
+
+// startupSettle is how long the benchmark waits after the operator started
+// watching KopfExamples before it creates objects, so that the operator has
+// also started its workers and the create phase measures handling only.
+const startupSettle = time.Second
+
+// mark is a phase boundary: when it was and what the operator had used.
+type mark struct {
+	phase string // the phase starting here
+	at    time.Time
+	cpu   time.Duration
+	rss   int64
+}
+
+// run is one operator on one scenario, while it runs.
+type run struct {
+	b       *bench
+	label   string // "<scenario>/<operator> (round <n>)", for progress
+	user    string
+	proc    *process
+	track   *tracker
+	marks   []mark                   // the phase boundaries after startup
+	handled map[string]time.Duration // per phase: first request to last object done
+}
+
+// runOne runs op through the phases of sc in a fresh namespace, as a fresh
+// API user, and collects its figures.
+func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int) (*RunResult, error) {
+	id := fmt.Sprintf("%s-%s-r%d", sc.Name, op.Name, round)
+	ns, user := "bench-"+id, "bench-"+id
+	kubeconfig := filepath.Join(b.work, id+".kubeconfig")
+	if err := b.cp.addOperatorUser(user, kubeconfig); err != nil {
+		return nil, err
+	}
+	if err := b.createNamespace(ctx, ns); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	names := objectNames(b.opts.Objects)
+	track, err := startTracker(ctx, b.load, b.scheme, ns, names)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := b.profiles(id)
+	if err != nil {
+		return nil, err
+	}
+
+	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
+	proc, err := startProcess(b.bins[op.Name], kubeconfig, sc.Handlers, b.opts.MaxConcurrentReconciles,
+		filepath.Join(b.work, id+".log"), prof)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_, _ = proc.stop()
+		}
+	}()
+	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), user: user, proc: proc, track: track,
+		handled: map[string]time.Duration{}}
+	load := &loadGenerator{c: b.c, ns: ns, names: names, workers: b.opts.Workers}
+	n := sc.Handlers
+
+	if err := r.waitUntilWatching(ctx); err != nil {
+		return nil, err
+	}
+	created := func(o *kopfv1.KopfExample) bool { return o != nil && scenario.Created(o, n) }
+	updated := func(o *kopfv1.KopfExample) bool { return o != nil && scenario.Updated(o, n) }
+	gone := func(o *kopfv1.KopfExample) bool { return o == nil }
+	if err := r.phase(ctx, PhaseCreate, load.createAll, created, PhaseIdle); err != nil {
+		return nil, err
+	}
+	if err := r.idle(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.phase(ctx, PhaseUpdate, load.updateAll, updated, ""); err != nil {
+		return nil, err
+	}
+	if err := r.phase(ctx, PhaseDelete, load.deleteAll, gone, PhaseShutdown); err != nil {
+		return nil, err
+	}
+	stopped = true
+	used, err := proc.stop()
+	if err != nil {
+		return nil, err
+	}
+	b.report.clear()
+	if err := b.audit.settle(ctx, time.Second); err != nil {
+		return nil, err
+	}
+	rr := r.result(op, ns, used)
+	rr.Round, rr.CPUProfile, rr.HeapProfile = round, prof.cpu, prof.heap
+	return rr, nil
+}
+
+// waitUntilWatching waits until the operator watches KopfExamples (its
+// caches are filling, and objects created from now on reach it as events),
+// and then for startupSettle.
+func (r *run) waitUntilWatching(ctx context.Context) error {
+	r.b.report.status("%s starting", r.label)
+	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.proc.exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := r.b.audit.waitFor(ctx, r.user, func(q request) bool {
+		return q.verb == "watch" && q.resource == "kopfexamples"
+	})
+	select {
+	case <-r.proc.exited:
+		return r.proc.exitError()
+	default:
+	}
+	if err != nil {
+		return fmt.Errorf("waiting for the operator to watch KopfExamples: %w", err)
+	}
+	select {
+	case <-time.After(startupSettle):
+	case <-r.proc.exited:
+		return r.proc.exitError()
+	}
+	return nil
+}
+
+// mark records the start of a phase.
+func (r *run) mark(phase string) error {
+	cpu, rss, err := r.proc.sample()
+	if err != nil {
+		return err
+	}
+	r.marks = append(r.marks, mark{phase: phase, at: time.Now(), cpu: cpu, rss: rss})
+	return nil
+}
+
+// phase marks the start of a phase, sends its requests and waits until
+// every object reaches goal, showing progress. If next is set, the next
+// phase starts when the last object was seen done.
+func (r *run) phase(ctx context.Context, name string, send func(context.Context) error, goal func(*kopfv1.KopfExample) bool, next string) error {
+	if err := r.mark(name); err != nil {
+		return err
+	}
+	start := r.marks[len(r.marks)-1].at
+	r.track.expect(goal)
+	ctx, cancel := context.WithTimeout(ctx, r.b.opts.PhaseTimeout)
+	defer cancel()
+	sent := make(chan error, 1)
+	go func() { sent <- send(ctx) }()
+	done := make(chan struct{})
+	var doneAt time.Time
+	var waitErr error
+	go func() {
+		doneAt, waitErr = r.track.wait(ctx)
+		close(done)
+	}()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	total := len(r.track.names)
+	for waiting := true; waiting; {
+		r.b.report.status("%s %s %d/%d", r.label, name, r.track.progress(), total)
+		select {
+		case err := <-sent:
+			if err != nil {
+				return fmt.Errorf("%s phase: %w", name, err)
+			}
+			sent = nil // all sent; keep waiting
+		case <-done:
+			waiting = false
+		case <-r.proc.exited:
+			return r.proc.exitError()
+		case <-tick.C:
+		}
+	}
+	if waitErr != nil {
+		return fmt.Errorf("%s phase: waiting for the operator: %w", name, waitErr)
+	}
+	if sent != nil {
+		if err := <-sent; err != nil {
+			return fmt.Errorf("%s phase: %w", name, err)
+		}
+	}
+	r.handled[name] = doneAt.Sub(start)
+	r.b.log("%s: %s: %d objects in %.2f s", r.label, name, total, r.handled[name].Seconds())
+	if next == "" {
+		return nil
+	}
+	// CPU and memory are sampled now, a moment after the last object was
+	// seen done; the next phase's requests are counted from doneAt.
+	if err := r.mark(next); err != nil {
+		return err
+	}
+	r.marks[len(r.marks)-1].at = doneAt
+	return nil
+}
+
+// idle leaves the objects alone for the configured time. When profiling,
+// the operator writes its heap profile now, with every object in its cache.
+func (r *run) idle(ctx context.Context) error {
+	r.b.report.status("%s idle %s", r.label, r.b.opts.Idle)
+	idle := time.After(r.b.opts.Idle)
+	if r.proc.prof.heap != "" {
+		if err := r.proc.profile(syscall.SIGUSR2, r.proc.prof.heap); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-idle:
+	case <-r.proc.exited:
+		return r.proc.exitError()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// profiles returns where the profiles of run id go, or none when no
+// profiles are taken.
+func (b *bench) profiles(id string) (profiles, error) {
+	if b.opts.ProfileDir == "" {
+		return profiles{}, nil
+	}
+	dir, err := filepath.Abs(b.opts.ProfileDir)
+	if err != nil {
+		return profiles{}, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return profiles{}, err
+	}
+	p := profiles{cpu: filepath.Join(dir, id+".cpu.pprof"), heap: filepath.Join(dir, id+".heap.pprof")}
+	for _, path := range []string{p.cpu, p.heap} {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return profiles{}, err
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,83 @@
+//go:build linux
+
+package bench
+
+// Target is a limit on the ratio gopf/baseline of one figure.
+type Target struct {
+	// Phase is the phase the figure belongs to, or "total".
+	Phase string `json:"phase"`
+	// Metric names the figure.
+	Metric string `json:"metric"`
+	// MaxRatio is the highest gopf/baseline ratio that passes.
+	MaxRatio float64 `json:"maxRatio"`
+	// value extracts the figure from a run.
+	value func(*RunResult) float64
+}
+
+// Metric names.
+const (
+	MetricWritesPerObject = "writes/object"
+	MetricWrites          = "writes"
+	MetricSeconds         = "time (s)"
+	MetricCPUSeconds      = "CPU (s)"
+	MetricPeakRSS         = "peak RSS (MiB)"
+)
+
+// Targets are what gopf must reach against the baseline in the same run:
+// no more writes per object in any phase (and none when idle), at most 10%
+// more time to handle all objects in a phase, at most 30% more CPU time and
+// 15% more peak memory over the whole process.
+var Targets = []Target{
+	{Phase: PhaseCreate, Metric: MetricWritesPerObject, MaxRatio: 1.0, value: phaseValue(PhaseCreate, writesPerObject)},
+	{Phase: PhaseIdle, Metric: MetricWrites, MaxRatio: 1.0, value: phaseValue(PhaseIdle, writes)},
+	{Phase: PhaseUpdate, Metric: MetricWritesPerObject, MaxRatio: 1.0, value: phaseValue(PhaseUpdate, writesPerObject)},
+	{Phase: PhaseDelete, Metric: MetricWritesPerObject, MaxRatio: 1.0, value: phaseValue(PhaseDelete, writesPerObject)},
+	{Phase: PhaseCreate, Metric: MetricSeconds, MaxRatio: 1.1, value: phaseValue(PhaseCreate, seconds)},
+	{Phase: PhaseUpdate, Metric: MetricSeconds, MaxRatio: 1.1, value: phaseValue(PhaseUpdate, seconds)},
+	{Phase: PhaseDelete, Metric: MetricSeconds, MaxRatio: 1.1, value: phaseValue(PhaseDelete, seconds)},
+	{Phase: "total", Metric: MetricCPUSeconds, MaxRatio: 1.3, value: func(r *RunResult) float64 { return r.CPUSeconds }},
+	{Phase: "total", Metric: MetricPeakRSS, MaxRatio: 1.15, value: func(r *RunResult) float64 { return float64(r.PeakRSSKiB) / 1024 }},
+}
+
+func phaseValue(phase string, f func(*PhaseResult) float64) func(*RunResult) float64 {
+	return func(r *RunResult) float64 {
+		if p := r.Phase(phase); p != nil {
+			return f(p)
+		}
+		return 0
+	}
+}
+
+func writesPerObject(p *PhaseResult) float64 { return p.WritesPerObject }
+func writes(p *PhaseResult) float64          { return float64(p.Writes) }
+func seconds(p *PhaseResult) float64         { return p.Seconds }
+
+// TargetResult is one target evaluated on a scenario.
+type TargetResult struct {
+	Target
+	// Baseline and Gopf are the two figures.
+	Baseline float64 `json:"baseline"`
+	Gopf     float64 `json:"gopf"`
+	// Ratio is Gopf/Baseline; nil when the baseline is 0.
+	Ratio *float64 `json:"ratio"`
+	// Pass says whether gopf reached the target. With a baseline of 0, only
+	// a gopf figure of 0 passes.
+	Pass bool `json:"pass"`
+}
+
+// evaluate compares gopf against the baseline on every target.
+func evaluate(baseline, gopf *RunResult) []TargetResult {
+	out := make([]TargetResult, 0, len(Targets))
+	for _, t := range Targets {
+		tr := TargetResult{Target: t, Baseline: t.value(baseline), Gopf: t.value(gopf)}
+		if tr.Baseline != 0 {
+			ratio := tr.Gopf / tr.Baseline
+			tr.Ratio = &ratio
+			tr.Pass = ratio <= t.MaxRatio+1e-9
+		} else {
+			tr.Pass = tr.Gopf == 0
+		}
+		out = append(out, tr)
+	}
+	return out
+}

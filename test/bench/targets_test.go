@@ -1,0 +1,89 @@
+//go:build linux
+
+package bench
+
+import "testing"
+
+func fakeRun(op string, createWrites, idleWrites int, createSeconds, cpu float64, rssKiB int64) RunResult {
+	return RunResult{Operator: op, CPUSeconds: cpu, PeakRSSKiB: rssKiB, Phases: []PhaseResult{
+		{Name: PhaseCreate, Writes: createWrites, WritesPerObject: float64(createWrites) / 10, Seconds: createSeconds},
+		{Name: PhaseIdle, Writes: idleWrites},
+		{Name: PhaseUpdate, Writes: 10, WritesPerObject: 1, Seconds: 1},
+		{Name: PhaseDelete, Writes: 10, WritesPerObject: 1, Seconds: 1},
+	}}
+}
+
+func targetResult(t *testing.T, results []TargetResult, phase, metric string) TargetResult {
+	t.Helper()
+	for _, r := range results {
+		if r.Phase == phase && r.Metric == metric {
+			return r
+		}
+	}
+	t.Fatalf("no target %s %s", phase, metric)
+	return TargetResult{}
+}
+
+func TestTargetsPassUpToTheirRatioAndMissBeyond(t *testing.T) {
+	base := fakeRun("baseline", 20, 0, 2.0, 1.0, 1000)
+	gopf := fakeRun("gopf", 20, 0, 2.2, 1.31, 1150)
+	got := evaluate(&base, &gopf)
+	if r := targetResult(t, got, PhaseCreate, MetricWritesPerObject); !r.Pass || *r.Ratio != 1 {
+		t.Errorf("equal writes: %+v, want pass at 1.0×", r)
+	}
+	if r := targetResult(t, got, PhaseCreate, MetricSeconds); !r.Pass {
+		t.Errorf("1.1× the time: %+v, want pass", r)
+	}
+	if r := targetResult(t, got, "total", MetricCPUSeconds); r.Pass {
+		t.Errorf("1.31× the CPU: %+v, want miss", r)
+	}
+	if r := targetResult(t, got, "total", MetricPeakRSS); !r.Pass {
+		t.Errorf("1.15× the RSS: %+v, want pass", r)
+	}
+}
+
+func TestIdleWritesPassOnlyWhenZeroAgainstAZeroBaseline(t *testing.T) {
+	base := fakeRun("baseline", 20, 0, 1, 1, 1000)
+	quiet, noisy := fakeRun("gopf", 20, 0, 1, 1, 1000), fakeRun("gopf", 20, 3, 1, 1, 1000)
+	if r := targetResult(t, evaluate(&base, &quiet), PhaseIdle, MetricWrites); !r.Pass || r.Ratio != nil {
+		t.Errorf("0 against 0: %+v, want pass with no ratio", r)
+	}
+	if r := targetResult(t, evaluate(&base, &noisy), PhaseIdle, MetricWrites); r.Pass {
+		t.Errorf("3 against 0: %+v, want miss", r)
+	}
+}
+
+func TestMedianRunTakesTheMiddleOfEveryFigure(t *testing.T) {
+	runs := []RunResult{
+		fakeRun("gopf", 20, 0, 3, 1.0, 900),
+		fakeRun("gopf", 24, 0, 1, 3.0, 1100),
+		fakeRun("gopf", 22, 2, 2, 2.0, 1000),
+	}
+	runs[1].Phases[0].Requests = map[string]int{"patch kopfexamples": 4}
+	m := medianRun(runs)
+	if m.CPUSeconds != 2 || m.PeakRSSKiB != 1000 {
+		t.Errorf("median CPU %v and RSS %v, want 2 and 1000", m.CPUSeconds, m.PeakRSSKiB)
+	}
+	c := m.Phase(PhaseCreate)
+	if c.Seconds != 2 || c.Writes != 22 || c.WritesPerObject != 2.2 {
+		t.Errorf("median create phase = %+v, want 2 s, 22 writes, 2.2 per object", c)
+	}
+	if _, ok := c.Requests["patch kopfexamples"]; ok {
+		t.Errorf("a request seen in one round of three has a median of 0 and is left out: %v", c.Requests)
+	}
+	if m.Phase(PhaseIdle).Writes != 0 {
+		t.Errorf("median idle writes = %d, want 0", m.Phase(PhaseIdle).Writes)
+	}
+}
+
+func TestRatioShowsAThirdDecimalWhenTwoWouldHideAMiss(t *testing.T) {
+	base, gopf := fakeRun("baseline", 20, 0, 3.52, 1, 1000), fakeRun("gopf", 20, 0, 3.88, 1, 1000)
+	r := targetResult(t, evaluate(&base, &gopf), PhaseCreate, MetricSeconds)
+	if r.Pass || ratioString(r) != "1.102×" {
+		t.Errorf("3.88 s against 3.52 s: pass %v, ratio %s; want a miss shown as 1.102×", r.Pass, ratioString(r))
+	}
+	base, gopf = fakeRun("baseline", 20, 0, 2, 1, 1000), fakeRun("gopf", 20, 0, 2.1, 1, 1000)
+	if r := targetResult(t, evaluate(&base, &gopf), PhaseCreate, MetricSeconds); ratioString(r) != "1.05×" {
+		t.Errorf("ratio %s, want 1.05×", ratioString(r))
+	}
+}

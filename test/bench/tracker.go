@@ -1,0 +1,129 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+)
+
+// tracker watches the benchmark's objects in one namespace, through an
+// informer of the load generator's own, and tells when every object has
+// reached the state a phase waits for. It is event-driven, so the time a
+// phase ends is the time the last object's event arrived.
+type tracker struct {
+	mu      sync.Mutex
+	objs    map[string]*kopfv1.KopfExample // what the informer shows, by name
+	names   []string                       // the objects of the run
+	known   map[string]bool                // names as a set
+	goal    func(*kopfv1.KopfExample) bool // nil object: it is gone
+	reached map[string]bool
+	doneAt  time.Time
+	done    chan struct{}
+}
+
+// startTracker starts an informer for KopfExamples in ns and waits for it to
+// sync. It stops when ctx ends.
+func startTracker(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, ns string, names []string) (*tracker, error) {
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		return nil, fmt.Errorf("creating the load generator's cache: %w", err)
+	}
+	inf, err := c.GetInformer(ctx, &kopfv1.KopfExample{})
+	if err != nil {
+		return nil, err
+	}
+	t := &tracker{objs: map[string]*kopfv1.KopfExample{}, names: names, known: map[string]bool{}}
+	for _, name := range names {
+		t.known[name] = true
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { t.observe(obj, false) },
+		UpdateFunc: func(_, obj any) { t.observe(obj, false) },
+		DeleteFunc: func(obj any) { t.observe(obj, true) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the load generator's cache of namespace %s did not sync", ns)
+	}
+	return t, nil
+}
+
+func (t *tracker) observe(obj any, gone bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj, gone = d.Obj, true
+	}
+	kex, ok := obj.(*kopfv1.KopfExample)
+	if !ok || !t.known[kex.Name] {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if gone {
+		delete(t.objs, kex.Name)
+	} else {
+		t.objs[kex.Name] = kex
+	}
+	t.check(kex.Name)
+}
+
+// expect starts a phase: from now on, wait tells when goal holds for every
+// object (goal receives nil for an object that is gone).
+func (t *tracker) expect(goal func(*kopfv1.KopfExample) bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.goal, t.reached, t.doneAt, t.done = goal, map[string]bool{}, time.Time{}, make(chan struct{})
+	for _, name := range t.names {
+		t.check(name)
+	}
+}
+
+// check re-evaluates one object; t.mu is held.
+func (t *tracker) check(name string) {
+	if t.goal == nil || !t.doneAt.IsZero() {
+		return
+	}
+	if t.goal(t.objs[name]) {
+		t.reached[name] = true
+	} else {
+		delete(t.reached, name)
+	}
+	if len(t.reached) == len(t.names) {
+		t.doneAt = time.Now()
+		close(t.done)
+	}
+}
+
+// progress returns how many objects have reached the goal.
+func (t *tracker) progress() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.reached)
+}
+
+// wait returns when every object reached the goal, and that time.
+func (t *tracker) wait(ctx context.Context) (time.Time, error) {
+	t.mu.Lock()
+	done := t.done
+	t.mu.Unlock()
+	select {
+	case <-done:
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.doneAt, nil
+	case <-ctx.Done():
+		return time.Time{}, fmt.Errorf("%d of %d objects done: %w", t.progress(), len(t.names), ctx.Err())
+	}
+}
