@@ -125,6 +125,9 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		gone := k.spawner == nil || k.spawner.stop(req.NamespacedName)
 		if done && gone {
 			if err := k.setFinalizer(ctx, obj, false); err != nil {
+				// Remember that the delete handlers are done, so that the
+				// retry removes the finalizer without calling them again.
+				t.mem.unsaved = &unsaved{st: t.st, results: t.results}
 				return reconcile.Result{}, err
 			}
 			causes.WithLabelValues(k.name, string(handlers.ReasonDelete)).Inc()
