@@ -12,7 +12,10 @@ import (
 // selects reports whether a handler's metadata filters, field value filter
 // and When predicate accept obj (given in the handler's Go type). The old
 // and new value filters are checked per cause, where both values are known.
-func selects(r *handlers.Registration, obj client.Object) bool {
+//
+// raw is obj as a JSON-like map, or nil: then it is converted only if a
+// value filter needs it.
+func selects(r *handlers.Registration, obj client.Object, raw map[string]any) bool {
 	if !matchMeta(r.Options.Labels, obj.GetLabels()) || !matchMeta(r.Options.Annotations, obj.GetAnnotations()) {
 		return false
 	}
@@ -20,9 +23,11 @@ func selects(r *handlers.Registration, obj client.Object) bool {
 		// Like Kopf's pre-match, a field's value filter selects objects by
 		// their current value; for change handlers the old value may match
 		// too, which the cause's own check covers.
-		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-		if err != nil {
-			return false
+		if raw == nil {
+			var err error
+			if raw, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+				return false
+			}
 		}
 		v, ok := lookup(raw, strings.Split(o.Field, "."))
 		if !o.Value.Match(v, ok) {

@@ -106,7 +106,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
-	change, level, spawn := k.selected(k.change, obj), k.selected(k.level, obj), k.selected(k.spawned, obj)
+	change, level, spawn := k.selected(k.change, obj, t.raw), k.selected(k.level, obj, t.raw), k.selected(k.spawned, obj, t.raw)
 	deleting := obj.GetDeletionTimestamp() != nil
 	hasFinalizer := controllerutil.ContainsFinalizer(obj, k.finalizer)
 	if len(change) == 0 && len(level) == 0 && len(spawn) == 0 && !hasFinalizer {
@@ -245,24 +245,26 @@ func (k *kindController) baseCause(r *handlers.Registration, obj client.Object, 
 	return c
 }
 
-// selected returns the registrations whose filters accept obj.
-func (k *kindController) selected(regs []*handlers.Registration, obj client.Object) []*handlers.Registration {
+// selected returns the registrations whose filters accept obj; raw is obj
+// as a JSON-like map.
+func (k *kindController) selected(regs []*handlers.Registration, obj client.Object, raw map[string]any) []*handlers.Registration {
 	var out []*handlers.Registration
 	for _, r := range regs {
-		if k.selects(r, obj) {
+		if k.selects(r, obj, raw) {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-// selects applies a handler's filters to obj in the handler's Go type.
-func (k *kindController) selects(r *handlers.Registration, obj client.Object) bool {
+// selects applies a handler's filters to obj in the handler's Go type. raw
+// is obj as a JSON-like map, or nil to have it converted when needed.
+func (k *kindController) selects(r *handlers.Registration, obj client.Object, raw map[string]any) bool {
 	if r.Options.When == nil {
-		return selects(r, obj)
+		return selects(r, obj, raw)
 	}
 	typed, err := k.objectFor(r, obj)
-	return err == nil && selects(r, typed)
+	return err == nil && selects(r, typed, raw)
 }
 
 // setFinalizer adds or removes gopf's finalizer with a merge patch guarded by
@@ -318,7 +320,7 @@ func (t *turn) write(ctx context.Context) (err error) {
 	}
 	stateChanged := t.st.encode() != t.loaded.encode() && !(t.loaded == nil && t.st.Essence == "" && len(t.st.Progress) == 0)
 	if stateChanged {
-		if err := t.store.save(&t.patch, t.raw, t.loaded, t.st); err != nil {
+		if err := t.store.save(&t.patch, t.raw, t.st); err != nil {
 			if errors.Is(err, errStateTooLarge) {
 				k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "StateTooLarge", "Reconcile", "%v", err)
 			}
@@ -339,7 +341,7 @@ func (t *turn) write(ctx context.Context) (err error) {
 				k.setStorage(fallback)
 				t.store = fallback
 				var p handlers.Patch
-				if err := fallback.save(&p, resp, nil, t.st); err != nil {
+				if err := fallback.save(&p, resp, t.st); err != nil {
 					return err
 				}
 				objectPatch = mergeInto(objectPatch, p.Object())

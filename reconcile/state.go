@@ -112,9 +112,9 @@ type storage interface {
 	// load returns the stored state, nil if there is none, or an error
 	// describing state that is there but cannot be read.
 	load(obj map[string]any) (*state, error)
-	// save adds to p what turns the stored old state into st. obj is the
-	// object as read, for size checks.
-	save(p *handlers.Patch, obj map[string]any, old, st *state) error
+	// save adds to p what turns the state stored on obj (the object as
+	// read, whether that state is readable or not) into st.
+	save(p *handlers.Patch, obj map[string]any, st *state) error
 	// where names the place, for messages.
 	where() string
 }
@@ -160,7 +160,7 @@ func (s statusStorage) load(obj map[string]any) (*state, error) {
 	return st, nil
 }
 
-func (s statusStorage) save(p *handlers.Patch, obj map[string]any, _, st *state) error {
+func (s statusStorage) save(p *handlers.Patch, obj map[string]any, st *state) error {
 	// Compare with what is there, readable or not, so that a patch replaces
 	// unreadable state as well: a merge patch merges maps, so records that
 	// must go are nulled one by one.
@@ -232,7 +232,7 @@ func (s annotationStorage) load(obj map[string]any) (*state, error) {
 	return st, nil
 }
 
-func (s annotationStorage) save(p *handlers.Patch, obj map[string]any, old, st *state) error {
+func (s annotationStorage) save(p *handlers.Patch, obj map[string]any, st *state) error {
 	values := map[string]*string{s.essenceKey(): nil, s.progressKey(): nil}
 	if st.Essence != "" {
 		values[s.essenceKey()] = &st.Essence

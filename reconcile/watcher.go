@@ -136,7 +136,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	for _, r := range w.indexes {
 		ix := w.k.shared.indexes.Get(r.Options.ID)
-		if event == handlers.EventDeleted || !w.k.shared.scope.includes(obj.GetNamespace()) || !w.k.selects(r, obj) {
+		if event == handlers.EventDeleted || !w.k.shared.scope.includes(obj.GetNamespace()) || !w.k.selects(r, obj, nil) {
 			ix.Remove(key.String())
 			continue
 		}
@@ -151,7 +151,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 		return
 	}
 	for _, r := range w.events {
-		if w.k.shared.gate.open() && w.k.selects(r, obj) {
+		if w.k.shared.gate.open() && w.k.selects(r, obj, nil) {
 			_, _ = w.call(r, obj, event)
 		}
 	}
