@@ -1,72 +1,166 @@
 package gopf_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/gopf-dev/gopf"
 
-// allowed lists, per package of the module, which of the module's packages it
-// may depend on (directly or not). Layers point one way: handlers knows no
-// other gopf package; the engine and the webhooks know handlers; the root
-// package ties them together; envtest and commands may use everything.
-var allowed = map[string][]string{
-	"api/v1":    {},
-	"handlers":  {},
-	"reconcile": {"handlers"},
-	"webhook":   {"handlers"},
-	"":          {"handlers", "reconcile", "webhook"},
+// libraryLayers lists, for every library package of the module, which of the
+// module's packages it may depend on (directly or not). Layers point one
+// way: internal/spec (the engine contract) knows no other gopf package;
+// handlers (the registration API) knows only the contract; the engine
+// (reconcile) and the webhooks know handlers; the root package ties them
+// together; envtest may use everything. Every package of the module is
+// either here or a program (cmd/, examples/, test/), which uses only what
+// users can import.
+var libraryLayers = map[string][]string{
+	"internal/spec": {},
+	"api/v1":        {},
+	"handlers":      {"internal/spec"},
+	"reconcile":     {"handlers", "internal/spec"},
+	"webhook":       {"handlers", "internal/spec"},
+	"":              {"handlers", "internal/spec", "reconcile", "webhook"},
+	"envtest":       {"", "api/v1", "handlers", "internal/spec", "reconcile", "webhook"},
 }
 
-func TestPackagesDependOnLowerLayersOnly(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./...").Output()
+// programDirs hold the module's programs and their tests: operators,
+// commands, benchmarks and test suites.
+var programDirs = []string{"cmd/", "examples/", "test/"}
+
+// goList runs go list with a template over the whole module and returns a
+// line per package.
+func goList(t *testing.T, format string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", format, "./...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+func TestEveryLibraryPackageDependsOnLowerLayersOnly(t *testing.T) {
 	checked := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range goList(t, `{{.ImportPath}} {{join .Deps " "}}`) {
 		fields := strings.Fields(line)
-		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
-		allow, ok := allowed[pkg]
+		pkg := rel(fields[0])
+		allow, ok := libraryLayers[pkg]
 		if !ok {
+			if !isProgram(pkg) {
+				t.Errorf("package %q is neither a layer of libraryLayers nor under %v: give it a layer", fields[0], programDirs)
+			}
 			continue
 		}
 		checked++
 		for _, dep := range fields[1:] {
-			if !strings.HasPrefix(dep, module) {
-				continue
-			}
-			rel := strings.TrimPrefix(strings.TrimPrefix(dep, module), "/")
-			if !contains(allow, rel) {
+			if strings.HasPrefix(dep, module) && !slices.Contains(allow, rel(dep)) {
 				t.Errorf("package %q depends on %q, which is not below it (allowed: %v)", fields[0], dep, allow)
 			}
 		}
 	}
-	if checked != len(allowed) {
-		t.Errorf("checked %d packages, want %d: a layered package was renamed or removed", checked, len(allowed))
+	if checked != len(libraryLayers) {
+		t.Errorf("checked %d packages, want %d: a layered package was renamed or removed", checked, len(libraryLayers))
 	}
 }
 
-func TestExamplesUseOnlyThePublicAPI(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./examples/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
+func TestProgramsUseOnlyThePublicAPI(t *testing.T) {
+	lines := goList(t, `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`)
+	for _, v := range privateImports(lines) {
+		t.Error(v)
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+}
+
+func TestThePublicAPITestCatchesAPrivateImport(t *testing.T) {
+	lines := []string{
+		module + "/examples/minimal " + module + " " + module + "/handlers context",
+		module + "/examples/bad " + module + "/internal/spec",
+		module + "/cmd/kubebuilder-gopf " + module + "/cmd/kubebuilder-gopf/internal/scaffold",
+	}
+	got := privateImports(lines)
+	if len(got) != 1 || !strings.Contains(got[0], "examples/bad imports "+module+"/internal/spec") {
+		t.Fatalf("privateImports(%q) = %q, want exactly the bad example's import of internal/spec", lines, got)
+	}
+}
+
+// privateImports reports the programs (lines of "package imports...") that
+// import one of the library's internal packages, which users cannot import.
+// A program's own internal packages are its business.
+func privateImports(lines []string) []string {
+	var out []string
+	for _, line := range lines {
 		fields := strings.Fields(line)
+		if len(fields) == 0 || !isProgram(rel(fields[0])) {
+			continue
+		}
 		for _, imp := range fields[1:] {
-			if strings.HasPrefix(imp, module) && strings.Contains(imp, "/internal") {
-				t.Errorf("example %s imports %s, which users cannot import", fields[0], imp)
+			if strings.HasPrefix(rel(imp), "internal/") && strings.HasPrefix(imp, module+"/") {
+				out = append(out, fields[0]+" imports "+imp+", which users cannot import")
 			}
+		}
+	}
+	return out
+}
+
+func TestTheRootPackageDoesNotRepeatTheRegistrationAPI(t *testing.T) {
+	root, reg := exportedNames(t, "."), exportedNames(t, "handlers")
+	for name := range root {
+		if reg[name] {
+			t.Errorf("package gopf exports %s, as package handlers does: the registration API has one spelling, handlers.%s", name, name)
 		}
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
+// exportedNames returns the exported top-level names of the package in dir.
+func exportedNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() {
+					names[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch spec := spec.(type) {
+					case *ast.TypeSpec:
+						names[spec.Name.Name] = spec.Name.IsExported()
+					case *ast.ValueSpec:
+						for _, n := range spec.Names {
+							names[n.Name] = n.IsExported()
+						}
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+func rel(pkg string) string { return strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/") }
+
+func isProgram(pkg string) bool {
+	for _, dir := range programDirs {
+		if strings.HasPrefix(pkg, dir) {
 			return true
 		}
 	}

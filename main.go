@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/webhook"
 )
@@ -36,7 +37,7 @@ import (
 // from cert-manager, static configurations).
 //
 // opts, if given, are the engine's options (storage, backoff, memo, ...).
-func SetupWithManager(mgr manager.Manager, reg *Registry, opts ...reconcile.Options) error {
+func SetupWithManager(mgr manager.Manager, reg *handlers.Registry, opts ...reconcile.Options) error {
 	var o reconcile.Options
 	if len(opts) > 0 {
 		o = opts[0]
@@ -57,7 +58,7 @@ func SetupWithManager(mgr manager.Manager, reg *Registry, opts ...reconcile.Opti
 // Besides running, the binary answers two commands of Kopf's: `freeze`
 // pauses the operators of a peering for a while, `resume` ends that. Run it
 // with -h for the flags.
-func Main(reg *Registry, addToScheme ...func(*runtime.Scheme) error) {
+func Main(reg *handlers.Registry, addToScheme ...func(*runtime.Scheme) error) {
 	MainWith(reg, MainOptions{AddToScheme: addToScheme})
 }
 
@@ -72,7 +73,7 @@ type MainOptions struct {
 
 // MainWith is Main with the engine's options (storage, backoff, memo, log
 // events, ...) chosen in code.
-func MainWith(reg *Registry, opts MainOptions) {
+func MainWith(reg *handlers.Registry, opts MainOptions) {
 	err := run(reg, opts, filepath.Base(os.Args[0]), os.Args[1:])
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -136,7 +137,7 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	return fs, f
 }
 
-func run(reg *Registry, mo MainOptions, name string, args []string) error {
+func run(reg *handlers.Registry, mo MainOptions, name string, args []string) error {
 	if len(args) > 0 && (args[0] == "freeze" || args[0] == "resume") {
 		return runFreeze(name, args[0], args[1:])
 	}
@@ -177,7 +178,7 @@ func run(reg *Registry, mo MainOptions, name string, args []string) error {
 		}
 	}
 	var webhookServer *webhook.Server
-	if len(reg.AdmissionRegistrations()) > 0 {
+	if webhook.Needed(reg) {
 		if webhookServer, err = webhook.NewServer(f.webhook); err != nil {
 			return err
 		}
@@ -265,7 +266,7 @@ func (f *flags) encoder() zap.Opts {
 }
 
 // rbac implements --print-rbac and --check-rbac; it needs no cluster.
-func rbac(reg *Registry, scheme *runtime.Scheme, f *flags) error {
+func rbac(reg *handlers.Registry, scheme *runtime.Scheme, f *flags) error {
 	rules, err := reconcile.Permissions(reg, scheme, nil)
 	if err != nil {
 		return err

@@ -93,7 +93,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 		}
 	}
 	var webhookServer ctrlwebhook.Server
-	if opts.Webhook == nil && len(reg.AdmissionRegistrations()) > 0 {
+	if opts.Webhook == nil && webhook.Needed(reg) {
 		opts.Webhook = &webhook.Options{}
 	}
 	if opts.Webhook != nil {

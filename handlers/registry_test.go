@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 func createFn(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) { return nil, nil }
@@ -21,8 +21,8 @@ func (widget) onCreate(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) 
 
 func ids(r *handlers.Registry) []string {
 	var out []string
-	for _, reg := range r.Registrations() {
-		out = append(out, reg.Options.ID)
+	for _, h := range handlers.HandlersOf(r) {
+		out = append(out, h.Options.ID)
 	}
 	return out
 }
@@ -54,61 +54,6 @@ func TestLiteralIDsAreCountedPerKind(t *testing.T) {
 	}
 }
 
-func TestBadRegistrationsAreReportedWithTheHandlerAndPlace(t *testing.T) {
-	noop := func(ctx context.Context, obj *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		return nil, nil
-	}
-	cases := map[string]struct {
-		register func(*handlers.Registry)
-		want     string
-	}{
-		"nil function": {
-			func(r *handlers.Registry) { handlers.OnCreate[*corev1.Pod](r, nil, handlers.ID("nil_fn")) },
-			`"nil_fn"`,
-		},
-		"unstructured without a kind": {
-			func(r *handlers.Registry) { handlers.OnCreate(r, noop) },
-			"needs ForKind or ForResource",
-		},
-		"unstructured with kind and resource": {
-			func(r *handlers.Registry) {
-				handlers.OnCreate(r, noop, handlers.ForKind("", "v1", "Pod"), handlers.ForResource("pods"))
-			},
-			"not both",
-		},
-		"typed with a kind": {
-			func(r *handlers.Registry) { handlers.OnCreate(r, createFn, handlers.ForResource("pods")) },
-			"only for unstructured handlers",
-		},
-		"kind without version": {
-			func(r *handlers.Registry) { handlers.OnCreate(r, noop, handlers.ForKind("apps", "", "Deployment")) },
-			"needs a version and a kind",
-		},
-		"duplicate id": {
-			func(r *handlers.Registry) {
-				handlers.OnCreate(r, createFn, handlers.ID("same"))
-				handlers.OnCreate(r, createFn, handlers.ID("same"))
-			},
-			`id "same" is already used`,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			r := handlers.NewRegistry()
-			tc.register(r)
-			err := r.Err()
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, want := range []string{tc.want, "registry_test.go:"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not contain %q", err, want)
-				}
-			}
-		})
-	}
-}
-
 func TestSameIDOnDifferentKindsIsAllowed(t *testing.T) {
 	r := handlers.NewRegistry()
 	handlers.OnCreate(r, createFn, handlers.ID("x"))
@@ -118,12 +63,12 @@ func TestSameIDOnDifferentKindsIsAllowed(t *testing.T) {
 	}
 }
 
-func TestOptionsMergeInOrder(t *testing.T) {
+func TestOptionsApplyInOrderAndTheLastOfASettingWins(t *testing.T) {
 	r := handlers.NewRegistry()
-	handlers.OnCreate(r, createFn, handlers.Options{ID: "first", Param: 1}, handlers.ID("second"))
-	reg := r.Registrations()[0]
-	if reg.Options.ID != "second" || reg.Options.Param != 1 {
-		t.Errorf("options = %+v, want id second and param 1", reg.Options)
+	handlers.OnCreate(r, createFn, handlers.ID("first"), handlers.WithParam(1), handlers.ID("second"))
+	h := handlers.HandlersOf(r)[0]
+	if h.Options.ID != "second" || h.Options.Param != 1 {
+		t.Errorf("options = %+v, want id second and param 1", h.Options)
 	}
 }
 
@@ -132,14 +77,14 @@ func TestCallHandsTheTypedObjectToTheHandler(t *testing.T) {
 	handlers.OnCreate(r, func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
 		return pod.Name, nil
 	})
-	reg := r.Registrations()[0]
-	obj := reg.NewObject()
+	h := handlers.HandlersOf(r)[0]
+	obj := h.NewObject()
 	obj.SetName("p1")
-	got, err := reg.Call(context.Background(), obj, &handlers.Cause{})
+	got, err := h.Call(context.Background(), obj, &spec.Call{})
 	if err != nil || got != "p1" {
 		t.Errorf("Call = %v, %v; want p1", got, err)
 	}
-	if _, err := reg.Call(context.Background(), &corev1.ConfigMap{}, &handlers.Cause{}); err == nil {
+	if _, err := h.Call(context.Background(), &corev1.ConfigMap{}, &spec.Call{}); err == nil {
 		t.Error("Call with the wrong type did not fail")
 	}
 }

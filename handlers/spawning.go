@@ -2,25 +2,30 @@ package handlers
 
 import (
 	"context"
-	"sync"
+	"fmt"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // OnTimer registers fn to be called every interval for each selected object
 // while it exists. A non-nil result goes to status.<id>, written only when it
 // differs from what status holds, so a timer that keeps returning the same
 // value writes nothing. One timer never runs twice at once for one object.
-// Errors follow the handler error model: a TemporaryError (or another error,
-// by the error mode) retries after its delay instead of the interval.
+//
+// Errors follow the handler error policy: a TemporaryError (or another
+// error, by the error mode) retries the run after its delay instead of the
+// interval, within Retries and Timeout; a PermanentError, or running out of
+// attempts or time, stops the timer for that object in this process (as in
+// Kopf), with a log line and a HandlerFailed Event.
 //
 // With Idle, the timer runs only after the object's essence has not changed
 // for that long; an interval of 0 with Idle runs once per quiet period.
 // Timers need gopf's finalizer, so that they stop before the object goes.
-func OnTimer[T client.Object](r *Registry, interval time.Duration, fn HandlerFunc[T], opts ...Option) {
-	o := append([]Option{optionFunc(func(o *Options) { o.Interval = interval; o.spawn = spawnTimer })}, opts...)
-	register(r, "", fn, nil, nil, o)
+func OnTimer[T client.Object](r *Registry, interval time.Duration, fn HandlerFunc[T], opts ...TimerOption) {
+	registerChange(r, spec.KindTimer, fn, apply(opts, set(func(d *draft) { d.Interval = interval })))
 }
 
 // DaemonFunc is a long-running function per object; see OnDaemon.
@@ -34,12 +39,24 @@ type DaemonFunc[T client.Object] func(ctx context.Context, d *Daemon[T]) error
 // (or, with CancellationTimeout, until gopf gives up on it and logs a
 // warning).
 //
-// A daemon that returns nil, or fails permanently, is not started again for
-// that object in this process. To run again later, return a TemporaryError
-// with a delay.
-func OnDaemon[T client.Object](r *Registry, fn DaemonFunc[T], opts ...Option) {
-	o := append([]Option{optionFunc(func(o *Options) { o.spawn = spawnDaemon })}, opts...)
-	register[T](r, "", nil, nil, fn, o)
+// A daemon that returns nil is not started again for that object in this
+// process. Errors follow the handler error policy: a TemporaryError (or
+// another error, by the error mode) starts it again after the delay, within
+// Retries and Timeout; a PermanentError, or running out of attempts or time,
+// ends it for that object in this process.
+func OnDaemon[T client.Object](r *Registry, fn DaemonFunc[T], opts ...DaemonOption) {
+	d := apply(opts)
+	h := newHandler[T](spec.KindDaemon, d)
+	if fn != nil {
+		h.RunDaemon = func(ctx context.Context, ctl *spec.DaemonControl) error {
+			if _, ok := ctl.Latest().(T); !ok {
+				var zero T
+				return Permanent(fmt.Errorf("%s: got %T, want %T", h, ctl.Latest(), zero))
+			}
+			return fn(ctx, &Daemon[T]{Cause: newCause(ctl.Call), ctl: ctl})
+		}
+	}
+	r.add(h, fn, fn == nil, d.problems)
 }
 
 // StopReason says why a daemon is asked to stop.
@@ -62,7 +79,7 @@ const (
 // namespace, log, memo, param, retry) and the signals of its lifetime.
 type Daemon[T client.Object] struct {
 	*Cause
-	ctl *DaemonControl
+	ctl *spec.DaemonControl
 }
 
 // Object returns the newest version of the object the operator has seen.
@@ -75,7 +92,7 @@ func (d *Daemon[T]) Object() T {
 func (d *Daemon[T]) Stopping() <-chan struct{} { return d.ctl.Stopping() }
 
 // StopReason says why the daemon is asked to stop, or "" while it is not.
-func (d *Daemon[T]) StopReason() StopReason { return d.ctl.Reason() }
+func (d *Daemon[T]) StopReason() StopReason { return StopReason(d.ctl.Reason()) }
 
 // Sleep waits for dur or until the daemon is asked to stop; it reports
 // whether the whole duration passed.
@@ -90,109 +107,82 @@ func (d *Daemon[T]) Sleep(dur time.Duration) bool {
 	}
 }
 
-// DaemonControl connects a running daemon with the engine that runs it. The
-// engine creates one per daemon run; users receive it inside a Daemon.
-type DaemonControl struct {
-	// Cause carries the object's identity, log, memo and param. Its Patch is
-	// nil: daemons write through their own client.
-	Cause *Cause
-	// Latest returns the newest version of the object, in the handler's Go
-	// type.
-	Latest func() client.Object
-
-	once     sync.Once
-	stopping chan struct{}
-	mu       sync.Mutex
-	reason   StopReason
+// SpawnSetting delays the start of timers and daemons; OnTimer and OnDaemon
+// take it.
+type SpawnSetting struct {
+	setting
+	forTimer
+	forDaemon
 }
-
-// NewDaemonControl returns a control for one daemon run.
-func NewDaemonControl(c *Cause, latest func() client.Object) *DaemonControl {
-	return &DaemonControl{Cause: c, Latest: latest, stopping: make(chan struct{})}
-}
-
-// Stop asks the daemon to stop; later calls keep the first reason.
-func (c *DaemonControl) Stop(reason StopReason) {
-	c.once.Do(func() {
-		c.mu.Lock()
-		c.reason = reason
-		c.mu.Unlock()
-		close(c.stopping)
-	})
-}
-
-// Stopping is closed once Stop was called.
-func (c *DaemonControl) Stopping() <-chan struct{} { return c.stopping }
-
-// Reason is the reason given to Stop, or "".
-func (c *DaemonControl) Reason() StopReason {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.reason
-}
-
-// spawnKind marks timers and daemons among registrations.
-type spawnKind int
-
-const (
-	spawnNone spawnKind = iota
-	spawnTimer
-	spawnDaemon
-)
 
 // InitialDelay postpones a timer's or daemon's first run after the object
 // appears.
-func InitialDelay(d time.Duration) Option {
-	if d < 0 {
-		return optionFunc(func(o *Options) { o.problems = append(o.problems, "InitialDelay cannot be negative") })
+func InitialDelay(t time.Duration) SpawnSetting {
+	if t < 0 {
+		return SpawnSetting{setting: rejected("InitialDelay cannot be negative")}
 	}
-	return Options{InitialDelay: d}
+	return SpawnSetting{setting: set(func(d *draft) { d.InitialDelay = t })}
 }
 
 // InitialDelayFunc computes the initial delay from the object, e.g. for
-// jitter so that timers of many objects do not fire together.
-func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) Option {
+// jitter so that timers of many objects do not fire together. It wins over
+// InitialDelay.
+func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) SpawnSetting {
 	if fn == nil {
-		return optionFunc(func(o *Options) { o.problems = append(o.problems, "InitialDelayFunc(nil)") })
+		return SpawnSetting{setting: rejected("InitialDelayFunc(nil)")}
 	}
-	return Options{InitialDelayFunc: func(obj client.Object) time.Duration {
-		typed, ok := obj.(T)
-		if !ok {
-			return 0
+	return SpawnSetting{setting: set(func(d *draft) {
+		d.InitialDelayFunc = func(obj client.Object) time.Duration {
+			typed, ok := obj.(T)
+			if !ok {
+				return 0
+			}
+			return fn(typed)
 		}
-		return fn(typed)
-	}}
+	})}
+}
+
+// TimerSetting is an option only OnTimer takes.
+type TimerSetting struct {
+	setting
+	forTimer
 }
 
 // Idle makes a timer run only once the object's essence has not changed for
-// d.
-func Idle(d time.Duration) Option {
-	if d <= 0 {
-		return optionFunc(func(o *Options) { o.problems = append(o.problems, "Idle must be positive") })
+// t.
+func Idle(t time.Duration) TimerSetting {
+	if t <= 0 {
+		return TimerSetting{setting: rejected("Idle must be positive")}
 	}
-	return Options{Idle: d}
+	return TimerSetting{setting: set(func(d *draft) { d.Idle = t })}
 }
 
 // Sharp aligns a timer's runs to multiples of the interval from its first
 // run, instead of sleeping the interval after each run ends.
-func Sharp() Option { return Options{Sharp: true} }
+func Sharp() TimerSetting { return TimerSetting{setting: set(func(d *draft) { d.Sharp = true })} }
+
+// DaemonSetting is an option only OnDaemon takes.
+type DaemonSetting struct {
+	setting
+	forDaemon
+}
 
 // CancellationBackoff is how long a daemon asked to stop may take before its
 // context is cancelled. Default: 0, cancel at once.
-func CancellationBackoff(d time.Duration) Option {
-	if d < 0 {
-		return optionFunc(func(o *Options) { o.problems = append(o.problems, "CancellationBackoff cannot be negative") })
+func CancellationBackoff(t time.Duration) DaemonSetting {
+	if t < 0 {
+		return DaemonSetting{setting: rejected("CancellationBackoff cannot be negative")}
 	}
-	return Options{CancellationBackoff: d}
+	return DaemonSetting{setting: set(func(d *draft) { d.CancellationBackoff = t })}
 }
 
 // CancellationTimeout is how long gopf waits for a daemon after cancelling
 // its context before it gives up on it: it logs a warning, forgets the
 // goroutine and releases the object's finalizer. Default: 0, wait as long as
 // it takes.
-func CancellationTimeout(d time.Duration) Option {
-	if d <= 0 {
-		return optionFunc(func(o *Options) { o.problems = append(o.problems, "CancellationTimeout must be positive") })
+func CancellationTimeout(t time.Duration) DaemonSetting {
+	if t <= 0 {
+		return DaemonSetting{setting: rejected("CancellationTimeout must be positive")}
 	}
-	return Options{CancellationTimeout: d}
+	return DaemonSetting{setting: set(func(d *draft) { d.CancellationTimeout = t })}
 }

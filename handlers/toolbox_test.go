@@ -1,9 +1,12 @@
 package handlers_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -12,23 +15,35 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 func TestIndexKeepsEachObjectsEntriesAndDropsThemWithIt(t *testing.T) {
-	ix := handlers.NewIndexes().Add("by_app")
-	ix.Set("ns/a", map[string]any{"db": "a", "all": 1})
-	ix.Set("ns/b", map[string]any{"db": "b", "all": 2})
+	indexes := spec.NewIndexes()
+	if indexes.Get("by_app") != nil {
+		t.Fatal("an index nobody added exists")
+	}
+	spec.AddIndex(indexes, "by_app")
+	ix := indexes.Get("by_app")
+	if ix == nil || spec.AddIndex(indexes, "by_app") != ix {
+		t.Fatal("adding an index again does not return the existing one")
+	}
+	spec.SetEntries(ix, "ns/a", map[string]any{"db": "a", "all": 1})
+	spec.SetEntries(ix, "ns/b", map[string]any{"db": "b", "all": 2})
 	if got := fmt.Sprint(ix.Get("db")); got != "[a b]" {
 		t.Errorf("Get(db) = %s", got)
 	}
-	ix.Set("ns/a", map[string]any{"web": "a"}) // a moves from db to web
+	spec.SetEntries(ix, "ns/a", map[string]any{"web": "a"}) // a moves from db to web
 	if got := fmt.Sprint(ix.Get("db"), ix.Keys()); got != "[b] [all db web]" {
 		t.Errorf("after the move: %s", got)
 	}
-	ix.Remove("ns/b")
-	ix.Remove("ns/missing")
+	spec.SetEntries(ix, "ns/b", nil)
+	spec.SetEntries(ix, "ns/missing", nil)
 	if got := fmt.Sprint(ix.Keys(), ix.Len(), ix.Get("db")); got != "[web] 1 []" {
 		t.Errorf("after removal: %s", got)
+	}
+	if (*handlers.Indexes)(nil).Get("by_app") != nil {
+		t.Error("a nil Indexes has an index")
 	}
 }
 
@@ -83,19 +98,38 @@ func TestAdoptWorksOnUnstructuredChildrenAndNeedsTheOwnersKind(t *testing.T) {
 	}
 }
 
-func TestEventMessagesAreCapped(t *testing.T) {
+func TestCauseEventHelpersPostThroughTheEngine(t *testing.T) {
+	r := handlers.NewRegistry()
+	handlers.OnCreate(r, func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
+		c.Info("Hello", "hi %d", 1)
+		c.Warn("Careful", "%s", "x")
+		c.Exception(fmt.Errorf("boom"))
+		c.Exception(nil)
+		return nil, nil
+	})
+	h := handlers.HandlersOf(r)[0]
 	var got []string
-	c := &handlers.Cause{EventSink: func(eventType, reason, message string) { got = append(got, eventType+" "+reason+" "+message) }}
-	c.Info("Hello", "hi %d", 1)
-	c.Warn("Careful", "%s", strings.Repeat("é", 1000))
-	c.Exception(fmt.Errorf("boom"))
-	c.Exception(nil)
-	if len(got) != 3 || got[0] != "Normal Hello hi 1" || got[2] != "Warning Error boom" {
-		t.Fatalf("events = %q", got)
+	post := func(eventType, reason, message string) { got = append(got, eventType+" "+reason+" "+message) }
+	if _, err := h.Call(context.Background(), &corev1.Pod{}, &spec.Call{Post: post}); err != nil {
+		t.Fatal(err)
 	}
-	msg := strings.TrimPrefix(got[1], "Warning Careful ")
-	if len(msg) > 1024 || !strings.HasSuffix(msg, "...") || !strings.HasPrefix(msg, "é") {
-		t.Errorf("capped message has %d bytes: %q...", len(msg), msg[:10])
+	if want := []string{"Normal Hello hi 1", "Warning Careful x", "Warning Error boom"}; !slices.Equal(got, want) {
+		t.Fatalf("events = %q, want %q", got, want)
 	}
 	(&handlers.Cause{}).Info("NoSink", "posting without a sink does nothing")
+	if _, err := h.Call(context.Background(), &corev1.Pod{}, &spec.Call{}); err != nil {
+		t.Errorf("posting where the engine has no object: %v", err)
+	}
+}
+
+// The engine caps Event messages (the API server rejects long ones) with
+// spec.Truncate, which must not split a character.
+func TestLongMessagesAreCutWithoutSplittingACharacter(t *testing.T) {
+	msg := spec.Truncate(strings.Repeat("é", 1000), 1024)
+	if len(msg) > 1024 || !strings.HasSuffix(msg, "...") || !strings.HasPrefix(msg, "é") || !utf8.ValidString(msg) {
+		t.Errorf("cut message has %d bytes: %q...", len(msg), msg[:10])
+	}
+	if got := spec.Truncate("short", 1024); got != "short" {
+		t.Errorf("a short message was changed to %q", got)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // EventType is the kind of watch event an OnEvent handler sees.
@@ -27,16 +29,23 @@ type EventFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) error
 // OnEvent registers fn to be called for every watch event of every selected
 // object — the initial list, additions, modifications and deletions, each
 // with its type in Cause.Event — in the order the informer delivers them.
-// It keeps no state, adds no finalizer and is never retried: its errors and
-// panics are logged. It sees every event, not the de-duplicated reconcile
-// requests a Reconciler sees. Its result, if any, is ignored.
-func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...Option) {
-	var handler HandlerFunc[T]
+// It keeps no state, adds no finalizer and is never retried, so it takes no
+// error policy options: its errors and panics are logged, and the next event
+// comes as usual. It sees every event, not the de-duplicated reconcile
+// requests a Reconciler sees.
+func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption) {
+	d := apply(opts)
+	h := newHandler[T](spec.KindEvent, d)
 	if fn != nil {
-		handler = func(ctx context.Context, obj T, c *Cause) (any, error) { return nil, fn(ctx, obj, c) }
+		h.Call = func(ctx context.Context, obj client.Object, c *spec.Call) (any, error) {
+			typed, err := as[T](h, obj)
+			if err != nil {
+				return nil, err
+			}
+			return nil, fn(ctx, typed, newCause(c))
+		}
 	}
-	o := append([]Option{optionFunc(func(o *Options) { o.watch = watchEvent; o.named = fn })}, opts...)
-	register(r, "", handler, nil, nil, o)
+	r.add(h, fn, fn == nil, d.problems)
 }
 
 // IndexFunc maps an object to index entries: for each key, the value this
@@ -48,21 +57,19 @@ type IndexFunc[T client.Object] func(obj T) map[string]any
 // is kept up to date on every event, and an object's entries go when the
 // object goes or stops matching the filters. Handlers of every kind read it
 // as c.Indexes.Get(name). No change handler runs before every index has
-// seen the initial list of its kind.
-func OnIndex[T client.Object](r *Registry, name string, fn IndexFunc[T], opts ...Option) {
-	var handler HandlerFunc[T]
+// seen the initial list of its kind. An index function cannot fail; a panic
+// in it is logged and leaves the object's entries as they were.
+func OnIndex[T client.Object](r *Registry, name string, fn IndexFunc[T], opts ...IndexOption) {
+	d := apply(opts, set(func(d *draft) { d.ID = name }))
+	h := newHandler[T](spec.KindIndex, d)
 	if fn != nil {
-		handler = func(ctx context.Context, obj T, c *Cause) (any, error) { return fn(obj), nil }
+		h.Call = func(_ context.Context, obj client.Object, _ *spec.Call) (any, error) {
+			typed, err := as[T](h, obj)
+			if err != nil {
+				return nil, err
+			}
+			return fn(typed), nil
+		}
 	}
-	o := append([]Option{ID(name), optionFunc(func(o *Options) { o.watch = watchIndex; o.named = fn })}, opts...)
-	register(r, "", handler, nil, nil, o)
+	r.add(h, fn, fn == nil, d.problems)
 }
-
-// watchKind marks event handlers and indexes among registrations.
-type watchKind int
-
-const (
-	watchNone watchKind = iota
-	watchEvent
-	watchIndex
-)

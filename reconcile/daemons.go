@@ -7,11 +7,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // startDaemonLocked starts one daemon for an object in its own goroutine.
-func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *handlers.Registration) {
+func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *spec.Handler) {
 	// The daemon's context ends when gopf cancels it (after the stop signal
 	// and CancellationBackoff), not directly with the manager's, so that a
 	// daemon always learns why it stops.
@@ -27,7 +27,7 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *han
 		}
 		return typed
 	}
-	d.ctl = handlers.NewDaemonControl(s.newCause(r, o.latest, 0, time.Now()), latest)
+	d.ctl = spec.NewDaemonControl(s.newCall(r, o.latest, 0, time.Now()), latest)
 	o.daemons[r.Options.ID] = d
 	spawnedRunning.WithLabelValues(s.k.name, "daemon").Inc()
 	delay := s.initialDelay(r, o.latest)
@@ -40,29 +40,41 @@ func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *sp
 	defer spawnedRunning.WithLabelValues(s.k.name, "daemon").Dec()
 	defer close(d.done)
 	defer d.cancel()
-	log := d.ctl.Cause.Log
+	log, id := d.ctl.Call.Log, d.reg.Options.ID
 	forGood := false
-	for retry := 0; ; retry++ {
+	var started time.Time
+	for attempt := 1; ; attempt++ {
 		if !sleepUnlessStopped(delay, d.ctl.Stopping()) {
 			break
 		}
-		d.ctl.Cause.Retry = retry
-		err := recovered(log, func() error { return d.reg.RunDaemon(ctx, d.ctl) })
+		now := time.Now()
+		if attempt == 1 {
+			started = now
+		}
+		d.ctl.Call.Retry, d.ctl.Call.Started, d.ctl.Call.Runtime = attempt-1, started, now.Sub(started)
+		err := spec.Protect(log, func() error { return d.reg.RunDaemon(ctx, d.ctl) })
 		if d.ctl.Reason() != "" {
 			log.V(1).Info("daemon stopped", "reason", d.ctl.Reason())
 			break
 		}
-		var ok bool
-		if delay, ok = retryDelay(d.reg.Options, s.k.opts.DefaultBackoff, err); ok || delay < 0 {
-			if err != nil && delay < 0 {
-				log.Error(err, "daemon failed permanently; it is not started again for this object")
-			} else {
-				log.Info("daemon returned; it is not started again for this object")
-			}
-			forGood = true
-			break
+		v := judge(d.reg.Options, s.k.opts.DefaultBackoff, err, attempt, started, time.Now())
+		handlerCalls.WithLabelValues(s.k.name, id, v.outcome.String()).Inc()
+		if v.outcome == retrying {
+			log.Info("daemon failed; it will be started again", "error", v.err.Error(), "retryIn", v.delay)
+			delay = v.delay
+			continue
 		}
-		log.Info("daemon failed; it will be started again", "error", err.Error(), "retryIn", delay)
+		forGood = true
+		if v.outcome == failed {
+			log.Error(v.err, "daemon failed permanently; it is not started again for this object")
+			s.mu.Lock()
+			obj := o.latest
+			s.mu.Unlock()
+			s.k.failedForGood(obj, id, v.err)
+		} else {
+			log.Info("daemon returned; it is not started again for this object")
+		}
+		break
 	}
 
 	s.mu.Lock()
@@ -83,7 +95,7 @@ func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *sp
 // stopDaemonLocked asks a daemon to stop, and escalates in the background:
 // after CancellationBackoff its context is cancelled; after a further
 // CancellationTimeout (if set) gopf gives up on it.
-func (s *spawner) stopDaemonLocked(d *daemonState, reason handlers.StopReason) {
+func (s *spawner) stopDaemonLocked(d *daemonState, reason string) {
 	d.ctl.Stop(reason)
 	if d.escalated {
 		return
@@ -96,7 +108,7 @@ func (s *spawner) stopDaemonLocked(d *daemonState, reason handlers.StopReason) {
 		if !waitDone(d.done, opts.CancellationBackoff) {
 			d.cancel()
 			if opts.CancellationTimeout > 0 && !waitDone(d.done, opts.CancellationTimeout) {
-				d.ctl.Cause.Log.Info("WARNING: the daemon did not stop in time; gopf abandons it and releases the object",
+				d.ctl.Call.Log.Info("WARNING: the daemon did not stop in time; gopf abandons it and releases the object",
 					"reason", reason, "timeout", opts.CancellationTimeout)
 				s.abandon(d)
 			}

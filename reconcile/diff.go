@@ -4,18 +4,18 @@ import (
 	"reflect"
 	"sort"
 
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // diff lists the changes from old to new, JSON-like values, sorted by path.
 // Maps are compared key by key; anything else (lists included) as a whole.
-func diff(old, new any) handlers.Diff {
-	var out handlers.Diff
+func diff(old, new any) spec.Diff {
+	var out spec.Diff
 	diffInto(&out, nil, old, new)
 	return out
 }
 
-func diffInto(out *handlers.Diff, path []string, old, new any) {
+func diffInto(out *spec.Diff, path []string, old, new any) {
 	om, oldIsMap := old.(map[string]any)
 	nm, newIsMap := new.(map[string]any)
 	if oldIsMap && newIsMap {
@@ -37,11 +37,11 @@ func diffInto(out *handlers.Diff, path []string, old, new any) {
 	switch {
 	case reflect.DeepEqual(old, new):
 	case old == nil:
-		*out = append(*out, handlers.DiffItem{Op: handlers.DiffAdd, Path: path, New: new})
+		*out = append(*out, spec.DiffItem{Op: spec.DiffAdd, Path: path, New: new})
 	case new == nil:
-		*out = append(*out, handlers.DiffItem{Op: handlers.DiffRemove, Path: path, Old: old})
+		*out = append(*out, spec.DiffItem{Op: spec.DiffRemove, Path: path, Old: old})
 	default:
-		*out = append(*out, handlers.DiffItem{Op: handlers.DiffChange, Path: path, Old: old, New: new})
+		*out = append(*out, spec.DiffItem{Op: spec.DiffChange, Path: path, Old: old, New: new})
 	}
 }
 

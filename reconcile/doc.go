@@ -1,6 +1,8 @@
 /*
 Package reconcile is gopf's engine: it compiles the handler registrations of a
-handlers.Registry into controller-runtime Reconcilers on a Manager.
+handlers.Registry into controller-runtime Reconcilers on a Manager. It reads
+the registrations through the engine contract (internal/spec): each handler
+has an explicit kind, resolved options and a function to call.
 
 # One controller per kind
 
@@ -61,14 +63,25 @@ run again, so create handlers should be idempotent, as in Kopf.
 
 # Retries and errors
 
-A TemporaryError retries after its delay; other errors after the handler's
+One policy decides, for every handler kind that has one, what an attempt's
+result means (see judge in policy.go): change handlers, sub-handlers,
+timers, daemons, startup and cleanup handlers. A nil error succeeds. A
+TemporaryError retries after its delay; other errors after the handler's
 Backoff (default Options.DefaultBackoff, 60 s) unless the handler's error
-mode says permanent or ignored; a PermanentError, or running out of Retries or
-Timeout, records a failure. Panics are recovered and treated as errors. The
-progress records (retries, first attempt, next attempt, outcome, last
-message) are stored, so an operator restart continues the count. A cause is
-complete when every selected handler has succeeded or failed; then the
-essence is stored and the progress removed.
+mode says permanent or ignored; a PermanentError, or running out of Retries
+or Timeout, records a failure (a log line and a HandlerFailed Warning
+Event). Panics are recovered in one place (spec.Protect) and count as
+errors. For change handlers the progress records (retries, first attempt,
+next attempt, outcome, last message) are stored, so an operator restart
+continues the count; a cause is complete when every selected handler has
+succeeded or failed, and then the essence is stored and the progress
+removed. A timer counts the attempts of one run, a daemon those of its
+starts; a timer or daemon that fails for good stops for that object in this
+process (as in Kopf) and no longer holds the finalizer. A startup handler
+that fails for good stops the operator. Event and index handlers are never
+retried (their errors are logged), probes are called again by the next
+health check, and OnReconcile errors requeue the object with
+controller-runtime's rate limiter.
 
 # Decisions where Kopf's behaviour was not kept
 

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // LogEvents says which lines that handlers log through Cause.Log are also
@@ -27,7 +28,7 @@ const (
 
 // bridgeLogs wraps a handler's logger so that its lines are posted as Events
 // as Options.LogEvents says.
-func (k *kindController) bridgeLogs(log logr.Logger, c *handlers.Cause) logr.Logger {
+func (k *kindController) bridgeLogs(log logr.Logger, c *spec.Call) logr.Logger {
 	if k.opts.LogEvents == LogEventsOff {
 		return log
 	}
@@ -42,7 +43,7 @@ func (k *kindController) bridgeLogs(log logr.Logger, c *handlers.Cause) logr.Log
 type eventSink struct {
 	logr.LogSink
 	level LogEvents
-	cause *handlers.Cause
+	cause *spec.Call
 }
 
 // Enabled is true for the lines that are posted, whatever the log level.

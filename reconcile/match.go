@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // selects reports whether a handler's metadata filters, field value filter
@@ -15,7 +15,7 @@ import (
 //
 // raw is obj as a JSON-like map, or nil: then it is converted only if a
 // value filter needs it.
-func selects(r *handlers.Registration, obj client.Object, raw map[string]any) bool {
+func selects(r *spec.Handler, obj client.Object, raw map[string]any) bool {
 	if !matchMeta(r.Options.Labels, obj.GetLabels()) || !matchMeta(r.Options.Annotations, obj.GetAnnotations()) {
 		return false
 	}
@@ -37,7 +37,7 @@ func selects(r *handlers.Registration, obj client.Object, raw map[string]any) bo
 	return r.Options.When == nil || r.Options.When(obj)
 }
 
-func matchMeta(filters map[string]handlers.Filter, values map[string]string) bool {
+func matchMeta(filters map[string]spec.Filter, values map[string]string) bool {
 	for key, f := range filters {
 		v, ok := values[key]
 		if !f.Match(v, ok) {
@@ -59,7 +59,7 @@ func fieldValues(path []string, old, new any) (ov any, oldOK bool, nv any, newOK
 
 // matchField applies the Value, OldValue and NewValue filters of a handler
 // narrowed to a field. Value may match either side.
-func matchField(o handlers.Options, ov any, oldOK bool, nv any, newOK bool) bool {
+func matchField(o spec.Options, ov any, oldOK bool, nv any, newOK bool) bool {
 	if o.Value != nil && !o.Value.Match(ov, oldOK) && !o.Value.Match(nv, newOK) {
 		return false
 	}

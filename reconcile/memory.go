@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // memory is what the engine remembers about one object in this process.
@@ -17,7 +17,7 @@ type memory struct {
 	unsaved   *unsaved // state and results a failed write did not store
 	resumed   bool     // resume handlers are done (or do not apply) in this process
 	warned    bool     // a Warning Event about bad stored state was posted
-	memo      handlers.Memo
+	memo      spec.Memo
 }
 
 // consistencyWait returns how long to wait for the cache to show gopf's last

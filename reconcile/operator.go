@@ -12,9 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // activities runs the operator-level handlers: startup handlers when the
@@ -23,8 +22,8 @@ import (
 // stops gracefully. It is a Runnable on the manager.
 type activities struct {
 	sh      *shared
-	startup []*handlers.Activity
-	cleanup []*handlers.Activity
+	startup []*spec.Handler
+	cleanup []*spec.Handler
 	opts    Options
 	log     logr.Logger
 }
@@ -51,32 +50,32 @@ func (a *activities) Start(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// run runs one activity until it succeeds, fails permanently, or ctx ends.
-func (a *activities) run(ctx context.Context, act *handlers.Activity) error {
+// run runs one activity until it succeeds, fails for good (by the error
+// policy, see judge), or ctx ends.
+func (a *activities) run(ctx context.Context, act *spec.Handler) error {
 	started := time.Now()
-	for retry := 0; ; retry++ {
-		c := &handlers.Cause{HandlerID: act.Options.ID, Retry: retry, Started: started, Runtime: time.Since(started), Param: act.Options.Param,
-			Indexes: a.sh.indexes, Memo: a.sh.memo, Client: a.sh.client}
-		c.Log = a.log.WithValues("handler", act.Options.ID, "activity", act.Kind, "retry", retry)
-		err := recovered(c.Log, func() error { return act.Run(ctx, c) })
-		delay, ok := retryDelay(act.Options, a.opts.DefaultBackoff, err)
-		switch {
-		case ok:
+	for attempt := 1; ; attempt++ {
+		c := a.sh.operatorCall(act, a.log.WithValues("activity", act.Kind.String(), "retry", attempt-1))
+		c.Retry, c.Started, c.Runtime = attempt-1, started, time.Since(started)
+		err := spec.Protect(c.Log, func() error { _, err := act.Call(ctx, nil, c); return err })
+		v := judge(act.Options, a.opts.DefaultBackoff, err, attempt, started, time.Now())
+		handlerCalls.WithLabelValues("operator", act.Options.ID, v.outcome.String()).Inc()
+		switch v.outcome {
+		case succeeded:
+			if v.ignored {
+				c.Log.Info("activity failed; the error is ignored as configured", "error", v.err.Error())
+			}
 			c.Log.V(1).Info("activity succeeded")
 			return nil
-		case delay < 0:
-			return err
-		case act.Options.Retries > 0 && retry+1 >= act.Options.Retries:
-			return fmt.Errorf("%w after %d attempts: %v", handlers.ErrRetriesExhausted, retry+1, err)
-		case act.Options.Timeout > 0 && time.Since(started)+delay >= act.Options.Timeout:
-			return fmt.Errorf("%w: %v", handlers.ErrTimeout, err)
+		case failed:
+			return v.err
 		}
-		c.Log.Info("activity failed; it will be retried", "error", err.Error(), "retryIn", delay)
-		t := time.NewTimer(delay)
+		c.Log.Info("activity failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
+		t := time.NewTimer(v.delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("stopped while retrying: %w", err)
+			return fmt.Errorf("stopped while retrying: %w", v.err)
 		case <-t.C:
 		}
 	}
@@ -85,11 +84,10 @@ func (a *activities) run(ctx context.Context, act *handlers.Activity) error {
 // prober runs the probe handlers for the health endpoints, caching their
 // results for probeCacheTime so that frequent checks stay cheap.
 type prober struct {
-	probes []*handlers.Activity
+	probes []*spec.Handler
+	sh     *shared
 	log    logr.Logger
 	ttl    time.Duration
-	memo   *handlers.Memo
-	client client.Client
 
 	mu      sync.Mutex
 	at      time.Time
@@ -107,11 +105,11 @@ func (p *prober) run(ctx context.Context) (map[string]any, error) {
 	results := map[string]any{}
 	var errs []error
 	for _, act := range p.probes {
-		c := &handlers.Cause{HandlerID: act.Options.ID, Started: time.Now(), Param: act.Options.Param, Log: p.log.WithValues("handler", act.Options.ID), Memo: p.memo, Client: p.client}
+		c := p.sh.operatorCall(act, p.log)
 		var out any
-		err := recovered(c.Log, func() error {
+		err := spec.Protect(c.Log, func() error {
 			var perr error
-			out, perr = act.Probe(ctx, c)
+			out, perr = act.Call(ctx, nil, c)
 			return perr
 		})
 		if err != nil {

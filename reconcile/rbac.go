@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // Verbs gopf uses, by what it does with a kind.
@@ -88,19 +89,19 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 	res := &resolver{scheme: scheme, mapper: mapper}
 	need := permissionSet{}
 	var errs []error
-	for _, r := range reg.Registrations() {
+	set := spec.SetOf(reg)
+	for _, r := range set.Handlers(objectKinds...) {
 		gr, err := res.handled(r)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
 			continue
 		}
 		need.add("", gr, readVerbs...)
-		kind := r.HandlerKind()
-		if kind != "event" && kind != "index" {
+		if r.Kind != spec.KindEvent && r.Kind != spec.KindIndex {
 			need.add("", gr, "patch")
 			need.add("status", gr, "patch")
 		}
-		usesFinalizer := kind == "timer" || kind == "daemon" || kind == "delete" && !r.Options.Optional
+		usesFinalizer := r.Kind == spec.KindTimer || r.Kind == spec.KindDaemon || r.Kind == spec.KindDelete && !r.Options.Optional
 		if usesFinalizer || len(r.Options.Owned) > 0 {
 			need.add("finalizers", gr, "update")
 		}
@@ -124,7 +125,7 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 	need.add("", schema.GroupResource{Resource: "events"}, eventVerbs...)
 	need.add("", schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, eventVerbs...)
 	need.add("", leases, leaseVerbs...)
-	if len(reg.AdmissionRegistrations()) > 0 {
+	if len(set.Handlers(spec.KindValidate, spec.KindMutate)) > 0 {
 		// The webhook package writes both configurations, deleting the one
 		// that would be left empty.
 		for _, resource := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
@@ -203,12 +204,12 @@ type resolver struct {
 
 // handled returns the resource a registration handles; see resolveKind,
 // which does the same for a running manager.
-func (res *resolver) handled(r *handlers.Registration) (schema.GroupResource, error) {
+func (res *resolver) handled(r *spec.Handler) (schema.GroupResource, error) {
 	switch o := r.Options; {
 	case !r.Unstructured:
 		return res.object(r.NewObject())
-	case !o.Kind.Empty():
-		return res.kind(o.Kind)
+	case !o.GVK.Empty():
+		return res.kind(o.GVK)
 	default:
 		return res.resource(o.Resource)
 	}

@@ -48,12 +48,15 @@ func noop[T client.Object]() handlers.HandlerFunc[T] {
 	return func(context.Context, T, *handlers.Cause) (any, error) { return nil, nil }
 }
 
-// exampleRegistry has create, delete and timer handlers on KopfExample, the
-// create handler owning ConfigMaps, and an unstructured update handler on
-// Deployments named by resource.
+// exampleRegistry has create, delete, timer and level handlers on
+// KopfExample, the level handler owning ConfigMaps, and an unstructured
+// update handler on Deployments named by resource.
 func exampleRegistry() *handlers.Registry {
 	reg := handlers.NewRegistry()
-	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.Owns(&corev1.ConfigMap{}))
+	handlers.OnCreate(reg, noop[*kopfv1.KopfExample]())
+	handlers.OnReconcile(reg, func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (ctrlreconcile.Result, error) {
+		return ctrlreconcile.Result{}, nil
+	}, handlers.Owns(&corev1.ConfigMap{}))
 	handlers.OnDelete(reg, noop[*kopfv1.KopfExample]())
 	handlers.OnTimer(reg, time.Minute, noop[*kopfv1.KopfExample]())
 	handlers.OnUpdate(reg, noop[*unstructured.Unstructured](), handlers.ForResource("deployments.apps"))
@@ -119,7 +122,7 @@ func TestPermissionsFailNamingTheHandlerForKindsTheClusterDoesNotServe(t *testin
 
 func TestPermissionsResolveUnstructuredHandlersByKindOrResourceName(t *testing.T) {
 	for name, tc := range map[string]struct {
-		opt  handlers.Option
+		opt  handlers.KindSetting
 		want schema.GroupResource
 		err  string
 	}{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -24,10 +23,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // writeTimeout bounds the writes of one reconcile once the manager stops.
 const writeTimeout = 10 * time.Second
+
+// maxEventMessage is the longest Event message the API server accepts.
+const maxEventMessage = 1024
 
 // hasStatusField reports whether obj has status.<field> at all.
 func hasStatusField(obj map[string]any, field string) bool {
@@ -44,11 +47,11 @@ type kindController struct {
 	name      string
 	gvk       schema.GroupVersionKind
 	opts      Options
-	change    []*handlers.Registration // change handlers, in registration order
-	level     []*handlers.Registration // OnReconcile handlers
-	spawned   []*handlers.Registration // timers and daemons
-	events    []*handlers.Registration // OnEvent handlers
-	indexes   []*handlers.Registration // OnIndex functions
+	change    []*spec.Handler // change handlers, in registration order
+	level     []*spec.Handler // OnReconcile handlers
+	spawned   []*spec.Handler // timers and daemons
+	events    []*spec.Handler // OnEvent handlers
+	indexes   []*spec.Handler // OnIndex functions
 	cache     cache.Cache
 	spawner   *spawner // nil without timers and daemons
 	shared    *shared
@@ -145,7 +148,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	default:
 		needFinalizer := len(spawn) > 0 && k.spawner.needsFinalizer(req.NamespacedName, spawn)
 		for _, r := range change {
-			needFinalizer = needFinalizer || r.Reason == handlers.ReasonDelete && !r.Options.Optional
+			needFinalizer = needFinalizer || r.Kind == spec.KindDelete && !r.Options.Optional
 		}
 		if needFinalizer != hasFinalizer {
 			// The finalizer goes on before any handler can cause side
@@ -223,10 +226,10 @@ func (t *turn) loadState(ctx context.Context) {
 	}
 }
 
-// baseCause builds the parts of a Cause every handler kind shares.
-func (k *kindController) baseCause(r *handlers.Registration, obj client.Object, log logr.Logger) *handlers.Cause {
+// baseCall builds the parts of a call every handler kind of objects shares.
+func (k *kindController) baseCall(r *spec.Handler, obj client.Object, log logr.Logger) *spec.Call {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	c := &handlers.Cause{
+	c := &spec.Call{
 		HandlerID:   r.Options.ID,
 		Name:        obj.GetName(),
 		Namespace:   obj.GetNamespace(),
@@ -238,8 +241,9 @@ func (k *kindController) baseCause(r *handlers.Registration, obj client.Object, 
 		Indexes:     k.shared.indexes,
 		Client:      k.writer,
 	}
-	c.EventSink = func(eventType, reason, message string) {
-		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", message)
+	c.Post = func(eventType, reason, message string) {
+		// The API server rejects Events with longer messages.
+		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
 	}
 	c.Log = k.bridgeLogs(log, c)
 	return c
@@ -247,8 +251,8 @@ func (k *kindController) baseCause(r *handlers.Registration, obj client.Object, 
 
 // selected returns the registrations whose filters accept obj; raw is obj
 // as a JSON-like map.
-func (k *kindController) selected(regs []*handlers.Registration, obj client.Object, raw map[string]any) []*handlers.Registration {
-	var out []*handlers.Registration
+func (k *kindController) selected(regs []*spec.Handler, obj client.Object, raw map[string]any) []*spec.Handler {
+	var out []*spec.Handler
 	for _, r := range regs {
 		if k.selects(r, obj, raw) {
 			out = append(out, r)
@@ -259,7 +263,7 @@ func (k *kindController) selected(regs []*handlers.Registration, obj client.Obje
 
 // selects applies a handler's filters to obj in the handler's Go type. raw
 // is obj as a JSON-like map, or nil to have it converted when needed.
-func (k *kindController) selects(r *handlers.Registration, obj client.Object, raw map[string]any) bool {
+func (k *kindController) selects(r *spec.Handler, obj client.Object, raw map[string]any) bool {
 	if r.Options.When == nil {
 		return selects(r, obj, raw)
 	}
@@ -306,10 +310,10 @@ func (t *turn) write(ctx context.Context) (err error) {
 	for id, result := range t.results {
 		status, _ := t.raw["status"].(map[string]any)
 		if changes(status[id], result) {
-			t.patch.MergeStatus(id, result)
+			spec.MergeStatus(&t.patch, id, result)
 		}
 	}
-	if obj := t.patch.Object(); len(obj) > 0 && t.st.Essence != "" && t.st.Essence == t.essence {
+	if obj := spec.ObjectPatch(&t.patch); len(obj) > 0 && t.st.Essence != "" && t.st.Essence == t.essence {
 		// The handlers' own patch changes the object: what they handled is
 		// the patched object, or the next reconcile would take their own
 		// change for an update.
@@ -318,7 +322,7 @@ func (t *turn) write(ctx context.Context) (err error) {
 			t.st.Essence = string(data)
 		}
 	}
-	stateChanged := t.st.encode() != t.loaded.encode() && !(t.loaded == nil && t.st.Essence == "" && len(t.st.Progress) == 0)
+	stateChanged := t.st.encode() != t.loaded.encode()
 	if stateChanged {
 		if err := t.store.save(&t.patch, t.raw, t.st); err != nil {
 			if errors.Is(err, errStateTooLarge) {
@@ -340,11 +344,11 @@ func (t *turn) write(ctx context.Context) (err error) {
 				fallback := annotationStorage{prefix: k.opts.Prefix}
 				k.setStorage(fallback)
 				t.store = fallback
-				var p handlers.Patch
+				var p spec.Patch
 				if err := fallback.save(&p, resp, t.st); err != nil {
 					return err
 				}
-				objectPatch = mergeInto(objectPatch, p.Object())
+				objectPatch = mergeInto(objectPatch, spec.ObjectPatch(&p))
 			}
 		}
 	}
@@ -361,8 +365,8 @@ func (t *turn) write(ctx context.Context) (err error) {
 
 // split returns the object patch and the status patch to send for p; status
 // goes into the object patch for kinds without a status subresource.
-func (k *kindController) split(p *handlers.Patch) (objectPatch, statusPatch map[string]any) {
-	objectPatch, statusPatch = p.Object(), p.Status()
+func (k *kindController) split(p *spec.Patch) (objectPatch, statusPatch map[string]any) {
+	objectPatch, statusPatch = spec.ObjectPatch(p), spec.StatusPatch(p)
 	if len(statusPatch) > 0 && !k.hasStatus {
 		objectPatch = mergeInto(objectPatch, map[string]any{"status": statusPatch})
 		statusPatch = nil
@@ -371,7 +375,7 @@ func (k *kindController) split(p *handlers.Patch) (objectPatch, statusPatch map[
 }
 
 // sendPatch sends a handler patch: at most one status and one object patch.
-func (k *kindController) sendPatch(ctx context.Context, obj client.Object, p *handlers.Patch) error {
+func (k *kindController) sendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error {
 	objectPatch, statusPatch := k.split(p)
 	if len(statusPatch) > 0 {
 		if err := k.send(ctx, obj, map[string]any{"status": statusPatch}, true); err != nil {
@@ -394,31 +398,18 @@ func statusOf(obj client.Object) (map[string]any, error) {
 	return status, nil
 }
 
-// call runs one change handler (or sub-handler) on a private copy of obj,
+// call runs one handler that has a Call (a change handler, sub-handler,
+// timer, event or index handler) on a private copy of obj in the handler's
+// Go type (sub-handlers get none: they act through their parent's Cause),
 // turning a panic into an error and the result into plain JSON values.
-func (k *kindController) call(ctx context.Context, r *handlers.Registration, sub *handlers.SubHandler, obj client.Object, c *handlers.Cause) (result any, err error) {
-	arg, err := k.objectFor(r, obj)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			c.Log.Error(fmt.Errorf("panic: %v", p), "handler panicked", "stack", string(debug.Stack()))
-			result, err = nil, fmt.Errorf("handler %q panicked on %s %s/%s: %v", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, p)
-		}
-	}()
-	hctx := logf.IntoContext(ctx, c.Log)
+func (k *kindController) call(ctx context.Context, h *spec.Handler, obj client.Object, c *spec.Call) (any, error) {
 	var out any
-	if sub != nil {
-		out, err = sub.Fn(hctx, c)
-	} else {
-		out, err = r.Call(hctx, arg, c)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, err)
-	}
-	if out == nil {
-		return nil, nil
+	err := k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
+		out, err = h.Call(ctx, arg, c)
+		return err
+	})
+	if err != nil || out == nil {
+		return nil, err
 	}
 	v, err := toJSONValue(out)
 	if err != nil {
@@ -427,27 +418,43 @@ func (k *kindController) call(ctx context.Context, r *handlers.Registration, sub
 	return v, nil
 }
 
-// callLevel runs one level handler, turning a panic into an error.
-func (k *kindController) callLevel(ctx context.Context, r *handlers.Registration, obj client.Object, c *handlers.Cause) (res reconcile.Result, err error) {
-	arg, err := k.objectFor(r, obj)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			c.Log.Error(fmt.Errorf("panic: %v", p), "handler panicked", "stack", string(debug.Stack()))
-			err = fmt.Errorf("handler %q panicked on %s %s/%s: %v", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, p)
-		}
-	}()
-	res, err = r.Reconcile(logf.IntoContext(ctx, c.Log), arg, c)
-	if err != nil {
-		err = fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, err)
-	}
+// callLevel runs one level handler, as call does.
+func (k *kindController) callLevel(ctx context.Context, h *spec.Handler, obj client.Object, c *spec.Call) (res reconcile.Result, err error) {
+	err = k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
+		res, err = h.Reconcile(ctx, arg, c)
+		return err
+	})
 	return res, err
 }
 
+// invoke runs fn with obj in h's Go type and c's logger in the context,
+// recovering a panic, and names the handler and object in an error.
+func (k *kindController) invoke(ctx context.Context, h *spec.Handler, obj client.Object, c *spec.Call, fn func(ctx context.Context, arg client.Object) error) error {
+	var arg client.Object
+	if h.NewObject != nil {
+		var err error
+		if arg, err = k.objectFor(h, obj); err != nil {
+			return err
+		}
+	}
+	err := spec.Protect(c.Log, func() error { return fn(logf.IntoContext(ctx, c.Log), arg) })
+	if p := (*spec.PanicError)(nil); errors.As(err, &p) {
+		return fmt.Errorf("handler %q panicked on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, p)
+	}
+	if err != nil {
+		return fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, err)
+	}
+	return nil
+}
+
+// failedForGood reports a handler's permanent failure on the object as a
+// Warning Event: it is rare and final, so it is worth saying on the object.
+func (k *kindController) failedForGood(obj client.Object, id string, err error) {
+	k.recorder.Eventf(obj, nil, "Warning", "HandlerFailed", "Handling", "handler %q failed permanently: %s", id, spec.Truncate(err.Error(), 900))
+}
+
 // objectFor gives a handler its own copy of obj, in the Go type it declared.
-func (k *kindController) objectFor(r *handlers.Registration, obj client.Object) (client.Object, error) {
+func (k *kindController) objectFor(r *spec.Handler, obj client.Object) (client.Object, error) {
 	want := r.NewObject()
 	if fmt.Sprintf("%T", want) == fmt.Sprintf("%T", obj) {
 		out := obj.DeepCopyObject().(client.Object)

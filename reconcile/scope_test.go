@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 func TestNamespacePatternsRightmostMatchWins(t *testing.T) {
@@ -67,7 +68,7 @@ func TestProbeResultsAreJSONAndCached(t *testing.T) {
 	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
 		return nil, errors.New("database unreachable")
 	}, handlers.ID("db"))
-	p := &prober{probes: reg.Activities(), log: logr.Discard(), ttl: time.Hour}
+	p := &prober{probes: spec.SetOf(reg).Handlers(spec.KindProbe), sh: &shared{}, log: logr.Discard(), ttl: time.Hour}
 
 	for i := 0; i < 2; i++ {
 		rec := httptest.NewRecorder()

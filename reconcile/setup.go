@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // Storage says where gopf keeps its per-object state.
@@ -145,7 +145,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("gopf: %w", err)
 	}
-	sh := &shared{indexes: handlers.NewIndexes(), gate: &gate{}, scope: sc, memo: &handlers.Memo{}, client: mgr.GetClient()}
+	sh := &shared{indexes: spec.NewIndexes(), gate: &gate{}, scope: sc, memo: &spec.Memo{}, client: mgr.GetClient()}
 	for k, v := range opts.Memo {
 		sh.memo.Set(k, v)
 	}
@@ -154,8 +154,8 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	}
 	byKind := map[schema.GroupVersionKind]*kindController{}
 	var order []schema.GroupVersionKind
-	for _, r := range reg.Registrations() {
-		gvk, err := resolveKind(mgr, r)
+	for _, r := range spec.SetOf(reg).Handlers(objectKinds...) {
+		gvk, _, err := spec.ResolveKind(r, mgr.GetScheme(), mgr.GetRESTMapper())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
 			continue
@@ -198,7 +198,7 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 			if k.shared.indexes.Get(r.Options.ID) != nil {
 				return fmt.Errorf("gopf: %s: an index of that name exists already", r)
 			}
-			k.shared.indexes.Add(r.Options.ID)
+			spec.AddIndex(k.shared.indexes, r.Options.ID)
 		}
 		if len(k.indexes) > 0 {
 			k.shared.mu.Lock()
@@ -224,7 +224,7 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 	}
 	b = b.WatchesRawSource(source.Channel(k.wake, &handler.EnqueueRequestForObject{}))
 	seen := map[string]bool{}
-	for _, r := range append(append([]*handlers.Registration{}, k.change...), append(k.level, k.spawned...)...) {
+	for _, r := range append(append([]*spec.Handler{}, k.change...), append(k.level, k.spawned...)...) {
 		for _, owned := range r.Options.Owned {
 			if t := fmt.Sprintf("owns %T", owned); !seen[t] {
 				seen[t] = true
@@ -251,17 +251,9 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 func setupActivities(mgr manager.Manager, reg *handlers.Registry, sh *shared, opts Options) error {
 	log := mgr.GetLogger().WithName("gopf")
 	a := &activities{sh: sh, opts: opts, log: log}
-	p := &prober{log: log, ttl: opts.ProbeCache, memo: sh.memo, client: sh.client}
-	for _, act := range reg.Activities() {
-		switch act.Kind {
-		case "startup":
-			a.startup = append(a.startup, act)
-		case "cleanup":
-			a.cleanup = append(a.cleanup, act)
-		case "probe":
-			p.probes = append(p.probes, act)
-		}
-	}
+	set := spec.SetOf(reg)
+	a.startup, a.cleanup = set.Handlers(spec.KindStartup), set.Handlers(spec.KindCleanup)
+	p := &prober{sh: sh, log: log, ttl: opts.ProbeCache, probes: set.Handlers(spec.KindProbe)}
 	if err := mgr.Add(a); err != nil {
 		return fmt.Errorf("gopf: adding the operator-level handlers: %w", err)
 	}
@@ -293,43 +285,16 @@ func mapToRequests(fn func(ctx context.Context, obj client.Object) []types.Names
 	}
 }
 
-// resolveKind finds the group/version/kind a registration is for.
-func resolveKind(mgr manager.Manager, r *handlers.Registration) (schema.GroupVersionKind, error) {
-	mapper := mgr.GetRESTMapper()
-	o := r.Options
-	switch {
-	case !r.Unstructured:
-		gvk, err := apiutil.GVKForObject(r.NewObject(), mgr.GetScheme())
-		if err != nil {
-			return gvk, fmt.Errorf("the Go type %T is not in the manager's scheme (add its package's AddToScheme): %w", r.NewObject(), err)
-		}
-		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			return gvk, fmt.Errorf("kind %s is not served by the API server (is its CRD installed?): %w", gvk, err)
-		}
-		return gvk, nil
-	case !o.Kind.Empty():
-		if _, err := mapper.RESTMapping(o.Kind.GroupKind(), o.Kind.Version); err != nil {
-			return o.Kind, fmt.Errorf("kind %s is not served by the API server (is its CRD installed?): %w", o.Kind, err)
-		}
-		return o.Kind, nil
-	default:
-		full, partial := schema.ParseResourceArg(strings.ToLower(o.Resource))
-		if full != nil {
-			if gvk, err := mapper.KindFor(*full); err == nil {
-				return gvk, nil
-			}
-		}
-		gvk, err := mapper.KindFor(partial.WithVersion(""))
-		if err != nil {
-			return gvk, fmt.Errorf("resource %q is not served by the API server: %w", o.Resource, err)
-		}
-		return gvk, nil
-	}
+// objectKinds are the handler kinds the reconcile engine runs for objects
+// (the webhook package runs the admission handlers).
+var objectKinds = []spec.Kind{
+	spec.KindCreate, spec.KindUpdate, spec.KindField, spec.KindDelete, spec.KindResume,
+	spec.KindReconcile, spec.KindTimer, spec.KindDaemon, spec.KindEvent, spec.KindIndex,
 }
 
 // newKindController prepares the controller of one kind; proto is the first
 // registration for it and decides the Go type objects are read into.
-func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *handlers.Registration, opts Options, sh *shared) (*kindController, error) {
+func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *spec.Handler, opts Options, sh *shared) (*kindController, error) {
 	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s is not served by the API server: %w", gvk, err)
@@ -374,15 +339,15 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 
 // add puts a registration in its place: change handlers or level handlers;
 // fields they name are kept in the essence.
-func (k *kindController) add(r *handlers.Registration) {
-	switch r.HandlerKind() {
-	case "reconcile":
+func (k *kindController) add(r *spec.Handler) {
+	switch r.Kind {
+	case spec.KindReconcile:
 		k.level = append(k.level, r)
-	case "timer", "daemon":
+	case spec.KindTimer, spec.KindDaemon:
 		k.spawned = append(k.spawned, r)
-	case "event":
+	case spec.KindEvent:
 		k.events = append(k.events, r)
-	case "index":
+	case spec.KindIndex:
 		k.indexes = append(k.indexes, r)
 	default:
 		k.change = append(k.change, r)

@@ -2,9 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // spawner runs the timers and daemons of one kind. It is a Runnable on the
@@ -26,7 +24,7 @@ import (
 // itself. Daemons get a goroutine each, as long-running functions must.
 type spawner struct {
 	k       *kindController
-	regs    []*handlers.Registration // timers and daemons, in registration order
+	regs    []*spec.Handler // timers and daemons, in registration order
 	workers int
 	log     logr.Logger
 
@@ -49,24 +47,24 @@ type spawned struct {
 	latest    client.Object
 	essence   string
 	changedAt time.Time // last change of the essence
-	wanted    []*handlers.Registration
+	wanted    []*spec.Handler
 	timers    map[string]*timerState
 	daemons   map[string]*daemonState
-	finished  map[string]bool // daemons done for good in this process
+	finished  map[string]bool // timers and daemons done for good in this process
 }
 
 type timerState struct {
-	reg     *handlers.Registration
-	first   time.Time // start of the first run, the grid of sharp timers
-	retries int
-	started time.Time // first attempt of the current run
-	ranFor  time.Time // the change an idle-only timer last ran after
-	due     time.Time // when the scheduled run is due
+	reg      *spec.Handler
+	first    time.Time // start of the first run, the grid of sharp timers
+	attempts int       // failed attempts of the current run
+	started  time.Time // first attempt of the current run
+	ranFor   time.Time // the change an idle-only timer last ran after
+	due      time.Time // when the scheduled run is due
 }
 
 type daemonState struct {
-	reg       *handlers.Registration
-	ctl       *handlers.DaemonControl
+	reg       *spec.Handler
+	ctl       *spec.DaemonControl
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the goroutine returns
 	abandoned chan struct{} // closed when gopf gives up waiting
@@ -94,7 +92,7 @@ func (s *spawner) pause() {
 			delete(o.timers, id)
 		}
 		for _, d := range o.daemons {
-			s.stopDaemonLocked(d, handlers.StopOperatorPausing)
+			s.stopDaemonLocked(d, string(handlers.StopOperatorPausing))
 		}
 		if len(o.daemons) == 0 {
 			delete(s.objects, key)
@@ -123,7 +121,7 @@ func (s *spawner) Start(ctx context.Context) error {
 	var daemons []*daemonState
 	for _, o := range s.objects {
 		for _, d := range o.daemons {
-			s.stopDaemonLocked(d, handlers.StopOperatorExiting)
+			s.stopDaemonLocked(d, string(handlers.StopOperatorExiting))
 			daemons = append(daemons, d)
 		}
 	}
@@ -142,13 +140,13 @@ func (s *spawner) Start(ctx context.Context) error {
 // sync records the newest object and starts the timers and daemons of the
 // selected registrations that are not running; those no longer selected
 // are stopped.
-func (s *spawner) sync(key types.NamespacedName, obj client.Object, essence string, selected []*handlers.Registration) {
+func (s *spawner) sync(key types.NamespacedName, obj client.Object, essence string, selected []*spec.Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key]
 	if o == nil || o.uid != obj.GetUID() {
 		if o != nil {
-			s.stopAllLocked(key, o, handlers.StopDeleted)
+			s.stopAllLocked(key, o, string(handlers.StopDeleted))
 		}
 		o = &spawned{uid: obj.GetUID(), timers: map[string]*timerState{}, daemons: map[string]*daemonState{}, finished: map[string]bool{}, changedAt: time.Now()}
 		s.objects[key] = o
@@ -172,14 +170,14 @@ func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
 	for _, r := range o.wanted {
 		id := r.Options.ID
 		wanted[id] = true
-		switch r.HandlerKind() {
-		case "timer":
-			if o.timers[id] == nil {
+		switch r.Kind {
+		case spec.KindTimer:
+			if o.timers[id] == nil && !o.finished[id] {
 				t := &timerState{reg: r}
 				o.timers[id] = t
 				s.schedule(timerKey{key, id}, t, s.initialDelay(r, o.latest))
 			}
-		case "daemon":
+		case spec.KindDaemon:
 			if o.daemons[id] == nil && !o.finished[id] {
 				s.startDaemonLocked(key, o, r)
 			}
@@ -192,19 +190,19 @@ func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
 	}
 	for id, d := range o.daemons {
 		if !wanted[id] {
-			s.stopDaemonLocked(d, handlers.StopFiltersMismatch)
+			s.stopDaemonLocked(d, string(handlers.StopFiltersMismatch))
 		}
 	}
 }
 
 // needsFinalizer reports whether a timer or daemon holds the object: a
-// selected timer, or a selected daemon that has not finished for good.
-func (s *spawner) needsFinalizer(key types.NamespacedName, selected []*handlers.Registration) bool {
+// selected one that has not finished for good.
+func (s *spawner) needsFinalizer(key types.NamespacedName, selected []*spec.Handler) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key]
 	for _, r := range selected {
-		if r.HandlerKind() == "timer" || o == nil || !o.finished[r.Options.ID] {
+		if o == nil || !o.finished[r.Options.ID] {
 			return true
 		}
 	}
@@ -221,7 +219,7 @@ func (s *spawner) stop(key types.NamespacedName) bool {
 	if o == nil {
 		return true
 	}
-	s.stopAllLocked(key, o, handlers.StopDeleted)
+	s.stopAllLocked(key, o, string(handlers.StopDeleted))
 	return len(o.daemons) == 0
 }
 
@@ -230,14 +228,14 @@ func (s *spawner) forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o := s.objects[key]; o != nil {
-		s.stopAllLocked(key, o, handlers.StopDeleted)
+		s.stopAllLocked(key, o, string(handlers.StopDeleted))
 		if len(o.daemons) == 0 {
 			delete(s.objects, key)
 		}
 	}
 }
 
-func (s *spawner) stopAllLocked(key types.NamespacedName, o *spawned, reason handlers.StopReason) {
+func (s *spawner) stopAllLocked(key types.NamespacedName, o *spawned, reason string) {
 	o.wanted = nil
 	for id := range o.timers {
 		delete(o.timers, id)
@@ -248,7 +246,7 @@ func (s *spawner) stopAllLocked(key types.NamespacedName, o *spawned, reason han
 }
 
 // initialDelay is a timer's or daemon's delay before its first run.
-func (s *spawner) initialDelay(r *handlers.Registration, obj client.Object) time.Duration {
+func (s *spawner) initialDelay(r *spec.Handler, obj client.Object) time.Duration {
 	if f := r.Options.InitialDelayFunc; f != nil {
 		if typed, err := s.k.objectFor(r, obj); err == nil {
 			return f(typed)
@@ -261,44 +259,9 @@ func (s *spawner) initialDelay(r *handlers.Registration, obj client.Object) time
 // has gone and the finalizer may be released.
 func (s *spawner) wakeUp(obj client.Object) { s.k.wakeUp(s.ctx, obj) }
 
-// newCause builds the Cause of a timer or daemon run.
-func (s *spawner) newCause(r *handlers.Registration, obj client.Object, retry int, started time.Time) *handlers.Cause {
-	c := s.k.baseCause(r, obj, s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry))
+// newCall builds the call of a timer or daemon run.
+func (s *spawner) newCall(r *spec.Handler, obj client.Object, retry int, started time.Time) *spec.Call {
+	c := s.k.baseCall(r, obj, s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry))
 	c.Retry, c.Started, c.Runtime = retry, started, time.Since(started)
 	return c
-}
-
-// retryDelay classifies a run's error: the delay before the next attempt,
-// or -1 when the error is permanent (or ignored: then ok is true).
-func retryDelay(opts handlers.Options, defaultBackoff time.Duration, err error) (delay time.Duration, ok bool) {
-	var temp *handlers.TemporaryError
-	var perm *handlers.PermanentError
-	switch {
-	case err == nil:
-		return 0, true
-	case errors.As(err, &perm):
-		return -1, false
-	case errors.As(err, &temp) && temp.Delay > 0:
-		return temp.Delay, false
-	case errors.As(err, &temp):
-	case opts.Errors == handlers.ErrorsIgnored:
-		return 0, true
-	case opts.Errors == handlers.ErrorsPermanent:
-		return -1, false
-	}
-	if opts.Backoff > 0 {
-		return opts.Backoff, false
-	}
-	return defaultBackoff, false
-}
-
-// recovered turns a panic in fn into an error.
-func recovered(log logr.Logger, fn func() error) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			log.Error(fmt.Errorf("panic: %v", p), "handler panicked", "stack", string(debug.Stack()))
-			err = fmt.Errorf("panic: %v", p)
-		}
-	}()
-	return fn()
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // maxAnnotationsSize is Kubernetes' limit on the total size of an object's
@@ -74,10 +75,11 @@ func (s *state) clone() *state {
 	return out
 }
 
-// encode is the canonical JSON of a state, for comparisons.
+// encode is the canonical JSON of a state, for comparisons. No state and an
+// empty one are the same: nothing stored.
 func (s *state) encode() string {
 	if s == nil {
-		return ""
+		s = &state{}
 	}
 	data, _ := json.Marshal(s)
 	return string(data)
@@ -114,7 +116,7 @@ type storage interface {
 	load(obj map[string]any) (*state, error)
 	// save adds to p what turns the state stored on obj (the object as
 	// read, whether that state is readable or not) into st.
-	save(p *handlers.Patch, obj map[string]any, st *state) error
+	save(p *spec.Patch, obj map[string]any, st *state) error
 	// where names the place, for messages.
 	where() string
 }
@@ -160,7 +162,7 @@ func (s statusStorage) load(obj map[string]any) (*state, error) {
 	return st, nil
 }
 
-func (s statusStorage) save(p *handlers.Patch, obj map[string]any, st *state) error {
+func (s statusStorage) save(p *spec.Patch, obj map[string]any, st *state) error {
 	// Compare with what is there, readable or not, so that a patch replaces
 	// unreadable state as well: a merge patch merges maps, so records that
 	// must go are nulled one by one.
@@ -198,7 +200,7 @@ func (s statusStorage) save(p *handlers.Patch, obj map[string]any, st *state) er
 		p.SetStatus(s.field, full)
 		return nil
 	}
-	p.MergeStatus(s.field, m)
+	spec.MergeStatus(p, s.field, m)
 	return nil
 }
 
@@ -232,7 +234,7 @@ func (s annotationStorage) load(obj map[string]any) (*state, error) {
 	return st, nil
 }
 
-func (s annotationStorage) save(p *handlers.Patch, obj map[string]any, st *state) error {
+func (s annotationStorage) save(p *spec.Patch, obj map[string]any, st *state) error {
 	values := map[string]*string{s.essenceKey(): nil, s.progressKey(): nil}
 	if st.Essence != "" {
 		values[s.essenceKey()] = &st.Essence

@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // worker runs due timers until the queue shuts down.
@@ -54,47 +55,61 @@ func (s *spawner) runTimer(key timerKey) {
 	}
 	// A private copy: the write below decodes the response into it.
 	obj, changedAt := o.latest.DeepCopyObject().(client.Object), o.changedAt
-	if t.retries == 0 {
+	if t.attempts == 0 {
 		t.started = now
 	}
 	if t.first.IsZero() {
 		t.first = now
 	}
-	c := s.newCause(t.reg, obj, t.retries, t.started)
-	c.Patch = &handlers.Patch{}
+	c := s.newCall(t.reg, obj, t.attempts, t.started)
+	c.Patch = &spec.Patch{}
 	ctx := s.ctx
 	s.mu.Unlock()
 
-	result, err := s.k.call(ctx, t.reg, nil, obj, c)
+	result, err := s.k.call(ctx, t.reg, obj, c)
 	if err == nil {
 		if result != nil {
 			status, _ := statusOf(obj)
 			if changes(status[opts.ID], result) {
-				c.Patch.MergeStatus(opts.ID, result)
+				spec.MergeStatus(c.Patch, opts.ID, result)
 			}
 		}
 		if werr := s.k.sendPatch(ctx, obj, c.Patch); werr != nil {
 			err = handlers.Temporary(werr, 0)
 		}
 	}
-	delay, ok := retryDelay(opts, s.k.opts.DefaultBackoff, err)
 	end := time.Now()
+	v := judge(opts, s.k.opts.DefaultBackoff, err, t.attempts+1, t.started, end)
+	handlerCalls.WithLabelValues(s.k.name, opts.ID, v.outcome.String()).Inc()
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if o.timers[key.id] != t {
+		s.mu.Unlock()
 		return // stopped while running
 	}
-	switch {
-	case !ok && delay >= 0:
-		t.retries++
-		c.Log.Info("timer failed; it will be retried", "error", err.Error(), "retryIn", delay)
-		s.schedule(key, t, delay)
+	switch v.outcome {
+	case retrying:
+		t.attempts++
+		c.Log.Info("timer failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
+		s.schedule(key, t, v.delay)
+		s.mu.Unlock()
 		return
-	case !ok:
-		c.Log.Error(err, "timer failed permanently; it runs again at its next interval")
+	case failed:
+		// As in Kopf, a timer that fails for good stops for this object (in
+		// this process), and no longer holds its finalizer.
+		delete(o.timers, key.id)
+		o.finished[key.id] = true
+		s.mu.Unlock()
+		c.Log.Error(v.err, "timer failed permanently; it stops for this object")
+		s.k.failedForGood(obj, opts.ID, v.err)
+		s.wakeUp(obj)
+		return
 	}
-	t.retries = 0
+	defer s.mu.Unlock()
+	if v.ignored {
+		c.Log.Info("timer failed; the error is ignored as configured", "error", v.err.Error())
+	}
+	t.attempts = 0
 	t.ranFor = changedAt
 	if opts.Interval <= 0 {
 		return

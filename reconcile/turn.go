@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // turn is the working set of one reconcile of one object.
@@ -32,25 +33,25 @@ type turn struct {
 	essence     string // current essence, as JSON
 	essenceTree any    // the same, decoded
 
-	patch   handlers.Patch
+	patch   spec.Patch
 	results map[string]any // handler id → result, merged into status
 	requeue time.Duration  // the soonest retry, 0 for none
 }
 
 // entry is one handler (or sub-handler) scheduled in this turn.
 type entry struct {
-	reg      *handlers.Registration
-	opts     handlers.Options
-	sub      *handlers.SubHandler
+	reg      *spec.Handler
+	opts     spec.Options
+	sub      *spec.Handler // a sub-handler of reg, or nil
 	old, new any
-	diff     handlers.Diff
+	diff     spec.Diff
 	// handled is what a success is recorded against: the current essence.
 	handled string
 }
 
 // changeCause works out the cause of a live object and runs its handlers.
 // It returns the cause (or "" when there is nothing to do).
-func (t *turn) changeCause(ctx context.Context, selected []*handlers.Registration) handlers.Reason {
+func (t *turn) changeCause(ctx context.Context, selected []*spec.Handler) handlers.Reason {
 	purpose := handlers.Reason("")
 	switch {
 	case t.known == nil || t.known.Essence == "":
@@ -76,7 +77,7 @@ func (t *turn) changeCause(ctx context.Context, selected []*handlers.Registratio
 	withResume := !t.mem.resumed && t.known != nil && t.known.Essence != ""
 	if withResume {
 		for _, r := range selected {
-			if r.Reason == handlers.ReasonResume {
+			if reasonOf(r) == handlers.ReasonResume {
 				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence})
 			}
 		}
@@ -104,15 +105,15 @@ func (t *turn) changeCause(ctx context.Context, selected []*handlers.Registratio
 
 // changeEntry decides whether a registration runs for the cause, and with
 // which old and new values.
-func (t *turn) changeEntry(r *handlers.Registration, purpose handlers.Reason, base any) *entry {
+func (t *turn) changeEntry(r *spec.Handler, purpose handlers.Reason, base any) *entry {
 	o := r.Options
 	var path []string
 	if o.Field != "" {
 		path = strings.Split(o.Field, ".")
 	}
-	fieldHandler := o.Field != "" && r.Reason == handlers.ReasonUpdate
+	fieldHandler := o.Field != "" && reasonOf(r) == handlers.ReasonUpdate
 	switch {
-	case purpose == handlers.ReasonCreate && r.Reason == handlers.ReasonCreate:
+	case purpose == handlers.ReasonCreate && reasonOf(r) == handlers.ReasonCreate:
 		e := &entry{reg: r, opts: o, new: t.essenceTree, handled: t.essence}
 		if path != nil {
 			nv, ok := lookup(t.essenceTree, path)
@@ -122,14 +123,14 @@ func (t *turn) changeEntry(r *handlers.Registration, purpose handlers.Reason, ba
 			e.new = nv
 		}
 		return e
-	case purpose == handlers.ReasonCreate && fieldHandler && r.HandlerKind() == "field":
+	case purpose == handlers.ReasonCreate && fieldHandler && r.Kind == spec.KindField:
 		// Field handlers see creation with the field set as a change.
 		nv, ok := lookup(t.essenceTree, path)
 		if !ok || !matchField(o, nil, false, nv, ok) {
 			return nil
 		}
 		return &entry{reg: r, opts: o, new: nv, diff: diff(nil, nv), handled: t.essence}
-	case purpose == handlers.ReasonUpdate && r.Reason == handlers.ReasonUpdate:
+	case purpose == handlers.ReasonUpdate && reasonOf(r) == handlers.ReasonUpdate:
 		old := base
 		if rec := t.st.Progress[o.ID]; rec != nil && rec.Purpose == handlers.ReasonUpdate {
 			if rec.finished() && rec.Handled == t.essence {
@@ -162,11 +163,11 @@ func (t *turn) changeEntry(r *handlers.Registration, purpose handlers.Reason, ba
 // deleteCause runs the delete handlers (and resume handlers that run for
 // deleted objects, on first sight). It reports whether all are done, so that
 // the finalizer can go.
-func (t *turn) deleteCause(ctx context.Context, selected []*handlers.Registration) bool {
+func (t *turn) deleteCause(ctx context.Context, selected []*spec.Handler) bool {
 	var entries []*entry
 	for _, r := range selected {
-		runs := r.Reason == handlers.ReasonDelete ||
-			r.Reason == handlers.ReasonResume && r.Options.Deleted && !t.mem.resumed && t.known != nil
+		runs := reasonOf(r) == handlers.ReasonDelete ||
+			reasonOf(r) == handlers.ReasonResume && r.Options.Deleted && !t.mem.resumed && t.known != nil
 		if runs {
 			entries = append(entries, &entry{reg: r, opts: r.Options, old: t.essenceTree, handled: t.essence})
 		}
@@ -224,12 +225,16 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 		t.soon(rec.Delayed.Sub(t.now))
 		return false
 	}
-	c := t.newCause(e, rec)
+	c := t.newCall(e, rec)
 	began := time.Now()
-	result, err := t.k.call(ctx, e.reg, e.sub, t.obj, c)
+	h := e.reg
+	if e.sub != nil {
+		h = e.sub
+	}
+	result, err := t.k.call(ctx, h, t.obj, c)
 	handlerDuration.WithLabelValues(t.k.name, id).Observe(time.Since(began).Seconds())
 	if err == nil {
-		subs, subErr := c.SubHandlers()
+		subs, subErr := c.Subs, c.SubErr()
 		if subErr != nil {
 			err = handlers.Permanent(fmt.Errorf("bad sub-handlers: %w", subErr))
 		} else if len(subs) > 0 {
@@ -251,11 +256,10 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 
 // runSubs runs the sub-handlers of a parent; it reports whether all are
 // finished and, if not, when the first unfinished one is due.
-func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []handlers.SubHandler, records map[string]*progress) (bool, *time.Time) {
+func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*spec.Handler, records map[string]*progress) (bool, *time.Time) {
 	done := true
 	var next *time.Time
-	for i := range subs {
-		s := &subs[i]
+	for _, s := range subs {
 		e := &entry{reg: parent.reg, opts: s.Options, sub: s, old: parent.old, new: parent.new, diff: parent.diff, handled: parent.handled}
 		if t.runEntry(ctx, purpose, e, records) {
 			continue
@@ -272,85 +276,54 @@ func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *ent
 	return done, next
 }
 
-func (e *entry) reason() handlers.Reason {
-	if e.reg.Reason == handlers.ReasonResume {
-		return handlers.ReasonResume
-	}
-	return e.reg.Reason
-}
+func (e *entry) reason() handlers.Reason { return reasonOf(e.reg) }
 
-func (t *turn) newCause(e *entry, rec *progress) *handlers.Cause {
+// reasonOf is the cause a change handler runs for ("" for other kinds).
+func reasonOf(h *spec.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
+
+func (t *turn) newCall(e *entry, rec *progress) *spec.Call {
 	reason := e.reason()
 	if reason == handlers.ReasonUpdate && e.old == nil {
 		reason = handlers.ReasonCreate // a field handler on creation
 	}
-	c := t.k.baseCause(e.reg, t.obj, t.log.WithValues("handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
-	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
+	c := t.k.baseCall(e.reg, t.obj, t.log.WithValues("handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
+	c.Reason, c.HandlerID, c.Param = string(reason), e.opts.ID, e.opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
 	c.Patch = &t.patch
 	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
 	return c
 }
 
-// outcome records what a call's error means for the handler: success,
-// a retry after a delay, or a failure.
+// outcome records what a call's error means for the handler (see judge):
+// success, a retry after a delay, or a failure.
 func (t *turn) outcome(e *entry, rec *progress, err error) {
 	log := t.log.WithValues("handler", e.opts.ID, "cause", rec.Purpose, "retry", rec.Retries)
 	rec.Retries++
 	rec.Delayed = nil
-	if err == nil {
+	v := judge(e.opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
+	handlerCalls.WithLabelValues(t.k.name, e.opts.ID, v.outcome.String()).Inc()
+	rec.Message = ""
+	if v.err != nil {
+		rec.Message = v.err.Error()
+	}
+	switch v.outcome {
+	case succeeded:
 		rec.Success, rec.Message, rec.Handled = true, "", e.handled
-		handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "success").Inc()
-		log.V(1).Info("handler succeeded")
-		return
-	}
-	rec.Message = err.Error()
-	var temp *handlers.TemporaryError
-	var perm *handlers.PermanentError
-	delay := time.Duration(-1)
-	switch {
-	case errors.As(err, &perm):
-	case errors.As(err, &temp):
-		delay = temp.Delay
-	case e.opts.Errors == handlers.ErrorsIgnored:
-		log.Info("handler failed; the error is ignored as configured", "error", err.Error())
-		rec.Success, rec.Message, rec.Handled = true, "", e.handled
-		handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "success").Inc()
-		return
-	case e.opts.Errors == handlers.ErrorsPermanent:
-	default:
-		delay = 0
-	}
-	if delay == 0 {
-		delay = e.opts.Backoff
-		if delay == 0 {
-			delay = t.k.opts.DefaultBackoff
+		if v.ignored {
+			log.Info("handler failed; the error is ignored as configured", "error", v.err.Error())
+		} else {
+			log.V(1).Info("handler succeeded")
 		}
-	}
-	if delay > 0 {
-		switch {
-		case e.opts.Retries > 0 && rec.Retries >= e.opts.Retries:
-			err = handlers.Permanent(fmt.Errorf("%w after %d attempts: %v", handlers.ErrRetriesExhausted, rec.Retries, err))
-			delay = -1
-		case e.opts.Timeout > 0 && t.now.Add(delay).Sub(rec.Started) >= e.opts.Timeout:
-			err = handlers.Permanent(fmt.Errorf("%w: %s since the first attempt: %v", handlers.ErrTimeout, e.opts.Timeout, err))
-			delay = -1
-		}
-	}
-	rec.Message = err.Error()
-	if delay < 0 {
+	case failed:
 		rec.Failure, rec.Handled = true, e.handled
-		handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "failure").Inc()
-		log.Error(err, "handler failed permanently")
-		// A permanent failure is rare and final: say so on the object.
-		t.k.recorder.Eventf(t.obj, nil, "Warning", "HandlerFailed", "Handling", "handler %q failed permanently: %s", e.opts.ID, truncate(err.Error(), 900))
-		return
+		log.Error(v.err, "handler failed permanently")
+		t.k.failedForGood(t.obj, e.opts.ID, v.err)
+	case retrying:
+		next := t.now.Add(v.delay)
+		rec.Delayed = &next
+		t.soon(v.delay)
+		log.Info("handler failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
 	}
-	handlerCalls.WithLabelValues(t.k.name, e.opts.ID, "retry").Inc()
-	next := t.now.Add(delay)
-	rec.Delayed = &next
-	t.soon(delay)
-	log.Info("handler failed; it will be retried", "error", err.Error(), "retryIn", delay)
 }
 
 func (t *turn) soon(d time.Duration) {
@@ -373,12 +346,12 @@ func (t *turn) keepResult(id string, result any) {
 }
 
 // runLevel runs the level handlers on the object.
-func (t *turn) runLevel(ctx context.Context, level []*handlers.Registration, cause handlers.Reason) (reconcile.Result, error) {
+func (t *turn) runLevel(ctx context.Context, level []*spec.Handler, cause handlers.Reason) (reconcile.Result, error) {
 	var res reconcile.Result
 	var errs []error
 	for _, r := range level {
-		c := t.newCause(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &progress{Started: t.now})
-		c.Reason = cause
+		c := t.newCall(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &progress{Started: t.now})
+		c.Reason = string(cause)
 		out, err := t.k.callLevel(ctx, r, t.obj, c)
 		if err != nil {
 			errs = append(errs, err)
@@ -414,12 +387,4 @@ func sameJSON(a, b any) bool {
 	da, err1 := json.Marshal(a)
 	db, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(da) == string(db)
-}
-
-// truncate cuts s to at most n bytes, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -12,16 +12,16 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // shared is what the controllers of one registry share: the indexes, and
 // whether each index has seen the initial list of its kind.
 type shared struct {
-	indexes  *handlers.Indexes
-	memo     *handlers.Memo // the operator-level handlers' memo
+	indexes  *spec.Indexes
+	memo     *spec.Memo // the operator-level handlers' memo
 	client   client.Client
 	gate     *gate
 	scope    *scope
@@ -29,6 +29,13 @@ type shared struct {
 	watchers []*watcher      // those that feed indexes
 	ctx      context.Context // the manager's, once it runs
 	busy     atomic.Int64    // reconciles in progress
+}
+
+// operatorCall builds the call of an operator-level handler: the
+// operator's memo, indexes and client, and no object.
+func (s *shared) operatorCall(h *spec.Handler, log logr.Logger) *spec.Call {
+	return &spec.Call{HandlerID: h.Options.ID, Param: h.Options.Param, Started: time.Now(),
+		Log: log.WithValues("handler", h.Options.ID), Memo: s.memo, Indexes: s.indexes, Client: s.client}
 }
 
 // idle waits until no reconcile is in progress, or until the timeout.
@@ -76,8 +83,8 @@ func (s *shared) indexesReady() bool {
 type watcher struct {
 	k       *kindController
 	cache   cache.Cache
-	events  []*handlers.Registration
-	indexes []*handlers.Registration
+	events  []*spec.Handler
+	indexes []*spec.Handler
 
 	mu  sync.Mutex
 	reg toolscache.ResourceEventHandlerRegistration
@@ -137,7 +144,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 	for _, r := range w.indexes {
 		ix := w.k.shared.indexes.Get(r.Options.ID)
 		if event == handlers.EventDeleted || !w.k.shared.scope.includes(obj.GetNamespace()) || !w.k.selects(r, obj, nil) {
-			ix.Remove(key.String())
+			spec.SetEntries(ix, key.String(), nil)
 			continue
 		}
 		out, err := w.call(r, obj, event)
@@ -145,7 +152,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 			continue // the object keeps its previous entries
 		}
 		entries, _ := out.(map[string]any)
-		ix.Set(key.String(), entries)
+		spec.SetEntries(ix, key.String(), entries)
 	}
 	if !w.k.shared.scope.includes(obj.GetNamespace()) {
 		return
@@ -162,22 +169,13 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 
 // call runs one event handler or index function; errors and panics are
 // logged, never retried.
-func (w *watcher) call(r *handlers.Registration, obj client.Object, event handlers.EventType) (out any, err error) {
+func (w *watcher) call(r *spec.Handler, obj client.Object, event handlers.EventType) (out any, err error) {
 	w.mu.Lock()
 	ctx := w.ctx
 	w.mu.Unlock()
-	c := w.k.baseCause(r, obj, w.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "event", event))
-	c.Event = event
-	arg, err := w.k.objectFor(r, obj)
-	if err != nil {
-		c.Log.Error(err, "cannot hand the object to the handler")
-		return nil, err
-	}
-	err = recovered(c.Log, func() error {
-		var callErr error
-		out, callErr = r.Call(logf.IntoContext(ctx, c.Log), arg, c)
-		return callErr
-	})
+	c := w.k.baseCall(r, obj, w.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "event", event))
+	c.Event = string(event)
+	out, err = w.k.call(ctx, r, obj, c)
 	if err != nil {
 		c.Log.Error(err, "handler failed; the error is logged only")
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // gopf needs these permissions to manage the webhook configurations; `make
@@ -40,7 +40,7 @@ const (
 // for its operations.
 func rules(h *hook) []admissionregistrationv1.RuleWithOperations {
 	var resources []string
-	switch sub := h.reg.Admission.SubResource; sub {
+	switch sub := h.reg.Options.SubResource; sub {
 	case "":
 		resources = []string{h.resource}
 	case "*":
@@ -49,7 +49,7 @@ func rules(h *hook) []admissionregistrationv1.RuleWithOperations {
 		resources = []string{h.resource + "/" + sub}
 	}
 	var ops []admissionregistrationv1.OperationType
-	for _, op := range h.reg.Admission.Operations {
+	for _, op := range h.reg.Options.Operations {
 		ops = append(ops, admissionregistrationv1.OperationType(op))
 	}
 	scope := admissionregistrationv1.ClusterScope
@@ -77,23 +77,23 @@ type webhookSettings struct {
 	objects        *metav1.LabelSelector
 }
 
-func settingsOf(r *handlers.AdmissionRegistration) webhookSettings {
+func settingsOf(r *spec.Handler) webhookSettings {
 	s := webhookSettings{
 		failurePolicy:  admissionregistrationv1.Fail,
 		sideEffects:    admissionregistrationv1.SideEffectClassNone,
 		timeoutSeconds: int32(defaultWebhookTimeout / time.Second),
 		matchPolicy:    admissionregistrationv1.Equivalent,
 		namespaces:     &metav1.LabelSelector{},
-		objects:        r.ObjectSelector(),
+		objects:        spec.ObjectSelector(r.Options.Labels),
 	}
-	if r.Admission.IgnoreFailures {
+	if r.Options.IgnoreFailures {
 		s.failurePolicy = admissionregistrationv1.Ignore
 	}
-	if r.Admission.SideEffects {
+	if r.Options.SideEffects {
 		s.sideEffects = admissionregistrationv1.SideEffectClassNoneOnDryRun
 	}
-	if r.Admission.Timeout > 0 {
-		s.timeoutSeconds = int32(r.Admission.Timeout / time.Second)
+	if r.Options.WebhookTimeout > 0 {
+		s.timeoutSeconds = int32(r.Options.WebhookTimeout / time.Second)
 	}
 	if s.objects == nil {
 		s.objects = &metav1.LabelSelector{}
@@ -111,11 +111,11 @@ func configurations(name string, hooks []*hook, clientConfig func(path string) a
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
 	reviewVersions := []string{"v1"}
 	for _, h := range hooks {
-		if persistentOnly && !h.reg.Admission.Persistent {
+		if persistentOnly && !h.reg.Options.Persistent {
 			continue
 		}
 		s := settingsOf(h.reg)
-		if h.reg.Mutating {
+		if h.reg.Kind == spec.KindMutate {
 			never := admissionregistrationv1.NeverReinvocationPolicy
 			m.Webhooks = append(m.Webhooks, admissionregistrationv1.MutatingWebhook{
 				Name:                    h.name,

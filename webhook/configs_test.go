@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 func allowCM(ctx context.Context, cm *corev1.ConfigMap, a *cmAdmission) error { return nil }
@@ -25,11 +26,11 @@ func hooksOf(t *testing.T, reg *handlers.Registry) []*hook {
 	}
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	var hooks []*hook
-	for _, r := range reg.AdmissionRegistrations() {
+	for _, r := range spec.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate) {
 		id := sanitizeID(r.Options.ID)
 		hooks = append(hooks, &hook{
 			reg: r, gvk: gvk, resource: "configmaps", namespaced: true,
-			path: kindPath(r.Mutating, gvk) + "/" + id,
+			path: kindPath(r.Kind == spec.KindMutate, gvk) + "/" + id,
 			name: webhookName(id, gvk, "op.gopf.dev"),
 		})
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // applyChanges carries the changes a mutating handler made to its object,
@@ -76,15 +76,15 @@ func carry(doc, before, after any) any {
 
 // mergePatch applies a handler's Patch to the object obj (JSON) the way a
 // JSON merge patch does; status entries go under "status".
-func mergePatch(obj []byte, p *handlers.Patch) ([]byte, error) {
+func mergePatch(obj []byte, p *spec.Patch) ([]byte, error) {
 	if p == nil || p.Empty() {
 		return obj, nil
 	}
 	patch := map[string]any{}
-	for k, v := range p.Object() {
+	for k, v := range spec.ObjectPatch(p) {
 		patch[k] = v
 	}
-	if st := p.Status(); len(st) > 0 {
+	if st := spec.StatusPatch(p); len(st) > 0 {
 		patch["status"] = st
 	}
 	raw, err := json.Marshal(patch)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // reviewer answers the admission requests of one path by running the
@@ -44,7 +44,7 @@ func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission
 	var warnings []string
 	var failures []error
 	for _, h := range rv.hooks {
-		if !h.reg.Handles(op, req.SubResource) {
+		if !h.handles(op, req.SubResource) {
 			continue
 		}
 		next, warns, err := rv.run(ctx, h, &req.AdmissionRequest, current)
@@ -89,7 +89,7 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 			return nil, nil, fmt.Errorf("%s: decoding the old object: %w", h.reg, err)
 		}
 	}
-	if !h.reg.Selects(obj) {
+	if !h.selects(obj) {
 		return nil, nil, nil
 	}
 	mutate := rv.mutating && (op == handlers.OperationCreate || op == handlers.OperationUpdate)
@@ -101,8 +101,8 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 		}
 	}
 	log := logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID)
-	areq := &handlers.AdmissionRequest{
-		Operation:   op,
+	review := &spec.Review{
+		Operation:   string(op),
 		SubResource: req.SubResource,
 		DryRun:      req.DryRun != nil && *req.DryRun,
 		UserInfo:    req.UserInfo,
@@ -111,41 +111,39 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 		HandlerID:   h.reg.Options.ID,
 		Param:       h.reg.Options.Param,
 		Log:         log,
-		Patch:       &handlers.Patch{},
+		Patch:       &spec.Patch{},
 		Raw:         req,
 	}
-	if err := call(ctx, h, obj, old, areq); err != nil {
-		return nil, areq.Warnings(), err
+	if err := call(ctx, h, obj, old, review); err != nil {
+		return nil, review.Warnings, err
 	}
 	if !mutate {
-		return nil, areq.Warnings(), nil
+		return nil, review.Warnings, nil
 	}
 	after, err := json.Marshal(obj)
 	if err == nil {
-		after, err = mergePatch(after, areq.Patch)
+		after, err = mergePatch(after, review.Patch)
 	}
 	if err != nil {
-		return nil, areq.Warnings(), fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)
+		return nil, review.Warnings, fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)
 	}
 	if bytes.Equal(before, after) {
-		return nil, areq.Warnings(), nil
+		return nil, review.Warnings, nil
 	}
 	next, err := applyChanges(current, before, after)
 	if err != nil {
-		return nil, areq.Warnings(), fmt.Errorf("%s: applying the changes: %w", h.reg, err)
+		return nil, review.Warnings, fmt.Errorf("%s: applying the changes: %w", h.reg, err)
 	}
-	return next, areq.Warnings(), nil
+	return next, review.Warnings, nil
 }
 
 // call runs the handler, turning a panic into an error.
-func call(ctx context.Context, h *hook, obj, old client.Object, req *handlers.AdmissionRequest) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			req.Log.Error(fmt.Errorf("%v", r), "admission handler panicked", "stack", string(debug.Stack()))
-			err = fmt.Errorf("admission handler %q panicked: %v", h.reg.Options.ID, r)
-		}
-	}()
-	return h.reg.Call(ctx, obj, old, req)
+func call(ctx context.Context, h *hook, obj, old client.Object, review *spec.Review) error {
+	err := spec.Protect(review.Log, func() error { return h.reg.Review(ctx, obj, old, review) })
+	if p := (*spec.PanicError)(nil); errors.As(err, &p) {
+		return fmt.Errorf("admission handler %q panicked: %v", h.reg.Options.ID, p.Value)
+	}
+	return err
 }
 
 // denial picks the failure that decides a denied request, ranked as Kopf

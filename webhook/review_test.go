@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 type cmAdmission = handlers.Admission[*corev1.ConfigMap]
@@ -27,7 +28,7 @@ func reviewerFor(t *testing.T, reg *handlers.Registry, mutating bool) *reviewer 
 		t.Fatal(err)
 	}
 	rv := &reviewer{mutating: mutating}
-	for _, r := range reg.AdmissionRegistrations() {
+	for _, r := range spec.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate) {
 		rv.hooks = append(rv.hooks, &hook{reg: r})
 	}
 	return rv

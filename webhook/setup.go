@@ -3,22 +3,24 @@ package webhook
 import (
 	"errors"
 	"fmt"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // hook is one admission handler, resolved against the API server.
 type hook struct {
-	reg        *handlers.AdmissionRegistration
+	reg        *spec.Handler
 	gvk        schema.GroupVersionKind
 	resource   string // plural resource name
 	namespaced bool
@@ -49,7 +51,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	if err := reg.Err(); err != nil {
 		return err
 	}
-	regs := reg.AdmissionRegistrations()
+	regs := spec.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate)
 	if len(regs) == 0 {
 		return nil
 	}
@@ -75,8 +77,9 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 		rv.hooks = append(rv.hooks, h)
 	}
 	for _, h := range hooks {
-		add(h.path, h.reg.Mutating, h)
-		add(kindPath(h.reg.Mutating, h.gvk), h.reg.Mutating, h)
+		mutating := h.reg.Kind == spec.KindMutate
+		add(h.path, mutating, h)
+		add(kindPath(mutating, h.gvk), mutating, h)
 	}
 	for _, path := range paths {
 		mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: byPath[path]})
@@ -97,12 +100,12 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 // resolveHooks resolves the kinds of the registrations and names their
 // paths and webhooks. configName is the configurations' name, "" if they
 // are not managed.
-func resolveHooks(mgr manager.Manager, regs []*handlers.AdmissionRegistration, configName string) ([]*hook, error) {
+func resolveHooks(mgr manager.Manager, regs []*spec.Handler, configName string) ([]*hook, error) {
 	var errs []error
 	var hooks []*hook
 	seen := map[string]*hook{}
 	for _, r := range regs {
-		gvk, mapping, err := resolveKind(mgr, r)
+		gvk, mapping, err := spec.ResolveKind(r, mgr.GetScheme(), mgr.GetRESTMapper())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
 			continue
@@ -114,7 +117,7 @@ func resolveHooks(mgr manager.Manager, regs []*handlers.AdmissionRegistration, c
 			namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
 		}
 		id := sanitizeID(r.Options.ID)
-		h.path = kindPath(r.Mutating, gvk) + "/" + id
+		h.path = kindPath(r.Kind == spec.KindMutate, gvk) + "/" + id
 		h.name = webhookName(id, gvk, configName)
 		if problems := validation.IsDNS1123Subdomain(h.name); len(problems) > 0 {
 			errs = append(errs, fmt.Errorf("gopf: %s: webhook name %q: %s (give the handler an ID of lower-case letters, digits and dashes)", r, h.name, strings.Join(problems, "; ")))
@@ -130,39 +133,19 @@ func resolveHooks(mgr manager.Manager, regs []*handlers.AdmissionRegistration, c
 	return hooks, errors.Join(errs...)
 }
 
-// resolveKind finds the group/version/kind of a registration and its REST
-// mapping.
-func resolveKind(mgr manager.Manager, r *handlers.AdmissionRegistration) (schema.GroupVersionKind, *meta.RESTMapping, error) {
-	mapper := mgr.GetRESTMapper()
-	o := r.Options
-	var gvk schema.GroupVersionKind
-	switch {
-	case !r.Unstructured:
-		var err error
-		gvk, err = apiutil.GVKForObject(r.NewObject(), mgr.GetScheme())
-		if err != nil {
-			return gvk, nil, fmt.Errorf("the Go type %T is not in the manager's scheme (add its package's AddToScheme): %w", r.NewObject(), err)
-		}
-	case !o.Kind.Empty():
-		gvk = o.Kind
-	default:
-		full, partial := schema.ParseResourceArg(strings.ToLower(o.Resource))
-		var err error
-		if full != nil {
-			gvk, err = mapper.KindFor(*full)
-		}
-		if full == nil || err != nil {
-			gvk, err = mapper.KindFor(partial.WithVersion(""))
-		}
-		if err != nil {
-			return gvk, nil, fmt.Errorf("resource %q is not served by the API server: %w", o.Resource, err)
-		}
-	}
-	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return gvk, nil, fmt.Errorf("kind %s is not served by the API server (is its CRD installed?): %w", gvk, err)
-	}
-	return gvk, mapping, nil
+// handles reports whether the handler is for requests with this operation
+// and subresource ("" for the object itself).
+func (h *hook) handles(op handlers.Operation, subResource string) bool {
+	o := h.reg.Options
+	return slices.Contains(o.Operations, string(op)) && (o.SubResource == "*" || o.SubResource == subResource)
+}
+
+// selects reports whether the handler's label and annotation filters and
+// its When predicate accept obj (given in the handler's Go type).
+func (h *hook) selects(obj client.Object) bool {
+	o := h.reg.Options
+	return spec.MatchMetadata(o.Labels, obj.GetLabels()) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations()) &&
+		(o.When == nil || o.When(obj))
 }
 
 // kindPath is the path of all validating or mutating handlers of a kind.
@@ -208,4 +191,10 @@ func sanitizeID(id string) string {
 		}
 	}
 	return strings.Trim(b.String(), "-.")
+}
+
+// Needed reports whether reg has admission handlers, and so needs a webhook
+// server.
+func Needed(reg *handlers.Registry) bool {
+	return len(spec.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate)) > 0
 }

@@ -79,7 +79,7 @@ func testLabel(t *testing.T) string {
 }
 
 // selectTest is the option that makes a handler see only the test's objects.
-func selectTest(t *testing.T) handlers.Option {
+func selectTest(t *testing.T) handlers.Labels {
 	return handlers.Labels{"gopf-test": testLabel(t)}
 }
 

@@ -76,8 +76,8 @@ func TestInitWiresGopfIntoGoV4Project(t *testing.T) {
 		`"github.com/gopf-dev/gopf"`,
 		"gopf.SetupWithManager(mgr, gopfRegistry)",
 		"gopfwebhook.Setup(mgr, gopfRegistry)",
-		"func registerHandlers(reg *gopf.Registry) {\n\t// +gopf:scaffold:handlers\n}",
-		"func registerWebhooks(reg *gopf.Registry) {\n\t// +gopf:scaffold:webhooks\n}",
+		"func registerHandlers(reg *handlers.Registry) {\n\t// +gopf:scaffold:handlers\n}",
+		"func registerWebhooks(reg *handlers.Registry) {\n\t// +gopf:scaffold:webhooks\n}",
 		// go/v4's markers stay for its later commands, and so do the user's flags.
 		"// +kubebuilder:scaffold:imports", "// +kubebuilder:scaffold:scheme", "// +kubebuilder:scaffold:builder",
 		`flag.BoolVar(&enableLeaderElection, "leader-elect", false,`, `"webhook-cert-path"`,
@@ -179,9 +179,9 @@ func TestCreateAPIReplacesTheReconcilerWithHandlers(t *testing.T) {
 	}
 	handlers := api.Universe["internal/controller/database_controller.go"]
 	for _, s := range []string{
-		"func RegisterDatabaseHandlers(reg *gopf.Registry) {",
-		"gopf.OnCreate(reg, createDatabase)", "gopf.OnUpdate(reg, updateDatabase)",
-		"gopf.OnDelete(reg, deleteDatabase)", "gopf.OnReconcile(reg, reconcileDatabase)",
+		"func RegisterDatabaseHandlers(reg *handlers.Registry) {",
+		"handlers.OnCreate(reg, createDatabase)", "handlers.OnUpdate(reg, updateDatabase)",
+		"handlers.OnDelete(reg, deleteDatabase)", "handlers.OnReconcile(reg, reconcileDatabase)",
 		"// +kubebuilder:rbac:groups=db.example.com,resources=databases,verbs=get;list;watch;patch",
 		"// +kubebuilder:rbac:groups=db.example.com,resources=databases/finalizers,verbs=update",
 		`dbv1 "example.com/demo/api/v1"`,
@@ -221,7 +221,7 @@ func TestCreateWebhookReplacesDefaulterAndValidatorWithAdmissionHandlers(t *test
 	}
 	handlers := hook.Universe["internal/webhook/v1/database_webhook.go"]
 	for _, s := range []string{
-		"func RegisterDatabaseWebhooks(reg *gopf.Registry) {",
+		"func RegisterDatabaseWebhooks(reg *handlers.Registry) {",
 		"handlers.OnMutate(reg, defaultDatabase)", "handlers.OnValidate(reg, validateDatabase)",
 		"func defaultDatabase(ctx context.Context, database *dbv1.Database, a *handlers.Admission[*dbv1.Database]) error {",
 		"// +kubebuilder:webhook:path=/mutate/db.example.com/v1/database,mutating=true,",

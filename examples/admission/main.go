@@ -24,8 +24,8 @@ func main() {
 	gopf.Main(registry(), kopfv1.AddToScheme)
 }
 
-func registry() *gopf.Registry {
-	reg := gopf.NewRegistry()
+func registry() *handlers.Registry {
+	reg := handlers.NewRegistry()
 
 	// Validation: runs on CREATE and UPDATE; a denial's message and code
 	// reach kubectl as they are.

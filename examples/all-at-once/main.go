@@ -30,6 +30,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -71,54 +72,54 @@ type operator struct {
 
 // registry registers every handler; k8s writes the children, period paces
 // the daemon and the timer.
-func registry(k8s client.Client, period time.Duration) *gopf.Registry {
+func registry(k8s client.Client, period time.Duration) *handlers.Registry {
 	op := &operator{k8s: k8s, period: period, live: map[string]bool{}}
-	reg := gopf.NewRegistry()
+	reg := handlers.NewRegistry()
 
 	// Operator-level handlers.
-	gopf.OnStartup(reg, func(ctx context.Context, c *gopf.Cause) error {
+	handlers.OnStartup(reg, func(ctx context.Context, c *handlers.Cause) error {
 		op.mu.Lock()
 		defer op.mu.Unlock()
 		op.started = time.Now()
 		return nil
-	}, gopf.ID("startup"))
-	gopf.OnCleanup(reg, func(ctx context.Context, c *gopf.Cause) error {
+	}, handlers.ID("startup"))
+	handlers.OnCleanup(reg, func(ctx context.Context, c *handlers.Cause) error {
 		c.Log.Info("stopping", "objects", len(op.objects()))
 		return nil
-	}, gopf.ID("cleanup"))
-	gopf.OnProbe(reg, func(ctx context.Context, c *gopf.Cause) (any, error) {
+	}, handlers.ID("cleanup"))
+	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
 		return map[string]any{"objects": op.objects()}, nil
-	}, gopf.ID("live_objects"))
+	}, handlers.ID("live_objects"))
 
 	// In-memory views: an index and a spy on the raw events.
-	gopf.OnIndex(reg, "by_field", func(obj *kopfv1.KopfExample) map[string]any {
+	handlers.OnIndex(reg, "by_field", func(obj *kopfv1.KopfExample) map[string]any {
 		return map[string]any{obj.Spec.Field: obj.Name}
 	})
-	gopf.OnEvent(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) error {
+	handlers.OnEvent(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) error {
 		c.Memo.Update("events", func(old any) any { n, _ := old.(int); return n + 1 })
 		return nil
-	}, gopf.ID("spy"))
+	}, handlers.ID("spy"))
 
 	// Change handlers.
-	gopf.OnCreate(reg, op.create, gopf.ID("create"))
-	gopf.OnCreate(reg, perItem, gopf.ID("items"))
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnCreate(reg, op.create, handlers.ID("create"))
+	handlers.OnCreate(reg, perItem, handlers.ID("items"))
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		if c.Retry == 0 {
-			return nil, gopf.Temporary(errors.New("not ready at the first attempt"), 100*time.Millisecond)
+			return nil, handlers.Temporary(errors.New("not ready at the first attempt"), 100*time.Millisecond)
 		}
 		return map[string]any{"attempts": c.Retry + 1}, nil
-	}, gopf.ID("flaky"), gopf.Retries(5))
-	gopf.OnUpdate(reg, op.update, gopf.ID("update"))
-	gopf.OnField(reg, "spec.field", siblings, gopf.ID("siblings"), gopf.Value(gopf.Present))
-	gopf.OnDelete(reg, op.delete, gopf.ID("delete"))
-	gopf.OnResume(reg, op.resume, gopf.ID("resume"))
+	}, handlers.ID("flaky"), handlers.Retries(5))
+	handlers.OnUpdate(reg, op.update, handlers.ID("update"))
+	handlers.OnField(reg, "spec.field", siblings, handlers.ID("siblings"), handlers.Value(handlers.Present))
+	handlers.OnDelete(reg, op.delete, handlers.ID("delete"))
+	handlers.OnResume(reg, op.resume, handlers.ID("resume"))
 
 	// A level handler: runs on every reconcile, also when the child changes.
-	gopf.OnReconcile(reg, op.repair, gopf.ID("repair"), gopf.Owns(&corev1.ConfigMap{}))
+	handlers.OnReconcile(reg, op.repair, handlers.ID("repair"), handlers.Owns(&corev1.ConfigMap{}))
 
 	// Background work sharing the object's memo.
-	gopf.OnDaemon(reg, op.heartbeat, gopf.ID("heartbeat"), gopf.CancellationBackoff(time.Second))
-	gopf.OnTimer(reg, 0, report, gopf.ID("report"), gopf.Idle(period))
+	handlers.OnDaemon(reg, op.heartbeat, handlers.ID("heartbeat"), handlers.CancellationBackoff(time.Second))
+	handlers.OnTimer(reg, 0, report, handlers.ID("report"), handlers.Idle(period))
 	return reg
 }
 
@@ -134,7 +135,7 @@ func (op *operator) objects() []string {
 	return out
 }
 
-func (op *operator) track(c *gopf.Cause, live bool) {
+func (op *operator) track(c *handlers.Cause, live bool) {
 	op.mu.Lock()
 	defer op.mu.Unlock()
 	if live {
@@ -156,7 +157,7 @@ func child(obj *kopfv1.KopfExample) *corev1.ConfigMap {
 // ensureChild creates the child unless it exists.
 func (op *operator) ensureChild(ctx context.Context, obj *kopfv1.KopfExample) (*corev1.ConfigMap, error) {
 	cm := child(obj)
-	if err := gopf.Adopt(obj, cm); err != nil {
+	if err := handlers.Adopt(obj, cm); err != nil {
 		return nil, err
 	}
 	if err := op.k8s.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -165,7 +166,7 @@ func (op *operator) ensureChild(ctx context.Context, obj *kopfv1.KopfExample) (*
 	return cm, nil
 }
 
-func (op *operator) create(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func (op *operator) create(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	cm, err := op.ensureChild(ctx, obj)
 	if err != nil {
 		return nil, err
@@ -176,9 +177,9 @@ func (op *operator) create(ctx context.Context, obj *kopfv1.KopfExample, c *gopf
 }
 
 // perItem declares one sub-handler per item.
-func perItem(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func perItem(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	for _, item := range obj.Spec.Items {
-		c.Register(item, func(ctx context.Context, sc *gopf.Cause) (any, error) {
+		c.Register(item, func(ctx context.Context, sc *handlers.Cause) (any, error) {
 			return map[string]any{"length": len(item)}, nil
 		})
 	}
@@ -186,7 +187,7 @@ func perItem(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, 
 }
 
 // update brings the child's data in line with spec.items.
-func (op *operator) update(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func (op *operator) update(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	want := child(obj)
 	cm := &corev1.ConfigMap{}
 	if err := op.k8s.Get(ctx, client.ObjectKeyFromObject(want), cm); err != nil {
@@ -201,23 +202,23 @@ func (op *operator) update(ctx context.Context, obj *kopfv1.KopfExample, c *gopf
 }
 
 // siblings counts the objects with the same spec.field, from the index.
-func siblings(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func siblings(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	return map[string]any{"field": c.New, "objects": len(c.Indexes.Get("by_field").Get(obj.Spec.Field))}, nil
 }
 
-func (op *operator) delete(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func (op *operator) delete(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	op.track(c, false)
 	c.Info("Deleted", "the garbage collector removes ConfigMap %s-items", obj.Name)
 	return nil, nil
 }
 
-func (op *operator) resume(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func (op *operator) resume(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	op.track(c, true)
 	return nil, nil
 }
 
 // repair recreates a child that went missing.
-func (op *operator) repair(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (reconcile.Result, error) {
+func (op *operator) repair(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (reconcile.Result, error) {
 	if obj.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
@@ -232,7 +233,7 @@ func (op *operator) repair(ctx context.Context, obj *kopfv1.KopfExample, c *gopf
 }
 
 // heartbeat counts its beats in the object's memo until asked to stop.
-func (op *operator) heartbeat(ctx context.Context, d *gopf.Daemon[*kopfv1.KopfExample]) error {
+func (op *operator) heartbeat(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
 	for d.Sleep(op.period) {
 		d.Memo.Update("beats", func(old any) any { n, _ := old.(int); return n + 1 })
 	}
@@ -241,6 +242,6 @@ func (op *operator) heartbeat(ctx context.Context, d *gopf.Daemon[*kopfv1.KopfEx
 
 // report writes what the spy and the daemon counted, once the object has
 // been quiet for a while.
-func report(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func report(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	return map[string]any{"events": c.Memo.Get("events"), "beats": c.Memo.Get("beats")}, nil
 }

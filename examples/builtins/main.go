@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gopf-dev/gopf"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // The label and annotations this operator reads and writes.
@@ -38,19 +39,19 @@ func main() {
 	gopf.Main(registry()) // built-in kinds need no extra scheme
 }
 
-func registry() *gopf.Registry {
-	reg := gopf.NewRegistry()
-	gopf.OnCreate(reg, stampExpiry, gopf.Labels{ttlLabel: gopf.Present})
-	gopf.OnField(reg, "spec.ports", summarisePorts)
+func registry() *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, stampExpiry, handlers.Labels{ttlLabel: handlers.Present})
+	handlers.OnField(reg, "spec.ports", summarisePorts)
 	return reg
 }
 
 // stampExpiry annotates a Pod with the time its TTL runs out.
-func stampExpiry(ctx context.Context, pod *corev1.Pod, c *gopf.Cause) (any, error) {
+func stampExpiry(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
 	ttl, err := time.ParseDuration(pod.Labels[ttlLabel])
 	if err != nil {
 		c.Warn("BadTTL", "label %s: %v", ttlLabel, err)
-		return nil, gopf.Permanent(err)
+		return nil, handlers.Permanent(err)
 	}
 	expires := pod.CreationTimestamp.Add(ttl).UTC().Format(time.RFC3339)
 	c.Patch.SetAnnotation(expiresAnnotation, &expires)
@@ -58,7 +59,7 @@ func stampExpiry(ctx context.Context, pod *corev1.Pod, c *gopf.Cause) (any, erro
 }
 
 // summarisePorts annotates a Service with its ports, as name:port/protocol.
-func summarisePorts(ctx context.Context, svc *corev1.Service, c *gopf.Cause) (any, error) {
+func summarisePorts(ctx context.Context, svc *corev1.Service, c *handlers.Cause) (any, error) {
 	var ports []string
 	for _, p := range svc.Spec.Ports {
 		ports = append(ports, fmt.Sprintf("%s:%d/%s", p.Name, p.Port, p.Protocol))

@@ -1,6 +1,6 @@
 // Command children shows how an operator makes child objects: for every new
 // KopfExample it creates a Pod that sleeps for spec.duration, adopted with
-// gopf.Adopt (a controller owner reference, the owner's namespace, a name
+// handlers.Adopt (a controller owner reference, the owner's namespace, a name
 // prefix and its labels), so the garbage collector removes the Pod with its
 // owner. The Pod's name lands in status.create_fn.
 package main
@@ -17,6 +17,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -26,7 +27,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=create
 
 func main() {
-	gopf.Main(handlers(newClient()), kopfv1.AddToScheme)
+	gopf.Main(registry(newClient()), kopfv1.AddToScheme)
 }
 
 // newClient returns a client for the cluster gopf.Main runs against
@@ -47,12 +48,12 @@ func newClient() client.Client {
 }
 
 // handlers registers the operator's handlers; k8s creates the children.
-func handlers(k8s client.Client) *gopf.Registry {
-	reg := gopf.NewRegistry()
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func registry(k8s client.Client) *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		duration, err := time.ParseDuration(obj.Spec.Duration)
 		if err != nil {
-			return nil, gopf.Permanent(fmt.Errorf("spec.duration %q: %w", obj.Spec.Duration, err))
+			return nil, handlers.Permanent(fmt.Errorf("spec.duration %q: %w", obj.Spec.Duration, err))
 		}
 		pod := &corev1.Pod{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
@@ -62,7 +63,7 @@ func handlers(k8s client.Client) *gopf.Registry {
 				Command: []string{"sleep", fmt.Sprint(int(duration.Seconds()))},
 			}},
 		}}
-		if err := gopf.Adopt(obj, pod); err != nil {
+		if err := handlers.Adopt(obj, pod); err != nil {
 			return nil, err
 		}
 		if err := k8s.Create(ctx, pod); err != nil {

@@ -10,7 +10,7 @@
 //   - StopFiltersMismatch: the label was removed;
 //   - StopOperatorExiting: the operator shuts down.
 //
-// Its first attempt fails on purpose: a daemon that returns gopf.Temporary
+// Its first attempt fails on purpose: a daemon that returns handlers.Temporary
 // is started again after the delay; one that returns nil or a permanent
 // error is not.
 package main
@@ -29,6 +29,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // monitorLabel selects the objects the daemon watches over.
@@ -40,7 +41,7 @@ const monitorLabel = "daemons.example.gopf.dev/monitor"
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 func main() {
-	gopf.Main(handlers(newClient(), 5*time.Second), kopfv1.AddToScheme) // daemons write through a client of their own
+	gopf.Main(registry(newClient(), 5*time.Second), kopfv1.AddToScheme) // daemons write through a client of their own
 }
 
 // newClient returns a client for the cluster gopf.Main runs against
@@ -69,11 +70,11 @@ func newClient() client.Client {
 
 // handlers registers the monitor daemon, which looks at its object every
 // period and writes status.monitor through k8s.
-func handlers(k8s client.Client, period time.Duration) *gopf.Registry {
-	reg := gopf.NewRegistry()
-	gopf.OnDaemon(reg, func(ctx context.Context, d *gopf.Daemon[*kopfv1.KopfExample]) error {
+func registry(k8s client.Client, period time.Duration) *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
 		if d.Retry == 0 {
-			return gopf.Temporary(errors.New("not ready on the first attempt"), time.Second)
+			return handlers.Temporary(errors.New("not ready on the first attempt"), time.Second)
 		}
 		seen := ""
 		for {
@@ -98,7 +99,7 @@ func handlers(k8s client.Client, period time.Duration) *gopf.Registry {
 		}
 		d.Info("MonitorStopped", "the monitor stopped: %s", reason)
 		return nil
-	}, gopf.ID("monitor"), gopf.Labels{monitorLabel: "true"},
-		gopf.CancellationBackoff(5*time.Second), gopf.CancellationTimeout(10*time.Second))
+	}, handlers.ID("monitor"), handlers.Labels{monitorLabel: "true"},
+		handlers.CancellationBackoff(5*time.Second), handlers.CancellationTimeout(10*time.Second))
 	return reg
 }

@@ -13,9 +13,9 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +33,7 @@ func init() {
 type monitor struct {
 	Field   string
 	Attempt int
-	Stopped gopf.StopReason
+	Stopped handlers.StopReason
 }
 
 func monitorOf(obj *kopfv1.KopfExample) monitor {
@@ -62,7 +62,7 @@ func TestTheDaemonLivesAsLongAsItsObjectMatchesAndTheOperatorRuns(t *testing.T) 
 	g.Expect(err).NotTo(HaveOccurred())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "daemons-"}}
 	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	op, err := envtest.RunOperator(ctx, cp.Config, handlers(k8s, 100*time.Millisecond), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
+	op, err := envtest.RunOperator(ctx, cp.Config, registry(k8s, 100*time.Millisecond), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = op.Stop() })
 
@@ -80,7 +80,7 @@ func TestTheDaemonLivesAsLongAsItsObjectMatchesAndTheOperatorRuns(t *testing.T) 
 	g.Expect(envtest.WaitFor(ctx, k8s, unlabelled, func(obj *kopfv1.KopfExample) bool { return monitorOf(obj).Field == "a" })).To(Succeed())
 	g.Expect(k8s.Patch(ctx, unlabelled, mergePatch(`{"metadata":{"labels":{"`+monitorLabel+`":null}}}`))).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, unlabelled, func(obj *kopfv1.KopfExample) bool {
-		return monitorOf(obj).Stopped == gopf.StopFiltersMismatch
+		return monitorOf(obj).Stopped == handlers.StopFiltersMismatch
 	})).To(Succeed())
 
 	// The object is deleted: gopf's finalizer keeps it until the daemon has
@@ -104,5 +104,5 @@ func TestTheDaemonLivesAsLongAsItsObjectMatchesAndTheOperatorRuns(t *testing.T) 
 	// The operator stops: so do its daemons, first.
 	g.Expect(op.Stop()).To(Succeed())
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(kept), kept)).To(Succeed())
-	g.Expect(monitorOf(kept).Stopped).To(Equal(gopf.StopOperatorExiting))
+	g.Expect(monitorOf(kept).Stopped).To(Equal(handlers.StopOperatorExiting))
 }

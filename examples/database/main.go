@@ -32,6 +32,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	dbv1 "github.com/gopf-dev/gopf/examples/database/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // What the operator needs; generate.sh turns these markers into
@@ -46,7 +47,7 @@ import (
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 func main() {
-	gopf.Main(handlers(newClient()), dbv1.AddToScheme)
+	gopf.Main(registry(newClient()), dbv1.AddToScheme)
 }
 
 // newClient returns a client for the cluster gopf.Main runs against
@@ -73,22 +74,22 @@ type operator struct {
 }
 
 // handlers registers the operator's handlers; k8s writes the children.
-func handlers(k8s client.Client) *gopf.Registry {
+func registry(k8s client.Client) *handlers.Registry {
 	op := &operator{k8s: k8s}
-	reg := gopf.NewRegistry()
-	gopf.OnCreate(reg, op.createDatabase, gopf.ID("create_database"))
-	gopf.OnUpdate(reg, op.scale, gopf.Field("spec.replicas"), gopf.ID("scale"))
-	gopf.OnField(reg, "spec.backups", op.backups, gopf.ID("backups"))
-	gopf.OnReconcile(reg, op.reconcileDatabase, gopf.Owns(&appsv1.StatefulSet{}), gopf.ID("reconcile_database"))
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, op.createDatabase, handlers.ID("create_database"))
+	handlers.OnUpdate(reg, op.scale, handlers.Field("spec.replicas"), handlers.ID("scale"))
+	handlers.OnField(reg, "spec.backups", op.backups, handlers.ID("backups"))
+	handlers.OnReconcile(reg, op.reconcileDatabase, handlers.Owns(&appsv1.StatefulSet{}), handlers.ID("reconcile_database"))
 	return reg
 }
 
 // createDatabase makes the StatefulSet and the Service of a new Database.
 // It is safe to run again: children that exist already are left as they are.
-func (op *operator) createDatabase(ctx context.Context, db *dbv1.Database, c *gopf.Cause) (any, error) {
+func (op *operator) createDatabase(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (any, error) {
 	sts, err := statefulSet(db)
 	if err != nil {
-		return nil, gopf.Permanent(err) // a bad spec does not get better by retrying
+		return nil, handlers.Permanent(err) // a bad spec does not get better by retrying
 	}
 	if err := op.ensure(ctx, db, sts); err != nil {
 		return nil, err
@@ -101,7 +102,7 @@ func (op *operator) createDatabase(ctx context.Context, db *dbv1.Database, c *go
 }
 
 // scale follows a change of spec.replicas.
-func (op *operator) scale(ctx context.Context, db *dbv1.Database, c *gopf.Cause) (any, error) {
+func (op *operator) scale(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (any, error) {
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: db.Namespace, Name: db.Name}}
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, db.Spec.Replicas)
 	err := op.k8s.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", []byte(patch)))
@@ -118,7 +119,7 @@ func (op *operator) scale(ctx context.Context, db *dbv1.Database, c *gopf.Cause)
 // backups creates the backup CronJob when spec.backups becomes true and
 // deletes it when it becomes false. It runs at creation too, when the
 // Database is created with backups on.
-func (op *operator) backups(ctx context.Context, db *dbv1.Database, c *gopf.Cause) (any, error) {
+func (op *operator) backups(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (any, error) {
 	job := backupCronJob(db)
 	if db.Spec.Backups {
 		if err := op.ensure(ctx, db, job); err != nil {
@@ -137,7 +138,7 @@ func (op *operator) backups(ctx context.Context, db *dbv1.Database, c *gopf.Caus
 // reconcileDatabase runs on every reconcile of a Database, including those
 // caused by changes of its StatefulSet: it recreates a StatefulSet that is
 // gone and reports its readiness in the status, writing only what changed.
-func (op *operator) reconcileDatabase(ctx context.Context, db *dbv1.Database, c *gopf.Cause) (reconcile.Result, error) {
+func (op *operator) reconcileDatabase(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (reconcile.Result, error) {
 	if db.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
@@ -184,7 +185,7 @@ func condition(kind string, ok bool, generation int64, yesReason, yesMessage, no
 
 // ensure creates child as a child of db unless it exists already.
 func (op *operator) ensure(ctx context.Context, db *dbv1.Database, child client.Object) error {
-	if err := gopf.Adopt(db, child); err != nil {
+	if err := handlers.Adopt(db, child); err != nil {
 		return err
 	}
 	err := op.k8s.Create(ctx, child)

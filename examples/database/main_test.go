@@ -42,7 +42,7 @@ func start(t *testing.T) (client.Client, string) {
 	g.Expect(err).NotTo(HaveOccurred())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "database-"}}
 	g.Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	op, err := envtest.RunOperator(context.Background(), cp.Config, handlers(k8s), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
+	op, err := envtest.RunOperator(context.Background(), cp.Config, registry(k8s), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
 	return k8s, ns.Name

@@ -30,6 +30,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // The label that selects ConfigMaps, and the annotation ConfigMapKeys writes.
@@ -104,14 +105,14 @@ func setup(mgr manager.Manager) error {
 	if err := (&ConfigMapKeys{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return gopf.SetupWithManager(mgr, handlers(mgr.GetClient()))
+	return gopf.SetupWithManager(mgr, registry(mgr.GetClient()))
 }
 
 // handlers registers gopf's handlers; k8s is the manager's client, which
 // reads from the shared cache.
-func handlers(k8s client.Client) *gopf.Registry {
-	reg := gopf.NewRegistry()
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func registry(k8s client.Client) *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		var list corev1.ConfigMapList
 		if err := k8s.List(ctx, &list, client.InNamespace(obj.Namespace), client.MatchingLabels{managedLabel: "true"}); err != nil {
 			return nil, err

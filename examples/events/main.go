@@ -14,6 +14,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -24,9 +25,9 @@ func main() {
 	gopf.Main(registry(), kopfv1.AddToScheme)
 }
 
-func registry() *gopf.Registry {
-	reg := gopf.NewRegistry()
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func registry() *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		c.Post(corev1.EventTypeNormal, "Greeting", "Hello from gopf")
 		c.Info("Created", "%s has field %q", obj.Name, obj.Spec.Field)
 		if len(obj.Spec.Items) == 0 {

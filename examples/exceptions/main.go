@@ -1,14 +1,14 @@
 // Command exceptions shows how handlers fail, and how gopf retries them. Four
 // create handlers of KopfExample:
 //
-//   - instant_failure returns gopf.Permanent: it is called once and its
+//   - instant_failure returns handlers.Permanent: it is called once and its
 //     failure recorded;
 //   - eventual_failure returns a plain error: gopf retries it after its
 //     Backoff until Retries (3 attempts in all) are used up, then records a
 //     failure;
 //   - panicking panics: a panic is an error like any other, here one that
-//     fails at once (Errors(gopf.ErrorsPermanent));
-//   - wait_for_config returns gopf.Temporary until the ConfigMap
+//     fails at once (Errors(handlers.ErrorsPermanent));
+//   - wait_for_config returns handlers.Temporary until the ConfigMap
 //     <name>-config exists, then succeeds: the usual "a dependency is not
 //     ready yet".
 //
@@ -32,6 +32,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -39,7 +40,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 
 func main() {
-	gopf.Main(handlers(newClient()), kopfv1.AddToScheme)
+	gopf.Main(registry(newClient()), kopfv1.AddToScheme)
 }
 
 // newClient returns a client for the cluster gopf.Main runs against
@@ -64,35 +65,35 @@ var errFlaky = errors.New("an error that was meant to pass, but does not")
 
 // handlers registers the failing handlers; k8s reads the ConfigMap that
 // wait_for_config waits for.
-func handlers(k8s client.Client) *gopf.Registry {
-	reg := gopf.NewRegistry()
+func registry(k8s client.Client) *handlers.Registry {
+	reg := handlers.NewRegistry()
 
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
-		return nil, gopf.Permanent(errors.New("fail once and for all"))
-	}, gopf.ID("instant_failure"))
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		return nil, handlers.Permanent(errors.New("fail once and for all"))
+	}, handlers.ID("instant_failure"))
 
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		c.Log.Info("failing again", "attempt", c.Retry+1)
 		return nil, errFlaky
-	}, gopf.ID("eventual_failure"), gopf.Retries(3), gopf.Backoff(time.Second))
+	}, handlers.ID("eventual_failure"), handlers.Retries(3), handlers.Backoff(time.Second))
 
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		var items map[string]int
 		items["boom"]++ // a nil map: this panics
 		return nil, nil
-	}, gopf.ID("panicking"), gopf.Errors(gopf.ErrorsPermanent))
+	}, handlers.ID("panicking"), handlers.Errors(handlers.ErrorsPermanent))
 
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		var cm corev1.ConfigMap
 		err := k8s.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.Name + "-config"}, &cm)
 		if apierrors.IsNotFound(err) {
-			return nil, gopf.Temporary(fmt.Errorf("ConfigMap %s-config does not exist yet", obj.Name), time.Second)
+			return nil, handlers.Temporary(fmt.Errorf("ConfigMap %s-config does not exist yet", obj.Name), time.Second)
 		}
 		if err != nil {
 			return nil, err // retried after the default backoff
 		}
 		return map[string]any{"retries": c.Retry, "config": cm.Data}, nil
-	}, gopf.ID("wait_for_config"))
+	}, handlers.ID("wait_for_config"))
 
 	return reg
 }

@@ -54,7 +54,7 @@ func TestFailuresAreRecordedAndRetriesCountedUntilTheCauseIsComplete(t *testing.
 	g.Expect(err).NotTo(HaveOccurred())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "exceptions-"}}
 	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	op, err := envtest.RunOperator(ctx, cp.Config, handlers(k8s), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
+	op, err := envtest.RunOperator(ctx, cp.Config, registry(k8s), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
 

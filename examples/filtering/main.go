@@ -1,9 +1,9 @@
 // Command filtering shows how handlers select the objects they are for, as
 // Kopf's 11-filtering-handlers example does: by labels and annotations
-// (exact values, gopf.Present, gopf.Absent, or a function of the value), by a
+// (exact values, handlers.Present, handlers.Absent, or a function of the value), by a
 // predicate on
-// the whole object (gopf.When), and by a field's value (gopf.Field with
-// gopf.Value, or OnUpdate with gopf.OldValue and gopf.NewValue).
+// the whole object (handlers.When), and by a field's value (handlers.Field with
+// handlers.Value, or OnUpdate with handlers.OldValue and handlers.NewValue).
 //
 // Objects that no handler selects are left alone entirely: no finalizer, no
 // stored state, no log line. When an object starts to match later, it is
@@ -16,6 +16,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -28,23 +29,23 @@ func main() {
 
 // matched is what every create handler here returns, so status shows which
 // handlers selected the object.
-func matched(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func matched(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	return map[string]any{"matched": true}, nil
 }
 
-func registry() *gopf.Registry {
-	reg := gopf.NewRegistry()
+func registry() *handlers.Registry {
+	reg := handlers.NewRegistry()
 
 	// Labels and annotations: every entry must match.
-	gopf.OnCreate(reg, matched, gopf.ID("label_value"), gopf.Labels{"somelabel": "somevalue"})
-	gopf.OnCreate(reg, matched, gopf.ID("label_present"), gopf.Labels{"somelabel": gopf.Present})
-	gopf.OnCreate(reg, matched, gopf.ID("label_absent_too"), gopf.Labels{"somelabel": gopf.Present, "paused": gopf.Absent})
-	gopf.OnCreate(reg, matched, gopf.ID("label_func"), gopf.Labels{"somelabel": func(v string) bool { return strings.HasPrefix(v, "some") }})
-	gopf.OnCreate(reg, matched, gopf.ID("annotation_value"), gopf.Annotations{"someannotation": "somevalue"})
-	gopf.OnCreate(reg, matched, gopf.ID("annotation_func"), gopf.Annotations{"someannotation": func(v any) bool { return v != nil }})
+	handlers.OnCreate(reg, matched, handlers.ID("label_value"), handlers.Labels{"somelabel": "somevalue"})
+	handlers.OnCreate(reg, matched, handlers.ID("label_present"), handlers.Labels{"somelabel": handlers.Present})
+	handlers.OnCreate(reg, matched, handlers.ID("label_absent_too"), handlers.Labels{"somelabel": handlers.Present, "paused": handlers.Absent})
+	handlers.OnCreate(reg, matched, handlers.ID("label_func"), handlers.Labels{"somelabel": func(v string) bool { return strings.HasPrefix(v, "some") }})
+	handlers.OnCreate(reg, matched, handlers.ID("annotation_value"), handlers.Annotations{"someannotation": "somevalue"})
+	handlers.OnCreate(reg, matched, handlers.ID("annotation_func"), handlers.Annotations{"someannotation": func(v any) bool { return v != nil }})
 
 	// A predicate on the whole object, in its Go type.
-	gopf.OnCreate(reg, matched, gopf.ID("when_items"), gopf.When(func(obj *kopfv1.KopfExample) bool { return len(obj.Spec.Items) > 1 }))
+	handlers.OnCreate(reg, matched, handlers.ID("when_items"), handlers.When(func(obj *kopfv1.KopfExample) bool { return len(obj.Spec.Items) > 1 }))
 
 	// Field values say when a handler runs; labels, annotations and When say
 	// which objects gopf looks after at all. Without a label filter, the two
@@ -52,20 +53,20 @@ func registry() *gopf.Registry {
 	// object's last-handled state, to tell whether the field changed.
 
 	// A field's value: on create, the new value must match.
-	gopf.OnCreate(reg, matched, gopf.ID("field_value"),
-		gopf.Field("spec.field"), gopf.Value("value"), gopf.Labels{"somelabel": gopf.Present})
+	handlers.OnCreate(reg, matched, handlers.ID("field_value"),
+		handlers.Field("spec.field"), handlers.Value("value"), handlers.Labels{"somelabel": handlers.Present})
 
 	// Only a change of spec.field from "value" to "changed".
-	gopf.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		return map[string]any{"from": c.Old, "to": c.New}, nil
-	}, gopf.ID("field_value_to_changed"),
-		gopf.Field("spec.field"), gopf.OldValue("value"), gopf.NewValue("changed"), gopf.Labels{"somelabel": gopf.Present})
+	}, handlers.ID("field_value_to_changed"),
+		handlers.Field("spec.field"), handlers.OldValue("value"), handlers.NewValue("changed"), handlers.Labels{"somelabel": handlers.Present})
 
 	// A delete handler with a filter: only labelled objects get gopf's
 	// finalizer.
-	gopf.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		c.Log.Info("a labelled object is going")
 		return nil, nil
-	}, gopf.ID("delete_labelled"), gopf.Labels{"somelabel": gopf.Present})
+	}, handlers.ID("delete_labelled"), handlers.Labels{"somelabel": handlers.Present})
 	return reg
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -33,21 +34,21 @@ func main() {
 
 // registry registers the index and its readers; the timer looks at the
 // index every interval.
-func registry(interval time.Duration) *gopf.Registry {
-	reg := gopf.NewRegistry()
+func registry(interval time.Duration) *handlers.Registry {
+	reg := handlers.NewRegistry()
 
 	// Only Pods with an app label are indexed.
-	gopf.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod) map[string]any {
+	handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod) map[string]any {
 		return map[string]any{pod.Labels["app"]: pod.Name}
-	}, gopf.Labels{"app": gopf.Present})
+	}, handlers.Labels{"app": handlers.Present})
 
-	gopf.OnCreate(reg, appPods, gopf.ID("pods_at_creation"))
-	gopf.OnTimer(reg, interval, appPods, gopf.ID("pods"))
+	handlers.OnCreate(reg, appPods, handlers.ID("pods_at_creation"))
+	handlers.OnTimer(reg, interval, appPods, handlers.ID("pods"))
 	return reg
 }
 
 // appPods returns the names of the Pods whose app label is spec.field.
-func appPods(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func appPods(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	names := []string{}
 	for _, v := range c.Indexes.Get("pods_by_app").Get(obj.Spec.Field) {
 		names = append(names, v.(string))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // The permissions this operator needs; `make manifests` turns them into
@@ -17,12 +18,12 @@ import (
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/finalizers,verbs=update
 
 func main() {
-	gopf.Main(handlers(), kopfv1.AddToScheme)
+	gopf.Main(registry(), kopfv1.AddToScheme)
 }
 
-func handlers() *gopf.Registry {
-	reg := gopf.NewRegistry()
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func registry() *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		c.Log.Info("a KopfExample was created", "field", obj.Spec.Field)
 		return map[string]any{"message": "hello world"}, nil
 	})

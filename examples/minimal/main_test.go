@@ -24,7 +24,7 @@ func TestTheCreateHandlerSaysHelloWorld(t *testing.T) {
 	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	g.Expect(kopfv1.AddToScheme(scheme)).To(Succeed())
 
-	op, err := envtest.RunOperator(context.Background(), cp.Config, handlers(), envtest.OperatorOptions{Scheme: scheme})
+	op, err := envtest.RunOperator(context.Background(), cp.Config, registry(), envtest.OperatorOptions{Scheme: scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = op.Stop() })
 

@@ -5,7 +5,7 @@
 // one status patch, each under its handler's id:
 //
 //   - a named function's id is its name (greet → status.greet);
-//   - a function literal's id is <reason>_fn, or what gopf.ID says;
+//   - a function literal's id is <reason>_fn, or what handlers.ID says;
 //   - a field handler's id ends in /<field> (fieldChanged/spec.field).
 package main
 
@@ -15,6 +15,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -25,48 +26,48 @@ func main() {
 	gopf.Main(registry(), kopfv1.AddToScheme)
 }
 
-func registry() *gopf.Registry {
-	reg := gopf.NewRegistry()
+func registry() *handlers.Registry {
+	reg := handlers.NewRegistry()
 
-	gopf.OnCreate(reg, greet)
-	gopf.OnCreate(reg, countItems)
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnCreate(reg, greet)
+	handlers.OnCreate(reg, countItems)
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		return map[string]any{"at": c.Started.UTC().Format(time.RFC3339)}, nil
-	}, gopf.ID("stamp"))
+	}, handlers.ID("stamp"))
 
-	gopf.OnUpdate(reg, describeChange)
-	gopf.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnUpdate(reg, describeChange)
+	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		return map[string]any{"changes": len(c.Diff)}, nil
 	}) // id: update_fn
 
 	// Runs on creation with spec.field set, and on updates that change it.
-	gopf.OnField(reg, "spec.field", fieldChanged)
+	handlers.OnField(reg, "spec.field", fieldChanged)
 
 	// gopf's finalizer keeps the object until both have run. Their results
 	// are not written: the object is going away.
-	gopf.OnDelete(reg, farewell)
-	gopf.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnDelete(reg, farewell)
+	handlers.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		c.Log.Info("cleaning up after", "items", obj.Spec.Items)
 		return nil, nil
 	}) // id: delete_fn
 
 	// Once per operator process for objects handled before: after a restart.
-	gopf.OnResume(reg, resumed)
+	handlers.OnResume(reg, resumed)
 	return reg
 }
 
 // greet is the first create handler.
-func greet(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func greet(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	return map[string]any{"message": "hello " + obj.Name}, nil
 }
 
 // countItems is the second create handler.
-func countItems(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func countItems(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	return map[string]any{"items": len(obj.Spec.Items)}, nil
 }
 
 // describeChange reports the changes of an update, as (op, path, old, new).
-func describeChange(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func describeChange(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	var changes []string
 	for _, d := range c.Diff {
 		changes = append(changes, d.String())
@@ -75,17 +76,17 @@ func describeChange(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause)
 }
 
 // fieldChanged receives only spec.field's old and new values.
-func fieldChanged(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func fieldChanged(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	return map[string]any{"old": c.Old, "new": c.New}, nil
 }
 
 // farewell is the first delete handler.
-func farewell(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func farewell(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	c.Log.Info("goodbye")
 	return nil, nil
 }
 
 // resumed notes that this process has seen the object.
-func resumed(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func resumed(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	return map[string]any{"message": "resumed " + obj.Name}, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -37,9 +38,9 @@ func main() {
 }
 
 // registry registers the create handler of the operator named who.
-func registry(who string) *gopf.Registry {
-	reg := gopf.NewRegistry()
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func registry(who string) *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		return map[string]any{"handledBy": who}, nil
 	})
 	return reg

@@ -4,7 +4,7 @@
 //   - OnStartup runs once before any object is handled. Here it loads the
 //     operator's settings from the ConfigMap startup-cleanup (in the
 //     namespace of POD_NAMESPACE, default "default"), retrying with
-//     gopf.Temporary until it exists, and marks the ConfigMap as in use.
+//     handlers.Temporary until it exists, and marks the ConfigMap as in use.
 //     No handler runs before it has succeeded; a permanent failure stops the
 //     operator.
 //   - OnCleanup runs once when the operator stops gracefully, after the
@@ -32,6 +32,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // The settings ConfigMap and the annotation that says who uses it.
@@ -83,30 +84,30 @@ type operator struct {
 
 // registry registers the handlers; k8s reads and marks the settings
 // ConfigMap in namespace.
-func registry(k8s client.Client, namespace string) *gopf.Registry {
+func registry(k8s client.Client, namespace string) *handlers.Registry {
 	op := &operator{k8s: k8s, namespace: namespace}
-	reg := gopf.NewRegistry()
-	gopf.OnStartup(reg, op.loadSettings, gopf.ID("load_settings"))
-	gopf.OnCleanup(reg, op.release, gopf.ID("release_settings"))
-	gopf.OnProbe(reg, func(ctx context.Context, c *gopf.Cause) (any, error) {
+	reg := handlers.NewRegistry()
+	handlers.OnStartup(reg, op.loadSettings, handlers.ID("load_settings"))
+	handlers.OnCleanup(reg, op.release, handlers.ID("release_settings"))
+	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
 		return map[string]any{"greeted": op.greeted.Load()}, nil
-	}, gopf.ID("greetings"))
+	}, handlers.ID("greetings"))
 
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		op.mu.Lock()
 		defer op.mu.Unlock()
 		op.greeted.Add(1)
 		return map[string]any{"message": op.greeting + ", " + obj.Name}, nil
-	}, gopf.ID("greet"))
+	}, handlers.ID("greet"))
 	return reg
 }
 
 // loadSettings reads the greeting, waiting until the ConfigMap exists.
-func (op *operator) loadSettings(ctx context.Context, c *gopf.Cause) error {
+func (op *operator) loadSettings(ctx context.Context, c *handlers.Cause) error {
 	var cm corev1.ConfigMap
 	err := op.k8s.Get(ctx, client.ObjectKey{Namespace: op.namespace, Name: settingsName}, &cm)
 	if apierrors.IsNotFound(err) {
-		return gopf.Temporary(fmt.Errorf("waiting for ConfigMap %s/%s", op.namespace, settingsName), time.Second)
+		return handlers.Temporary(fmt.Errorf("waiting for ConfigMap %s/%s", op.namespace, settingsName), time.Second)
 	}
 	if err != nil {
 		return err
@@ -119,7 +120,7 @@ func (op *operator) loadSettings(ctx context.Context, c *gopf.Cause) error {
 }
 
 // release marks the settings as no longer used.
-func (op *operator) release(ctx context.Context, c *gopf.Cause) error {
+func (op *operator) release(ctx context.Context, c *handlers.Cause) error {
 	return op.mark(ctx, "released")
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -24,24 +25,24 @@ func main() {
 	gopf.Main(registry(), kopfv1.AddToScheme)
 }
 
-func registry() *gopf.Registry {
-	reg := gopf.NewRegistry()
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+func registry() *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		for _, item := range obj.Spec.Items {
-			c.Register(item, func(ctx context.Context, sc *gopf.Cause) (any, error) {
+			c.Register(item, func(ctx context.Context, sc *handlers.Cause) (any, error) {
 				return handleItem(item, sc)
 			})
 		}
 		return map[string]any{"items": len(obj.Spec.Items)}, nil
-	}, gopf.ID("create_items"))
+	}, handlers.ID("create_items"))
 	return reg
 }
 
 // handleItem handles one item. Items named "slow-..." are not ready at the
 // first attempt, to show that each sub-handler retries on its own.
-func handleItem(item string, c *gopf.Cause) (any, error) {
+func handleItem(item string, c *handlers.Cause) (any, error) {
 	if strings.HasPrefix(item, "slow-") && c.Retry == 0 {
-		return nil, gopf.Temporary(fmt.Errorf("%s is not ready yet", item), 500*time.Millisecond)
+		return nil, handlers.Temporary(fmt.Errorf("%s is not ready yet", item), 500*time.Millisecond)
 	}
 	c.Log.Info("handled an item", "item", item, "retry", c.Retry)
 	return map[string]any{"item": item, "attempts": c.Retry + 1}, nil

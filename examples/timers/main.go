@@ -19,6 +19,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -30,23 +31,23 @@ func main() {
 }
 
 // registry registers the timers; interval is their period.
-func registry(interval time.Duration) *gopf.Registry {
-	reg := gopf.NewRegistry()
+func registry(interval time.Duration) *handlers.Registry {
+	reg := handlers.NewRegistry()
 
-	gopf.OnTimer(reg, interval, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnTimer(reg, interval, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		return map[string]any{"items": len(obj.Spec.Items)}, nil
-	}, gopf.ID("count_items"), gopf.InitialDelay(interval/2))
+	}, handlers.ID("count_items"), handlers.InitialDelay(interval/2))
 
-	gopf.OnTimer(reg, interval, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnTimer(reg, interval, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		healthy := obj.Spec.Field != "broken"
 		c.Memo.Update("checks", func(old any) any { n, _ := old.(int); return n + 1 })
 		c.Log.Info("health checked", "healthy", healthy, "checks", c.Memo.Get("checks"))
 		return map[string]any{"healthy": healthy}, nil
-	}, gopf.ID("check_health"), gopf.Sharp())
+	}, handlers.ID("check_health"), handlers.Sharp())
 
-	gopf.OnTimer(reg, 0, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	handlers.OnTimer(reg, 0, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		return map[string]any{"field": obj.Spec.Field}, nil
-	}, gopf.ID("settle"), gopf.Idle(interval))
+	}, handlers.ID("settle"), handlers.Idle(interval))
 
 	return reg
 }

@@ -119,8 +119,8 @@ const methodNotes = `## What runs
   and ` + "`status.baseline.observedGeneration`" + ` in one status merge patch; on a new
   ` + "`metadata.generation`" + ` it writes the update results and the new generation in one
   status merge patch; on deletion it removes its finalizer. Reads come from the cache.
-- **gopf** (` + "`test/bench/gopfop`" + `): the same behaviour as gopf handlers (` + "`gopf.OnCreate`" + `,
-  ` + "`gopf.OnUpdate`" + `, ` + "`gopf.OnDelete`" + ` on ` + "`KopfExample`" + `, run by ` + "`gopf.Main`" + `); create and update
+- **gopf** (` + "`test/bench/gopfop`" + `): the same behaviour as gopf handlers (` + "`handlers.OnCreate`" + `,
+  ` + "`handlers.OnUpdate`" + `, ` + "`handlers.OnDelete`" + ` on ` + "`KopfExample`" + `, run by ` + "`gopf.Main`" + `); create and update
   handlers return a small map that gopf stores under ` + "`status.<handler id>`" + `.
 
 Both are separate processes started with ` + "`--health-probe-bind-address=0 --metrics-bind-address=0 --zap-log-level=error`" + `
@@ -157,7 +157,7 @@ and the same ` + "`--max-concurrent-reconciles`, `--kube-api-qps` and `--kube-ap
 
 ## Not measured yet
 
-- **Timers and daemons.** There is no scenario for ` + "`gopf.OnTimer`" + ` or ` + "`gopf.OnDaemon`" + ` yet
+- **Timers and daemons.** There is no scenario for ` + "`handlers.OnTimer`" + ` or ` + "`handlers.OnDaemon`" + ` yet
   (the benchmark predates them in gopf). Such a scenario would compare
   a timer against a reconciler that requeues itself with ` + "`RequeueAfter`" + `, and show what a
   periodic handler costs while its objects are otherwise idle.

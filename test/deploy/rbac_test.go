@@ -14,8 +14,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -23,8 +23,8 @@ import (
 // rebuilt here because the example is a main package.
 func minimalNeeds(t *testing.T) []rbacv1.PolicyRule {
 	t.Helper()
-	reg := gopf.NewRegistry()
-	gopf.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *gopf.Cause) (any, error) {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		return map[string]any{"message": "hello world"}, nil
 	})
 	scheme := runtime.NewScheme()

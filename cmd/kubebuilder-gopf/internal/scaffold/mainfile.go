@@ -31,7 +31,7 @@ const gopfSetupBlock = `// gopf: the handlers added in registerHandlers and regi
 // the end of this file) run on this manager, next to any Reconcilers set
 // up here. ENABLE_WEBHOOKS=false leaves the admission handlers out, e.g. for
 // "make run" without webhook certificates.
-gopfRegistry := gopf.NewRegistry()
+gopfRegistry := handlers.NewRegistry()
 registerHandlers(gopfRegistry)
 if os.Getenv("ENABLE_WEBHOOKS") != "false" {
 	registerWebhooks(gopfRegistry)
@@ -52,7 +52,7 @@ const gopfRegisterFuncs = `
 // per kind, added by "kubebuilder create api". Handlers of *unstructured.Unstructured
 // objects need the manager's client to cache unstructured objects
 // (ctrl.Options.Client.Cache.Unstructured).
-func registerHandlers(reg *gopf.Registry) {
+func registerHandlers(reg *handlers.Registry) {
 	` + markerHandlers + `
 }
 
@@ -60,7 +60,7 @@ func registerHandlers(reg *gopf.Registry) {
 // handlers.OnMutate) of the operator to reg: one call per kind, added by
 // "kubebuilder create webhook". gopf serves them on the manager's webhook
 // server at the paths config/webhook names.
-func registerWebhooks(reg *gopf.Registry) {
+func registerWebhooks(reg *handlers.Registry) {
 	` + markerWebhooks + `
 }
 `
@@ -79,7 +79,7 @@ func addGopf(src string) (string, error) {
 	for _, m := range []string{markerImports, markerBuilder} {
 		if markerLine(src, m) < 0 {
 			return "", fmt.Errorf("%s has no %q marker: it does not look like kubebuilder's go/v4 main.go. "+
-				"Add gopf by hand: build a registry with gopf.NewRegistry(), register handlers, and call "+
+				"Add gopf by hand: build a registry with handlers.NewRegistry(), register handlers, and call "+
 				"gopf.SetupWithManager(mgr, registry) after the manager is created", mainPath, m)
 		}
 	}
@@ -95,6 +95,7 @@ func addGopf(src string) (string, error) {
 	for _, imp := range []struct{ path, alias string }{
 		{"os", ""},
 		{GopfModule, ""},
+		{GopfModule + "/handlers", ""},
 		{GopfModule + "/webhook", "gopfwebhook"},
 	} {
 		var name string

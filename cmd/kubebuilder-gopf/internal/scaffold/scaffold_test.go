@@ -164,7 +164,7 @@ func TestWebhookSuiteRegistersEveryGopfKindOfThePackage(t *testing.T) {
 		Args: []string{"--group", "db", "--version", "v1", "--kind", "Table", "--defaulting"},
 		Universe: map[string]string{
 			mainPath: main,
-			"internal/webhook/v1/database_webhook.go":   "package v1\n\nfunc RegisterDatabaseWebhooks(reg *gopf.Registry) {}\n",
+			"internal/webhook/v1/database_webhook.go":   "package v1\n\nfunc RegisterDatabaseWebhooks(reg *handlers.Registry) {}\n",
 			"internal/webhook/v1/table_webhook.go":      "package v1\n\nfunc SetupTableWebhookWithManager() {}\n",
 			"internal/webhook/v1/webhook_suite_test.go": "package v1\n\n// " + webhookSuiteMarker + "\n",
 		},

@@ -1,9 +1,69 @@
-package handlers
+package spec
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
+
+// Memo is a per-object scratchpad kept in the operator's memory (never
+// stored on the object): every handler of one object sees the same Memo
+// until the object is gone or the operator restarts. The zero Memo is empty
+// and ready; it is safe for concurrent use.
+type Memo struct {
+	mu sync.Mutex
+	m  map[string]any
+}
+
+// Get returns the value stored under key, or nil.
+func (m *Memo) Get(key string) any {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.m[key]
+}
+
+// Set stores value under key.
+func (m *Memo) Set(key string, value any) {
+	m.Update(key, func(any) any { return value })
+}
+
+// Update replaces the value under key with fn's result, atomically.
+func (m *Memo) Update(key string, fn func(old any) any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]any{}
+	}
+	m.m[key] = fn(m.m[key])
+}
+
+// DiffOp is the kind of one change in a Diff.
+type DiffOp string
+
+// The kinds of change.
+const (
+	DiffAdd    DiffOp = "add"
+	DiffChange DiffOp = "change"
+	DiffRemove DiffOp = "remove"
+)
+
+// DiffItem is one change between two essences: the field at Path was added,
+// changed or removed; Old is nil for an addition and New for a removal.
+type DiffItem struct {
+	Op   DiffOp
+	Path []string
+	Old  any
+	New  any
+}
+
+// String renders the item as (op, path, old, new).
+func (d DiffItem) String() string {
+	return fmt.Sprintf("(%s, %s, %v, %v)", d.Op, strings.Join(d.Path, "."), d.Old, d.New)
+}
+
+// Diff is the list of changes between two essences, sorted by path.
+type Diff []DiffItem
 
 // Indexes are the operator's indexes, by name.
 type Indexes struct {
@@ -11,7 +71,7 @@ type Indexes struct {
 	m  map[string]*Index
 }
 
-// NewIndexes returns an empty set; gopf's engine creates and fills it.
+// NewIndexes returns an empty set of indexes.
 func NewIndexes() *Indexes { return &Indexes{m: map[string]*Index{}} }
 
 // Get returns the index of that name, or nil if there is none.
@@ -24,8 +84,9 @@ func (s *Indexes) Get(name string) *Index {
 	return s.m[name]
 }
 
-// Add creates an empty index of that name (or returns the existing one).
-func (s *Indexes) Add(name string) *Index {
+// AddIndex creates an empty index of that name in s (or returns the
+// existing one).
+func AddIndex(s *Indexes, name string) *Index {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ix, ok := s.m[name]; ok {
@@ -85,11 +146,18 @@ func (ix *Index) Len() int {
 	return len(ix.byKey)
 }
 
-// Set replaces what one object (namespace/name) contributes.
-func (ix *Index) Set(object string, entries map[string]any) {
+// SetEntries replaces what one object (namespace/name) contributes to ix;
+// no entries removes its contribution.
+func SetEntries(ix *Index, object string, entries map[string]any) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.removeLocked(object)
+	for k := range ix.byObject[object] {
+		delete(ix.byKey[k], object)
+		if len(ix.byKey[k]) == 0 {
+			delete(ix.byKey, k)
+		}
+	}
+	delete(ix.byObject, object)
 	if len(entries) == 0 {
 		return
 	}
@@ -102,21 +170,4 @@ func (ix *Index) Set(object string, entries map[string]any) {
 		ix.byKey[k][object] = v
 	}
 	ix.byObject[object] = own
-}
-
-// Remove drops what one object contributes.
-func (ix *Index) Remove(object string) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	ix.removeLocked(object)
-}
-
-func (ix *Index) removeLocked(object string) {
-	for k := range ix.byObject[object] {
-		delete(ix.byKey[k], object)
-		if len(ix.byKey[k]) == 0 {
-			delete(ix.byKey, k)
-		}
-	}
-	delete(ix.byObject, object)
 }

@@ -1,0 +1,74 @@
+package spec
+
+// Kind is the kind of a handler: what it is registered for and how the
+// engine runs it.
+type Kind int
+
+// The handler kinds. The zero Kind is not a kind.
+const (
+	// KindCreate, KindUpdate, KindField, KindDelete and KindResume are change handlers, run by
+	// the reconciler for a cause.
+	KindCreate Kind = iota + 1
+	KindUpdate
+	KindField
+	KindDelete
+	KindResume
+	// KindReconcile is a level handler, run on every reconcile.
+	KindReconcile
+	// KindTimer and KindDaemon are spawned per object.
+	KindTimer
+	KindDaemon
+	// KindEvent handlers see raw watch events; KindIndex handlers fill an index.
+	KindEvent
+	KindIndex
+	// KindStartup, KindCleanup and KindProbe are operator-level activities.
+	KindStartup
+	KindCleanup
+	KindProbe
+	// KindValidate and KindMutate are admission handlers.
+	KindValidate
+	KindMutate
+	// KindSub is a sub-handler, registered during a change handler's call.
+	KindSub
+)
+
+var kindNames = [...]string{
+	KindCreate: "create", KindUpdate: "update", KindField: "field", KindDelete: "delete", KindResume: "resume",
+	KindReconcile: "reconcile", KindTimer: "timer", KindDaemon: "daemon", KindEvent: "event", KindIndex: "index",
+	KindStartup: "startup", KindCleanup: "cleanup", KindProbe: "probe", KindValidate: "validate", KindMutate: "mutate", KindSub: "sub",
+}
+
+// String is the kind's name as messages, metrics and default ids use it:
+// "create", "field", "timer", ...
+func (k Kind) String() string {
+	if k > 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Change reports whether the kind is a change handler (create, update,
+// field, delete, resume).
+func (k Kind) Change() bool { return k >= KindCreate && k <= KindResume }
+
+// Reason is the cause a change handler of this kind is called for: "create",
+// "update" (field handlers too), "delete" or "resume"; "" for other kinds.
+func (k Kind) Reason() string {
+	switch k {
+	case KindCreate, KindDelete, KindResume, KindUpdate:
+		return k.String()
+	case KindField:
+		return KindUpdate.String()
+	}
+	return ""
+}
+
+// Activity reports whether the kind is an operator-level handler.
+func (k Kind) Activity() bool { return k >= KindStartup && k <= KindProbe }
+
+// Admission reports whether the kind is an admission handler.
+func (k Kind) Admission() bool { return k == KindValidate || k == KindMutate }
+
+// Resource reports whether handlers of the kind are for objects of a kind
+// (everything but activities and sub-handlers, which inherit their parent's).
+func (k Kind) Resource() bool { return k >= KindCreate && k <= KindIndex || k.Admission() }

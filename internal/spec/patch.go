@@ -1,0 +1,108 @@
+package spec
+
+// Patch collects changes a handler wants made to its object. The engine
+// applies the changes of all handlers of one reconcile together, as one JSON
+// merge patch to the object and one to its status, after the handlers
+// return. Setting a value to nil removes the field.
+type Patch struct {
+	object map[string]any
+	status map[string]any
+}
+
+// Set sets the field at a dotted path, e.g. "spec.replicas",
+// "metadata.labels.app" or "status.phase". Paths under status go to the
+// status subresource when the kind has one. Keys that contain dots (such as
+// label keys) can be set with SetLabel and SetAnnotation.
+func (p *Patch) Set(path string, value any) error {
+	parts, err := FieldPath(path)
+	if err != nil {
+		return err
+	}
+	p.set(parts, value)
+	return nil
+}
+
+// SetLabel sets (or, with value nil, removes) a label.
+func (p *Patch) SetLabel(key string, value *string) {
+	p.set([]string{"metadata", "labels", key}, stringOrNil(value))
+}
+
+// SetAnnotation sets (or, with value nil, removes) an annotation.
+func (p *Patch) SetAnnotation(key string, value *string) {
+	p.set([]string{"metadata", "annotations", key}, stringOrNil(value))
+}
+
+// SetStatus sets status.<key>, replacing what is there.
+func (p *Patch) SetStatus(key string, value any) {
+	p.set([]string{"status", key}, value)
+}
+
+// Empty reports whether the patch changes nothing.
+func (p *Patch) Empty() bool { return len(p.object) == 0 && len(p.status) == 0 }
+
+// ObjectPatch returns the merge patch for the object's main resource
+// (everything but status), or nil when there is none.
+func ObjectPatch(p *Patch) map[string]any { return p.object }
+
+// StatusPatch returns the merge patch for the object's status (the content
+// of status, not wrapped in a "status" key), or nil when there is none.
+func StatusPatch(p *Patch) map[string]any { return p.status }
+
+// MergeStatus merges value into status.<key> of the patch the way a JSON
+// merge patch does: maps merge key by key, anything else replaces.
+func MergeStatus(p *Patch, key string, value any) {
+	if p.status == nil {
+		p.status = map[string]any{}
+	}
+	p.status[key] = mergeValue(p.status[key], value)
+}
+
+func (p *Patch) set(parts []string, value any) {
+	var root *map[string]any
+	if parts[0] == "status" {
+		root, parts = &p.status, parts[1:]
+		if len(parts) == 0 {
+			// Setting status as a whole: merge its keys.
+			if m, ok := value.(map[string]any); ok {
+				for k, v := range m {
+					p.set([]string{"status", k}, v)
+				}
+			}
+			return
+		}
+	} else {
+		root = &p.object
+	}
+	if *root == nil {
+		*root = map[string]any{}
+	}
+	m := *root
+	for _, part := range parts[:len(parts)-1] {
+		next, ok := m[part].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[part] = next
+		}
+		m = next
+	}
+	m[parts[len(parts)-1]] = value
+}
+
+func mergeValue(old, value any) any {
+	om, ok1 := old.(map[string]any)
+	nm, ok2 := value.(map[string]any)
+	if !ok1 || !ok2 {
+		return value
+	}
+	for k, v := range nm {
+		om[k] = mergeValue(om[k], v)
+	}
+	return om
+}
+
+func stringOrNil(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
