@@ -109,6 +109,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 
+	// 1. Select the handlers whose filters accept the object.
 	change, level, spawn := k.selected(k.change, obj, t.raw), k.selected(k.level, obj, t.raw), k.selected(k.spawned, obj, t.raw)
 	deleting := obj.GetDeletionTimestamp() != nil
 	hasFinalizer := controllerutil.ContainsFinalizer(obj, k.finalizer)
@@ -123,22 +124,10 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	var cause handlers.Reason
 	switch {
 	case deleting && hasFinalizer:
+		// 3. and 4. for a deletion: the delete handlers, then the finalizer goes.
 		cause = handlers.ReasonDelete
-		done := t.deleteCause(ctx, change)
-		gone := k.spawner == nil || k.spawner.stop(req.NamespacedName)
-		if done && gone {
-			if err := k.setFinalizer(ctx, obj, false); err != nil {
-				// Remember that the delete handlers are done, so that the
-				// retry removes the finalizer without calling them again.
-				t.mem.unsaved = &unsaved{st: t.st, results: t.results}
-				return reconcile.Result{}, err
-			}
-			causes.WithLabelValues(k.name, string(handlers.ReasonDelete)).Inc()
-			t.log.Info("deletion handled; finalizer removed")
-			return reconcile.Result{}, nil
-		}
-		if done {
-			t.log.V(1).Info("waiting for daemons to stop before releasing the finalizer")
+		if released, err := t.handleDeletion(ctx, change); released || err != nil {
+			return reconcile.Result{}, err
 		}
 	case deleting:
 		// Someone else's finalizer holds the object; nothing of ours to do.
@@ -146,26 +135,25 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 			k.spawner.stop(req.NamespacedName)
 		}
 	default:
-		needFinalizer := len(spawn) > 0 && k.spawner.needsFinalizer(req.NamespacedName, spawn)
-		for _, r := range change {
-			needFinalizer = needFinalizer || r.Kind == spec.KindDelete && !r.Options.Optional
-		}
-		if needFinalizer != hasFinalizer {
-			// The finalizer goes on before any handler can cause side
-			// effects, and off when no delete handler selects the object.
-			if err := k.setFinalizer(ctx, obj, needFinalizer); err != nil {
+		// 2. The finalizer comes before any handler can cause side effects,
+		// and goes when nothing needs it.
+		if want := k.wantsFinalizer(req.NamespacedName, change, spawn); want != hasFinalizer {
+			if err := k.setFinalizer(ctx, obj, want); err != nil {
 				return reconcile.Result{}, err
 			}
 			if err := t.refresh(); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
+		// 3. and 4. The cause, and its handlers; timers and daemons follow
+		// the selection.
 		cause = t.changeCause(ctx, change)
 		if k.spawner != nil {
 			k.spawner.sync(req.NamespacedName, obj, t.essence, spawn)
 		}
 	}
 
+	// 4. The level handlers, then one write of results and state.
 	res, levelErr := t.runLevel(ctx, level, cause)
 	if err := t.write(ctx); err != nil {
 		return reconcile.Result{}, err
@@ -174,6 +162,42 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		res.RequeueAfter = t.requeue
 	}
 	return res, levelErr
+}
+
+// wantsFinalizer is gopf's finalizer policy for a live object: it holds
+// the object while a selected delete handler is not optional, or while a
+// selected timer or daemon has not finished for good.
+func (k *kindController) wantsFinalizer(key types.NamespacedName, change, spawn []*spec.Handler) bool {
+	for _, r := range change {
+		if r.Kind == spec.KindDelete && !r.Options.Optional {
+			return true
+		}
+	}
+	return len(spawn) > 0 && k.spawner.needsFinalizer(key, spawn)
+}
+
+// handleDeletion runs the delete handlers of an object gopf's finalizer
+// holds, and releases the finalizer once they are done and the object's
+// daemons are gone. It reports whether the finalizer was released.
+func (t *turn) handleDeletion(ctx context.Context, change []*spec.Handler) (bool, error) {
+	k, key := t.k, client.ObjectKeyFromObject(t.obj)
+	done := t.deleteCause(ctx, change)
+	gone := k.spawner == nil || k.spawner.stop(key)
+	switch {
+	case done && gone:
+		if err := k.setFinalizer(ctx, t.obj, false); err != nil {
+			// Remember that the delete handlers are done, so that the
+			// retry removes the finalizer without calling them again.
+			t.mem.unsaved = &unsaved{st: t.st, results: t.results}
+			return false, err
+		}
+		causes.WithLabelValues(k.name, string(handlers.ReasonDelete)).Inc()
+		t.log.Info("deletion handled; finalizer removed")
+		return true, nil
+	case done:
+		t.log.V(1).Info("waiting for daemons to stop before releasing the finalizer")
+	}
+	return false, nil
 }
 
 // refresh re-reads the object's JSON form and essence after obj changed.
@@ -336,20 +360,12 @@ func (t *turn) write(ctx context.Context) (err error) {
 		if err := k.send(ctx, t.obj, map[string]any{"status": statusPatch}, true); err != nil {
 			return err
 		}
-		if _, inStatus := t.store.(statusStorage); inStatus && stateChanged {
-			resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
-			if err == nil && !saved(t.store, resp, t.st) && !hasStatusField(resp, k.opts.StatusField) {
-				t.log.Info("WARNING: the API server dropped gopf's state from status (the status schema does not keep unknown fields); keeping the state of this kind in annotations from now on",
-					"field", t.store.where())
-				fallback := annotationStorage{prefix: k.opts.Prefix}
-				k.setStorage(fallback)
-				t.store = fallback
-				var p spec.Patch
-				if err := fallback.save(&p, resp, t.st); err != nil {
-					return err
-				}
-				objectPatch = mergeInto(objectPatch, spec.ObjectPatch(&p))
+		if stateChanged {
+			fallback, err := t.storageFallback()
+			if err != nil {
+				return err
 			}
+			objectPatch = mergeInto(objectPatch, fallback)
 		}
 	}
 	if len(objectPatch) > 0 {
@@ -361,6 +377,33 @@ func (t *turn) write(ctx context.Context) (err error) {
 		t.mem.wrote(t.st)
 	}
 	return nil
+}
+
+// storageFallback is where the state moves when the API server keeps no
+// unknown fields in status: after a status write that should have stored
+// the state in status, it checks the response (t.obj); if the state is not
+// there, the kind keeps its state in annotations from now on, and it
+// returns the annotation patch that stores this state. Otherwise it returns
+// nil.
+func (t *turn) storageFallback() (map[string]any, error) {
+	k := t.k
+	if _, inStatus := t.store.(statusStorage); !inStatus {
+		return nil, nil
+	}
+	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
+	if err != nil || saved(t.store, resp, t.st) || hasStatusField(resp, k.opts.StatusField) {
+		return nil, nil
+	}
+	t.log.Info("WARNING: the API server dropped gopf's state from status (the status schema does not keep unknown fields); keeping the state of this kind in annotations from now on",
+		"field", t.store.where())
+	fallback := annotationStorage{prefix: k.opts.Prefix}
+	k.setStorage(fallback)
+	t.store = fallback
+	var p spec.Patch
+	if err := fallback.save(&p, resp, t.st); err != nil {
+		return nil, err
+	}
+	return spec.ObjectPatch(&p), nil
 }
 
 // split returns the object patch and the status patch to send for p; status

@@ -52,13 +52,7 @@ type entry struct {
 // changeCause works out the cause of a live object and runs its handlers.
 // It returns the cause (or "" when there is nothing to do).
 func (t *turn) changeCause(ctx context.Context, selected []*spec.Handler) handlers.Reason {
-	purpose := handlers.Reason("")
-	switch {
-	case t.known == nil || t.known.Essence == "":
-		purpose = handlers.ReasonCreate
-	case t.known.Essence != t.essence || hasUnfinished(t.known, handlers.ReasonUpdate):
-		purpose = handlers.ReasonUpdate
-	}
+	purpose, withResume := changePurpose(t.known, t.essence, t.mem.resumed)
 	if purpose == handlers.ReasonCreate {
 		// Objects first handled in this process get no resume.
 		t.mem.resumed = true
@@ -74,15 +68,11 @@ func (t *turn) changeCause(ctx context.Context, selected []*spec.Handler) handle
 			entries = append(entries, e)
 		}
 	}
-	withResume := !t.mem.resumed && t.known != nil && t.known.Essence != ""
 	if withResume {
 		for _, r := range selected {
 			if reasonOf(r) == handlers.ReasonResume {
 				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence})
 			}
-		}
-		if purpose == "" {
-			purpose = handlers.ReasonResume
 		}
 	}
 	if purpose == "" {
@@ -101,6 +91,31 @@ func (t *turn) changeCause(ctx context.Context, selected []*spec.Handler) handle
 		}
 	}
 	return purpose
+}
+
+// changePurpose is the cause of a live object, from what gopf knows of it
+// (known: the stored state, or a newer one not yet written) and its current
+// essence: create when nothing was handled, update when the essence differs
+// from the last-handled one or an update is unfinished, resume on first
+// sight in this process (resumed is false) of a handled object that did not
+// change, and "" when there is nothing to do. withResume says that resume
+// handlers run too: with the update of an object that changed while the
+// operator was down, or on their own.
+func changePurpose(known *state, essence string, resumed bool) (purpose handlers.Reason, withResume bool) {
+	handled := known != nil && known.Essence != ""
+	switch {
+	case !handled:
+		return handlers.ReasonCreate, false
+	case known.Essence != essence || hasUnfinished(known, handlers.ReasonUpdate):
+		purpose = handlers.ReasonUpdate
+	}
+	if resumed {
+		return purpose, false
+	}
+	if purpose == "" {
+		purpose = handlers.ReasonResume
+	}
+	return purpose, true
 }
 
 // changeEntry decides whether a registration runs for the cause, and with
