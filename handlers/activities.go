@@ -42,9 +42,9 @@ func OnProbe(r *Registry, fn ProbeFunc, opts ...ProbeOption) {
 }
 
 func registerActivity(r *Registry, kind spec.Kind, fn any, nilFn bool, call func(ctx context.Context, c *Cause) (any, error), d *draft) {
-	h := &spec.Handler{Kind: kind, Options: d.Options, Source: callerSource()}
+	h := &handler{Kind: kind, Options: d.Options, Source: callerSource()}
 	if !nilFn {
-		h.Call = func(ctx context.Context, _ client.Object, c *spec.Call) (any, error) { return call(ctx, newCause(c)) }
+		h.Call = func(ctx context.Context, _ client.Object, c *Cause) (any, error) { return call(ctx, c) }
 	}
 	r.add(h, fn, nilFn, d.problems)
 }

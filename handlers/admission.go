@@ -83,26 +83,16 @@ type AdmissionRequest struct {
 	// above leave out (such as the options object of a CONNECT request).
 	Raw *admissionv1.AdmissionRequest
 
-	review *spec.Review // the engine's side: the warnings
-}
-
-// newAdmissionRequest gives an admission handler the request of the
-// engine's review.
-func newAdmissionRequest(r *spec.Review) *AdmissionRequest {
-	return &AdmissionRequest{
-		Operation: Operation(r.Operation), SubResource: r.SubResource, DryRun: r.DryRun, UserInfo: r.UserInfo,
-		Name: r.Name, Namespace: r.Namespace, HandlerID: r.HandlerID, Param: r.Param, Log: r.Log,
-		Patch: r.Patch, Raw: r.Raw, review: r,
-	}
+	x *extras // the engine's side of the call: the warnings
 }
 
 // Warn adds a warning to the response. The API server passes warnings on to
 // the client (kubectl prints them), whether the object is admitted or not.
 func (a *AdmissionRequest) Warn(message string) {
-	if a.review == nil {
-		a.review = &spec.Review{}
+	if a.x == nil {
+		a.x = &extras{}
 	}
-	a.review.Warnings = append(a.review.Warnings, message)
+	a.x.Warnings = append(a.x.Warnings, message)
 }
 
 // AdmissionError denies an admission request with an HTTP-style status code
@@ -166,12 +156,12 @@ func registerAdmission[T client.Object](r *Registry, kind spec.Kind, fn Admissio
 	d.problems = append(d.problems, admissionProblems(d.Options)...)
 	h := newHandler[T](kind, d)
 	if fn != nil {
-		h.Review = func(ctx context.Context, obj, old client.Object, rv *spec.Review) error {
+		h.Review = func(ctx context.Context, obj, old client.Object, req *AdmissionRequest) error {
 			typed, err := as[T](h, obj)
 			if err != nil {
 				return err
 			}
-			a := &Admission[T]{AdmissionRequest: newAdmissionRequest(rv)}
+			a := &Admission[T]{AdmissionRequest: req}
 			if old != nil {
 				if a.Old, err = as[T](h, old); err != nil {
 					return fmt.Errorf("the old object: %w", err)

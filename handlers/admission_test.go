@@ -20,7 +20,7 @@ func allowPod(ctx context.Context, pod *corev1.Pod, a *handlers.Admission[*corev
 	return nil
 }
 
-func onlyAdmission(t *testing.T, r *handlers.Registry) *spec.Handler {
+func onlyAdmission(t *testing.T, r *handlers.Registry) *spec.Handler[*handlers.Cause, *handlers.AdmissionRequest] {
 	t.Helper()
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
@@ -199,8 +199,9 @@ func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 		return handlers.Deny(422, "no "+pod.Name)
 	})
 	h := onlyAdmission(t, r)
-	review := &spec.Review{Operation: string(handlers.OperationUpdate)}
-	err := h.Review(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}}, review)
+	review := &handlers.Extras{}
+	err := h.Review(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}},
+		handlers.RequestWith(r, handlers.OperationUpdate, review))
 	var denied *handlers.AdmissionError
 	if !errors.As(err, &denied) || denied.StatusCode() != 422 || denied.Message != "no new" {
 		t.Errorf("err = %#v", err)
@@ -208,7 +209,7 @@ func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 	if sawOld != "old" || sawOp != handlers.OperationUpdate || strings.Join(review.Warnings, ",") != "careful" {
 		t.Errorf("old = %q, operation = %q, warnings = %v", sawOld, sawOp, review.Warnings)
 	}
-	if err := h.Review(context.Background(), &corev1.ConfigMap{}, nil, &spec.Review{}); err == nil {
+	if err := h.Review(context.Background(), &corev1.ConfigMap{}, nil, &handlers.AdmissionRequest{}); err == nil {
 		t.Error("Review with the wrong type did not fail")
 	}
 	if got := (&handlers.AdmissionError{Message: "x"}).StatusCode(); got != 403 {

@@ -89,19 +89,7 @@ type Cause struct {
 	// Indexes are the operator's indexes, by name; see OnIndex.
 	Indexes *Indexes
 
-	call *spec.Call // the engine's side: Events, sub-handlers
-}
-
-// newCause gives a handler the Cause of the engine's call.
-func newCause(c *spec.Call) *Cause {
-	return &Cause{
-		Reason: Reason(c.Reason), HandlerID: c.HandlerID,
-		Name: c.Name, Namespace: c.Namespace, UID: c.UID, Labels: c.Labels, Annotations: c.Annotations,
-		Old: c.Old, New: c.New, Diff: c.Diff, Patch: c.Patch, Client: c.Client, Memo: c.Memo,
-		Retry: c.Retry, Started: c.Started, Runtime: c.Runtime, Log: c.Log, Param: c.Param,
-		Event: EventType(c.Event), Indexes: c.Indexes,
-		call: c,
-	}
+	x *extras // the engine's side of the call: Events, sub-handlers
 }
 
 // Register adds a sub-handler for this call: a function run after the
@@ -114,8 +102,8 @@ func newCause(c *spec.Call) *Cause {
 // options. Register is for change handlers only: elsewhere the sub-handler
 // is reported as an error of the calling handler.
 func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any, error), opts ...SubOption) {
-	if c.call == nil {
-		c.call = &spec.Call{}
+	if c.x == nil {
+		c.x = &extras{}
 	}
 	d := apply(opts)
 	d.ID = c.HandlerID + "/" + id
@@ -126,17 +114,17 @@ func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any,
 	case fn == nil:
 		problems = append(problems, fmt.Sprintf("sub-handler %q is nil", d.ID))
 	}
-	for _, other := range c.call.Subs {
+	for _, other := range c.x.Subs {
 		if other.Options.ID == d.ID {
 			problems = append(problems, fmt.Sprintf("sub-handler id %q is registered twice", d.ID))
 		}
 	}
-	h := &spec.Handler{Kind: spec.KindSub, Options: d.Options, Source: callerSource()}
-	h.Call = func(ctx context.Context, _ client.Object, sc *spec.Call) (any, error) { return fn(ctx, newCause(sc)) }
+	h := &handler{Kind: spec.KindSub, Options: d.Options, Source: callerSource()}
+	h.Call = func(ctx context.Context, _ client.Object, sc *Cause) (any, error) { return fn(ctx, sc) }
 	for i, p := range problems {
 		problems[i] = fmt.Sprintf("%s: %s", h, p)
 	}
-	c.call.AddSub(h, problems...)
+	c.x.AddSub(h, problems...)
 }
 
 // Kubernetes event types, for Cause.Post.
@@ -151,10 +139,10 @@ const (
 // and never fails the handler. Operator-level handlers have no object: for
 // them Post does nothing.
 func (c *Cause) Post(eventType, reason, message string) {
-	if c.call == nil || c.call.Post == nil {
+	if c.x == nil || c.x.Post == nil {
 		return
 	}
-	c.call.Post(eventType, reason, message)
+	c.x.Post(eventType, reason, message)
 }
 
 // Info posts a Normal Event about the object.

@@ -4,4 +4,22 @@ import "github.com/gopf-dev/gopf/internal/spec"
 
 // HandlersOf returns the valid handlers of r of the given kinds (all kinds
 // if none are given), in registration order, as the engines see them.
-func HandlersOf(r *Registry, kinds ...spec.Kind) []*spec.Handler { return r.set.Handlers(kinds...) }
+func HandlersOf(r *Registry, kinds ...spec.Kind) []*handler { return r.set.Handlers(kinds...) }
+
+// Extras are the engine's side of a call, as the tests see it.
+type Extras = extras
+
+// CauseWith returns a Cause for handlerID bound to x, as the engine makes it.
+func CauseWith(r *Registry, handlerID string, x *Extras) *Cause {
+	c := &Cause{HandlerID: handlerID}
+	r.set.BindCause(c, x)
+	return c
+}
+
+// RequestWith returns an AdmissionRequest for op bound to x, as the engine
+// makes it.
+func RequestWith(r *Registry, op Operation, x *Extras) *AdmissionRequest {
+	a := &AdmissionRequest{Operation: op}
+	r.set.BindRequest(a, x)
+	return a
+}

@@ -103,8 +103,8 @@ func TestSubHandlersRegisteredDuringACallGoToTheEngineAndTheirProblemsAreReporte
 		c.Register("c", ok, handlers.Retries(0))
 		return nil, nil
 	})
-	call := &spec.Call{HandlerID: "parent"}
-	if _, err := handlers.HandlersOf(r)[0].Call(context.Background(), &corev1.Pod{}, call); err != nil {
+	call := &handlers.Extras{}
+	if _, err := handlers.HandlersOf(r)[0].Call(context.Background(), &corev1.Pod{}, handlers.CauseWith(r, "parent", call)); err != nil {
 		t.Fatal(err)
 	}
 	if len(call.Subs) != 1 {
@@ -114,7 +114,7 @@ func TestSubHandlersRegisteredDuringACallGoToTheEngineAndTheirProblemsAreReporte
 	if sub.Kind != spec.KindSub || sub.Options.ID != "parent/a" || sub.Options.Retries != 2 || !strings.HasPrefix(sub.Source, "filters_test.go:") {
 		t.Errorf("sub-handler = %s with options %+v", sub, sub.Options)
 	}
-	if got, err := sub.Call(context.Background(), nil, &spec.Call{HandlerID: "parent/a"}); got != "sub parent/a" || err != nil {
+	if got, err := sub.Call(context.Background(), nil, &handlers.Cause{HandlerID: "parent/a"}); got != "sub parent/a" || err != nil {
 		t.Errorf("calling the sub-handler = %v, %v", got, err)
 	}
 	err := call.SubErr()

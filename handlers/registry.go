@@ -20,15 +20,27 @@ import (
 // create one with NewRegistry. A Registry is safe for concurrent
 // registration, but is meant to be filled before the operator starts.
 type Registry struct {
-	set spec.Set
+	set spec.Set[*Cause, *AdmissionRequest]
 }
 
+// handler and extras are the engine contract's types for this package's
+// Cause and AdmissionRequest.
+type (
+	handler = spec.Handler[*Cause, *AdmissionRequest]
+	extras  = spec.Extras[*Cause, *AdmissionRequest]
+)
+
 func init() {
-	spec.ExposeSets(func(r any) *spec.Set { return &r.(*Registry).set })
+	spec.ExposeSets(func(r any) any { return &r.(*Registry).set })
 }
 
 // NewRegistry returns an empty Registry.
-func NewRegistry() *Registry { return &Registry{} }
+func NewRegistry() *Registry {
+	r := &Registry{}
+	r.set.BindCause = func(c *Cause, x *extras) { c.x = x }
+	r.set.BindRequest = func(a *AdmissionRequest, x *extras) { a.x = x }
+	return r
+}
 
 // Err reports every bad registration so far, joined, or nil. Each error
 // names the handler, where it was registered and what is wrong.
@@ -97,12 +109,12 @@ func OnReconcile[T client.Object](r *Registry, fn ReconcileFunc[T], opts ...Reco
 	d := apply(opts)
 	h := newHandler[T](spec.KindReconcile, d)
 	if fn != nil {
-		h.Reconcile = func(ctx context.Context, obj client.Object, c *spec.Call) (reconcile.Result, error) {
+		h.Reconcile = func(ctx context.Context, obj client.Object, c *Cause) (reconcile.Result, error) {
 			typed, err := as[T](h, obj)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			return fn(ctx, typed, newCause(c))
+			return fn(ctx, typed, c)
 		}
 	}
 	r.add(h, fn, fn == nil, d.problems)
@@ -112,20 +124,20 @@ func OnReconcile[T client.Object](r *Registry, fn ReconcileFunc[T], opts ...Reco
 func registerChange[T client.Object](r *Registry, kind spec.Kind, fn HandlerFunc[T], d *draft) {
 	h := newHandler[T](kind, d)
 	if fn != nil {
-		h.Call = func(ctx context.Context, obj client.Object, c *spec.Call) (any, error) {
+		h.Call = func(ctx context.Context, obj client.Object, c *Cause) (any, error) {
 			typed, err := as[T](h, obj)
 			if err != nil {
 				return nil, err
 			}
-			return fn(ctx, typed, newCause(c))
+			return fn(ctx, typed, c)
 		}
 	}
 	r.add(h, fn, fn == nil, d.problems)
 }
 
 // newHandler starts a handler of kind for objects of type T.
-func newHandler[T client.Object](kind spec.Kind, d *draft) *spec.Handler {
-	h := &spec.Handler{Kind: kind, Options: d.Options, Source: callerSource()}
+func newHandler[T client.Object](kind spec.Kind, d *draft) *handler {
+	h := &handler{Kind: kind, Options: d.Options, Source: callerSource()}
 	var zero T
 	_, h.Unstructured = any(zero).(*unstructured.Unstructured)
 	h.NewObject = func() client.Object { return newObject[T]() }
@@ -133,7 +145,7 @@ func newHandler[T client.Object](kind spec.Kind, d *draft) *spec.Handler {
 }
 
 // as gives obj in the handler's Go type.
-func as[T client.Object](h *spec.Handler, obj client.Object) (T, error) {
+func as[T client.Object](h *handler, obj client.Object) (T, error) {
 	typed, ok := obj.(T)
 	if !ok {
 		var zero T
@@ -144,8 +156,8 @@ func as[T client.Object](h *spec.Handler, obj client.Object) (T, error) {
 
 // add defaults the handler's id from fn, validates it and keeps it.
 // problems are those its options reported.
-func (r *Registry) add(h *spec.Handler, fn any, nilFn bool, problems []string) {
-	r.set.Add(h, func(earlier []*spec.Handler) []string {
+func (r *Registry) add(h *handler, fn any, nilFn bool, problems []string) {
+	r.set.Add(h, func(earlier []*handler) []string {
 		if h.Options.ID == "" && h.Kind != spec.KindIndex { // an index's id is its name
 			h.Options.ID, h.DefaultedID = defaultID(h, fn, earlier)
 		}
@@ -166,7 +178,7 @@ func (r *Registry) add(h *spec.Handler, fn any, nilFn bool, problems []string) {
 
 // optionProblems checks a handler's options against each other and its
 // kind, as far as the option types did not already.
-func optionProblems(h *spec.Handler) []string {
+func optionProblems(h *handler) []string {
 	o := h.Options
 	var problems []string
 	if h.Kind.Resource() {
@@ -221,7 +233,7 @@ func idSpace(k spec.Kind) spec.Kind {
 
 // sameObjects reports whether two handlers are for the same kind of object
 // as far as can be told before kinds are resolved.
-func sameObjects(a, b *spec.Handler) bool {
+func sameObjects(a, b *handler) bool {
 	if a.Unstructured != b.Unstructured {
 		return false
 	}
@@ -241,7 +253,7 @@ var literalName = regexp.MustCompile(`\.(func\d+|\d+)(\.\d+)*$`)
 // defaultID names a handler after its function, or after its kind for
 // function literals (and then reports true): <kind>_fn, <kind>_fn_2, ...
 // per kind and object kind. Field handlers add /<field>.
-func defaultID(h *spec.Handler, fn any, earlier []*spec.Handler) (string, bool) {
+func defaultID(h *handler, fn any, earlier []*handler) (string, bool) {
 	id, literal := funcName(fn)
 	if literal {
 		n := 1

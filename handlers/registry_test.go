@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 func createFn(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) { return nil, nil }
@@ -80,11 +79,11 @@ func TestCallHandsTheTypedObjectToTheHandler(t *testing.T) {
 	h := handlers.HandlersOf(r)[0]
 	obj := h.NewObject()
 	obj.SetName("p1")
-	got, err := h.Call(context.Background(), obj, &spec.Call{})
+	got, err := h.Call(context.Background(), obj, &handlers.Cause{})
 	if err != nil || got != "p1" {
 		t.Errorf("Call = %v, %v; want p1", got, err)
 	}
-	if _, err := h.Call(context.Background(), &corev1.ConfigMap{}, &spec.Call{}); err == nil {
+	if _, err := h.Call(context.Background(), &corev1.ConfigMap{}, &handlers.Cause{}); err == nil {
 		t.Error("Call with the wrong type did not fail")
 	}
 }

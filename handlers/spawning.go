@@ -48,12 +48,12 @@ func OnDaemon[T client.Object](r *Registry, fn DaemonFunc[T], opts ...DaemonOpti
 	d := apply(opts)
 	h := newHandler[T](spec.KindDaemon, d)
 	if fn != nil {
-		h.RunDaemon = func(ctx context.Context, ctl *spec.DaemonControl) error {
+		h.RunDaemon = func(ctx context.Context, ctl *spec.DaemonControl[*Cause]) error {
 			if _, ok := ctl.Latest().(T); !ok {
 				var zero T
 				return Permanent(fmt.Errorf("%s: got %T, want %T", h, ctl.Latest(), zero))
 			}
-			return fn(ctx, &Daemon[T]{Cause: newCause(ctl.Call), ctl: ctl})
+			return fn(ctx, &Daemon[T]{Cause: ctl.Cause, ctl: ctl})
 		}
 	}
 	r.add(h, fn, fn == nil, d.problems)
@@ -79,7 +79,7 @@ const (
 // namespace, log, memo, param, retry) and the signals of its lifetime.
 type Daemon[T client.Object] struct {
 	*Cause
-	ctl *spec.DaemonControl
+	ctl *spec.DaemonControl[*Cause]
 }
 
 // Object returns the newest version of the object the operator has seen.

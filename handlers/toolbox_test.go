@@ -110,14 +110,14 @@ func TestCauseEventHelpersPostThroughTheEngine(t *testing.T) {
 	h := handlers.HandlersOf(r)[0]
 	var got []string
 	post := func(eventType, reason, message string) { got = append(got, eventType+" "+reason+" "+message) }
-	if _, err := h.Call(context.Background(), &corev1.Pod{}, &spec.Call{Post: post}); err != nil {
+	if _, err := h.Call(context.Background(), &corev1.Pod{}, handlers.CauseWith(r, "", &handlers.Extras{Post: post})); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"Normal Hello hi 1", "Warning Careful x", "Warning Error boom"}; !slices.Equal(got, want) {
 		t.Fatalf("events = %q, want %q", got, want)
 	}
 	(&handlers.Cause{}).Info("NoSink", "posting without a sink does nothing")
-	if _, err := h.Call(context.Background(), &corev1.Pod{}, &spec.Call{}); err != nil {
+	if _, err := h.Call(context.Background(), &corev1.Pod{}, &handlers.Cause{}); err != nil {
 		t.Errorf("posting where the engine has no object: %v", err)
 	}
 }

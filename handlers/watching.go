@@ -37,12 +37,12 @@ func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption)
 	d := apply(opts)
 	h := newHandler[T](spec.KindEvent, d)
 	if fn != nil {
-		h.Call = func(ctx context.Context, obj client.Object, c *spec.Call) (any, error) {
+		h.Call = func(ctx context.Context, obj client.Object, c *Cause) (any, error) {
 			typed, err := as[T](h, obj)
 			if err != nil {
 				return nil, err
 			}
-			return nil, fn(ctx, typed, newCause(c))
+			return nil, fn(ctx, typed, c)
 		}
 	}
 	r.add(h, fn, fn == nil, d.problems)
@@ -63,7 +63,7 @@ func OnIndex[T client.Object](r *Registry, name string, fn IndexFunc[T], opts ..
 	d := apply(opts, set(func(d *draft) { d.ID = name }))
 	h := newHandler[T](spec.KindIndex, d)
 	if fn != nil {
-		h.Call = func(_ context.Context, obj client.Object, _ *spec.Call) (any, error) {
+		h.Call = func(_ context.Context, obj client.Object, _ *Cause) (any, error) {
 			typed, err := as[T](h, obj)
 			if err != nil {
 				return nil, err

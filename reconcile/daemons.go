@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -11,7 +12,7 @@ import (
 )
 
 // startDaemonLocked starts one daemon for an object in its own goroutine.
-func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *spec.Handler) {
+func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *contract.Handler) {
 	// The daemon's context ends when gopf cancels it (after the stop signal
 	// and CancellationBackoff), not directly with the manager's, so that a
 	// daemon always learns why it stops.
@@ -40,7 +41,7 @@ func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *sp
 	defer spawnedRunning.WithLabelValues(s.k.name, "daemon").Dec()
 	defer close(d.done)
 	defer d.cancel()
-	log, id := d.ctl.Call.Log, d.reg.Options.ID
+	log, id := d.ctl.Cause.Log, d.reg.Options.ID
 	forGood := false
 	var started time.Time
 	for attempt := 1; ; attempt++ {
@@ -51,7 +52,7 @@ func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *sp
 		if attempt == 1 {
 			started = now
 		}
-		d.ctl.Call.Retry, d.ctl.Call.Started, d.ctl.Call.Runtime = attempt-1, started, now.Sub(started)
+		d.ctl.Cause.Retry, d.ctl.Cause.Started, d.ctl.Cause.Runtime = attempt-1, started, now.Sub(started)
 		err := spec.Protect(log, func() error { return d.reg.RunDaemon(ctx, d.ctl) })
 		if d.ctl.Reason() != "" {
 			log.V(1).Info("daemon stopped", "reason", d.ctl.Reason())
@@ -108,7 +109,7 @@ func (s *spawner) stopDaemonLocked(d *daemonState, reason string) {
 		if !waitDone(d.done, opts.CancellationBackoff) {
 			d.cancel()
 			if opts.CancellationTimeout > 0 && !waitDone(d.done, opts.CancellationTimeout) {
-				d.ctl.Call.Log.Info("WARNING: the daemon did not stop in time; gopf abandons it and releases the object",
+				d.ctl.Cause.Log.Info("WARNING: the daemon did not stop in time; gopf abandons it and releases the object",
 					"reason", reason, "timeout", opts.CancellationTimeout)
 				s.abandon(d)
 			}

@@ -2,13 +2,13 @@ package reconcile
 
 import (
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"sort"
 	"strings"
 
 	"github.com/go-logr/logr"
 
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // LogEvents says which lines that handlers log through Cause.Log are also
@@ -28,7 +28,7 @@ const (
 
 // bridgeLogs wraps a handler's logger so that its lines are posted as Events
 // as Options.LogEvents says.
-func (k *kindController) bridgeLogs(log logr.Logger, c *spec.Call) logr.Logger {
+func (k *kindController) bridgeLogs(log logr.Logger, x *contract.Extras) logr.Logger {
 	if k.opts.LogEvents == LogEventsOff {
 		return log
 	}
@@ -36,14 +36,14 @@ func (k *kindController) bridgeLogs(log logr.Logger, c *spec.Call) logr.Logger {
 	if sink == nil {
 		sink = nopSink{} // logging is off, the bridge is not
 	}
-	return logr.New(&eventSink{LogSink: sink, level: k.opts.LogEvents, cause: c})
+	return logr.New(&eventSink{LogSink: sink, level: k.opts.LogEvents, post: x.Post})
 }
 
 // eventSink is a logr.LogSink that also posts lines as Events.
 type eventSink struct {
 	logr.LogSink
 	level LogEvents
-	cause *spec.Call
+	post  func(eventType, reason, message string)
 }
 
 // Enabled is true for the lines that are posted, whatever the log level.
@@ -56,21 +56,21 @@ func (s *eventSink) Info(level int, msg string, kv ...any) {
 		s.LogSink.Info(level, msg, kv...)
 	}
 	if s.level >= LogEventsInfo && level == 0 {
-		s.cause.Post(handlers.EventNormal, "Logging", line(msg, kv))
+		s.post(handlers.EventNormal, "Logging", line(msg, kv))
 	}
 }
 
 func (s *eventSink) Error(err error, msg string, kv ...any) {
 	s.LogSink.Error(err, msg, kv...)
-	s.cause.Post(handlers.EventWarning, "Logging", line(msg+": "+fmt.Sprint(err), kv))
+	s.post(handlers.EventWarning, "Logging", line(msg+": "+fmt.Sprint(err), kv))
 }
 
 func (s *eventSink) WithValues(kv ...any) logr.LogSink {
-	return &eventSink{LogSink: s.LogSink.WithValues(kv...), level: s.level, cause: s.cause}
+	return &eventSink{LogSink: s.LogSink.WithValues(kv...), level: s.level, post: s.post}
 }
 
 func (s *eventSink) WithName(name string) logr.LogSink {
-	return &eventSink{LogSink: s.LogSink.WithName(name), level: s.level, cause: s.cause}
+	return &eventSink{LogSink: s.LogSink.WithName(name), level: s.level, post: s.post}
 }
 
 // line renders a log line with its key/value pairs, in key order.

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/gopf-dev/gopf/internal/contract"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,7 +16,7 @@ import (
 //
 // raw is obj as a JSON-like map, or nil: then it is converted only if a
 // value filter needs it.
-func selects(r *spec.Handler, obj client.Object, raw map[string]any) bool {
+func selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 	if !matchMeta(r.Options.Labels, obj.GetLabels()) || !matchMeta(r.Options.Annotations, obj.GetAnnotations()) {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"net/http"
 	"path"
 	"strings"
@@ -22,8 +23,8 @@ import (
 // stops gracefully. It is a Runnable on the manager.
 type activities struct {
 	sh      *shared
-	startup []*spec.Handler
-	cleanup []*spec.Handler
+	startup []*contract.Handler
+	cleanup []*contract.Handler
 	opts    Options
 	log     logr.Logger
 }
@@ -52,7 +53,7 @@ func (a *activities) Start(ctx context.Context) error {
 
 // run runs one activity until it succeeds, fails for good (by the error
 // policy, see judge), or ctx ends.
-func (a *activities) run(ctx context.Context, act *spec.Handler) error {
+func (a *activities) run(ctx context.Context, act *contract.Handler) error {
 	started := time.Now()
 	for attempt := 1; ; attempt++ {
 		c := a.sh.operatorCall(act, a.log.WithValues("activity", act.Kind.String(), "retry", attempt-1))
@@ -84,7 +85,7 @@ func (a *activities) run(ctx context.Context, act *spec.Handler) error {
 // prober runs the probe handlers for the health endpoints, caching their
 // results for probeCacheTime so that frequent checks stay cheap.
 type prober struct {
-	probes []*spec.Handler
+	probes []*contract.Handler
 	sh     *shared
 	log    logr.Logger
 	ttl    time.Duration

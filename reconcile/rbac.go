@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"io"
 	"regexp"
 	"sort"
@@ -89,7 +90,7 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 	res := &resolver{scheme: scheme, mapper: mapper}
 	need := permissionSet{}
 	var errs []error
-	set := spec.SetOf(reg)
+	set := contract.SetOf(reg)
 	for _, r := range set.Handlers(objectKinds...) {
 		gr, err := res.handled(r)
 		if err != nil {
@@ -204,7 +205,7 @@ type resolver struct {
 
 // handled returns the resource a registration handles; see resolveKind,
 // which does the same for a running manager.
-func (res *resolver) handled(r *spec.Handler) (schema.GroupResource, error) {
+func (res *resolver) handled(r *contract.Handler) (schema.GroupResource, error) {
 	switch o := r.Options; {
 	case !r.Unstructured:
 		return res.object(r.NewObject())

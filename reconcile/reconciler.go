@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"sync"
 	"time"
 
@@ -47,11 +48,11 @@ type kindController struct {
 	name      string
 	gvk       schema.GroupVersionKind
 	opts      Options
-	change    []*spec.Handler // change handlers, in registration order
-	level     []*spec.Handler // OnReconcile handlers
-	spawned   []*spec.Handler // timers and daemons
-	events    []*spec.Handler // OnEvent handlers
-	indexes   []*spec.Handler // OnIndex functions
+	change    []*contract.Handler // change handlers, in registration order
+	level     []*contract.Handler // OnReconcile handlers
+	spawned   []*contract.Handler // timers and daemons
+	events    []*contract.Handler // OnEvent handlers
+	indexes   []*contract.Handler // OnIndex functions
 	cache     cache.Cache
 	spawner   *spawner // nil without timers and daemons
 	shared    *shared
@@ -167,7 +168,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 // wantsFinalizer is gopf's finalizer policy for a live object: it holds
 // the object while a selected delete handler is not optional, or while a
 // selected timer or daemon has not finished for good.
-func (k *kindController) wantsFinalizer(key types.NamespacedName, change, spawn []*spec.Handler) bool {
+func (k *kindController) wantsFinalizer(key types.NamespacedName, change, spawn []*contract.Handler) bool {
 	for _, r := range change {
 		if r.Kind == spec.KindDelete && !r.Options.Optional {
 			return true
@@ -179,7 +180,7 @@ func (k *kindController) wantsFinalizer(key types.NamespacedName, change, spawn 
 // handleDeletion runs the delete handlers of an object gopf's finalizer
 // holds, and releases the finalizer once they are done and the object's
 // daemons are gone. It reports whether the finalizer was released.
-func (t *turn) handleDeletion(ctx context.Context, change []*spec.Handler) (bool, error) {
+func (t *turn) handleDeletion(ctx context.Context, change []*contract.Handler) (bool, error) {
 	k, key := t.k, client.ObjectKeyFromObject(t.obj)
 	done := t.deleteCause(ctx, change)
 	gone := k.spawner == nil || k.spawner.stop(key)
@@ -250,10 +251,11 @@ func (t *turn) loadState(ctx context.Context) {
 	}
 }
 
-// baseCall builds the parts of a call every handler kind of objects shares.
-func (k *kindController) baseCall(r *spec.Handler, obj client.Object, log logr.Logger) *spec.Call {
+// baseCall builds the Cause (and its extras) that every handler kind of
+// objects gets: the object's identity, memo, indexes, client and Events.
+func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log logr.Logger) (*handlers.Cause, *contract.Extras) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	c := &spec.Call{
+	c := &handlers.Cause{
 		HandlerID:   r.Options.ID,
 		Name:        obj.GetName(),
 		Namespace:   obj.GetNamespace(),
@@ -265,18 +267,19 @@ func (k *kindController) baseCall(r *spec.Handler, obj client.Object, log logr.L
 		Indexes:     k.shared.indexes,
 		Client:      k.writer,
 	}
-	c.Post = func(eventType, reason, message string) {
+	x := &contract.Extras{Post: func(eventType, reason, message string) {
 		// The API server rejects Events with longer messages.
 		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
-	}
-	c.Log = k.bridgeLogs(log, c)
-	return c
+	}}
+	k.shared.set.BindCause(c, x)
+	c.Log = k.bridgeLogs(log, x)
+	return c, x
 }
 
 // selected returns the registrations whose filters accept obj; raw is obj
 // as a JSON-like map.
-func (k *kindController) selected(regs []*spec.Handler, obj client.Object, raw map[string]any) []*spec.Handler {
-	var out []*spec.Handler
+func (k *kindController) selected(regs []*contract.Handler, obj client.Object, raw map[string]any) []*contract.Handler {
+	var out []*contract.Handler
 	for _, r := range regs {
 		if k.selects(r, obj, raw) {
 			out = append(out, r)
@@ -287,7 +290,7 @@ func (k *kindController) selected(regs []*spec.Handler, obj client.Object, raw m
 
 // selects applies a handler's filters to obj in the handler's Go type. raw
 // is obj as a JSON-like map, or nil to have it converted when needed.
-func (k *kindController) selects(r *spec.Handler, obj client.Object, raw map[string]any) bool {
+func (k *kindController) selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 	if r.Options.When == nil {
 		return selects(r, obj, raw)
 	}
@@ -445,7 +448,7 @@ func statusOf(obj client.Object) (map[string]any, error) {
 // timer, event or index handler) on a private copy of obj in the handler's
 // Go type (sub-handlers get none: they act through their parent's Cause),
 // turning a panic into an error and the result into plain JSON values.
-func (k *kindController) call(ctx context.Context, h *spec.Handler, obj client.Object, c *spec.Call) (any, error) {
+func (k *kindController) call(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (any, error) {
 	var out any
 	err := k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
 		out, err = h.Call(ctx, arg, c)
@@ -462,7 +465,7 @@ func (k *kindController) call(ctx context.Context, h *spec.Handler, obj client.O
 }
 
 // callLevel runs one level handler, as call does.
-func (k *kindController) callLevel(ctx context.Context, h *spec.Handler, obj client.Object, c *spec.Call) (res reconcile.Result, err error) {
+func (k *kindController) callLevel(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (res reconcile.Result, err error) {
 	err = k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
 		res, err = h.Reconcile(ctx, arg, c)
 		return err
@@ -472,7 +475,7 @@ func (k *kindController) callLevel(ctx context.Context, h *spec.Handler, obj cli
 
 // invoke runs fn with obj in h's Go type and c's logger in the context,
 // recovering a panic, and names the handler and object in an error.
-func (k *kindController) invoke(ctx context.Context, h *spec.Handler, obj client.Object, c *spec.Call, fn func(ctx context.Context, arg client.Object) error) error {
+func (k *kindController) invoke(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause, fn func(ctx context.Context, arg client.Object) error) error {
 	var arg client.Object
 	if h.NewObject != nil {
 		var err error
@@ -497,7 +500,7 @@ func (k *kindController) failedForGood(obj client.Object, id string, err error) 
 }
 
 // objectFor gives a handler its own copy of obj, in the Go type it declared.
-func (k *kindController) objectFor(r *spec.Handler, obj client.Object) (client.Object, error) {
+func (k *kindController) objectFor(r *contract.Handler, obj client.Object) (client.Object, error) {
 	want := r.NewObject()
 	if fmt.Sprintf("%T", want) == fmt.Sprintf("%T", obj) {
 		out := obj.DeepCopyObject().(client.Object)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestProbeResultsAreJSONAndCached(t *testing.T) {
 	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
 		return nil, errors.New("database unreachable")
 	}, handlers.ID("db"))
-	p := &prober{probes: spec.SetOf(reg).Handlers(spec.KindProbe), sh: &shared{}, log: logr.Discard(), ttl: time.Hour}
+	p := &prober{probes: contract.SetOf(reg).Handlers(spec.KindProbe), sh: &shared{set: contract.SetOf(reg)}, log: logr.Discard(), ttl: time.Hour}
 
 	for i := 0; i < 2; i++ {
 		rec := httptest.NewRecorder()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"strings"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -145,7 +146,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("gopf: %w", err)
 	}
-	sh := &shared{indexes: spec.NewIndexes(), gate: &gate{}, scope: sc, memo: &spec.Memo{}, client: mgr.GetClient()}
+	sh := &shared{set: contract.SetOf(reg), indexes: spec.NewIndexes(), gate: &gate{}, scope: sc, memo: &spec.Memo{}, client: mgr.GetClient()}
 	for k, v := range opts.Memo {
 		sh.memo.Set(k, v)
 	}
@@ -154,7 +155,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	}
 	byKind := map[schema.GroupVersionKind]*kindController{}
 	var order []schema.GroupVersionKind
-	for _, r := range spec.SetOf(reg).Handlers(objectKinds...) {
+	for _, r := range contract.SetOf(reg).Handlers(objectKinds...) {
 		gvk, _, err := spec.ResolveKind(r, mgr.GetScheme(), mgr.GetRESTMapper())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
@@ -222,9 +223,9 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 			return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", k.gvk, err)
 		}
 	}
-	b = b.WatchesRawSource(source.Channel(k.wake, &handler.EnqueueRequestForObject{}))
+	b = b.WatchesRawSource(source.Channel(k.wake, &ctrlhandler.EnqueueRequestForObject{}))
 	seen := map[string]bool{}
-	for _, r := range append(append([]*spec.Handler{}, k.change...), append(k.level, k.spawned...)...) {
+	for _, r := range append(append([]*contract.Handler{}, k.change...), append(k.level, k.spawned...)...) {
 		for _, owned := range r.Options.Owned {
 			if t := fmt.Sprintf("owns %T", owned); !seen[t] {
 				seen[t] = true
@@ -232,7 +233,7 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 			}
 		}
 		for _, w := range r.Options.Watched {
-			b = b.Watches(w.Object, handler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))
+			b = b.Watches(w.Object, ctrlhandler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))
 		}
 	}
 	k.shared.gate.whenOpened(func() {
@@ -251,7 +252,7 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 func setupActivities(mgr manager.Manager, reg *handlers.Registry, sh *shared, opts Options) error {
 	log := mgr.GetLogger().WithName("gopf")
 	a := &activities{sh: sh, opts: opts, log: log}
-	set := spec.SetOf(reg)
+	set := contract.SetOf(reg)
 	a.startup, a.cleanup = set.Handlers(spec.KindStartup), set.Handlers(spec.KindCleanup)
 	p := &prober{sh: sh, log: log, ttl: opts.ProbeCache, probes: set.Handlers(spec.KindProbe)}
 	if err := mgr.Add(a); err != nil {
@@ -274,7 +275,7 @@ func setupActivities(mgr manager.Manager, reg *handlers.Registry, sh *shared, op
 }
 
 // mapToRequests adapts a Watches mapping to controller-runtime's.
-func mapToRequests(fn func(ctx context.Context, obj client.Object) []types.NamespacedName) handler.MapFunc {
+func mapToRequests(fn func(ctx context.Context, obj client.Object) []types.NamespacedName) ctrlhandler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		names := fn(ctx, obj)
 		out := make([]reconcile.Request, len(names))
@@ -294,7 +295,7 @@ var objectKinds = []spec.Kind{
 
 // newKindController prepares the controller of one kind; proto is the first
 // registration for it and decides the Go type objects are read into.
-func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *spec.Handler, opts Options, sh *shared) (*kindController, error) {
+func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *contract.Handler, opts Options, sh *shared) (*kindController, error) {
 	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s is not served by the API server: %w", gvk, err)
@@ -339,7 +340,7 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 
 // add puts a registration in its place: change handlers or level handlers;
 // fields they name are kept in the essence.
-func (k *kindController) add(r *spec.Handler) {
+func (k *kindController) add(r *contract.Handler) {
 	switch r.Kind {
 	case spec.KindReconcile:
 		k.level = append(k.level, r)

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"sync"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 // itself. Daemons get a goroutine each, as long-running functions must.
 type spawner struct {
 	k       *kindController
-	regs    []*spec.Handler // timers and daemons, in registration order
+	regs    []*contract.Handler // timers and daemons, in registration order
 	workers int
 	log     logr.Logger
 
@@ -47,14 +48,14 @@ type spawned struct {
 	latest    client.Object
 	essence   string
 	changedAt time.Time // last change of the essence
-	wanted    []*spec.Handler
+	wanted    []*contract.Handler
 	timers    map[string]*timerState
 	daemons   map[string]*daemonState
 	finished  map[string]bool // timers and daemons done for good in this process
 }
 
 type timerState struct {
-	reg      *spec.Handler
+	reg      *contract.Handler
 	first    time.Time // start of the first run, the grid of sharp timers
 	attempts int       // failed attempts of the current run
 	started  time.Time // first attempt of the current run
@@ -63,8 +64,8 @@ type timerState struct {
 }
 
 type daemonState struct {
-	reg       *spec.Handler
-	ctl       *spec.DaemonControl
+	reg       *contract.Handler
+	ctl       *spec.DaemonControl[*handlers.Cause]
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the goroutine returns
 	abandoned chan struct{} // closed when gopf gives up waiting
@@ -140,7 +141,7 @@ func (s *spawner) Start(ctx context.Context) error {
 // sync records the newest object and starts the timers and daemons of the
 // selected registrations that are not running; those no longer selected
 // are stopped.
-func (s *spawner) sync(key types.NamespacedName, obj client.Object, essence string, selected []*spec.Handler) {
+func (s *spawner) sync(key types.NamespacedName, obj client.Object, essence string, selected []*contract.Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key]
@@ -197,7 +198,7 @@ func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
 
 // needsFinalizer reports whether a timer or daemon holds the object: a
 // selected one that has not finished for good.
-func (s *spawner) needsFinalizer(key types.NamespacedName, selected []*spec.Handler) bool {
+func (s *spawner) needsFinalizer(key types.NamespacedName, selected []*contract.Handler) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key]
@@ -246,7 +247,7 @@ func (s *spawner) stopAllLocked(key types.NamespacedName, o *spawned, reason str
 }
 
 // initialDelay is a timer's or daemon's delay before its first run.
-func (s *spawner) initialDelay(r *spec.Handler, obj client.Object) time.Duration {
+func (s *spawner) initialDelay(r *contract.Handler, obj client.Object) time.Duration {
 	if f := r.Options.InitialDelayFunc; f != nil {
 		if typed, err := s.k.objectFor(r, obj); err == nil {
 			return f(typed)
@@ -260,8 +261,8 @@ func (s *spawner) initialDelay(r *spec.Handler, obj client.Object) time.Duration
 func (s *spawner) wakeUp(obj client.Object) { s.k.wakeUp(s.ctx, obj) }
 
 // newCall builds the call of a timer or daemon run.
-func (s *spawner) newCall(r *spec.Handler, obj client.Object, retry int, started time.Time) *spec.Call {
-	c := s.k.baseCall(r, obj, s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry))
+func (s *spawner) newCall(r *contract.Handler, obj client.Object, retry int, started time.Time) *handlers.Cause {
+	c, _ := s.k.baseCall(r, obj, s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry))
 	c.Retry, c.Started, c.Runtime = retry, started, time.Since(started)
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"strings"
 	"time"
 
@@ -40,9 +41,9 @@ type turn struct {
 
 // entry is one handler (or sub-handler) scheduled in this turn.
 type entry struct {
-	reg      *spec.Handler
+	reg      *contract.Handler
 	opts     spec.Options
-	sub      *spec.Handler // a sub-handler of reg, or nil
+	sub      *contract.Handler // a sub-handler of reg, or nil
 	old, new any
 	diff     spec.Diff
 	// handled is what a success is recorded against: the current essence.
@@ -51,7 +52,7 @@ type entry struct {
 
 // changeCause works out the cause of a live object and runs its handlers.
 // It returns the cause (or "" when there is nothing to do).
-func (t *turn) changeCause(ctx context.Context, selected []*spec.Handler) handlers.Reason {
+func (t *turn) changeCause(ctx context.Context, selected []*contract.Handler) handlers.Reason {
 	purpose, withResume := changePurpose(t.known, t.essence, t.mem.resumed)
 	if purpose == handlers.ReasonCreate {
 		// Objects first handled in this process get no resume.
@@ -120,7 +121,7 @@ func changePurpose(known *state, essence string, resumed bool) (purpose handlers
 
 // changeEntry decides whether a registration runs for the cause, and with
 // which old and new values.
-func (t *turn) changeEntry(r *spec.Handler, purpose handlers.Reason, base any) *entry {
+func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base any) *entry {
 	o := r.Options
 	var path []string
 	if o.Field != "" {
@@ -178,7 +179,7 @@ func (t *turn) changeEntry(r *spec.Handler, purpose handlers.Reason, base any) *
 // deleteCause runs the delete handlers (and resume handlers that run for
 // deleted objects, on first sight). It reports whether all are done, so that
 // the finalizer can go.
-func (t *turn) deleteCause(ctx context.Context, selected []*spec.Handler) bool {
+func (t *turn) deleteCause(ctx context.Context, selected []*contract.Handler) bool {
 	var entries []*entry
 	for _, r := range selected {
 		runs := reasonOf(r) == handlers.ReasonDelete ||
@@ -240,7 +241,7 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 		t.soon(rec.Delayed.Sub(t.now))
 		return false
 	}
-	c := t.newCall(e, rec)
+	c, x := t.newCall(e, rec)
 	began := time.Now()
 	h := e.reg
 	if e.sub != nil {
@@ -249,7 +250,7 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 	result, err := t.k.call(ctx, h, t.obj, c)
 	handlerDuration.WithLabelValues(t.k.name, id).Observe(time.Since(began).Seconds())
 	if err == nil {
-		subs, subErr := c.Subs, c.SubErr()
+		subs, subErr := x.Subs, x.SubErr()
 		if subErr != nil {
 			err = handlers.Permanent(fmt.Errorf("bad sub-handlers: %w", subErr))
 		} else if len(subs) > 0 {
@@ -271,7 +272,7 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 
 // runSubs runs the sub-handlers of a parent; it reports whether all are
 // finished and, if not, when the first unfinished one is due.
-func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*spec.Handler, records map[string]*progress) (bool, *time.Time) {
+func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler, records map[string]*progress) (bool, *time.Time) {
 	done := true
 	var next *time.Time
 	for _, s := range subs {
@@ -294,19 +295,19 @@ func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *ent
 func (e *entry) reason() handlers.Reason { return reasonOf(e.reg) }
 
 // reasonOf is the cause a change handler runs for ("" for other kinds).
-func reasonOf(h *spec.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
+func reasonOf(h *contract.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
 
-func (t *turn) newCall(e *entry, rec *progress) *spec.Call {
+func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extras) {
 	reason := e.reason()
 	if reason == handlers.ReasonUpdate && e.old == nil {
 		reason = handlers.ReasonCreate // a field handler on creation
 	}
-	c := t.k.baseCall(e.reg, t.obj, t.log.WithValues("handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
-	c.Reason, c.HandlerID, c.Param = string(reason), e.opts.ID, e.opts.Param
+	c, x := t.k.baseCall(e.reg, t.obj, t.log.WithValues("handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
+	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
 	c.Patch = &t.patch
 	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
-	return c
+	return c, x
 }
 
 // outcome records what a call's error means for the handler (see judge):
@@ -361,12 +362,12 @@ func (t *turn) keepResult(id string, result any) {
 }
 
 // runLevel runs the level handlers on the object.
-func (t *turn) runLevel(ctx context.Context, level []*spec.Handler, cause handlers.Reason) (reconcile.Result, error) {
+func (t *turn) runLevel(ctx context.Context, level []*contract.Handler, cause handlers.Reason) (reconcile.Result, error) {
 	var res reconcile.Result
 	var errs []error
 	for _, r := range level {
-		c := t.newCall(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &progress{Started: t.now})
-		c.Reason = string(cause)
+		c, _ := t.newCall(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &progress{Started: t.now})
+		c.Reason = cause
 		out, err := t.k.callLevel(ctx, r, t.obj, c)
 		if err != nil {
 			errs = append(errs, err)

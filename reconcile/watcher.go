@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 // shared is what the controllers of one registry share: the indexes, and
 // whether each index has seen the initial list of its kind.
 type shared struct {
+	set      *contract.Set
 	indexes  *spec.Indexes
 	memo     *spec.Memo // the operator-level handlers' memo
 	client   client.Client
@@ -33,9 +35,11 @@ type shared struct {
 
 // operatorCall builds the call of an operator-level handler: the
 // operator's memo, indexes and client, and no object.
-func (s *shared) operatorCall(h *spec.Handler, log logr.Logger) *spec.Call {
-	return &spec.Call{HandlerID: h.Options.ID, Param: h.Options.Param, Started: time.Now(),
+func (s *shared) operatorCall(h *contract.Handler, log logr.Logger) *handlers.Cause {
+	c := &handlers.Cause{HandlerID: h.Options.ID, Param: h.Options.Param, Started: time.Now(),
 		Log: log.WithValues("handler", h.Options.ID), Memo: s.memo, Indexes: s.indexes, Client: s.client}
+	s.set.BindCause(c, &contract.Extras{})
+	return c
 }
 
 // idle waits until no reconcile is in progress, or until the timeout.
@@ -83,8 +87,8 @@ func (s *shared) indexesReady() bool {
 type watcher struct {
 	k       *kindController
 	cache   cache.Cache
-	events  []*spec.Handler
-	indexes []*spec.Handler
+	events  []*contract.Handler
+	indexes []*contract.Handler
 
 	mu  sync.Mutex
 	reg toolscache.ResourceEventHandlerRegistration
@@ -169,12 +173,12 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 
 // call runs one event handler or index function; errors and panics are
 // logged, never retried.
-func (w *watcher) call(r *spec.Handler, obj client.Object, event handlers.EventType) (out any, err error) {
+func (w *watcher) call(r *contract.Handler, obj client.Object, event handlers.EventType) (out any, err error) {
 	w.mu.Lock()
 	ctx := w.ctx
 	w.mu.Unlock()
-	c := w.k.baseCall(r, obj, w.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "event", event))
-	c.Event = string(event)
+	c, _ := w.k.baseCall(r, obj, w.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "event", event))
+	c.Event = event
 	out, err = w.k.call(ctx, r, obj, c)
 	if err != nil {
 		c.Log.Error(err, "handler failed; the error is logged only")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"reflect"
 	"time"
 
@@ -77,7 +78,7 @@ type webhookSettings struct {
 	objects        *metav1.LabelSelector
 }
 
-func settingsOf(r *spec.Handler) webhookSettings {
+func settingsOf(r *contract.Handler) webhookSettings {
 	s := webhookSettings{
 		failurePolicy:  admissionregistrationv1.Fail,
 		sideEffects:    admissionregistrationv1.SideEffectClassNone,

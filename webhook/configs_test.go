@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"flag"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"reflect"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func hooksOf(t *testing.T, reg *handlers.Registry) []*hook {
 	}
 	gvk := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	var hooks []*hook
-	for _, r := range spec.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate) {
+	for _, r := range contract.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate) {
 		id := sanitizeID(r.Options.ID)
 		hooks = append(hooks, &hook{
 			reg: r, gvk: gvk, resource: "configmaps", namespaced: true,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -101,8 +102,8 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 		}
 	}
 	log := logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID)
-	review := &spec.Review{
-		Operation:   string(op),
+	areq := &handlers.AdmissionRequest{
+		Operation:   op,
 		SubResource: req.SubResource,
 		DryRun:      req.DryRun != nil && *req.DryRun,
 		UserInfo:    req.UserInfo,
@@ -111,10 +112,12 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 		HandlerID:   h.reg.Options.ID,
 		Param:       h.reg.Options.Param,
 		Log:         log,
-		Patch:       &spec.Patch{},
+		Patch:       &handlers.Patch{},
 		Raw:         req,
 	}
-	if err := call(ctx, h, obj, old, review); err != nil {
+	review := &contract.Extras{}
+	h.set.BindRequest(areq, review)
+	if err := call(ctx, h, obj, old, areq); err != nil {
 		return nil, review.Warnings, err
 	}
 	if !mutate {
@@ -122,7 +125,7 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 	}
 	after, err := json.Marshal(obj)
 	if err == nil {
-		after, err = mergePatch(after, review.Patch)
+		after, err = mergePatch(after, areq.Patch)
 	}
 	if err != nil {
 		return nil, review.Warnings, fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)
@@ -138,8 +141,8 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 }
 
 // call runs the handler, turning a panic into an error.
-func call(ctx context.Context, h *hook, obj, old client.Object, review *spec.Review) error {
-	err := spec.Protect(review.Log, func() error { return h.reg.Review(ctx, obj, old, review) })
+func call(ctx context.Context, h *hook, obj, old client.Object, req *handlers.AdmissionRequest) error {
+	err := spec.Protect(req.Log, func() error { return h.reg.Review(ctx, obj, old, req) })
 	if p := (*spec.PanicError)(nil); errors.As(err, &p) {
 		return fmt.Errorf("admission handler %q panicked: %v", h.reg.Options.ID, p.Value)
 	}

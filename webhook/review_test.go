@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,8 +29,8 @@ func reviewerFor(t *testing.T, reg *handlers.Registry, mutating bool) *reviewer 
 		t.Fatal(err)
 	}
 	rv := &reviewer{mutating: mutating}
-	for _, r := range spec.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate) {
-		rv.hooks = append(rv.hooks, &hook{reg: r})
+	for _, r := range contract.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate) {
+		rv.hooks = append(rv.hooks, &hook{reg: r, set: contract.SetOf(reg)})
 	}
 	return rv
 }

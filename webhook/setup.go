@@ -3,6 +3,7 @@ package webhook
 import (
 	"errors"
 	"fmt"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"slices"
 	"strings"
@@ -20,7 +21,8 @@ import (
 
 // hook is one admission handler, resolved against the API server.
 type hook struct {
-	reg        *spec.Handler
+	reg        *contract.Handler
+	set        *contract.Set // the registry's, which binds a request to its extras
 	gvk        schema.GroupVersionKind
 	resource   string // plural resource name
 	namespaced bool
@@ -51,7 +53,8 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	if err := reg.Err(); err != nil {
 		return err
 	}
-	regs := spec.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate)
+	set := contract.SetOf(reg)
+	regs := set.Handlers(spec.KindValidate, spec.KindMutate)
 	if len(regs) == 0 {
 		return nil
 	}
@@ -60,7 +63,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	if srv != nil {
 		name = srv.opts.Name
 	}
-	hooks, err := resolveHooks(mgr, regs, name)
+	hooks, err := resolveHooks(mgr, set, regs, name)
 	if err != nil {
 		return err
 	}
@@ -100,7 +103,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 // resolveHooks resolves the kinds of the registrations and names their
 // paths and webhooks. configName is the configurations' name, "" if they
 // are not managed.
-func resolveHooks(mgr manager.Manager, regs []*spec.Handler, configName string) ([]*hook, error) {
+func resolveHooks(mgr manager.Manager, set *contract.Set, regs []*contract.Handler, configName string) ([]*hook, error) {
 	var errs []error
 	var hooks []*hook
 	seen := map[string]*hook{}
@@ -112,6 +115,7 @@ func resolveHooks(mgr manager.Manager, regs []*spec.Handler, configName string) 
 		}
 		h := &hook{
 			reg:        r,
+			set:        set,
 			gvk:        gvk,
 			resource:   mapping.Resource.Resource,
 			namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,
@@ -196,5 +200,5 @@ func sanitizeID(id string) string {
 // Needed reports whether reg has admission handlers, and so needs a webhook
 // server.
 func Needed(reg *handlers.Registry) bool {
-	return len(spec.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate)) > 0
+	return len(contract.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate)) > 0
 }

@@ -3,12 +3,14 @@ Package spec is the contract between gopf's registration API (package
 handlers) and its engines (packages reconcile and webhook).
 
 Package handlers turns each registration into a Handler: its kind, its
-resolved options, and a function that calls the user's code with a Call (the
-engine's side of a handler call). The engines read Handlers from a Registry
-through SetOf and never see the user's generic types. Nothing here is
-reachable by gopf's users: what a handler author sees is package handlers,
-which builds its Cause, Daemon and Admission values from the Call, DaemonControl
-and Review the engine hands over.
+resolved options, and a function that calls the user's code. The engines
+read the Handlers of a registry through SetOf and call them with the
+context package handlers defines (its Cause and AdmissionRequest, the type
+parameters C and A here), which they build themselves; what such a context
+carries for the engine only — how to post Events, the sub-handlers a call
+registered, an admission handler's warnings — is in Extras, which the
+context keeps unexported and the registry's Set binds. Nothing here is
+reachable by gopf's users.
 
 Values both sides share — Patch, Memo, Diff, Filter, Indexes — are defined
 here and re-exported by package handlers under the same names. Their

@@ -10,8 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Handler is one registered handler, as the engines see it.
-type Handler struct {
+// Handler is one registered handler, as the engines see it. C is the type
+// of the context a handler receives (package handlers' *Cause) and A that of
+// an admission handler's request (*AdmissionRequest): the engines build them
+// (and bind the Extras they cannot set), so that a call costs no copy.
+type Handler[C, A any] struct {
 	// Kind is what the handler is registered for.
 	Kind Kind
 	// Options are its resolved settings, with the ID defaulted.
@@ -30,33 +33,38 @@ type Handler struct {
 	// handlers (the result is the object's entries, a map[string]any),
 	// activities (obj is nil; only probes have a result) and sub-handlers
 	// (obj is nil: they use their parent's).
-	Call func(ctx context.Context, obj client.Object, c *Call) (any, error)
+	Call func(ctx context.Context, obj client.Object, c C) (any, error)
 	// Reconcile runs a level handler.
-	Reconcile func(ctx context.Context, obj client.Object, c *Call) (reconcile.Result, error)
+	Reconcile func(ctx context.Context, obj client.Object, c C) (reconcile.Result, error)
 	// RunDaemon runs a daemon until it returns.
-	RunDaemon func(ctx context.Context, d *DaemonControl) error
+	RunDaemon func(ctx context.Context, d *DaemonControl[C]) error
 	// Review runs an admission handler; old is nil where there is none.
-	Review func(ctx context.Context, obj, old client.Object, r *Review) error
+	Review func(ctx context.Context, obj, old client.Object, req A) error
 }
 
 // String names the handler for messages: its kind, id and where it was
 // registered, as in `create handler "create_fn" (registered at main.go:12)`.
-func (h *Handler) String() string {
+func (h *Handler[C, A]) String() string {
 	return fmt.Sprintf("%s handler %q (registered at %s)", h.Kind, h.Options.ID, h.Source)
 }
 
 // Set holds the handlers of one registry and the problems of the bad
 // registrations. It is safe for concurrent use.
-type Set struct {
+type Set[C, A any] struct {
+	// BindCause and BindRequest give a handler's context or an admission
+	// handler's request the Extras of its call; package handlers sets them.
+	BindCause   func(c C, x *Extras[C, A])
+	BindRequest func(a A, x *Extras[C, A])
+
 	mu       sync.Mutex
-	handlers []*Handler
+	handlers []*Handler[C, A]
 	errs     []error
 }
 
 // Add validates h against the handlers before it (with problems found
 // already) and keeps it, or records why it is bad. validate runs under the
 // set's lock with the handlers added so far.
-func (s *Set) Add(h *Handler, validate func(earlier []*Handler) []string) {
+func (s *Set[C, A]) Add(h *Handler[C, A], validate func(earlier []*Handler[C, A]) []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if problems := validate(s.handlers); len(problems) > 0 {
@@ -68,10 +76,10 @@ func (s *Set) Add(h *Handler, validate func(earlier []*Handler) []string) {
 
 // Handlers returns the valid handlers of the given kinds (all kinds if none
 // are given), in registration order.
-func (s *Set) Handlers(kinds ...Kind) []*Handler {
+func (s *Set[C, A]) Handlers(kinds ...Kind) []*Handler[C, A] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*Handler
+	var out []*Handler[C, A]
 	for _, h := range s.handlers {
 		if len(kinds) == 0 || hasKind(kinds, h.Kind) {
 			out = append(out, h)
@@ -81,7 +89,7 @@ func (s *Set) Handlers(kinds ...Kind) []*Handler {
 }
 
 // Err reports every bad registration so far, joined, or nil.
-func (s *Set) Err() error {
+func (s *Set[C, A]) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return errors.Join(s.errs...)
@@ -97,12 +105,12 @@ func hasKind(kinds []Kind, k Kind) bool {
 }
 
 // setOf finds the Set behind a registry; package handlers provides it.
-var setOf func(registry any) *Set
+var setOf func(registry any) any
 
 // ExposeSets is called once, by package handlers, with the function that
 // finds the Set of one of its registries. It keeps the Set out of the
 // registry's public API.
-func ExposeSets(fn func(registry any) *Set) { setOf = fn }
+func ExposeSets(fn func(registry any) any) { setOf = fn }
 
 // SetOf returns the Set of a registry (a *handlers.Registry).
-func SetOf(registry any) *Set { return setOf(registry) }
+func SetOf[C, A any](registry any) *Set[C, A] { return setOf(registry).(*Set[C, A]) }

@@ -1,0 +1,23 @@
+// Package contract instantiates the engine contract (internal/spec) with
+// package handlers' types, for the engines (reconcile and webhook): the
+// handlers of a registry, the set they are in and the extras of a call.
+package contract
+
+import (
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
+)
+
+type (
+	// Handler is one registered handler.
+	Handler = spec.Handler[*handlers.Cause, *handlers.AdmissionRequest]
+	// Set holds the handlers of one registry.
+	Set = spec.Set[*handlers.Cause, *handlers.AdmissionRequest]
+	// Extras are the engine's side of one handler call.
+	Extras = spec.Extras[*handlers.Cause, *handlers.AdmissionRequest]
+)
+
+// SetOf returns the handlers of a registry.
+func SetOf(reg *handlers.Registry) *Set {
+	return spec.SetOf[*handlers.Cause, *handlers.AdmissionRequest](reg)
+}
