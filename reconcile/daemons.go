@@ -159,20 +159,5 @@ func waitDone(done <-chan struct{}, d time.Duration) bool {
 
 // sleepUnlessStopped sleeps d; it reports false if stop closed first.
 func sleepUnlessStopped(d time.Duration, stop <-chan struct{}) bool {
-	if d <= 0 {
-		select {
-		case <-stop:
-			return false
-		default:
-			return true
-		}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-stop:
-		return false
-	}
+	return !waitDone(stop, d)
 }
