@@ -60,15 +60,7 @@ func lookup(v any, path []string) (any, bool) {
 	return v, true
 }
 
-// setPath sets the value at path in m, creating maps on the way.
-func setPath(m map[string]any, path []string, value any) {
-	for _, p := range path[:len(path)-1] {
-		next, ok := m[p].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[p] = next
-		}
-		m = next
-	}
-	m[path[len(path)-1]] = value
-}
+// setPath sets the value at path in m, creating maps on the way; it is
+// spec.SetPath, which also builds the patches handlers make, so that the
+// engine and the patches walk JSON-like values the same way.
+func setPath(m map[string]any, path []string, value any) { spec.SetPath(m, path, value) }

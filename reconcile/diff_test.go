@@ -206,37 +206,6 @@ func TestLookupFindsValuesByPath(t *testing.T) {
 	}
 }
 
-func TestSetPathCreatesAndReplacesOnTheWay(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		start string
-		path  []string
-		value any
-		want  string
-	}{
-		{"into an empty map, creating parents", `{}`, []string{"status", "a", "b"}, "v", `{"status":{"a":{"b":"v"}}}`},
-		{"next to siblings, keeping them", `{"status":{"a":{"x":1},"y":2}}`, []string{"status", "a", "b"}, "v", `{"status":{"a":{"b":"v","x":1},"y":2}}`},
-		{"over a leaf", `{"a":{"b":1}}`, []string{"a", "b"}, 2.0, `{"a":{"b":2}}`},
-		{"over a map, replacing it whole", `{"a":{"b":{"c":1}}}`, []string{"a", "b"}, "flat", `{"a":{"b":"flat"}}`},
-		{"through a scalar, replacing it by a map", `{"a":"flat"}`, []string{"a", "b"}, 1.0, `{"a":{"b":1}}`},
-		{"through a list, replacing it by a map", `{"a":[1]}`, []string{"a", "b"}, 1.0, `{"a":{"b":1}}`},
-		{"a null value", `{"a":{"b":1}}`, []string{"a", "b"}, nil, `{"a":{"b":null}}`},
-		{"a one-part path", `{"a":1}`, []string{"b"}, true, `{"a":1,"b":true}`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := fromJSON(t, tc.start)
-			setPath(m, tc.path, tc.value)
-			got, err := jsonMarshal(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tc.want {
-				t.Errorf("after setPath(%q, %v): %s, want %s", tc.path, tc.value, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestSetPathThenLookupGivesTheValueBack(t *testing.T) {
 	m := map[string]any{"status": "scalar"}
 	path := []string{"status", "deep", "field"}

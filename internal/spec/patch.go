@@ -76,16 +76,22 @@ func (p *Patch) set(parts []string, value any) {
 	if *root == nil {
 		*root = map[string]any{}
 	}
-	m := *root
-	for _, part := range parts[:len(parts)-1] {
-		next, ok := m[part].(map[string]any)
+	SetPath(*root, parts, value)
+}
+
+// SetPath sets the value at path in m, a JSON-like map, creating maps on
+// the way and replacing whatever on the way is not a map. path must not be
+// empty.
+func SetPath(m map[string]any, path []string, value any) {
+	for _, key := range path[:len(path)-1] {
+		next, ok := m[key].(map[string]any)
 		if !ok {
 			next = map[string]any{}
-			m[part] = next
+			m[key] = next
 		}
 		m = next
 	}
-	m[parts[len(parts)-1]] = value
+	m[path[len(path)-1]] = value
 }
 
 func mergeValue(old, value any) any {
