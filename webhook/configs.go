@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"reflect"
 	"time"
 
@@ -68,38 +67,61 @@ func rules(h *hook) []admissionregistrationv1.RuleWithOperations {
 	}}
 }
 
-// webhookSettings are the fields validating and mutating webhooks share.
-type webhookSettings struct {
-	failurePolicy  admissionregistrationv1.FailurePolicyType
-	sideEffects    admissionregistrationv1.SideEffectClass
-	timeoutSeconds int32
-	matchPolicy    admissionregistrationv1.MatchPolicyType
-	namespaces     *metav1.LabelSelector
-	objects        *metav1.LabelSelector
+// webhookFor returns h's webhook, reached through clientConfig. It is built
+// as a validating webhook; asMutating turns it into a mutating one.
+func webhookFor(h *hook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig) admissionregistrationv1.ValidatingWebhook {
+	opts := h.reg.Options
+	failurePolicy := admissionregistrationv1.Fail
+	if opts.IgnoreFailures {
+		failurePolicy = admissionregistrationv1.Ignore
+	}
+	sideEffects := admissionregistrationv1.SideEffectClassNone
+	if opts.SideEffects {
+		sideEffects = admissionregistrationv1.SideEffectClassNoneOnDryRun
+	}
+	timeout := defaultWebhookTimeout
+	if opts.WebhookTimeout > 0 {
+		timeout = opts.WebhookTimeout
+	}
+	timeoutSeconds := int32(timeout / time.Second)
+	objects := spec.ObjectSelector(opts.Labels)
+	if objects == nil {
+		objects = &metav1.LabelSelector{}
+	}
+	matchPolicy := admissionregistrationv1.Equivalent
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:                    h.name,
+		ClientConfig:            clientConfig(h.path),
+		Rules:                   rules(h),
+		FailurePolicy:           &failurePolicy,
+		MatchPolicy:             &matchPolicy,
+		NamespaceSelector:       &metav1.LabelSelector{},
+		ObjectSelector:          objects,
+		SideEffects:             &sideEffects,
+		TimeoutSeconds:          &timeoutSeconds,
+		AdmissionReviewVersions: []string{"v1"},
+	}
 }
 
-func settingsOf(r *contract.Handler) webhookSettings {
-	s := webhookSettings{
-		failurePolicy:  admissionregistrationv1.Fail,
-		sideEffects:    admissionregistrationv1.SideEffectClassNone,
-		timeoutSeconds: int32(defaultWebhookTimeout / time.Second),
-		matchPolicy:    admissionregistrationv1.Equivalent,
-		namespaces:     &metav1.LabelSelector{},
-		objects:        spec.ObjectSelector(r.Options.Labels),
+// asMutating returns w as a mutating webhook. The API has two types for
+// what is one webhook to gopf: the mutating one has every field of the
+// validating one, and a reinvocation policy, which gopf leaves at Never.
+func asMutating(w admissionregistrationv1.ValidatingWebhook) admissionregistrationv1.MutatingWebhook {
+	never := admissionregistrationv1.NeverReinvocationPolicy
+	return admissionregistrationv1.MutatingWebhook{
+		Name:                    w.Name,
+		ClientConfig:            w.ClientConfig,
+		Rules:                   w.Rules,
+		FailurePolicy:           w.FailurePolicy,
+		MatchPolicy:             w.MatchPolicy,
+		NamespaceSelector:       w.NamespaceSelector,
+		ObjectSelector:          w.ObjectSelector,
+		SideEffects:             w.SideEffects,
+		TimeoutSeconds:          w.TimeoutSeconds,
+		AdmissionReviewVersions: w.AdmissionReviewVersions,
+		MatchConditions:         w.MatchConditions,
+		ReinvocationPolicy:      &never,
 	}
-	if r.Options.IgnoreFailures {
-		s.failurePolicy = admissionregistrationv1.Ignore
-	}
-	if r.Options.SideEffects {
-		s.sideEffects = admissionregistrationv1.SideEffectClassNoneOnDryRun
-	}
-	if r.Options.WebhookTimeout > 0 {
-		s.timeoutSeconds = int32(r.Options.WebhookTimeout / time.Second)
-	}
-	if s.objects == nil {
-		s.objects = &metav1.LabelSelector{}
-	}
-	return s
 }
 
 // configurations builds the validating and mutating configuration named
@@ -110,41 +132,16 @@ func configurations(name string, hooks []*hook, clientConfig func(path string) a
 	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{managedByLabel: "gopf"}}
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
-	reviewVersions := []string{"v1"}
 	for _, h := range hooks {
 		if persistentOnly && !h.reg.Options.Persistent {
 			continue
 		}
-		s := settingsOf(h.reg)
+		w := webhookFor(h, clientConfig)
 		if h.reg.Kind == spec.KindMutate {
-			never := admissionregistrationv1.NeverReinvocationPolicy
-			m.Webhooks = append(m.Webhooks, admissionregistrationv1.MutatingWebhook{
-				Name:                    h.name,
-				ClientConfig:            clientConfig(h.path),
-				Rules:                   rules(h),
-				FailurePolicy:           &s.failurePolicy,
-				MatchPolicy:             &s.matchPolicy,
-				NamespaceSelector:       s.namespaces,
-				ObjectSelector:          s.objects,
-				SideEffects:             &s.sideEffects,
-				TimeoutSeconds:          &s.timeoutSeconds,
-				AdmissionReviewVersions: reviewVersions,
-				ReinvocationPolicy:      &never,
-			})
-			continue
+			m.Webhooks = append(m.Webhooks, asMutating(w))
+		} else {
+			v.Webhooks = append(v.Webhooks, w)
 		}
-		v.Webhooks = append(v.Webhooks, admissionregistrationv1.ValidatingWebhook{
-			Name:                    h.name,
-			ClientConfig:            clientConfig(h.path),
-			Rules:                   rules(h),
-			FailurePolicy:           &s.failurePolicy,
-			MatchPolicy:             &s.matchPolicy,
-			NamespaceSelector:       s.namespaces,
-			ObjectSelector:          s.objects,
-			SideEffects:             &s.sideEffects,
-			TimeoutSeconds:          &s.timeoutSeconds,
-			AdmissionReviewVersions: reviewVersions,
-		})
 	}
 	return v, m
 }

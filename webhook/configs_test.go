@@ -95,6 +95,27 @@ func TestConfigurationsHoldOneWebhookPerHandlerWithItsSettings(t *testing.T) {
 	}
 }
 
+func TestAMutatingWebhookHasEveryFieldOfTheValidatingOne(t *testing.T) {
+	reg := handlers.NewRegistry()
+	handlers.OnMutate(reg, allowCM, handlers.ID("defaults"), handlers.Labels{"app": "web"})
+	w := webhookFor(hooksOf(t, reg)[0], urlConfig)
+	w.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "all", Expression: "true"}}
+	mw := asMutating(w)
+	vv, mv := reflect.ValueOf(w), reflect.ValueOf(mw)
+	for i := range vv.NumField() {
+		name := vv.Type().Field(i).Name
+		if vv.Field(i).IsZero() {
+			t.Errorf("field %s is not set in the test, so it proves nothing", name)
+		}
+		if got := mv.FieldByName(name); !got.IsValid() || !reflect.DeepEqual(got.Interface(), vv.Field(i).Interface()) {
+			t.Errorf("field %s: mutating %v, validating %v", name, got, vv.Field(i))
+		}
+	}
+	if mw.ReinvocationPolicy == nil || *mw.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy {
+		t.Errorf("reinvocation policy = %v, want Never", mw.ReinvocationPolicy)
+	}
+}
+
 func TestServiceModePointsTheConfigurationsAtTheService(t *testing.T) {
 	srv := &Server{opts: Options{Service: &Service{Namespace: "ops", Name: "webhooks", Port: 443}}}
 	cc := srv.clientConfig("/validate/core/v1/pod/x", []byte("CA"))
