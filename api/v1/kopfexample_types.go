@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,25 +73,19 @@ func (s KopfExampleSpec) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes a JSON object, filling the typed fields from their
 // keys and putting every other key into Extra. A JSON null leaves s unchanged.
 func (s *KopfExampleSpec) UnmarshalJSON(data []byte) error {
-	if isJSONNull(data) {
-		return nil
-	}
-	obj, err := decodeObject(data)
+	var spec KopfExampleSpec
+	extra, isObject, err := decodeWithExtra(data, map[string]any{
+		"duration": &spec.Duration,
+		"field":    &spec.Field,
+		"items":    &spec.Items,
+	})
 	if err != nil {
 		return fmt.Errorf("decoding KopfExample spec: %w", err)
 	}
-	var spec KopfExampleSpec
-	if err := takeKey(obj, "duration", &spec.Duration); err != nil {
-		return fmt.Errorf("decoding KopfExample spec: %w", err)
+	if isObject {
+		spec.Extra = extra
+		*s = spec
 	}
-	if err := takeKey(obj, "field", &spec.Field); err != nil {
-		return fmt.Errorf("decoding KopfExample spec: %w", err)
-	}
-	if err := takeKey(obj, "items", &spec.Items); err != nil {
-		return fmt.Errorf("decoding KopfExample spec: %w", err)
-	}
-	spec.Extra = objectToExtra(obj)
-	*s = spec
 	return nil
 }
 
@@ -113,14 +109,13 @@ func (s KopfExampleStatus) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes a JSON object, putting every key into Extra. A JSON
 // null leaves s unchanged.
 func (s *KopfExampleStatus) UnmarshalJSON(data []byte) error {
-	if isJSONNull(data) {
-		return nil
-	}
-	obj, err := decodeObject(data)
+	extra, isObject, err := decodeWithExtra(data, nil)
 	if err != nil {
 		return fmt.Errorf("decoding KopfExample status: %w", err)
 	}
-	*s = KopfExampleStatus{Extra: objectToExtra(obj)}
+	if isObject {
+		*s = KopfExampleStatus{Extra: extra}
+	}
 	return nil
 }
 
@@ -193,14 +188,25 @@ func objectToExtra(obj map[string]json.RawMessage) map[string]apiextensionsv1.JS
 	return extra
 }
 
-// decodeObject decodes data, which must be a JSON object, into its keys and
-// raw values. Keys are matched exactly, as the Kubernetes API does.
-func decodeObject(data []byte) (map[string]json.RawMessage, error) {
+// decodeWithExtra decodes data, which must be a JSON object or null, for a
+// type with typed fields and Extra: it decodes each key named in typed into
+// the field it points to and returns every other key as Extra. Keys are
+// matched exactly, as the Kubernetes API does. For null it decodes nothing
+// and reports isObject false, which leaves the value as it was.
+func decodeWithExtra(data []byte, typed map[string]any) (extra map[string]apiextensionsv1.JSON, isObject bool, err error) {
+	if isJSONNull(data) {
+		return nil, false, nil
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(data, &obj); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return obj, nil
+	for _, key := range slices.Sorted(maps.Keys(typed)) {
+		if err := takeKey(obj, key, typed[key]); err != nil {
+			return nil, false, err
+		}
+	}
+	return objectToExtra(obj), true, nil
 }
 
 // takeKey decodes obj[key] into dst, if present, and removes it from obj.
