@@ -59,8 +59,3 @@ func lookup(v any, path []string) (any, bool) {
 	}
 	return v, true
 }
-
-// setPath sets the value at path in m, creating maps on the way; it is
-// spec.SetPath, which also builds the patches handlers make, so that the
-// engine and the patches walk JSON-like values the same way.
-func setPath(m map[string]any, path []string, value any) { spec.SetPath(m, path, value) }

@@ -209,9 +209,9 @@ func TestLookupFindsValuesByPath(t *testing.T) {
 func TestSetPathThenLookupGivesTheValueBack(t *testing.T) {
 	m := map[string]any{"status": "scalar"}
 	path := []string{"status", "deep", "field"}
-	setPath(m, path, []any{"x"})
+	spec.SetPath(m, path, []any{"x"})
 	got, found := lookup(m, path)
 	if !found || !reflect.DeepEqual(got, []any{"x"}) {
-		t.Errorf("lookup after setPath = %v, %v", got, found)
+		t.Errorf("lookup after SetPath = %v, %v", got, found)
 	}
 }

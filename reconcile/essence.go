@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"github.com/gopf-dev/gopf/internal/spec"
 	"strings"
 )
 
@@ -48,7 +49,7 @@ func essence(obj map[string]any, ownPrefix string, extra [][]string) map[string]
 			continue
 		}
 		if v, ok := lookup(obj, path); ok {
-			setPath(out, path, deepCopyJSON(v))
+			spec.SetPath(out, path, deepCopyJSON(v))
 		}
 	}
 	return out
