@@ -112,15 +112,7 @@ func When[T client.Object](fn func(obj T) bool) FilterSetting {
 // kind that is for objects takes it, except admission handlers.
 type FieldSetting struct {
 	setting
-	forCreate
-	forUpdate
-	forDelete
-	forResume
-	forReconcile
-	forTimer
-	forDaemon
-	forEvent
-	forIndex
+	forWatched
 }
 
 // Field narrows a handler to one field, given as a dotted path such as

@@ -1,13 +1,10 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/internal/spec"
 )
@@ -152,33 +149,46 @@ func (forProbe) probe()         {}
 func (forAdmission) admission() {}
 func (forSub) sub()             {}
 
-// forObjects marks the options of every handler kind that is for objects of
-// a kind: change, level, timer, daemon, event, index and admission handlers.
-type forObjects struct {
-	forCreate
-	forUpdate
-	forDelete
-	forResume
-	forReconcile
-	forTimer
-	forDaemon
-	forEvent
-	forIndex
-	forAdmission
-}
+// Groups of markers, which never overlap (an option embedding two groups
+// with a marker in common would implement neither interface).
+type (
+	// forChanges marks the change handlers' options.
+	forChanges struct {
+		forCreate
+		forUpdate
+		forDelete
+		forResume
+	}
+	// forSpawned marks the options of timers and daemons.
+	forSpawned struct {
+		forTimer
+		forDaemon
+	}
+	// forWatched marks the options of the handlers of objects that a
+	// controller or the informer runs: all but admission handlers.
+	forWatched struct {
+		forChanges
+		forSpawned
+		forReconcile
+		forEvent
+		forIndex
+	}
+	// forObjects marks the options of every handler kind that is for
+	// objects of a kind.
+	forObjects struct {
+		forWatched
+		forAdmission
+	}
+)
 
 // CommonSetting is an option every handler kind with an id and a Cause
 // takes: all but OnIndex (its name is its id) and sub-handlers (their id is
 // given to Register).
 type CommonSetting struct {
 	setting
-	forCreate
-	forUpdate
-	forDelete
-	forResume
+	forChanges
+	forSpawned
 	forReconcile
-	forTimer
-	forDaemon
 	forEvent
 	forActivity
 	forProbe
@@ -236,12 +246,8 @@ func ForResource(name string) KindSetting {
 // engine applies one policy to all of them (see package reconcile).
 type ErrorSetting struct {
 	setting
-	forCreate
-	forUpdate
-	forDelete
-	forResume
-	forTimer
-	forDaemon
+	forChanges
+	forSpawned
 	forActivity
 	forSub
 }
@@ -270,6 +276,19 @@ func Errors(mode ErrorMode) ErrorSetting {
 	return ErrorSetting{setting: set(func(d *draft) { d.Errors = mode })}
 }
 
+// positive is a setting of a duration that must be positive (or, with
+// zeroOK, not negative): it assigns t, or makes the registration bad naming
+// the option.
+func positive(option string, t time.Duration, zeroOK bool, assign func(*draft)) setting {
+	switch {
+	case t < 0 && zeroOK:
+		return rejected(option + " cannot be negative")
+	case t <= 0 && !zeroOK:
+		return rejected(option + " must be positive")
+	}
+	return set(assign)
+}
+
 // Retries limits a handler to n attempts in total for one cause (for a
 // timer: one run; for a daemon: one start), after which it fails
 // permanently. Default: no limit.
@@ -284,19 +303,13 @@ func Retries(n int) ErrorSetting {
 // retrying for one cause (a timer: one run; a daemon: one start) before it
 // fails permanently. Default: no limit.
 func Timeout(t time.Duration) ErrorSetting {
-	if t <= 0 {
-		return ErrorSetting{setting: rejected("Timeout must be positive")}
-	}
-	return ErrorSetting{setting: set(func(d *draft) { d.Timeout = t })}
+	return ErrorSetting{setting: positive("Timeout", t, false, func(d *draft) { d.Timeout = t })}
 }
 
 // Backoff sets the delay before retrying after an error that did not say
 // how long to wait. Default: the engine's default backoff.
 func Backoff(t time.Duration) ErrorSetting {
-	if t <= 0 {
-		return ErrorSetting{setting: rejected("Backoff must be positive")}
-	}
-	return ErrorSetting{setting: set(func(d *draft) { d.Backoff = t })}
+	return ErrorSetting{setting: positive("Backoff", t, false, func(d *draft) { d.Backoff = t })}
 }
 
 // DeleteSetting is an option only OnDelete takes.
@@ -321,35 +334,6 @@ type ResumeSetting struct {
 // being deleted when first seen.
 func Deleted() ResumeSetting {
 	return ResumeSetting{setting: set(func(d *draft) { d.Deleted = true })}
-}
-
-// ReconcileSetting is an option only OnReconcile takes: the secondary kinds
-// whose changes run the level handlers of their owners again.
-type ReconcileSetting struct {
-	setting
-	forReconcile
-}
-
-// Owns makes changes of child objects of obj's kind that the handler's kind
-// controls (through a controller owner reference, as Adopt sets) reconcile
-// the owner again, so that its OnReconcile handlers see them. Change
-// handlers of the owner are not called for them: the owner's essence did not
-// change.
-func Owns(obj client.Object) ReconcileSetting {
-	if obj == nil {
-		return ReconcileSetting{setting: rejected("Owns(nil)")}
-	}
-	return ReconcileSetting{setting: set(func(d *draft) { d.Owned = append(d.Owned, obj) })}
-}
-
-// Watches makes changes of objects of obj's kind reconcile the objects that
-// mapFn names (of the handler's kind), like Owns for relations other than
-// ownership.
-func Watches(obj client.Object, mapFn func(ctx context.Context, obj client.Object) []types.NamespacedName) ReconcileSetting {
-	if obj == nil || mapFn == nil {
-		return ReconcileSetting{setting: rejected("Watches needs an object and a mapping function")}
-	}
-	return ReconcileSetting{setting: set(func(d *draft) { d.Watched = append(d.Watched, spec.Watch{Object: obj, Map: mapFn}) })}
 }
 
 // apply applies options of one kind to a new draft.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -60,14 +61,14 @@ type ReconcileFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (
 // not handled before: an object created while the operator runs, one created
 // while it was down, or one that starts matching the handler's filters.
 func OnCreate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...CreateOption) {
-	registerChange(r, spec.KindCreate, fn, apply(opts))
+	registerCall(r, spec.KindCreate, fn, fn, apply(opts))
 }
 
 // OnUpdate registers fn to run when an already-handled object's essence
 // changes (its spec, labels, annotations or other non-status fields). With
 // the Field option, only when that field changed.
 func OnUpdate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...UpdateOption) {
-	registerChange(r, spec.KindUpdate, fn, apply(opts))
+	registerCall(r, spec.KindUpdate, fn, fn, apply(opts))
 }
 
 // OnDelete registers fn to run when an object is being deleted. Unless the
@@ -75,7 +76,7 @@ func OnUpdate[T client.Object](r *Registry, fn HandlerFunc[T], opts ...UpdateOpt
 // any create handler runs) and removes it once the delete handlers are done,
 // so the handler runs before the object disappears.
 func OnDelete[T client.Object](r *Registry, fn HandlerFunc[T], opts ...DeleteOption) {
-	registerChange(r, spec.KindDelete, fn, apply(opts))
+	registerCall(r, spec.KindDelete, fn, fn, apply(opts))
 }
 
 // OnResume registers fn to run once per operator process for each
@@ -83,7 +84,7 @@ func OnDelete[T client.Object](r *Registry, fn HandlerFunc[T], opts ...DeleteOpt
 // not called for objects being deleted unless the Deleted option is given,
 // and not for objects that get a create instead.
 func OnResume[T client.Object](r *Registry, fn HandlerFunc[T], opts ...ResumeOption) {
-	registerChange(r, spec.KindResume, fn, apply(opts))
+	registerCall(r, spec.KindResume, fn, fn, apply(opts))
 }
 
 // OnField registers fn to run whenever the field at path (a dotted path such
@@ -96,7 +97,7 @@ func OnField[T client.Object](r *Registry, path string, fn HandlerFunc[T], opts 
 	if d.Field != path {
 		d.problem("OnField's path %q and the Field option %q disagree", path, d.Field)
 	}
-	registerChange(r, spec.KindField, fn, d)
+	registerCall(r, spec.KindField, fn, fn, d)
 }
 
 // OnReconcile registers a level-based handler: fn runs on every reconcile
@@ -120,19 +121,50 @@ func OnReconcile[T client.Object](r *Registry, fn ReconcileFunc[T], opts ...Reco
 	r.add(h, fn, fn == nil, d.problems)
 }
 
-// registerChange registers a change handler or a timer.
-func registerChange[T client.Object](r *Registry, kind spec.Kind, fn HandlerFunc[T], d *draft) {
+// ReconcileSetting is an option only OnReconcile takes: the secondary kinds
+// whose changes run the level handlers of their owners again.
+type ReconcileSetting struct {
+	setting
+	forReconcile
+}
+
+// Owns makes changes of child objects of obj's kind that the handler's kind
+// controls (through a controller owner reference, as Adopt sets) reconcile
+// the owner again, so that its OnReconcile handlers see them. Change
+// handlers of the owner are not called for them: the owner's essence did not
+// change.
+func Owns(obj client.Object) ReconcileSetting {
+	if obj == nil {
+		return ReconcileSetting{setting: rejected("Owns(nil)")}
+	}
+	return ReconcileSetting{setting: set(func(d *draft) { d.Owned = append(d.Owned, obj) })}
+}
+
+// Watches makes changes of objects of obj's kind reconcile the objects that
+// mapFn names (of the handler's kind), like Owns for relations other than
+// ownership.
+func Watches(obj client.Object, mapFn func(ctx context.Context, obj client.Object) []types.NamespacedName) ReconcileSetting {
+	if obj == nil || mapFn == nil {
+		return ReconcileSetting{setting: rejected("Watches needs an object and a mapping function")}
+	}
+	return ReconcileSetting{setting: set(func(d *draft) { d.Watched = append(d.Watched, spec.Watch{Object: obj, Map: mapFn}) })}
+}
+
+// registerCall registers a handler that is called with an object of type
+// T: a change handler, a timer, an event or an index handler. named is the
+// user's function (it names the handler), call calls it (nil if it is nil).
+func registerCall[T client.Object](r *Registry, kind spec.Kind, named any, call HandlerFunc[T], d *draft) {
 	h := newHandler[T](kind, d)
-	if fn != nil {
+	if call != nil {
 		h.Call = func(ctx context.Context, obj client.Object, c *Cause) (any, error) {
 			typed, err := as[T](h, obj)
 			if err != nil {
 				return nil, err
 			}
-			return fn(ctx, typed, c)
+			return call(ctx, typed, c)
 		}
 	}
-	r.add(h, fn, fn == nil, d.problems)
+	r.add(h, named, call == nil, d.problems)
 }
 
 // newHandler starts a handler of kind for objects of type T.

@@ -25,7 +25,7 @@ import (
 // for that long; an interval of 0 with Idle runs once per quiet period.
 // Timers need gopf's finalizer, so that they stop before the object goes.
 func OnTimer[T client.Object](r *Registry, interval time.Duration, fn HandlerFunc[T], opts ...TimerOption) {
-	registerChange(r, spec.KindTimer, fn, apply(opts, set(func(d *draft) { d.Interval = interval })))
+	registerCall(r, spec.KindTimer, fn, fn, apply(opts, set(func(d *draft) { d.Interval = interval })))
 }
 
 // DaemonFunc is a long-running function per object; see OnDaemon.
@@ -111,17 +111,13 @@ func (d *Daemon[T]) Sleep(dur time.Duration) bool {
 // take it.
 type SpawnSetting struct {
 	setting
-	forTimer
-	forDaemon
+	forSpawned
 }
 
 // InitialDelay postpones a timer's or daemon's first run after the object
 // appears.
 func InitialDelay(t time.Duration) SpawnSetting {
-	if t < 0 {
-		return SpawnSetting{setting: rejected("InitialDelay cannot be negative")}
-	}
-	return SpawnSetting{setting: set(func(d *draft) { d.InitialDelay = t })}
+	return SpawnSetting{setting: positive("InitialDelay", t, true, func(d *draft) { d.InitialDelay = t })}
 }
 
 // InitialDelayFunc computes the initial delay from the object, e.g. for
@@ -151,10 +147,7 @@ type TimerSetting struct {
 // Idle makes a timer run only once the object's essence has not changed for
 // t.
 func Idle(t time.Duration) TimerSetting {
-	if t <= 0 {
-		return TimerSetting{setting: rejected("Idle must be positive")}
-	}
-	return TimerSetting{setting: set(func(d *draft) { d.Idle = t })}
+	return TimerSetting{setting: positive("Idle", t, false, func(d *draft) { d.Idle = t })}
 }
 
 // Sharp aligns a timer's runs to multiples of the interval from its first
@@ -170,10 +163,7 @@ type DaemonSetting struct {
 // CancellationBackoff is how long a daemon asked to stop may take before its
 // context is cancelled. Default: 0, cancel at once.
 func CancellationBackoff(t time.Duration) DaemonSetting {
-	if t < 0 {
-		return DaemonSetting{setting: rejected("CancellationBackoff cannot be negative")}
-	}
-	return DaemonSetting{setting: set(func(d *draft) { d.CancellationBackoff = t })}
+	return DaemonSetting{setting: positive("CancellationBackoff", t, true, func(d *draft) { d.CancellationBackoff = t })}
 }
 
 // CancellationTimeout is how long gopf waits for a daemon after cancelling
@@ -181,8 +171,5 @@ func CancellationBackoff(t time.Duration) DaemonSetting {
 // goroutine and releases the object's finalizer. Default: 0, wait as long as
 // it takes.
 func CancellationTimeout(t time.Duration) DaemonSetting {
-	if t <= 0 {
-		return DaemonSetting{setting: rejected("CancellationTimeout must be positive")}
-	}
-	return DaemonSetting{setting: set(func(d *draft) { d.CancellationTimeout = t })}
+	return DaemonSetting{setting: positive("CancellationTimeout", t, false, func(d *draft) { d.CancellationTimeout = t })}
 }

@@ -34,18 +34,11 @@ type EventFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) error
 // comes as usual. It sees every event, not the de-duplicated reconcile
 // requests a Reconciler sees.
 func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption) {
-	d := apply(opts)
-	h := newHandler[T](spec.KindEvent, d)
+	var call HandlerFunc[T]
 	if fn != nil {
-		h.Call = func(ctx context.Context, obj client.Object, c *Cause) (any, error) {
-			typed, err := as[T](h, obj)
-			if err != nil {
-				return nil, err
-			}
-			return nil, fn(ctx, typed, c)
-		}
+		call = func(ctx context.Context, obj T, c *Cause) (any, error) { return nil, fn(ctx, obj, c) }
 	}
-	r.add(h, fn, fn == nil, d.problems)
+	registerCall(r, spec.KindEvent, fn, call, apply(opts))
 }
 
 // IndexFunc maps an object to index entries: for each key, the value this
@@ -60,16 +53,9 @@ type IndexFunc[T client.Object] func(obj T) map[string]any
 // seen the initial list of its kind. An index function cannot fail; a panic
 // in it is logged and leaves the object's entries as they were.
 func OnIndex[T client.Object](r *Registry, name string, fn IndexFunc[T], opts ...IndexOption) {
-	d := apply(opts, set(func(d *draft) { d.ID = name }))
-	h := newHandler[T](spec.KindIndex, d)
+	var call HandlerFunc[T]
 	if fn != nil {
-		h.Call = func(_ context.Context, obj client.Object, _ *Cause) (any, error) {
-			typed, err := as[T](h, obj)
-			if err != nil {
-				return nil, err
-			}
-			return fn(typed), nil
-		}
+		call = func(_ context.Context, obj T, _ *Cause) (any, error) { return fn(obj), nil }
 	}
-	r.add(h, fn, fn == nil, d.problems)
+	registerCall(r, spec.KindIndex, fn, call, apply(opts, set(func(d *draft) { d.ID = name })))
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gopf-dev/gopf/internal/contract"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -206,27 +208,7 @@ func deny(code int32, message string) admission.Response {
 }
 
 // reasonFor gives the status reason clients check (apierrors.IsInvalid and
-// friends) for the common codes.
+// friends) for a code, as the API server gives it.
 func reasonFor(code int32) metav1.StatusReason {
-	switch code {
-	case http.StatusBadRequest:
-		return metav1.StatusReasonBadRequest
-	case http.StatusUnauthorized:
-		return metav1.StatusReasonUnauthorized
-	case http.StatusForbidden:
-		return metav1.StatusReasonForbidden
-	case http.StatusNotFound:
-		return metav1.StatusReasonNotFound
-	case http.StatusConflict:
-		return metav1.StatusReasonConflict
-	case http.StatusUnprocessableEntity:
-		return metav1.StatusReasonInvalid
-	case http.StatusTooManyRequests:
-		return metav1.StatusReasonTooManyRequests
-	case http.StatusInternalServerError:
-		return metav1.StatusReasonInternalError
-	case http.StatusServiceUnavailable:
-		return metav1.StatusReasonServiceUnavailable
-	}
-	return metav1.StatusReasonUnknown
+	return apierrors.NewGenericServerResponse(int(code), "", schema.GroupResource{}, "", "", 0, false).ErrStatus.Reason
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gopf-dev/gopf/internal/contract"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"net/http"
 	"strings"
 	"testing"
@@ -235,5 +236,23 @@ func TestOnDeleteTheHandlerGetsTheStoredObjectAsObjectAndOld(t *testing.T) {
 	resp := reviewerFor(t, reg, false).Handle(context.Background(), request(admissionv1.Delete, "", configMap))
 	if !resp.Allowed || name != "cm" || oldName != "cm" {
 		t.Errorf("allowed %v, object %q, old %q", resp.Allowed, name, oldName)
+	}
+}
+
+func TestDenialsCarryTheStatusReasonTheAPIServerWouldGive(t *testing.T) {
+	for code, want := range map[int32]metav1.StatusReason{
+		400: metav1.StatusReasonBadRequest,
+		403: metav1.StatusReasonForbidden,
+		404: metav1.StatusReasonNotFound,
+		409: metav1.StatusReasonConflict,
+		422: metav1.StatusReasonInvalid,
+		429: metav1.StatusReasonTooManyRequests,
+		500: metav1.StatusReasonInternalError,
+		503: metav1.StatusReasonServiceUnavailable,
+		418: metav1.StatusReasonUnknown,
+	} {
+		if got := deny(code, "no").Result.Reason; got != want {
+			t.Errorf("a denial with code %d has reason %q, want %q", code, got, want)
+		}
 	}
 }
