@@ -135,3 +135,48 @@ func ExampleOnDaemon() {
 	fmt.Println(reg.Err())
 	// Output: <nil>
 }
+
+// An event handler sees every watch event of the selected objects; it keeps
+// no state and is never retried.
+func ExampleOnEvent() {
+	reg := handlers.NewRegistry()
+	handlers.OnEvent(reg, func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) error {
+		c.Log.Info("pod event", "event", c.Event, "phase", pod.Status.Phase)
+		return nil
+	}, handlers.Labels{"app": handlers.Present})
+	fmt.Println(reg.Err())
+	// Output: <nil>
+}
+
+// An index of pods by node, read by another handler through c.Indexes.
+func ExampleOnIndex() {
+	reg := handlers.NewRegistry()
+	handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod) map[string]any {
+		return map[string]any{pod.Spec.NodeName: pod.Name}
+	})
+	handlers.OnCreate(reg, func(ctx context.Context, node *corev1.Node, c *handlers.Cause) (any, error) {
+		return map[string]any{"pods": len(c.Indexes.Get("pods-by-node").Get(node.Name))}, nil
+	})
+	fmt.Println(reg.Err())
+	// Output: <nil>
+}
+
+// Operator-level handlers: a startup handler that fills the operator's
+// memo before any object is handled, a cleanup handler for a graceful stop,
+// and a probe for the health checks.
+func ExampleOnStartup() {
+	reg := handlers.NewRegistry()
+	handlers.OnStartup(reg, func(ctx context.Context, c *handlers.Cause) error {
+		c.Memo.Set("region", "eu-1")
+		return nil
+	}, handlers.Retries(5), handlers.Backoff(time.Second))
+	handlers.OnCleanup(reg, func(ctx context.Context, c *handlers.Cause) error {
+		c.Log.Info("bye")
+		return nil
+	})
+	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
+		return c.Memo.Get("region"), nil
+	}, handlers.ID("region"))
+	fmt.Println(reg.Err())
+	// Output: <nil>
+}
