@@ -16,12 +16,20 @@ import (
 	"github.com/gopf-dev/gopf/webhook"
 )
 
+// DefaultBackoff is the delay before a test operator retries a handler
+// whose error said nothing about when to retry, unless the handler has a
+// Backoff of its own or OperatorOptions.Reconcile.DefaultBackoff is set.
+// Operators wait 60 s, as Kopf does; a test would time out before the
+// second attempt, and a wait would only say that its condition never held.
+const DefaultBackoff = time.Second
+
 // OperatorOptions configure an in-process operator.
 type OperatorOptions struct {
 	// Scheme knows the Go types of the handlers. Default: client-go's
 	// scheme of built-in kinds.
 	Scheme *runtime.Scheme
-	// Reconcile are the engine's options.
+	// Reconcile are the engine's options. A zero DefaultBackoff becomes
+	// this package's DefaultBackoff (1 s), not the engine's 60 s.
 	Reconcile reconcile.Options
 	// StartTimeout bounds the wait for the caches to fill. Default: 30 s.
 	StartTimeout time.Duration
@@ -72,9 +80,10 @@ func (op *Operator) Restart(ctx context.Context) (*Operator, error) {
 // RunOperator sets reg up on a new manager for cfg and starts it. The
 // manager is the one gopf.Main builds (see gopf.NewManager), with these
 // differences for tests: the metrics and probe servers are off unless
-// asked for, and several operators of one registry may run in one process
-// (for restart tests). It returns once the caches are in sync, so objects
-// created afterwards are seen as events. Stop it with Stop.
+// asked for, several operators of one registry may run in one process
+// (for restart tests), and handlers are retried after DefaultBackoff. It
+// returns once the caches are in sync, so objects created afterwards are
+// seen as events. Stop it with Stop.
 func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, opts OperatorOptions) (*Operator, error) {
 	origCfg, origOpts := cfg, opts
 	if opts.StartTimeout <= 0 {
@@ -90,6 +99,9 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 			return nil, errors.New("OperatorOptions.Namespaces and OperatorOptions.Reconcile.Namespaces are both set: give one")
 		}
 		engine.Namespaces = opts.Namespaces
+	}
+	if engine.DefaultBackoff <= 0 {
+		engine.DefaultBackoff = DefaultBackoff
 	}
 	mo := gopf.ManagerOptions{
 		Scheme:                 opts.Scheme,
