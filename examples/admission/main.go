@@ -14,11 +14,10 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
-	"github.com/gopf-dev/gopf/handlers"
 )
 
 // kex is what an admission handler of KopfExamples receives besides the object.
-type kex = handlers.Admission[*kopfv1.KopfExample]
+type kex = gopf.Admission[*kopfv1.KopfExample]
 
 func main() {
 	gopf.Main(registry(), kopfv1.AddToScheme)
@@ -29,27 +28,27 @@ func registry() *gopf.Registry {
 
 	// Validation: runs on CREATE and UPDATE; a denial's message and code
 	// reach kubectl as they are.
-	handlers.OnValidate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, a *kex) error {
+	gopf.OnValidate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, a *kex) error {
 		if obj.Spec.Field == "forbidden" {
-			return handlers.Deny(http.StatusUnprocessableEntity, `spec.field must not be "forbidden"`)
+			return gopf.Deny(http.StatusUnprocessableEntity, `spec.field must not be "forbidden"`)
 		}
 		if len(obj.Spec.Items) > 3 {
 			a.Warn("more than 3 items: only the first 3 are processed")
 		}
 		return nil
-	}, handlers.ID("check-field"))
+	}, gopf.ID("check-field"))
 
 	// Mutation: change the object; gopf sends the API server the difference.
-	handlers.OnMutate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, a *kex) error {
+	gopf.OnMutate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, a *kex) error {
 		if obj.Spec.Duration == "" {
 			obj.Spec.Duration = "1m"
 		}
-		if a.Operation == handlers.OperationCreate && !a.DryRun {
+		if a.Operation == gopf.OperationCreate && !a.DryRun {
 			user := a.UserInfo.Username
 			a.Patch.SetAnnotation("kopf.dev/created-by", &user)
 		}
 		return nil
-	}, handlers.ID("defaults"))
+	}, gopf.ID("defaults"))
 
 	return reg
 }
