@@ -13,13 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/reconcile"
@@ -159,68 +155,20 @@ func run(reg *handlers.Registry, mo MainOptions, name string, args []string) err
 	if f.printRBAC || f.checkRBAC != "" {
 		return rbac(reg, scheme, f)
 	}
-	cacheNamespaces, err := reconcile.CacheNamespaces(f.namespaces)
-	if err != nil {
-		return err
-	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("finding the cluster (set KUBECONFIG or run in a cluster): %w", err)
 	}
-	// controller-runtime leaves the client unthrottled; gopf sets a ceiling
-	// high enough not to slow normal work and low enough to stop a storm.
-	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
-	cacheOpts := cache.Options{}
-	if len(cacheNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range cacheNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	var webhookServer *webhook.Server
-	if webhook.Needed(reg) {
-		if webhookServer, err = webhook.NewServer(f.webhook); err != nil {
-			return err
-		}
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		WebhookServer:          serverOrNil(webhookServer),
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.probeAddr,
-		LeaderElection:         f.leaderElect,
-		LeaderElectionID:       f.electionID,
-		// Handing over on a graceful stop, not after the lease expires.
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       &f.shutdownTimeout,
-		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-	})
+	mgr, err := NewManager(cfg, reg, f.managerOptions(scheme, mo.Engine))
 	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := reconcile.Setup(mgr, reg, f.engineOptions(mo.Engine)); err != nil {
 		return err
-	}
-	if err := webhook.Setup(mgr, reg); err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
-	}
-	if webhookServer != nil {
-		if err := mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker()); err != nil {
-			return err
-		}
 	}
 	ctrl.Log.WithName("gopf").Info("starting the operator", "name", name, "namespaces", f.namespaces.String(), "peering", f.peeringName)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
-// check reports flags that contradict each other.
+// check reports flags that contradict each other, and namespace patterns
+// that do not parse.
 func (f *flags) check() error {
 	if f.allNamespaces && len(f.namespaces) > 0 {
 		return errors.New("give --namespace or --all-namespaces, not both")
@@ -228,7 +176,8 @@ func (f *flags) check() error {
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return fmt.Errorf("--log-format is text or json, not %q", f.logFormat)
 	}
-	return nil
+	_, err := reconcile.CacheNamespaces(f.namespaces) // a bad pattern is reported before the cluster is looked for
+	return err
 }
 
 // engineOptions sets the engine's options that the flags govern.
@@ -244,6 +193,25 @@ func (f *flags) engineOptions(opts reconcile.Options) reconcile.Options {
 		}
 	}
 	return opts
+}
+
+// managerOptions are the manager's options that the flags govern.
+// controller-runtime leaves the client unthrottled; gopf sets a ceiling
+// (--kube-api-qps) high enough not to slow normal work and low enough to
+// stop a storm.
+func (f *flags) managerOptions(scheme *runtime.Scheme, engine reconcile.Options) ManagerOptions {
+	return ManagerOptions{
+		Scheme:                  scheme,
+		Engine:                  f.engineOptions(engine),
+		QPS:                     float32(f.qps),
+		Burst:                   f.burst,
+		MetricsBindAddress:      f.metricsAddr,
+		HealthProbeBindAddress:  f.probeAddr,
+		LeaderElection:          f.leaderElect,
+		LeaderElectionID:        f.electionID,
+		GracefulShutdownTimeout: &f.shutdownTimeout,
+		Webhook:                 f.webhook,
+	}
 }
 
 // encoder picks the log format.
@@ -324,15 +292,6 @@ func runFreeze(name, command string, args []string) error {
 		return reconcile.Freeze(ctx, c, opts, *priority, *lifetime)
 	}
 	return reconcile.Unfreeze(ctx, c, opts)
-}
-
-// serverOrNil keeps a nil *webhook.Server from becoming a non-nil interface,
-// so that the manager falls back to its default (never started) server.
-func serverOrNil(s *webhook.Server) ctrlwebhook.Server {
-	if s == nil {
-		return nil
-	}
-	return s
 }
 
 func buildScheme(addToScheme []func(*runtime.Scheme) error) (*runtime.Scheme, error) {

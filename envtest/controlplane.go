@@ -1,7 +1,6 @@
 package envtest
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,8 +84,20 @@ func (cp *ControlPlane) InstalledCRDs() []schema.GroupVersionKind {
 	return out
 }
 
-// errNoAssets explains how to get the binaries.
-var errNoAssets = errors.New("no kube-apiserver/etcd binaries found: run `make envtest` (it builds them from the Go module proxy into bin/k8s) or set " + AssetsEnv)
+// kubeVersion is the Kubernetes version hack/setup-envtest.sh builds by
+// default (its KUBE_VERSION), for the folder name errNoAssets suggests.
+const kubeVersion = "1.37.0"
+
+// errNoAssets explains how to get the binaries, in gopf's repository and in
+// a module of one's own, which has gopf in its module cache but not its
+// Makefile.
+var errNoAssets = fmt.Errorf(`no kube-apiserver and etcd binaries found (nothing is downloaded at test time). To get them:
+  - in a module of your own, build them from the Go module proxy with gopf's script (about 5 minutes on two cores; it prints their folder):
+      bash "$(go list -m -f '{{.Dir}}' github.com/gopf-dev/gopf)/hack/setup-envtest.sh" "$PWD/bin/k8s/%s-%s-%s"
+  - in gopf's repository: make envtest
+  - or, where release downloads are allowed: go run sigs.k8s.io/controller-runtime/tools/setup-envtest@latest use -p path
+then set %s to the folder that holds them, or keep them in bin/k8s/<version>-<os>-<arch> of your module (envtest looks there, from the test's folder upwards)`,
+	kubeVersion, runtime.GOOS, runtime.GOARCH, AssetsEnv)
 
 // findAssets returns the folder holding the control-plane binaries.
 func findAssets(dir string) (string, error) {

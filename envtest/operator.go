@@ -7,41 +7,49 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/gopf-dev/gopf"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/webhook"
 )
+
+// DefaultBackoff is the delay before a test operator retries a handler
+// whose error said nothing about when to retry, unless the handler has a
+// Backoff of its own or OperatorOptions.Reconcile.DefaultBackoff is set.
+// Operators wait 60 s, as Kopf does; a test would time out before the
+// second attempt, and a wait would only say that its condition never held.
+const DefaultBackoff = time.Second
 
 // OperatorOptions configure an in-process operator.
 type OperatorOptions struct {
 	// Scheme knows the Go types of the handlers. Default: client-go's
 	// scheme of built-in kinds.
 	Scheme *runtime.Scheme
-	// Reconcile are the engine's options.
+	// Reconcile are the engine's options. A zero DefaultBackoff becomes
+	// this package's DefaultBackoff (1 s), not the engine's 60 s.
 	Reconcile reconcile.Options
 	// StartTimeout bounds the wait for the caches to fill. Default: 30 s.
 	StartTimeout time.Duration
 	// Requests, if set, counts every request the operator sends.
 	Requests *RequestCounter
-	// Namespaces limits the operator to these namespaces. Default: all.
+	// Namespaces limits the operator to namespaces matching these patterns,
+	// as --namespace does: it is short for Reconcile.Namespaces (give one of
+	// the two). Default: all namespaces.
 	Namespaces []string
 	// Webhook configures the webhook server of the registry's admission
-	// handlers (see package webhook). Default: when there are admission
-	// handlers, webhook.Options{}: a free port on 127.0.0.1, a self-signed
-	// CA, webhook configurations pointing at it by URL. Operators with
-	// admission handlers that run side by side need Names of their own.
+	// handlers (see package webhook); a registry without admission handlers
+	// gets none. Default: webhook.Options{}: a free port on 127.0.0.1, a
+	// self-signed CA, webhook configurations pointing at it by URL.
+	// Operators with admission handlers that run side by side need Names of
+	// their own.
 	Webhook *webhook.Options
+	// MetricsBindAddress and HealthProbeBindAddress are where the metrics
+	// (with the probe results at /probes) and the health endpoints listen,
+	// such as "127.0.0.1:8080". Default: off.
+	MetricsBindAddress, HealthProbeBindAddress string
 }
 
 // Operator is a gopf operator running in this process on its own manager.
@@ -69,15 +77,15 @@ func (op *Operator) Restart(ctx context.Context) (*Operator, error) {
 	return RunOperator(ctx, op.cfg, op.reg, op.opts)
 }
 
-// RunOperator sets reg up on a new manager for cfg and starts it. It returns
-// once the caches are in sync, so objects created afterwards are seen as
-// events. Metrics and probe servers are off, and several operators may run
-// in one process (for restart tests). Stop it with Stop.
+// RunOperator sets reg up on a new manager for cfg and starts it. The
+// manager is the one gopf.Main builds (see gopf.NewManager), with these
+// differences for tests: the metrics and probe servers are off unless
+// asked for, several operators of one registry may run in one process
+// (for restart tests), and handlers are retried after DefaultBackoff. It
+// returns once the caches are in sync, so objects created afterwards are
+// seen as events. Stop it with Stop.
 func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, opts OperatorOptions) (*Operator, error) {
 	origCfg, origOpts := cfg, opts
-	if opts.Scheme == nil {
-		opts.Scheme = clientgoscheme.Scheme
-	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
@@ -85,40 +93,28 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 		cfg = rest.CopyConfig(cfg)
 		opts.Requests.Wrap(cfg)
 	}
-	var cacheOpts cache.Options
+	engine := opts.Reconcile
 	if len(opts.Namespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range opts.Namespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		if len(engine.Namespaces) > 0 {
+			return nil, errors.New("OperatorOptions.Namespaces and OperatorOptions.Reconcile.Namespaces are both set: give one")
 		}
+		engine.Namespaces = opts.Namespaces
 	}
-	var webhookServer ctrlwebhook.Server
-	if opts.Webhook == nil && webhook.Needed(reg) {
-		opts.Webhook = &webhook.Options{}
+	if engine.DefaultBackoff <= 0 {
+		engine.DefaultBackoff = DefaultBackoff
+	}
+	mo := gopf.ManagerOptions{
+		Scheme:                 opts.Scheme,
+		Engine:                 engine,
+		MetricsBindAddress:     opts.MetricsBindAddress,
+		HealthProbeBindAddress: opts.HealthProbeBindAddress,
+		SkipNameValidation:     true,
 	}
 	if opts.Webhook != nil {
-		srv, err := webhook.NewServer(*opts.Webhook)
-		if err != nil {
-			return nil, err
-		}
-		webhookServer = srv
+		mo.Webhook = *opts.Webhook
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		WebhookServer:          webhookServer,
-		Cache:                  cacheOpts,
-		Scheme:                 opts.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-	})
+	mgr, err := gopf.NewManager(cfg, reg, mo)
 	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := reconcile.Setup(mgr, reg, opts.Reconcile); err != nil {
-		return nil, err
-	}
-	if err := webhook.Setup(mgr, reg); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)

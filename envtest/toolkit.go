@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/goleak"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +47,13 @@ func Shared(opts Options) (*ControlPlane, error) {
 	return cp, nil
 }
 
+// running returns the control plane Shared started, or nil.
+func running() *ControlPlane {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	return shared.cp
+}
+
 // StopShared stops the control plane Shared started, if any.
 func StopShared() error {
 	shared.mu.Lock()
@@ -66,40 +74,118 @@ func StopShared() error {
 // Logs go to controller-runtime's logger, quiet unless the GOPF_TEST_LOG
 // environment variable is set.
 func Main(m *testing.M, opts Options) {
-	if os.Getenv("GOPF_TEST_LOG") != "" {
+	MainWith(m, MainOptions{ControlPlane: opts})
+}
+
+// MainOptions configure MainWith. The zero value is Main with no CRDs.
+type MainOptions struct {
+	// ControlPlane configures the shared control plane.
+	ControlPlane Options
+
+	// Logger receives the logs of controller-runtime and of the operators.
+	// Default: none, or stderr when GOPF_TEST_LOG is set.
+	Logger *logr.Logger
+
+	// BeforeTests, if set, runs once the control plane is up and before the
+	// tests, to set up what the tests of the package share (a client, say).
+	// An error ends the run.
+	BeforeTests func(cp *ControlPlane) error
+
+	// CheckGoroutines fails the run when goroutines that started during
+	// the tests still run after them: an operator, daemon, proxy or webhook
+	// server that a test did not stop. Only checked when the tests passed.
+	CheckGoroutines bool
+
+	// AfterTests, if set, runs after the tests have passed (and the
+	// goroutine check with them), while the control plane still runs: to
+	// check or write what the tests gathered. An error fails the run.
+	AfterTests func() error
+}
+
+// MainWith is Main for suites that need more around their tests: their own
+// logger, package-level fixtures, a check for leaked goroutines, work after
+// the tests.
+func MainWith(m *testing.M, opts MainOptions) {
+	switch {
+	case opts.Logger != nil:
+		logf.SetLogger(*opts.Logger)
+	case os.Getenv("GOPF_TEST_LOG") != "":
 		logf.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
+	default:
 		logf.SetLogger(logr.Discard())
 	}
-	if _, err := Shared(opts); err != nil {
+	os.Exit(runMain(m, opts))
+}
+
+// runMain is MainWith up to the exit code.
+func runMain(m *testing.M, opts MainOptions) int {
+	cp, err := Shared(opts.ControlPlane)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "envtest:", err)
-		os.Exit(1)
+		return 1
 	}
+	defer func() {
+		if err := StopShared(); err != nil {
+			fmt.Fprintln(os.Stderr, "envtest: stopping the control plane:", err)
+		}
+	}()
+	if opts.BeforeTests != nil {
+		if err := opts.BeforeTests(cp); err != nil {
+			fmt.Fprintln(os.Stderr, "envtest: before the tests:", err)
+			return 1
+		}
+	}
+	before := goleak.IgnoreCurrent()
 	code := m.Run()
-	if err := StopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "envtest: stopping the control plane:", err)
+	if code == 0 && opts.CheckGoroutines {
+		if err := goleak.Find(before); err != nil {
+			fmt.Fprintln(os.Stderr, "envtest: goroutines left behind:", err)
+			code = 1
+		}
 	}
-	os.Exit(code)
+	if code == 0 && opts.AfterTests != nil {
+		if err := opts.AfterTests(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	return code
 }
 
 // WaitFor reads obj (by its namespace and name) through r until cond
 // accepts it, and returns nil then; or an error once ctx is done (or after
 // DefaultTimeout if ctx has no deadline). obj holds the last version read.
+//
+// The error says why, as far as the object tells: it carries the progress
+// gopf stored on it (status.<field>.progress or the <prefix>/progress
+// annotation), so a handler that keeps failing shows its last message and
+// attempts there.
 func WaitFor[T client.Object](ctx context.Context, r client.Reader, obj T, cond func(T) bool) error {
 	ctx, cancel := withDefaultTimeout(ctx)
 	defer cancel()
 	key := client.ObjectKeyFromObject(obj)
-	var last error
+	var last error // of the last read, unless the wait's end cut that read short
+	read := false  // obj holds a version read
 	for {
-		if last = r.Get(ctx, key, obj); last == nil && cond(obj) {
+		err := r.Get(ctx, key, obj)
+		switch {
+		case err == nil && cond(obj):
 			return nil
+		case err == nil:
+			last, read = nil, true
+		case ctx.Err() == nil || !read:
+			last = err
 		}
 		select {
 		case <-ctx.Done():
 			if last != nil {
 				return fmt.Errorf("waiting for %s: %w (last read: %v)", key, ctx.Err(), last)
 			}
-			return fmt.Errorf("waiting for %s: %w: the condition never held", key, ctx.Err())
+			err := fmt.Errorf("waiting for %s: %w: the condition never held", key, ctx.Err())
+			if why := describeProgress(obj); why != "" {
+				err = fmt.Errorf("%w; %s", err, why)
+			}
+			return err
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

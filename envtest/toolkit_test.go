@@ -2,6 +2,7 @@ package envtest_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
@@ -24,18 +24,9 @@ func TestMain(m *testing.M) {
 	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"../config/crd/bases"}})
 }
 
-// fixture returns the shared control plane, a client, and a registry whose
-// handlers are recorded in calls (the create handler also posts an Event).
-func fixture() (*envtest.ControlPlane, client.Client, *handlers.Registry, *envtest.Calls, error) {
-	cp, err := envtest.Shared(envtest.Options{})
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	calls := &envtest.Calls{}
+// recorded returns a registry whose handlers are recorded in calls (the
+// create handler also posts an Event).
+func recorded(calls *envtest.Calls) *handlers.Registry {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		calls.Record(c)
@@ -46,26 +37,23 @@ func fixture() (*envtest.ControlPlane, client.Client, *handlers.Registry, *envte
 		calls.Record(c)
 		return nil, nil
 	}, handlers.ID("resume"))
-	return cp, c, reg, calls, nil
+	return reg
 }
 
 func TestTheToolkitWaitsCollectsAndRestarts(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, c, reg, calls, err := fixture()
-	g.Expect(err).NotTo(HaveOccurred())
-	op, err := envtest.RunOperator(ctx, cp.Config, reg, envtest.OperatorOptions{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = op.Stop() }()
+	calls := &envtest.Calls{}
+	env := envtest.Run(t, recorded(calls), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s := env.Ctx, env.Client
 
-	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "toolkit"}}
-	g.Expect(c.Create(ctx, obj)).To(Succeed())
-	g.Expect(envtest.WaitFor(ctx, c, obj, func(o *kopfv1.KopfExample) bool { return o.Status.Extra["create"].Raw != nil })).To(Succeed())
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "toolkit"}}
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(o *kopfv1.KopfExample) bool { return o.Status.Extra["create"].Raw != nil })).To(Succeed())
 	g.Expect(calls.WaitCount(ctx, "create", 1)).To(Succeed())
 	g.Expect(calls.Of("create")[0].Name).To(Equal("toolkit"))
 
 	g.Eventually(func(g Gomega) []string {
-		events, err := envtest.Events(ctx, c, obj)
+		events, err := envtest.Events(ctx, k8s, obj)
 		g.Expect(err).NotTo(HaveOccurred())
 		var reasons []string
 		for _, e := range events {
@@ -74,16 +62,84 @@ func TestTheToolkitWaitsCollectsAndRestarts(t *testing.T) {
 		return reasons
 	}, 10*time.Second).Should(ContainElement("Created"))
 
-	op, err = op.Restart(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
+	first := env.Operator
+	g.Expect(env.Restart()).To(BeIdenticalTo(env.Operator))
+	g.Expect(first.Done()).To(BeClosed(), "the first operator stopped")
 	g.Expect(calls.WaitCount(ctx, "resume", 1)).To(Succeed(), "a restarted operator resumes handled objects")
 	g.Expect(calls.Count("create")).To(Equal(1))
 
-	g.Expect(c.Delete(ctx, obj)).To(Succeed())
-	g.Expect(envtest.WaitGone(ctx, c, obj)).To(Succeed())
+	g.Expect(k8s.Delete(ctx, obj)).To(Succeed())
+	g.Expect(envtest.WaitGone(ctx, k8s, obj)).To(Succeed())
 
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	g.Expect(envtest.WaitFor(short, c, obj, func(*kopfv1.KopfExample) bool { return true })).To(MatchError(ContainSubstring("waiting for default/toolkit")))
+	g.Expect(envtest.WaitFor(short, k8s, obj, func(*kopfv1.KopfExample) bool { return true })).To(MatchError(ContainSubstring("waiting for " + env.Namespace + "/toolkit")))
 	g.Expect(calls.WaitCount(short, "never", 1)).To(MatchError(ContainSubstring(`handler "never" was called 0 times`)))
+}
+
+func TestEachTestGetsItsOwnNamespaceAndTheOperatorStaysInIt(t *testing.T) {
+	g := NewWithT(t)
+	calls := &envtest.Calls{}
+	env := envtest.Run(t, recorded(calls), envtest.OperatorOptions{Scheme: scheme})
+	other := envtest.New(t, scheme)
+	g.Expect(env.Namespace).To(HavePrefix("eachtestgetsitsownnamespace"))
+	g.Expect(other.Namespace).NotTo(Equal(env.Namespace))
+	g.Expect(other.Operator).To(BeNil())
+
+	outside := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: other.Namespace, Name: "outside"}}
+	g.Expect(other.Client.Create(other.Ctx, outside)).To(Succeed())
+	inside := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "inside"}}
+	g.Expect(env.Client.Create(env.Ctx, inside)).To(Succeed())
+	g.Expect(calls.WaitCount(env.Ctx, "create", 1)).To(Succeed())
+	g.Consistently(func() int { return calls.Count("create") }, time.Second).Should(Equal(1))
+	g.Expect(calls.Of("create")[0].Namespace).To(Equal(env.Namespace))
+}
+
+func TestWaitForSaysWhatTheHandlersLastReported(t *testing.T) {
+	g := NewWithT(t)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		var m map[string]int
+		m["boom"]++ // panics: a nil map
+		return nil, nil
+	}, handlers.ID("panicking"))
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		return nil, handlers.Permanent(errors.New("the spec is wrong"))
+	}, handlers.ID("refusing"))
+	env := envtest.Run(t, reg, envtest.OperatorOptions{Scheme: scheme})
+
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "failing"}}
+	g.Expect(env.Client.Create(env.Ctx, obj)).To(Succeed())
+	// A panic is retried, after envtest.DefaultBackoff in a test operator:
+	// several attempts fit into a short wait, and the wait's error quotes
+	// the last one.
+	ctx, cancel := context.WithTimeout(env.Ctx, 5*envtest.DefaultBackoff)
+	defer cancel()
+	err := envtest.WaitFor(ctx, env.Client, obj, func(o *kopfv1.KopfExample) bool { return o.Status.Extra["panicking"].Raw != nil })
+	g.Expect(err).To(MatchError(ContainSubstring("the condition never held")))
+	g.Expect(err).To(MatchError(ContainSubstring("gopf's progress in status.gopf.progress")))
+	g.Expect(err).To(MatchError(MatchRegexp(`\n  handler "panicking": [2-9] attempts failed so far, the next at [^;]+; last error: handler "panicking" panicked .*: assignment to entry in nil map\n`)))
+	g.Expect(err).To(MatchError(MatchRegexp(`\n  handler "refusing" failed for good after 1 attempt: .*the spec is wrong$`)))
+}
+
+func TestTestOperatorsRetryAfterAShortBackoff(t *testing.T) {
+	g := NewWithT(t)
+	calls := &envtest.Calls{}
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		calls.Record(c)
+		if c.Retry == 0 {
+			return nil, errors.New("not yet") // says nothing of when to retry
+		}
+		return map[string]any{"attempts": c.Retry + 1}, nil
+	}, handlers.ID("flaky"))
+	env := envtest.Run(t, reg, envtest.OperatorOptions{Scheme: scheme})
+
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "flaky"}}
+	g.Expect(env.Client.Create(env.Ctx, obj)).To(Succeed())
+	ctx, cancel := context.WithTimeout(env.Ctx, 10*envtest.DefaultBackoff) // an operator's 60 s would not fit
+	defer cancel()
+	g.Expect(envtest.WaitFor(ctx, env.Client, obj, func(o *kopfv1.KopfExample) bool { return o.Status.Extra["flaky"].Raw != nil })).To(Succeed())
+	g.Expect(string(obj.Status.Extra["flaky"].Raw)).To(MatchJSON(`{"attempts":2}`))
+	g.Expect(calls.Count("flaky")).To(Equal(2))
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -16,30 +15,29 @@ import (
 	"github.com/gopf-dev/gopf/webhook"
 )
 
+func TestMain(m *testing.M) {
+	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}})
+}
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kopfv1.AddToScheme(scheme)
+}
+
 func TestTheAPIServerCallsTheValidatingAndMutatingHandlers(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Start(envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(kopfv1.AddToScheme(scheme)).To(Succeed())
-
 	// Dev mode, as `make run` has it: a free port on 127.0.0.1, a
 	// self-signed CA, webhook configurations pointing at them by URL.
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(), envtest.OperatorOptions{
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{
 		Scheme:  scheme,
 		Webhook: &webhook.Options{Name: "admission-example.gopf.dev", CertDir: t.TempDir()},
 	})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = op.Stop() })
-
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	ctx, k8s := env.Ctx, env.Client
 	newExample := func(field string) *kopfv1.KopfExample {
 		return &kopfv1.KopfExample{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "kopf-example-"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, GenerateName: "kopf-example-"},
 			Spec:       kopfv1.KopfExampleSpec{Field: field},
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"time"
@@ -24,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -40,29 +38,11 @@ import (
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 func main() {
-	gopf.Main(registry(newClient(), 10*time.Second), kopfv1.AddToScheme)
-}
-
-// newClient returns a client for the cluster gopf.Main runs against
-// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
-// client of its own. Without a cluster it returns nil: gopf.Main then says
-// what is missing, and -h and --print-rbac, which need no cluster, work.
-func newClient() client.Client {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil
-	}
-	k8s, err := client.New(cfg, client.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating a client:", err)
-		os.Exit(1)
-	}
-	return k8s
+	gopf.Main(registry(10*time.Second), kopfv1.AddToScheme)
 }
 
 // operator is the state the handlers share.
 type operator struct {
-	k8s    client.Client
 	period time.Duration // of the daemon and the timer
 
 	mu      sync.Mutex
@@ -70,10 +50,11 @@ type operator struct {
 	live    map[string]bool // namespace/name of the objects handled
 }
 
-// registry registers every handler; k8s writes the children, period paces
-// the daemon and the timer.
-func registry(k8s client.Client, period time.Duration) *handlers.Registry {
-	op := &operator{k8s: k8s, period: period, live: map[string]bool{}}
+// registry registers every handler; period paces the daemon and the timer.
+// The handlers read and write the children with c.Client, the manager's
+// client.
+func registry(period time.Duration) *handlers.Registry {
+	op := &operator{period: period, live: map[string]bool{}}
 	reg := handlers.NewRegistry()
 
 	// Operator-level handlers.
@@ -109,13 +90,13 @@ func registry(k8s client.Client, period time.Duration) *handlers.Registry {
 		}
 		return map[string]any{"attempts": c.Retry + 1}, nil
 	}, handlers.ID("flaky"), handlers.Retries(5))
-	handlers.OnUpdate(reg, op.update, handlers.ID("update"))
+	handlers.OnUpdate(reg, update, handlers.ID("update"))
 	handlers.OnField(reg, "spec.field", siblings, handlers.ID("siblings"), handlers.Value(handlers.Present))
 	handlers.OnDelete(reg, op.delete, handlers.ID("delete"))
 	handlers.OnResume(reg, op.resume, handlers.ID("resume"))
 
 	// A level handler: runs on every reconcile, also when the child changes.
-	handlers.OnReconcile(reg, op.repair, handlers.ID("repair"), handlers.Owns(&corev1.ConfigMap{}))
+	handlers.OnReconcile(reg, repair, handlers.ID("repair"), handlers.Owns(&corev1.ConfigMap{}))
 
 	// Background work sharing the object's memo.
 	handlers.OnDaemon(reg, op.heartbeat, handlers.ID("heartbeat"), handlers.CancellationBackoff(time.Second))
@@ -154,20 +135,25 @@ func child(obj *kopfv1.KopfExample) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name + "-items"}, Data: data}
 }
 
-// ensureChild creates the child unless it exists.
-func (op *operator) ensureChild(ctx context.Context, obj *kopfv1.KopfExample) (*corev1.ConfigMap, error) {
+// ensureChild creates the child unless it exists, and reports whether it
+// created it.
+func ensureChild(ctx context.Context, k8s client.Client, obj *kopfv1.KopfExample) (*corev1.ConfigMap, bool, error) {
 	cm := child(obj)
 	if err := handlers.Adopt(obj, cm); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := op.k8s.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
+	err := k8s.Create(ctx, cm)
+	if apierrors.IsAlreadyExists(err) {
+		return cm, false, nil
 	}
-	return cm, nil
+	if err != nil {
+		return nil, false, fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
+	}
+	return cm, true, nil
 }
 
 func (op *operator) create(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-	cm, err := op.ensureChild(ctx, obj)
+	cm, _, err := ensureChild(ctx, c.Client, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -187,15 +173,15 @@ func perItem(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (a
 }
 
 // update brings the child's data in line with spec.items.
-func (op *operator) update(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+func update(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 	want := child(obj)
 	cm := &corev1.ConfigMap{}
-	if err := op.k8s.Get(ctx, client.ObjectKeyFromObject(want), cm); err != nil {
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(want), cm); err != nil {
 		return nil, client.IgnoreNotFound(err) // repair recreates it
 	}
 	patch := client.MergeFrom(cm.DeepCopy())
 	cm.Data = want.Data
-	if err := op.k8s.Patch(ctx, cm, patch); err != nil {
+	if err := c.Client.Patch(ctx, cm, patch); err != nil {
 		return nil, err
 	}
 	return map[string]any{"changes": len(c.Diff)}, nil
@@ -217,18 +203,22 @@ func (op *operator) resume(ctx context.Context, obj *kopfv1.KopfExample, c *hand
 	return nil, nil
 }
 
-// repair recreates a child that went missing.
-func (op *operator) repair(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (reconcile.Result, error) {
+// repair recreates a child that went missing. The cache it reads from may
+// not show a child created a moment ago, so only a child that the create
+// call really made counts as repaired.
+func repair(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (reconcile.Result, error) {
 	if obj.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
 	cm := &corev1.ConfigMap{}
-	err := op.k8s.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.Name + "-items"}, cm)
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.Name + "-items"}, cm)
 	if !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
-	c.Warn("Repaired", "ConfigMap %s-items was missing", obj.Name)
-	_, err = op.ensureChild(ctx, obj)
+	_, created, err := ensureChild(ctx, c.Client, obj)
+	if created {
+		c.Warn("Repaired", "ConfigMap %s-items was missing", obj.Name)
+	}
 	return reconcile.Result{}, err
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -48,21 +47,13 @@ func mergePatch(patch string) client.Patch {
 
 func TestAllFeaturesTogether(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "all-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(k8s, 200*time.Millisecond), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+	env := envtest.Run(t, registry(200*time.Millisecond), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 
 	// Create: the child, one sub-handler per item, a retried handler, the
 	// field handler reading the index.
 	obj := &kopfv1.KopfExample{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "everything"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "everything"},
 		Spec:       kopfv1.KopfExampleSpec{Field: "x", Items: []string{"a", "bb"}},
 	}
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
@@ -74,13 +65,13 @@ func TestAllFeaturesTogether(t *testing.T) {
 	g.Expect(result(obj, "siblings")).To(MatchJSON(`{"field":"x","objects":1}`))
 	g.Expect(obj.Finalizers).To(ContainElement("gopf.dev/finalizer"), "for the delete handler and the daemon")
 
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "everything-items"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "everything-items"}}
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 	g.Expect(cm.Data).To(Equal(map[string]string{"item-0": "a", "item-1": "bb"}))
 	g.Expect(metav1.GetControllerOf(cm).UID).To(Equal(obj.UID))
 
 	// A second object with the same field: the index has both.
-	twin := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "twin"}, Spec: kopfv1.KopfExampleSpec{Field: "x"}}
+	twin := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "twin"}, Spec: kopfv1.KopfExampleSpec{Field: "x"}}
 	g.Expect(k8s.Create(ctx, twin)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, twin, func(obj *kopfv1.KopfExample) bool { return result(obj, "siblings") != "" })).To(Succeed())
 	g.Expect(result(twin, "siblings")).To(MatchJSON(`{"field":"x","objects":2}`))

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/envtest"
@@ -16,22 +14,6 @@ import (
 
 func TestMain(m *testing.M) {
 	envtest.Main(m, envtest.Options{})
-}
-
-// start runs the operator in a new namespace until the test ends.
-func start(t *testing.T) (client.Client, string) {
-	t.Helper()
-	g := NewWithT(t)
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: clientgoscheme.Scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "builtins-"}}
-	g.Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	op, err := envtest.RunOperator(context.Background(), cp.Config, registry(), envtest.OperatorOptions{Namespaces: []string{ns.Name}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
-	return k8s, ns.Name
 }
 
 func newPod(ns, name string, labels map[string]string) *corev1.Pod {
@@ -43,8 +25,8 @@ func newPod(ns, name string, labels map[string]string) *corev1.Pod {
 
 func TestLabelledPodsGetTheirExpiryAndOthersAreLeftAlone(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	k8s, ns := start(t)
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{}) // built-in kinds only
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	plain := newPod(ns, "plain", nil)
 	g.Expect(k8s.Create(ctx, plain)).To(Succeed())
 	pod := newPod(ns, "short-lived", map[string]string{ttlLabel: "90m"})
@@ -65,8 +47,8 @@ func TestLabelledPodsGetTheirExpiryAndOthersAreLeftAlone(t *testing.T) {
 
 func TestServicesCarryASummaryOfTheirPorts(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	k8s, ns := start(t)
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},

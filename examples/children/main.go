@@ -8,12 +8,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
@@ -27,28 +24,12 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=create
 
 func main() {
-	gopf.Main(registry(newClient()), kopfv1.AddToScheme)
+	gopf.Main(registry(), kopfv1.AddToScheme)
 }
 
-// newClient returns a client for the cluster gopf.Main runs against
-// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
-// client of its own. Without a cluster it returns nil: gopf.Main then says
-// what is missing, and -h and --print-rbac, which need no cluster, work.
-func newClient() client.Client {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil
-	}
-	k8s, err := client.New(cfg, client.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating a client:", err)
-		os.Exit(1)
-	}
-	return k8s
-}
-
-// handlers registers the operator's handlers; k8s creates the children.
-func registry(k8s client.Client) *handlers.Registry {
+// handlers registers the operator's handlers. The create handler makes the
+// child with c.Client, the manager's client.
+func registry() *handlers.Registry {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		duration, err := time.ParseDuration(obj.Spec.Duration)
@@ -66,7 +47,7 @@ func registry(k8s client.Client) *handlers.Registry {
 		if err := handlers.Adopt(obj, pod); err != nil {
 			return nil, err
 		}
-		if err := k8s.Create(ctx, pod); err != nil {
+		if err := c.Client.Create(ctx, pod); err != nil {
 			return nil, fmt.Errorf("creating the pod: %w", err)
 		}
 		c.Log.Info("created a child pod", "pod", pod.Name)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -29,19 +28,11 @@ func init() {
 
 func TestEveryKopfExampleGetsAnAdoptedPod(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "children-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(k8s), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 
 	obj := &kopfv1.KopfExample{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "parent", Labels: map[string]string{"somelabel": "somevalue"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "parent", Labels: map[string]string{"somelabel": "somevalue"}},
 		Spec:       kopfv1.KopfExampleSpec{Duration: "1m"},
 	}
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
@@ -52,7 +43,7 @@ func TestEveryKopfExampleGetsAnAdoptedPod(t *testing.T) {
 	// envtest has no scheduler, kubelet or garbage collector: the Pod never
 	// runs, but everything that ties it to its owner is there.
 	var pod corev1.Pod
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: result.Pod}, &pod)).To(Succeed())
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: result.Pod}, &pod)).To(Succeed())
 	g.Expect(string(pod.UID)).To(Equal(result.UID))
 	g.Expect(pod.Name).To(HavePrefix("parent-"))
 	g.Expect(pod.Labels).To(HaveKeyWithValue("somelabel", "somevalue"))

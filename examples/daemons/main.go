@@ -19,12 +19,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf"
@@ -41,36 +37,12 @@ const monitorLabel = "daemons.example.gopf.dev/monitor"
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 func main() {
-	gopf.Main(registry(newClient(), 5*time.Second), kopfv1.AddToScheme) // daemons write through a client of their own
-}
-
-// newClient returns a client for the cluster gopf.Main runs against
-// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
-// client of its own. Without a cluster it returns nil: gopf.Main then says
-// what is missing, and -h and --print-rbac, which need no cluster, work.
-func newClient() client.Client {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := kopfv1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating a client:", err)
-		os.Exit(1)
-	}
-	return k8s
+	gopf.Main(registry(5*time.Second), kopfv1.AddToScheme)
 }
 
 // handlers registers the monitor daemon, which looks at its object every
-// period and writes status.monitor through k8s.
-func registry(k8s client.Client, period time.Duration) *handlers.Registry {
+// period and writes status.monitor with d.Client, the manager's client.
+func registry(period time.Duration) *handlers.Registry {
 	reg := handlers.NewRegistry()
 	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
 		if d.Retry == 0 {
@@ -82,7 +54,7 @@ func registry(k8s client.Client, period time.Duration) *handlers.Registry {
 			if obj.Spec.Field != seen {
 				seen = obj.Spec.Field
 				patch := fmt.Sprintf(`{"status":{"monitor":{"field":%q,"attempt":%d}}}`, seen, d.Retry+1)
-				if err := k8s.Status().Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+				if err := d.Client.Status().Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 					d.Log.Error(err, "cannot write the status")
 				}
 			}
@@ -94,7 +66,7 @@ func registry(k8s client.Client, period time.Duration) *handlers.Registry {
 		// time enough to say goodbye.
 		reason := d.StopReason()
 		patch := fmt.Sprintf(`{"status":{"monitor":{"stopped":%q}}}`, reason)
-		if err := k8s.Status().Patch(ctx, d.Object(), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		if err := d.Client.Status().Patch(ctx, d.Object(), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 			d.Log.Error(err, "cannot write the status")
 		}
 		d.Info("MonitorStopped", "the monitor stopped: %s", reason)

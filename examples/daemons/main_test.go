@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -55,19 +53,11 @@ func mergePatch(patch string) client.Patch {
 
 func TestTheDaemonLivesAsLongAsItsObjectMatchesAndTheOperatorRuns(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "daemons-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(k8s, 100*time.Millisecond), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = op.Stop() })
+	env := envtest.Run(t, registry(100*time.Millisecond), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns, op := env.Ctx, env.Client, env.Namespace, env.Operator
 
 	// Started, failed once on purpose, started again; it follows the object.
-	kept := monitored(ns.Name, "kept")
+	kept := monitored(ns, "kept")
 	g.Expect(k8s.Create(ctx, kept)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, kept, func(obj *kopfv1.KopfExample) bool { return monitorOf(obj).Field == "a" })).To(Succeed())
 	g.Expect(monitorOf(kept).Attempt).To(Equal(2), "the temporary error restarted it")
@@ -75,7 +65,7 @@ func TestTheDaemonLivesAsLongAsItsObjectMatchesAndTheOperatorRuns(t *testing.T) 
 	g.Expect(envtest.WaitFor(ctx, k8s, kept, func(obj *kopfv1.KopfExample) bool { return monitorOf(obj).Field == "b" })).To(Succeed())
 
 	// The label goes: the daemon is asked to stop.
-	unlabelled := monitored(ns.Name, "unlabelled")
+	unlabelled := monitored(ns, "unlabelled")
 	g.Expect(k8s.Create(ctx, unlabelled)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, unlabelled, func(obj *kopfv1.KopfExample) bool { return monitorOf(obj).Field == "a" })).To(Succeed())
 	g.Expect(k8s.Patch(ctx, unlabelled, mergePatch(`{"metadata":{"labels":{"`+monitorLabel+`":null}}}`))).To(Succeed())
@@ -85,7 +75,7 @@ func TestTheDaemonLivesAsLongAsItsObjectMatchesAndTheOperatorRuns(t *testing.T) 
 
 	// The object is deleted: gopf's finalizer keeps it until the daemon has
 	// returned.
-	deleted := monitored(ns.Name, "deleted")
+	deleted := monitored(ns, "deleted")
 	g.Expect(k8s.Create(ctx, deleted)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, deleted, func(obj *kopfv1.KopfExample) bool { return monitorOf(obj).Field == "a" })).To(Succeed())
 	g.Expect(deleted.Finalizers).To(ContainElement("gopf.dev/finalizer"))

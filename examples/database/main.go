@@ -19,14 +19,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -47,54 +45,31 @@ import (
 // +kubebuilder:rbac:groups="";events.k8s.io,resources=events,verbs=create;patch
 
 func main() {
-	gopf.Main(registry(newClient()), dbv1.AddToScheme)
+	gopf.Main(registry(), dbv1.AddToScheme)
 }
 
-// newClient returns a client for the cluster gopf.Main runs against
-// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
-// client of its own. Without a cluster it returns nil: gopf.Main then says
-// what is missing, and -h and --print-rbac, which need no cluster, work.
-func newClient() client.Client {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil
-	}
-	k8s, err := client.New(cfg, client.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating a client:", err)
-		os.Exit(1)
-	}
-	return k8s
-}
-
-// operator holds what the handlers share: the client they write children
-// with.
-type operator struct {
-	k8s client.Client
-}
-
-// handlers registers the operator's handlers; k8s writes the children.
-func registry(k8s client.Client) *handlers.Registry {
-	op := &operator{k8s: k8s}
+// handlers registers the operator's handlers. They read and write the
+// children with c.Client, the manager's client: reads come from its cache.
+func registry() *handlers.Registry {
 	reg := handlers.NewRegistry()
-	handlers.OnCreate(reg, op.createDatabase, handlers.ID("create_database"))
-	handlers.OnUpdate(reg, op.scale, handlers.Field("spec.replicas"), handlers.ID("scale"))
-	handlers.OnField(reg, "spec.backups", op.backups, handlers.ID("backups"))
-	handlers.OnReconcile(reg, op.reconcileDatabase, handlers.Owns(&appsv1.StatefulSet{}), handlers.ID("reconcile_database"))
+	handlers.OnCreate(reg, createDatabase, handlers.ID("create_database"))
+	handlers.OnUpdate(reg, scale, handlers.Field("spec.replicas"), handlers.ID("scale"))
+	handlers.OnField(reg, "spec.backups", backups, handlers.ID("backups"))
+	handlers.OnReconcile(reg, reconcileDatabase, handlers.Owns(&appsv1.StatefulSet{}), handlers.ID("reconcile_database"))
 	return reg
 }
 
 // createDatabase makes the StatefulSet and the Service of a new Database.
 // It is safe to run again: children that exist already are left as they are.
-func (op *operator) createDatabase(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (any, error) {
+func createDatabase(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (any, error) {
 	sts, err := statefulSet(db)
 	if err != nil {
 		return nil, handlers.Permanent(err) // a bad spec does not get better by retrying
 	}
-	if err := op.ensure(ctx, db, sts); err != nil {
+	if _, err := ensure(ctx, c.Client, db, sts); err != nil {
 		return nil, err
 	}
-	if err := op.ensure(ctx, db, service(db)); err != nil {
+	if _, err := ensure(ctx, c.Client, db, service(db)); err != nil {
 		return nil, err
 	}
 	c.Info("Provisioning", "created the StatefulSet and Service of %s %s", db.Spec.Engine, db.Spec.Version)
@@ -102,10 +77,10 @@ func (op *operator) createDatabase(ctx context.Context, db *dbv1.Database, c *ha
 }
 
 // scale follows a change of spec.replicas.
-func (op *operator) scale(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (any, error) {
+func scale(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (any, error) {
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: db.Namespace, Name: db.Name}}
 	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, db.Spec.Replicas)
-	err := op.k8s.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", []byte(patch)))
+	err := c.Client.Patch(ctx, sts, client.RawPatch("application/merge-patch+json", []byte(patch)))
 	if apierrors.IsNotFound(err) {
 		return nil, nil // reconcileDatabase creates it with the new size
 	}
@@ -119,16 +94,16 @@ func (op *operator) scale(ctx context.Context, db *dbv1.Database, c *handlers.Ca
 // backups creates the backup CronJob when spec.backups becomes true and
 // deletes it when it becomes false. It runs at creation too, when the
 // Database is created with backups on.
-func (op *operator) backups(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (any, error) {
+func backups(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (any, error) {
 	job := backupCronJob(db)
 	if db.Spec.Backups {
-		if err := op.ensure(ctx, db, job); err != nil {
+		if _, err := ensure(ctx, c.Client, db, job); err != nil {
 			return nil, err
 		}
 		c.Info("BackupsOn", "backups run on the schedule %q", job.Spec.Schedule)
 		return nil, nil
 	}
-	if err := client.IgnoreNotFound(op.k8s.Delete(ctx, job)); err != nil {
+	if err := client.IgnoreNotFound(c.Client.Delete(ctx, job)); err != nil {
 		return nil, fmt.Errorf("deleting CronJob %s: %w", job.Name, err)
 	}
 	c.Info("BackupsOff", "deleted the backup CronJob")
@@ -138,20 +113,25 @@ func (op *operator) backups(ctx context.Context, db *dbv1.Database, c *handlers.
 // reconcileDatabase runs on every reconcile of a Database, including those
 // caused by changes of its StatefulSet: it recreates a StatefulSet that is
 // gone and reports its readiness in the status, writing only what changed.
-func (op *operator) reconcileDatabase(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (reconcile.Result, error) {
+// The cache it reads from may not show a StatefulSet created a moment ago,
+// so only one that the create call really made counts as a repair.
+func reconcileDatabase(ctx context.Context, db *dbv1.Database, c *handlers.Cause) (reconcile.Result, error) {
 	if db.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
 	var sts appsv1.StatefulSet
-	err := op.k8s.Get(ctx, client.ObjectKeyFromObject(db), &sts)
+	err := c.Client.Get(ctx, client.ObjectKeyFromObject(db), &sts)
 	if apierrors.IsNotFound(err) {
 		want, err := statefulSet(db)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		c.Warn("Repairing", "the StatefulSet %s is missing; creating it again", db.Name)
 		// Its creation wakes this handler again, which then reports on it.
-		return reconcile.Result{}, op.ensure(ctx, db, want)
+		created, err := ensure(ctx, c.Client, db, want)
+		if created {
+			c.Warn("Repairing", "the StatefulSet %s was missing; created it again", db.Name)
+		}
+		return reconcile.Result{}, err
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("reading StatefulSet %s: %w", db.Name, err)
@@ -183,14 +163,18 @@ func condition(kind string, ok bool, generation int64, yesReason, yesMessage, no
 	return metav1.Condition{Type: kind, Status: metav1.ConditionFalse, Reason: noReason, Message: noMessage, ObservedGeneration: generation}
 }
 
-// ensure creates child as a child of db unless it exists already.
-func (op *operator) ensure(ctx context.Context, db *dbv1.Database, child client.Object) error {
+// ensure creates child as a child of db unless it exists already, and
+// reports whether it created it.
+func ensure(ctx context.Context, k8s client.Client, db *dbv1.Database, child client.Object) (bool, error) {
 	if err := handlers.Adopt(db, child); err != nil {
-		return err
+		return false, err
 	}
-	err := op.k8s.Create(ctx, child)
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating %T %s: %w", child, child.GetName(), err)
+	err := k8s.Create(ctx, child)
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("creating %T %s: %w", child, child.GetName(), err)
+	}
+	return true, nil
 }

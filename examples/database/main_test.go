@@ -30,24 +30,6 @@ func init() {
 	_ = dbv1.AddToScheme(scheme)
 }
 
-// start runs the operator against the shared control plane, limited to a
-// new namespace, until the test ends. It returns a client that talks to the
-// API server directly and the namespace.
-func start(t *testing.T) (client.Client, string) {
-	t.Helper()
-	g := NewWithT(t)
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "database-"}}
-	g.Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	op, err := envtest.RunOperator(context.Background(), cp.Config, registry(k8s), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
-	return k8s, ns.Name
-}
-
 func newDatabase(ns, name string, replicas int32, backups bool) *dbv1.Database {
 	return &dbv1.Database{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -91,8 +73,8 @@ func eventReasons(ctx context.Context, k8s client.Client, db *dbv1.Database) fun
 
 func TestCreatingADatabaseMakesAdoptedChildrenAndReportsItsStatus(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	k8s, ns := start(t)
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	db := newDatabase(ns, "orders", 2, true)
 	db.Labels = map[string]string{"team": "shop"}
 	g.Expect(k8s.Create(ctx, db)).To(Succeed())
@@ -118,16 +100,19 @@ func TestCreatingADatabaseMakesAdoptedChildrenAndReportsItsStatus(t *testing.T) 
 	})).To(Succeed())
 	g.Expect(db.Status.Endpoint).To(Equal("orders." + ns + ".svc:5432"))
 	// The typed status keeps no unknown fields, so gopf keeps its state in
-	// annotations.
-	g.Expect(db.Annotations).To(HaveKey("gopf.dev/last-handled-configuration"))
+	// annotations. They are written after the status, in a request of their
+	// own, so they may come a moment after the conditions.
+	g.Expect(envtest.WaitFor(ctx, k8s, db, func(db *dbv1.Database) bool {
+		return db.Annotations["gopf.dev/last-handled-configuration"] != ""
+	})).To(Succeed())
 
 	g.Eventually(eventReasons(ctx, k8s, db)).WithTimeout(envtest.DefaultTimeout).Should(ContainElement("Provisioning"))
 }
 
 func TestScalingTheDatabaseScalesTheStatefulSet(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	k8s, ns := start(t)
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	db := newDatabase(ns, "scaled", 1, false)
 	g.Expect(k8s.Create(ctx, db)).To(Succeed())
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scaled"}}
@@ -143,8 +128,8 @@ func TestScalingTheDatabaseScalesTheStatefulSet(t *testing.T) {
 
 func TestTogglingBackupsCreatesAndDeletesTheCronJob(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	k8s, ns := start(t)
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	db := newDatabase(ns, "toggled", 1, false)
 	g.Expect(k8s.Create(ctx, db)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, db, func(db *dbv1.Database) bool {
@@ -163,8 +148,8 @@ func TestTogglingBackupsCreatesAndDeletesTheCronJob(t *testing.T) {
 
 func TestADeletedStatefulSetComesBack(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	k8s, ns := start(t)
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	db := newDatabase(ns, "drifting", 2, false)
 	g.Expect(k8s.Create(ctx, db)).To(Succeed())
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "drifting"}}
@@ -180,8 +165,8 @@ func TestADeletedStatefulSetComesBack(t *testing.T) {
 
 func TestReadyReplicasAndConditionsFollowTheStatefulSet(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	k8s, ns := start(t)
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	db := newDatabase(ns, "ready", 2, false)
 	g.Expect(k8s.Create(ctx, db)).To(Succeed())
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ready"}}
@@ -200,8 +185,8 @@ func TestReadyReplicasAndConditionsFollowTheStatefulSet(t *testing.T) {
 
 func TestDeletingADatabaseLeavesItsChildrenToTheGarbageCollector(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	k8s, ns := start(t)
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	db := newDatabase(ns, "deleted", 1, true)
 	g.Expect(k8s.Create(ctx, db)).To(Succeed())
 	backup := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deleted-backup"}}
@@ -220,23 +205,20 @@ func TestDeletingADatabaseLeavesItsChildrenToTheGarbageCollector(t *testing.T) {
 
 func TestTheAPIServerRejectsInvalidDatabases(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	env := envtest.New(t, scheme) // no operator: the CRD's schema does this
+	ctx, k8s := env.Ctx, env.Client
 	for field, edit := range map[string]func(*dbv1.Database){
 		"spec.replicas": func(db *dbv1.Database) { db.Spec.Replicas = 6 },
 		"spec.engine":   func(db *dbv1.Database) { db.Spec.Engine = "oracle" },
 		"spec.storage":  func(db *dbv1.Database) { db.Spec.Storage = "a lot" },
 	} {
-		db := newDatabase("default", "invalid", 1, false)
+		db := newDatabase(env.Namespace, "invalid", 1, false)
 		edit(db)
 		err := k8s.Create(ctx, db, client.DryRunAll)
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", field, err)
 		g.Expect(err.Error()).To(ContainSubstring(field))
 	}
-	db := newDatabase("default", "defaulted", 0, false)
+	db := newDatabase(env.Namespace, "defaulted", 0, false)
 	g.Expect(k8s.Create(ctx, db, client.DryRunAll)).To(Succeed())
 	g.Expect(db.Spec.Replicas).To(BeEquivalentTo(1), "replicas default to 1")
 }

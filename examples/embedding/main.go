@@ -105,16 +105,16 @@ func setup(mgr manager.Manager) error {
 	if err := (&ConfigMapKeys{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return gopf.SetupWithManager(mgr, registry(mgr.GetClient()))
+	return gopf.SetupWithManager(mgr, registry())
 }
 
-// handlers registers gopf's handlers; k8s is the manager's client, which
-// reads from the shared cache.
-func registry(k8s client.Client) *handlers.Registry {
+// handlers registers gopf's handlers. c.Client is the manager's client, the
+// one ConfigMapKeys uses: it reads from the shared cache.
+func registry() *handlers.Registry {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		var list corev1.ConfigMapList
-		if err := k8s.List(ctx, &list, client.InNamespace(obj.Namespace), client.MatchingLabels{managedLabel: "true"}); err != nil {
+		if err := c.Client.List(ctx, &list, client.InNamespace(obj.Namespace), client.MatchingLabels{managedLabel: "true"}); err != nil {
 			return nil, err
 		}
 		keys := map[string]any{}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -24,20 +23,16 @@ func TestMain(m *testing.M) {
 
 func TestThePlainReconcilerAndGopfHandlersShareOneManager(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
 	scheme := newScheme()
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "embedding-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	// No operator from envtest: this test builds the manager, as main does.
+	env := envtest.New(t, scheme)
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 
 	// The manager as main builds it, limited to the test's namespace and
 	// without its servers; then the same setup as main.
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(env.ControlPlane.Config, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)}, // for go test -count=N
 		HealthProbeBindAddress: "0",
@@ -54,14 +49,14 @@ func TestThePlainReconcilerAndGopfHandlersShareOneManager(t *testing.T) {
 
 	// The plain Reconciler works...
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "settings", Labels: map[string]string{managedLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings", Labels: map[string]string{managedLabel: "true"}},
 		Data:       map[string]string{"a": "1", "b": "2"},
 	}
 	g.Expect(k8s.Create(ctx, cm)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, cm, func(cm *corev1.ConfigMap) bool { return cm.Annotations[keysAnnotation] == "2" })).To(Succeed())
 
 	// ...and so do gopf's handlers, reading what it wrote from the shared cache.
-	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "embedded"}}
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "embedded"}}
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["create_fn"].Raw != nil })).To(Succeed())
 	g.Expect(string(obj.Status.Extra["create_fn"].Raw)).To(MatchJSON(`{"configmaps":{"settings":"2"}}`))

@@ -22,12 +22,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf"
@@ -37,35 +35,19 @@ import (
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// c.Client reads through the manager's cache, which watches what it reads.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 
 func main() {
-	gopf.Main(registry(newClient()), kopfv1.AddToScheme)
-}
-
-// newClient returns a client for the cluster gopf.Main runs against
-// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
-// client of its own. Without a cluster it returns nil: gopf.Main then says
-// what is missing, and -h and --print-rbac, which need no cluster, work.
-func newClient() client.Client {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil
-	}
-	k8s, err := client.New(cfg, client.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating a client:", err)
-		os.Exit(1)
-	}
-	return k8s
+	gopf.Main(registry(), kopfv1.AddToScheme)
 }
 
 // errFlaky is the error eventual_failure keeps returning.
 var errFlaky = errors.New("an error that was meant to pass, but does not")
 
-// handlers registers the failing handlers; k8s reads the ConfigMap that
-// wait_for_config waits for.
-func registry(k8s client.Client) *handlers.Registry {
+// handlers registers the failing handlers. wait_for_config reads its
+// ConfigMap with c.Client, the manager's client, through its cache.
+func registry() *handlers.Registry {
 	reg := handlers.NewRegistry()
 
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
@@ -85,7 +67,7 @@ func registry(k8s client.Client) *handlers.Registry {
 
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		var cm corev1.ConfigMap
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.Name + "-config"}, &cm)
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.Name + "-config"}, &cm)
 		if apierrors.IsNotFound(err) {
 			return nil, handlers.Temporary(fmt.Errorf("ConfigMap %s-config does not exist yet", obj.Name), time.Second)
 		}

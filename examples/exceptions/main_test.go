@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
@@ -47,18 +45,10 @@ func progress(obj *kopfv1.KopfExample) map[string]record {
 
 func TestFailuresAreRecordedAndRetriesCountedUntilTheCauseIsComplete(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "exceptions-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(k8s), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 
-	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "failing"}}
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "failing"}}
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 
 	// While wait_for_config waits for its ConfigMap, the others finish:
@@ -82,7 +72,7 @@ func TestFailuresAreRecordedAndRetriesCountedUntilTheCauseIsComplete(t *testing.
 
 	// The dependency appears: the last handler succeeds, the cause is
 	// complete, and the progress is gone, failures and all.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "failing-config"}, Data: map[string]string{"mode": "fast"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "failing-config"}, Data: map[string]string{"mode": "fast"}}
 	g.Expect(k8s.Create(ctx, cm)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool {
 		return obj.Status.Extra["wait_for_config"].Raw != nil && progress(obj) == nil

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -28,20 +26,12 @@ func init() {
 
 func TestHandlersSeeOnlyTheObjectsTheirFiltersSelect(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "filtering-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 
 	// Matches nothing: no labels, no annotations, one item, another value.
 	stranger := &kopfv1.KopfExample{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "stranger"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stranger"},
 		Spec:       kopfv1.KopfExampleSpec{Field: "other", Items: []string{"only"}},
 	}
 	g.Expect(k8s.Create(ctx, stranger)).To(Succeed())
@@ -50,7 +40,7 @@ func TestHandlersSeeOnlyTheObjectsTheirFiltersSelect(t *testing.T) {
 	// Matches everything (Kopf's sample object).
 	sample := &kopfv1.KopfExample{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns.Name, Name: "sample",
+			Namespace: ns, Name: "sample",
 			Labels:      map[string]string{"somelabel": "somevalue"},
 			Annotations: map[string]string{"someannotation": "somevalue"},
 		},

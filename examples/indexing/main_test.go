@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -29,19 +28,14 @@ func init() {
 
 func TestHandlersSeeTheIndexOfPodsAsItChanges(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "indexing-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	env := envtest.New(t, scheme) // the operator starts later
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 
 	// Pods and the KopfExample exist before the operator starts: the index
 	// has seen all Pods before the create handler runs.
 	for name, app := range map[string]string{"db-0": "db", "db-1": "db", "web-0": "web", "other": ""} {
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: name, Labels: map[string]string{"app": app}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}},
 		}
 		if app == "" {
@@ -49,18 +43,16 @@ func TestHandlersSeeTheIndexOfPodsAsItChanges(t *testing.T) {
 		}
 		g.Expect(k8s.Create(ctx, pod)).To(Succeed())
 	}
-	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db-watcher"}, Spec: kopfv1.KopfExampleSpec{Field: "db"}}
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-watcher"}, Spec: kopfv1.KopfExampleSpec{Field: "db"}}
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(200*time.Millisecond), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+	env.Start(registry(200*time.Millisecond), envtest.OperatorOptions{})
 	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["pods_at_creation"].Raw != nil })).To(Succeed())
 	g.Expect(string(obj.Status.Extra["pods_at_creation"].Raw)).To(MatchJSON(`{"app":"db","names":["db-0","db-1"]}`))
 
 	// The index follows the Pods; the timer reports the change.
-	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db-0"}})).To(Succeed())
-	g.Expect(k8s.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "other"}},
+	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-0"}})).To(Succeed())
+	g.Expect(k8s.Patch(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"}},
 		client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"app":"db"}}}`)))).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool {
 		return string(obj.Status.Extra["pods"].Raw) == `{"app":"db","names":["db-1","other"]}`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -15,25 +14,26 @@ import (
 	"github.com/gopf-dev/gopf/envtest"
 )
 
+func TestMain(m *testing.M) {
+	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}})
+}
+
+var scheme = runtime.NewScheme()
+
+func init() {
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = kopfv1.AddToScheme(scheme)
+}
+
 func TestTheCreateHandlerSaysHelloWorld(t *testing.T) {
 	g := NewWithT(t)
-	cp, err := envtest.Start(envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = cp.Stop() })
-	scheme := runtime.NewScheme()
-	g.Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	g.Expect(kopfv1.AddToScheme(scheme)).To(Succeed())
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s := env.Ctx, env.Client
 
-	op, err := envtest.RunOperator(context.Background(), cp.Config, registry(), envtest.OperatorOptions{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = op.Stop() })
-
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kopf-example-1"}}
-	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "kopf-example-1"}}
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	g.Eventually(func(g Gomega) string {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		return string(obj.Status.Extra["create_fn"].Raw)
 	}, 30*time.Second).Should(MatchJSON(`{"message":"hello world"}`))
 }

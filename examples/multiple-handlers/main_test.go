@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -37,23 +35,15 @@ func result(obj *kopfv1.KopfExample, id string) map[string]any {
 
 func TestAllHandlersOfACauseRunAndWriteTheirResultsTogether(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "handlers-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
 	var requests envtest.RequestCounter
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}, Requests: &requests})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = op.Stop() })
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme, Requests: &requests})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	writes := func() int { return requests.Writes("kopfexamples") }
 
 	// Create: the finalizer first (for the delete handlers), then every
 	// result and gopf's state in one status patch.
 	obj := &kopfv1.KopfExample{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "many"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "many"},
 		Spec:       kopfv1.KopfExampleSpec{Field: "value", Items: []string{"item1", "item2"}},
 	}
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
@@ -76,9 +66,7 @@ func TestAllHandlersOfACauseRunAndWriteTheirResultsTogether(t *testing.T) {
 	g.Consistently(writes).WithTimeout(500 * time.Millisecond).Should(Equal(3))
 
 	// Restart: the resume handler runs once in the new process.
-	op, err = op.Restart(ctx)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+	env.Restart()
 	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["resumed"].Raw != nil })).To(Succeed())
 	g.Expect(result(obj, "resumed")).To(Equal(map[string]any{"message": "resumed many"}))
 	g.Expect(result(obj, "greet")).To(Equal(map[string]any{"message": "hello many"}), "create handlers do not run again")

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
@@ -30,29 +27,19 @@ func init() {
 
 func TestOnlyTheHighestPriorityOperatorWorksAndTheOtherTakesOver(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "peering-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	env := envtest.New(t, scheme) // two operators, started below
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	peering := &kopfv1.ClusterKopfPeering{ObjectMeta: metav1.ObjectMeta{GenerateName: "example-"}}
 	g.Expect(k8s.Create(ctx, peering)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(ctx, peering) })
 
 	// What `--peering=<name> --priority=<n>` sets up.
 	run := func(who string, priority int) *envtest.Operator {
-		op, err := envtest.RunOperator(ctx, cp.Config, registry(who), envtest.OperatorOptions{
-			Scheme:     scheme,
-			Namespaces: []string{ns.Name},
+		return env.Start(registry(who), envtest.OperatorOptions{
 			Reconcile: reconcile.Options{Peering: &reconcile.PeeringOptions{
 				Name: peering.Name, Priority: priority, Identity: who, Lifetime: 10 * time.Second,
 			}},
 		})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = op.Stop() })
-		return op
 	}
 	// The high one announces itself first, so the low one finds it there
 	// when it starts and pauses from the start.
@@ -68,7 +55,7 @@ func TestOnlyTheHighestPriorityOperatorWorksAndTheOtherTakesOver(t *testing.T) {
 	})).To(Succeed())
 
 	handledBy := func(name string) string {
-		obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: name}}
+		obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 		g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["create_fn"].Raw != nil })).To(Succeed())
 		return string(obj.Status.Extra["create_fn"].Raw)

@@ -27,7 +27,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf"
@@ -43,37 +42,20 @@ const (
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;patch
+// c.Client reads through the manager's cache, which watches what it reads.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;patch
 
 func main() {
 	ns := os.Getenv("POD_NAMESPACE")
 	if ns == "" {
 		ns = "default"
 	}
-	gopf.Main(registry(newClient(), ns), kopfv1.AddToScheme)
-}
-
-// newClient returns a client for the cluster gopf.Main runs against
-// (KUBECONFIG or the in-cluster configuration), as gopf hands handlers no
-// client of its own. Without a cluster it returns nil: gopf.Main then says
-// what is missing, and -h and --print-rbac, which need no cluster, work.
-func newClient() client.Client {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return nil
-	}
-	k8s, err := client.New(cfg, client.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "creating a client:", err)
-		os.Exit(1)
-	}
-	return k8s
+	gopf.Main(registry(ns), kopfv1.AddToScheme)
 }
 
 // operator is what the handlers share: the settings the startup handler
 // loads and the count the probe reports.
 type operator struct {
-	k8s       client.Client
 	namespace string
 
 	mu       sync.Mutex
@@ -82,10 +64,12 @@ type operator struct {
 	greeted atomic.Int64
 }
 
-// registry registers the handlers; k8s reads and marks the settings
-// ConfigMap in namespace.
-func registry(k8s client.Client, namespace string) *handlers.Registry {
-	op := &operator{k8s: k8s, namespace: namespace}
+// registry registers the handlers, which read and mark the settings
+// ConfigMap in namespace with c.Client, the manager's client. It reads
+// through the manager's cache, so namespace must be one the operator
+// watches (all of them, unless --namespace says otherwise).
+func registry(namespace string) *handlers.Registry {
+	op := &operator{namespace: namespace}
 	reg := handlers.NewRegistry()
 	handlers.OnStartup(reg, op.loadSettings, handlers.ID("load_settings"))
 	handlers.OnCleanup(reg, op.release, handlers.ID("release_settings"))
@@ -105,7 +89,7 @@ func registry(k8s client.Client, namespace string) *handlers.Registry {
 // loadSettings reads the greeting, waiting until the ConfigMap exists.
 func (op *operator) loadSettings(ctx context.Context, c *handlers.Cause) error {
 	var cm corev1.ConfigMap
-	err := op.k8s.Get(ctx, client.ObjectKey{Namespace: op.namespace, Name: settingsName}, &cm)
+	err := c.Client.Get(ctx, client.ObjectKey{Namespace: op.namespace, Name: settingsName}, &cm)
 	if apierrors.IsNotFound(err) {
 		return handlers.Temporary(fmt.Errorf("waiting for ConfigMap %s/%s", op.namespace, settingsName), time.Second)
 	}
@@ -116,18 +100,18 @@ func (op *operator) loadSettings(ctx context.Context, c *handlers.Cause) error {
 	op.greeting = cm.Data["greeting"]
 	op.mu.Unlock()
 	c.Log.Info("settings loaded", "greeting", cm.Data["greeting"])
-	return op.mark(ctx, "in use")
+	return op.mark(ctx, c.Client, "in use")
 }
 
 // release marks the settings as no longer used.
 func (op *operator) release(ctx context.Context, c *handlers.Cause) error {
-	return op.mark(ctx, "released")
+	return op.mark(ctx, c.Client, "released")
 }
 
 // mark sets the state annotation of the settings ConfigMap.
-func (op *operator) mark(ctx context.Context, state string) error {
+func (op *operator) mark(ctx context.Context, k8s client.Client, state string) error {
 	cm := &corev1.ConfigMap{}
 	cm.Namespace, cm.Name = op.namespace, settingsName
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, stateAnnotation, state)
-	return op.k8s.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", []byte(patch)))
+	return k8s.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", []byte(patch)))
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,14 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 )
@@ -37,19 +30,6 @@ func init() {
 	_ = kopfv1.AddToScheme(scheme)
 }
 
-// setUp returns a client and a new namespace.
-func setUp(t *testing.T) (*envtest.ControlPlane, client.Client, string) {
-	t.Helper()
-	g := NewWithT(t)
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "hooks-"}}
-	g.Expect(k8s.Create(context.Background(), ns)).To(Succeed())
-	return cp, k8s, ns.Name
-}
-
 func settings(ns string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: settingsName},
@@ -59,11 +39,9 @@ func settings(ns string) *corev1.ConfigMap {
 
 func TestStartupGatesTheHandlersAndCleanupRunsOnStop(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, k8s, ns := setUp(t)
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(k8s, ns), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = op.Stop() })
+	env := envtest.New(t, scheme) // the registry needs the namespace
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
+	op := env.Start(registry(ns), envtest.OperatorOptions{})
 
 	// The object comes before the settings: the startup handler is still
 	// waiting for them, so nothing handles the object yet.
@@ -94,29 +72,14 @@ func freeAddress(g Gomega) string {
 
 func TestTheProbeReportsOnTheHealthEndpoints(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, k8s, ns := setUp(t)
+	env := envtest.New(t, scheme)
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 	g.Expect(k8s.Create(ctx, settings(ns))).To(Succeed())
 
-	// envtest.RunOperator turns the metrics and probe servers off, so this
-	// test builds a manager with both, as gopf.Main does.
+	// Test operators have the metrics and probe servers off unless they are
+	// given addresses, as gopf.Main's flags give them.
 	metricsAddr, probeAddr := freeAddress(g), freeAddress(g)
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)}, // for go test -count=N
-		HealthProbeBindAddress: probeAddr,
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(gopf.SetupWithManager(mgr, registry(k8s, ns))).To(Succeed())
-	mgrCtx, stop := context.WithCancel(ctx)
-	done := make(chan error)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	t.Cleanup(func() {
-		stop()
-		g.Expect(<-done).To(Succeed())
-	})
+	env.Start(registry(ns), envtest.OperatorOptions{MetricsBindAddress: metricsAddr, HealthProbeBindAddress: probeAddr})
 
 	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probed"}}
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
@@ -29,19 +26,11 @@ func init() {
 
 func TestEachItemGetsItsOwnSubHandler(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "subhandlers-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 
 	obj := &kopfv1.KopfExample{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "itemised"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "itemised"},
 		Spec:       kopfv1.KopfExampleSpec{Items: []string{"item1", "slow-item2", "item3"}},
 	}
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -32,20 +30,12 @@ func result(obj *kopfv1.KopfExample, id string) string { return string(obj.Statu
 
 func TestTimersReportWhatTheyFindAndWriteOnlyChanges(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	cp, err := envtest.Shared(envtest.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	k8s, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	g.Expect(err).NotTo(HaveOccurred())
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "timers-"}}
-	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
 	var requests envtest.RequestCounter
-	op, err := envtest.RunOperator(ctx, cp.Config, registry(300*time.Millisecond), envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns.Name}, Requests: &requests})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+	env := envtest.Run(t, registry(300*time.Millisecond), envtest.OperatorOptions{Scheme: scheme, Requests: &requests})
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
 
 	obj := &kopfv1.KopfExample{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "timed"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "timed"},
 		Spec:       kopfv1.KopfExampleSpec{Field: "value", Items: []string{"item1", "item2"}},
 	}
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())

@@ -1,0 +1,162 @@
+package gopf
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/webhook"
+)
+
+// ManagerOptions configure NewManager. The zero value gives the manager that
+// Main builds when no flags are given, except that the metrics and health
+// probe servers are off.
+type ManagerOptions struct {
+	// Scheme knows the Go types of the handlers. Default: client-go's
+	// scheme of built-in kinds.
+	Scheme *runtime.Scheme
+
+	// Engine are the engine's options. Engine.Namespaces limits both the
+	// engine (which namespaces' objects are handled) and the manager's
+	// cache (what is watched): the cache to exactly those namespaces when
+	// they are all plain names, to the whole cluster when there are globs or
+	// negations (see reconcile.CacheNamespaces).
+	Engine reconcile.Options
+
+	// QPS and Burst cap the requests the manager's clients send per second
+	// (client-side rate limit). Zero keeps the rest.Config's value; a
+	// negative QPS lifts the limit. Main sets them from --kube-api-qps and
+	// --kube-api-burst (500 and 1000).
+	QPS   float32
+	Burst int
+
+	// MetricsBindAddress is where the metrics endpoint (and the probe
+	// results at /probes) listens, such as ":8443". "" or "0": off.
+	MetricsBindAddress string
+	// HealthProbeBindAddress is where /healthz and /readyz listen, such as
+	// ":8081". "" or "0": off.
+	HealthProbeBindAddress string
+
+	// LeaderElection makes the manager work only while it holds the Lease
+	// LeaderElectionID, and hand it over when it stops gracefully.
+	LeaderElection   bool
+	LeaderElectionID string
+
+	// GracefulShutdownTimeout bounds a graceful stop; negative: no bound.
+	// Default (nil): 30 s.
+	GracefulShutdownTimeout *time.Duration
+
+	// Webhook configures the webhook server that serves the registry's
+	// admission handlers; a registry without admission handlers gets none.
+	// The zero value is dev mode (see webhook.Options).
+	Webhook webhook.Options
+
+	// SkipNameValidation lets several managers in one process add
+	// controllers of the same names, as tests that run one registry
+	// several times (or restart it) do. Operators leave it false.
+	SkipNameValidation bool
+}
+
+// NewManager builds the manager that Main runs, with the handlers of reg
+// added: a cache of the namespaces in opts.Engine.Namespaces, a client that
+// reads through the cache (unstructured objects too), gopf's webhook server
+// if reg has admission handlers, and health and readiness checks. Start it
+// with its Start method. envtest.RunOperator builds its managers here too,
+// so that tests run the operator as Main would.
+//
+// To add gopf's handlers to a manager built otherwise, use SetupWithManager.
+func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (manager.Manager, error) {
+	if opts.Scheme == nil {
+		opts.Scheme = clientgoscheme.Scheme
+	}
+	cacheNamespaces, err := reconcile.CacheNamespaces(opts.Engine.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	if opts.QPS != 0 {
+		cfg.QPS = opts.QPS
+	}
+	if opts.Burst != 0 {
+		cfg.Burst = opts.Burst
+	}
+	var cacheOpts cache.Options
+	if len(cacheNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range cacheNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	var webhookServer *webhook.Server
+	if webhook.Needed(reg) {
+		if webhookServer, err = webhook.NewServer(opts.Webhook); err != nil {
+			return nil, err
+		}
+	}
+	mo := ctrl.Options{
+		WebhookServer:          serverOrNil(webhookServer),
+		Scheme:                 opts.Scheme,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: offIfEmpty(opts.MetricsBindAddress)},
+		HealthProbeBindAddress: offIfEmpty(opts.HealthProbeBindAddress),
+		LeaderElection:         opts.LeaderElection,
+		LeaderElectionID:       opts.LeaderElectionID,
+		// Handing over on a graceful stop, not after the lease expires.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       opts.GracefulShutdownTimeout,
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+	}
+	if opts.SkipNameValidation {
+		mo.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := SetupWithManager(mgr, reg, opts.Engine); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if webhookServer != nil {
+		if err := mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker()); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+// serverOrNil keeps a nil *webhook.Server from becoming a non-nil interface,
+// so that the manager falls back to its default (never started) server.
+func serverOrNil(s *webhook.Server) ctrlwebhook.Server {
+	if s == nil {
+		return nil
+	}
+	return s
+}
+
+// offIfEmpty turns an unset bind address into controller-runtime's "off".
+func offIfEmpty(addr string) string {
+	if addr == "" {
+		return "0"
+	}
+	return addr
+}
