@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -38,6 +41,28 @@ type ControlPlane struct {
 	Kubeconfig []byte
 
 	env *crenvtest.Environment
+
+	mu      sync.Mutex
+	clients map[*apiruntime.Scheme]client.Client // by scheme, for Env
+}
+
+// client returns a client of the control plane with scheme, one per scheme:
+// the tests of a binary share it, as they share the control plane.
+func (cp *ControlPlane) client(scheme *apiruntime.Scheme) (client.Client, error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if c, ok := cp.clients[scheme]; ok {
+		return c, nil
+	}
+	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	if cp.clients == nil {
+		cp.clients = map[*apiruntime.Scheme]client.Client{}
+	}
+	cp.clients[scheme] = c
+	return c, nil
 }
 
 // Start starts a control plane and installs the CRDs. Stop it with Stop.

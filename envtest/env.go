@@ -34,7 +34,7 @@ type Env struct {
 	Ctx context.Context
 	// Client reads and writes straight at the API server (no cache, so it
 	// sees every write at once) as a cluster administrator, with the
-	// operator's scheme.
+	// operator's scheme. Tests with the same scheme share it.
 	Client client.Client
 	// Namespace is a namespace made for this test, named after it.
 	Namespace string
@@ -85,7 +85,7 @@ func New(t T, scheme *runtime.Scheme) *Env {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // last: cleanups run in reverse order
-	c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	c, err := cp.client(scheme)
 	if err != nil {
 		t.Fatalf("envtest: creating a client: %v", err)
 	}

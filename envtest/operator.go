@@ -37,7 +37,8 @@ type OperatorOptions struct {
 	Requests *RequestCounter
 	// Namespaces limits the operator to namespaces matching these patterns,
 	// as --namespace does: it is short for Reconcile.Namespaces (give one of
-	// the two). Default: all namespaces.
+	// the two). Default: all namespaces; for Run and Env.Start, the test's
+	// namespace ("*" watches all).
 	Namespaces []string
 	// Webhook configures the webhook server of the registry's admission
 	// handlers (see package webhook); a registry without admission handlers

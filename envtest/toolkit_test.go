@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -142,4 +143,25 @@ func TestTestOperatorsRetryAfterAShortBackoff(t *testing.T) {
 	g.Expect(envtest.WaitFor(ctx, env.Client, obj, func(o *kopfv1.KopfExample) bool { return o.Status.Extra["flaky"].Raw != nil })).To(Succeed())
 	g.Expect(string(obj.Status.Extra["flaky"].Raw)).To(MatchJSON(`{"attempts":2}`))
 	g.Expect(calls.Count("flaky")).To(Equal(2))
+}
+
+func TestTestOperatorsTakeNamespacePatternsAsMainDoes(t *testing.T) {
+	g := NewWithT(t)
+	calls := &envtest.Calls{}
+	env := envtest.New(t, scheme)
+	// A pattern, not a name: the cache watches the cluster and the engine
+	// picks the namespaces, including those created after the start.
+	env.Start(recorded(calls), envtest.OperatorOptions{Namespaces: []string{env.Namespace + "-*"}})
+
+	later := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.Namespace + "-later"}}
+	g.Expect(env.Client.Create(env.Ctx, later)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), later) })
+	outside := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "outside"}}
+	g.Expect(env.Client.Create(env.Ctx, outside)).To(Succeed())
+	inside := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: later.Name, Name: "inside"}}
+	g.Expect(env.Client.Create(env.Ctx, inside)).To(Succeed())
+
+	g.Expect(calls.WaitCount(env.Ctx, "create", 1)).To(Succeed())
+	g.Consistently(func() int { return calls.Count("create") }, time.Second).Should(Equal(1))
+	g.Expect(calls.Of("create")[0].Namespace).To(Equal(later.Name))
 }

@@ -2,27 +2,17 @@ package reconcile_test
 
 import (
 	"context"
-
-	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/types"
-
-	"fmt"
-	"github.com/go-logr/logr"
-	"go.uber.org/goleak"
-	"os"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -40,42 +30,23 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// Logs are quiet unless GOPF_TEST_LOG is set.
-	if os.Getenv("GOPF_TEST_LOG") != "" {
-		logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
-	} else {
-		logf.SetLogger(logr.Discard())
-	}
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := kopfv1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	cp, err := envtest.Start(envtest.Options{CRDDirectoryPaths: []string{"../config/crd/bases"}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = cp.Config
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		panic(err)
-	}
-	// Every operator a test starts must be gone, goroutines and all, once the
-	// test has stopped it.
-	before := goleak.IgnoreCurrent()
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(before); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
-			code = 1
-		}
-	}
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	envtest.MainWith(m, envtest.MainOptions{
+		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"../config/crd/bases"}},
+		BeforeTests: func(cp *envtest.ControlPlane) (err error) {
+			if err := clientgoscheme.AddToScheme(scheme); err != nil {
+				return err
+			}
+			if err := kopfv1.AddToScheme(scheme); err != nil {
+				return err
+			}
+			cfg = cp.Config
+			k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+			return err
+		},
+		// Every operator a test starts must be gone, goroutines and all, once
+		// the test has stopped it.
+		CheckGoroutines: true,
+	})
 }
 
 // runOperator starts reg against the shared control plane, watching only
@@ -98,14 +69,10 @@ func runOperator(t *testing.T, ns string, reg *handlers.Registry, opts ...func(*
 	return op
 }
 
-// newNamespace creates a namespace for one test.
+// newNamespace creates a namespace for one test, deleted when it ends.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	return ns.Name
+	return envtest.New(t, scheme).Namespace
 }
 
 // newManager returns a manager for the shared control plane that is not started.

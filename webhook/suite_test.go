@@ -2,21 +2,14 @@ package webhook_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
-	"go.uber.org/goleak"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
@@ -34,42 +27,23 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// Logs are quiet unless GOPF_TEST_LOG is set.
-	if os.Getenv("GOPF_TEST_LOG") != "" {
-		logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
-	} else {
-		logf.SetLogger(logr.Discard())
-	}
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	if err := kopfv1.AddToScheme(scheme); err != nil {
-		panic(err)
-	}
-	cp, err := envtest.Start(envtest.Options{CRDDirectoryPaths: []string{"../config/crd/bases"}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg = cp.Config
-	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		panic(err)
-	}
-	// Every operator a test starts, and its webhook server, must be gone,
-	// goroutines and all, once the test has stopped it.
-	before := goleak.IgnoreCurrent()
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(before); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
-			code = 1
-		}
-	}
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	envtest.MainWith(m, envtest.MainOptions{
+		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"../config/crd/bases"}},
+		BeforeTests: func(cp *envtest.ControlPlane) (err error) {
+			if err := clientgoscheme.AddToScheme(scheme); err != nil {
+				return err
+			}
+			if err := kopfv1.AddToScheme(scheme); err != nil {
+				return err
+			}
+			cfg = cp.Config
+			k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+			return err
+		},
+		// Every operator a test starts, and its webhook server, must be
+		// gone, goroutines and all, once the test has stopped it.
+		CheckGoroutines: true,
+	})
 }
 
 // testLabel is the label value that selects a test's objects.
@@ -110,14 +84,10 @@ func runOperator(t *testing.T, ns string, reg *handlers.Registry) *operator {
 	return &operator{Operator: op, srv: op.Manager.GetWebhookServer().(*webhook.Server)}
 }
 
-// newNamespace creates a namespace for one test.
+// newNamespace creates a namespace for one test, deleted when it ends.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	return ns.Name
+	return envtest.New(t, scheme).Namespace
 }
 
 // example returns a KopfExample of the test, in namespace ns.

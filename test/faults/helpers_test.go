@@ -11,7 +11,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,14 +27,10 @@ import (
 // suite runs with the race detector on two cores.
 const timeout = 60 * time.Second
 
-// newNamespace creates a namespace for one scenario.
+// newNamespace creates a namespace for one scenario, deleted when it ends.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "faults-"}}
-	if err := k8s.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating a namespace: %v", err)
-	}
-	return ns.Name
+	return envtest.New(t, scheme).Namespace
 }
 
 // newProxy starts a fault proxy in front of the control plane and closes it

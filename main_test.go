@@ -1,0 +1,48 @@
+package gopf
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gopf-dev/gopf/reconcile"
+)
+
+func TestMainsFlagsBecomeTheManagerOptions(t *testing.T) {
+	fs, f := newFlags("op")
+	err := fs.Parse([]string{
+		"--namespace", "app-*,!app-pr-*", "--kube-api-qps", "20", "--kube-api-burst", "30",
+		"--metrics-bind-address", ":8443", "--health-probe-bind-address", ":8081",
+		"--leader-elect", "--graceful-shutdown-timeout", "5s", "--webhook-configuration-name", "op.example.com",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.check(); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	mo := f.managerOptions(scheme, reconcile.Options{Prefix: "example.com"})
+	if mo.Scheme != scheme || mo.QPS != 20 || mo.Burst != 30 || mo.MetricsBindAddress != ":8443" || mo.HealthProbeBindAddress != ":8081" ||
+		!mo.LeaderElection || mo.LeaderElectionID != "op.gopf.dev" || mo.GracefulShutdownTimeout == nil || *mo.GracefulShutdownTimeout != 5*time.Second ||
+		mo.Webhook.Name != "op.example.com" || mo.SkipNameValidation {
+		t.Errorf("manager options = %+v", mo)
+	}
+	if got := mo.Engine.Namespaces; len(got) != 1 || got[0] != "app-*,!app-pr-*" {
+		t.Errorf("the engine's namespaces are %q: the cache and the engine's scope both follow them", got)
+	}
+	if mo.Engine.Prefix != "example.com" {
+		t.Errorf("the engine options given in code were lost: %+v", mo.Engine)
+	}
+}
+
+func TestABadNamespacePatternIsReportedBeforeTheClusterIsLookedFor(t *testing.T) {
+	fs, f := newFlags("op")
+	if err := fs.Parse([]string{"--namespace", "app-["}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.check(); err == nil {
+		t.Error("check accepted the namespace pattern app-[")
+	}
+}
