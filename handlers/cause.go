@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -99,11 +100,15 @@ type Cause struct {
 // unfinished, so it must register the same sub-handlers every time and do
 // nothing else with side effects. A sub-handler runs for the same object and
 // cause as its parent, so it takes no filters; it takes the error policy
-// options. Register is for change handlers only: elsewhere the sub-handler
-// is reported as an error of the calling handler.
+// options. Register is for change handlers only: elsewhere it logs an error
+// and the sub-handler does not run.
 func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any, error), opts ...SubOption) {
 	if c.x == nil {
-		c.x = &extras{}
+		c.x = &extras{SubsAllowed: true}
+	}
+	if !c.x.SubsAllowed {
+		c.Log.Error(errSubsOnlyForChanges, "sub-handler not run", "subhandler", id)
+		return
 	}
 	d := apply(opts)
 	d.ID = c.HandlerID + "/" + id
@@ -126,6 +131,8 @@ func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any,
 	}
 	c.x.AddSub(h, problems...)
 }
+
+var errSubsOnlyForChanges = errors.New("Cause.Register is for change handlers only")
 
 // Kubernetes event types, for Cause.Post.
 const (

@@ -54,8 +54,8 @@ func (e *PermanentError) Error() string { return fmt.Sprintf("permanent error: %
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // ErrRetriesExhausted and ErrTimeout are the causes of the PermanentError
-// gopf records when a handler runs out of attempts (Options.Retries) or time
-// (Options.Timeout).
+// gopf records when a handler runs out of attempts (the Retries option) or
+// time (the Timeout option).
 var (
 	ErrRetriesExhausted = errors.New("no attempts left")
 	ErrTimeout          = errors.New("out of time")

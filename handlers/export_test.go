@@ -12,7 +12,7 @@ type Extras = extras
 // CauseWith returns a Cause for handlerID bound to x, as the engine makes it.
 func CauseWith(r *Registry, handlerID string, x *Extras) *Cause {
 	c := &Cause{HandlerID: handlerID}
-	r.set.BindCause(c, x)
+	r.engineSet().BindCause(c, x)
 	return c
 }
 
@@ -20,6 +20,6 @@ func CauseWith(r *Registry, handlerID string, x *Extras) *Cause {
 // makes it.
 func RequestWith(r *Registry, op Operation, x *Extras) *AdmissionRequest {
 	a := &AdmissionRequest{Operation: op}
-	r.set.BindRequest(a, x)
+	r.engineSet().BindRequest(a, x)
 	return a
 }

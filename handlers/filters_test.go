@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"github.com/go-logr/logr/funcr"
 	"strings"
 	"testing"
 
@@ -103,7 +104,7 @@ func TestSubHandlersRegisteredDuringACallGoToTheEngineAndTheirProblemsAreReporte
 		c.Register("c", ok, handlers.Retries(0))
 		return nil, nil
 	})
-	call := &handlers.Extras{}
+	call := &handlers.Extras{SubsAllowed: true} // as for a change handler
 	if _, err := handlers.HandlersOf(r)[0].Call(context.Background(), &corev1.Pod{}, handlers.CauseWith(r, "parent", call)); err != nil {
 		t.Fatal(err)
 	}
@@ -122,5 +123,15 @@ func TestSubHandlersRegisteredDuringACallGoToTheEngineAndTheirProblemsAreReporte
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not mention %q", err, want)
 		}
+	}
+}
+
+func TestSubHandlersOutsideChangeHandlersAreAnErrorThatIsLogged(t *testing.T) {
+	var logged []string
+	c := handlers.CauseWith(handlers.NewRegistry(), "timer", &handlers.Extras{})
+	c.Log = funcr.New(func(prefix, args string) { logged = append(logged, args) }, funcr.Options{})
+	c.Register("a", func(ctx context.Context, c *handlers.Cause) (any, error) { return nil, nil })
+	if len(logged) != 1 || !strings.Contains(logged[0], "Cause.Register is for change handlers only") || !strings.Contains(logged[0], `"subhandler"="a"`) {
+		t.Fatalf("logged %q, want one error naming the sub-handler", logged)
 	}
 }

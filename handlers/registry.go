@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,11 +18,11 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// Registry collects handler registrations. The zero value is not usable;
-// create one with NewRegistry. A Registry is safe for concurrent
+// Registry collects handler registrations. A Registry is safe for concurrent
 // registration, but is meant to be filled before the operator starts.
 type Registry struct {
-	set spec.Set[*Cause, *AdmissionRequest]
+	set  spec.Set[*Cause, *AdmissionRequest]
+	bind sync.Once // sets set's binders, for the engines
 }
 
 // handler and extras are the engine contract's types for this package's
@@ -32,16 +33,22 @@ type (
 )
 
 func init() {
-	spec.ExposeSets(func(r any) any { return &r.(*Registry).set })
+	spec.ExposeSets(func(r any) any { return r.(*Registry).engineSet() })
 }
 
-// NewRegistry returns an empty Registry.
-func NewRegistry() *Registry {
-	r := &Registry{}
-	r.set.BindCause = func(c *Cause, x *extras) { c.x = x }
-	r.set.BindRequest = func(a *AdmissionRequest, x *extras) { a.x = x }
-	return r
+// engineSet is the registry's Set as the engines use it: with the binders
+// that give a Cause or an AdmissionRequest the extras of its call.
+func (r *Registry) engineSet() *spec.Set[*Cause, *AdmissionRequest] {
+	r.bind.Do(func() {
+		r.set.BindCause = func(c *Cause, x *extras) { c.x = x }
+		r.set.BindRequest = func(a *AdmissionRequest, x *extras) { a.x = x }
+	})
+	return &r.set
 }
+
+// NewRegistry returns an empty Registry; the zero Registry is empty and
+// ready too.
+func NewRegistry() *Registry { return &Registry{} }
 
 // Err reports every bad registration so far, joined, or nil. Each error
 // names the handler, where it was registered and what is wrong.
@@ -244,8 +251,15 @@ func optionProblems(h *handler) []string {
 	if h.Kind == spec.KindField && o.Field == "" {
 		problems = append(problems, "OnField needs a field path")
 	}
-	if h.Kind == spec.KindTimer && o.Interval <= 0 && o.Idle <= 0 {
-		problems = append(problems, "a timer needs a positive interval or Idle")
+	if h.Kind == spec.KindTimer {
+		switch {
+		case o.Interval < 0:
+			problems = append(problems, "a timer's interval cannot be negative")
+		case o.Interval == 0 && o.Idle <= 0:
+			problems = append(problems, "a timer needs a positive interval or Idle")
+		case o.Interval == 0 && o.Sharp:
+			problems = append(problems, "Sharp needs a positive interval")
+		}
 	}
 	if h.Kind == spec.KindIndex && o.ID == "" {
 		problems = append(problems, "an index needs a name")

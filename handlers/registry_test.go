@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -97,5 +98,35 @@ func TestGenericFunctionsAreNamedWithoutTheirTypeArguments(t *testing.T) {
 	handlers.OnCreate(r, genericFn[int])
 	if got := ids(r); len(got) != 1 || got[0] != "genericFn" {
 		t.Errorf("ids = %v, want [genericFn]", got)
+	}
+}
+
+func TestTheZeroRegistryIsReady(t *testing.T) {
+	var reg handlers.Registry
+	handlers.OnCreate(&reg, func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
+		c.Info("Seen", "pod %s", pod.Name)
+		return nil, nil
+	})
+	if err := reg.Err(); err != nil || len(handlers.HandlersOf(&reg)) != 1 {
+		t.Fatalf("err = %v, handlers = %d", err, len(handlers.HandlersOf(&reg)))
+	}
+	posted := 0
+	c := handlers.CauseWith(&reg, "create_fn", &handlers.Extras{Post: func(string, string, string) { posted++ }})
+	if _, err := handlers.HandlersOf(&reg)[0].Call(context.Background(), &corev1.Pod{}, c); err != nil || posted != 1 {
+		t.Fatalf("call: err = %v, events posted = %d", err, posted)
+	}
+}
+
+func TestTimerSchedulesThatCannotWorkAreBadRegistrations(t *testing.T) {
+	fn := func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) { return nil, nil }
+	for want, register := range map[string]func(*handlers.Registry){
+		"interval cannot be negative":     func(r *handlers.Registry) { handlers.OnTimer(r, -time.Second, fn, handlers.Idle(time.Second)) },
+		"Sharp needs a positive interval": func(r *handlers.Registry) { handlers.OnTimer(r, 0, fn, handlers.Idle(time.Second), handlers.Sharp()) },
+	} {
+		r := handlers.NewRegistry()
+		register(r)
+		if err := r.Err(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want one saying %q", err, want)
+		}
 	}
 }

@@ -72,6 +72,8 @@ func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *sp
 			obj := o.latest
 			s.mu.Unlock()
 			s.k.failedForGood(obj, id, v.err)
+		} else if v.ignored {
+			log.Info("daemon failed; the error is ignored as configured and it is not started again for this object", "error", v.err.Error())
 		} else {
 			log.Info("daemon returned; it is not started again for this object")
 		}

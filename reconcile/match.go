@@ -17,7 +17,7 @@ import (
 // raw is obj as a JSON-like map, or nil: then it is converted only if a
 // value filter needs it.
 func selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
-	if !matchMeta(r.Options.Labels, obj.GetLabels()) || !matchMeta(r.Options.Annotations, obj.GetAnnotations()) {
+	if !spec.MatchMetadata(r.Options.Labels, obj.GetLabels()) || !spec.MatchMetadata(r.Options.Annotations, obj.GetAnnotations()) {
 		return false
 	}
 	if o := r.Options; o.Value != nil && o.Field != "" {
@@ -36,16 +36,6 @@ func selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 		}
 	}
 	return r.Options.When == nil || r.Options.When(obj)
-}
-
-func matchMeta(filters map[string]spec.Filter, values map[string]string) bool {
-	for key, f := range filters {
-		v, ok := values[key]
-		if !f.Match(v, ok) {
-			return false
-		}
-	}
-	return true
 }
 
 // fieldValues returns a field's value in the old and new essence (nil and

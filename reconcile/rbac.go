@@ -203,7 +203,7 @@ type resolver struct {
 	mapper meta.RESTMapper
 }
 
-// handled returns the resource a registration handles; see resolveKind,
+// handled returns the resource a registration handles; see spec.ResolveKind,
 // which does the same for a running manager.
 func (res *resolver) handled(r *contract.Handler) (schema.GroupResource, error) {
 	switch o := r.Options; {

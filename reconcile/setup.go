@@ -225,7 +225,7 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 	}
 	b = b.WatchesRawSource(source.Channel(k.wake, &ctrlhandler.EnqueueRequestForObject{}))
 	seen := map[string]bool{}
-	for _, r := range append(append([]*contract.Handler{}, k.change...), append(k.level, k.spawned...)...) {
+	for _, r := range k.level { // Owns and Watches are options of OnReconcile
 		for _, owned := range r.Options.Owned {
 			if t := fmt.Sprintf("owns %T", owned); !seen[t] {
 				seen[t] = true

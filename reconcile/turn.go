@@ -303,6 +303,7 @@ func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extr
 		reason = handlers.ReasonCreate // a field handler on creation
 	}
 	c, x := t.k.baseCall(e.reg, t.obj, t.log.WithValues("handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
+	x.SubsAllowed = e.reg.Kind.Reason() != "" // change handlers
 	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
 	c.Patch = &t.patch

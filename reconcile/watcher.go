@@ -179,7 +179,12 @@ func (w *watcher) call(r *contract.Handler, obj client.Object, event handlers.Ev
 	w.mu.Unlock()
 	c, _ := w.k.baseCall(r, obj, w.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "event", event))
 	c.Event = event
-	out, err = w.k.call(ctx, r, obj, c)
+	// Index entries stay the values the function returned (they never go
+	// to the object), so no JSON conversion as for change handlers' results.
+	err = w.k.invoke(ctx, r, obj, c, func(ctx context.Context, arg client.Object) (err error) {
+		out, err = r.Call(ctx, arg, c)
+		return err
+	})
 	if err != nil {
 		c.Log.Error(err, "handler failed; the error is logged only")
 	}

@@ -21,6 +21,10 @@ type Extras[C, A any] struct {
 
 	// Warnings are the warnings an admission handler added.
 	Warnings []string
+
+	// SubsAllowed is true for the calls of change handlers, the only ones
+	// whose sub-handlers the engine runs.
+	SubsAllowed bool
 }
 
 // AddSub records a sub-handler registered during the call, or, with

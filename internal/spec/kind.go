@@ -47,10 +47,6 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// Change reports whether the kind is a change handler (create, update,
-// field, delete, resume).
-func (k Kind) Change() bool { return k >= KindCreate && k <= KindResume }
-
 // Reason is the cause a change handler of this kind is called for: "create",
 // "update" (field handlers too), "delete" or "resume"; "" for other kinds.
 func (k Kind) Reason() string {
@@ -62,9 +58,6 @@ func (k Kind) Reason() string {
 	}
 	return ""
 }
-
-// Activity reports whether the kind is an operator-level handler.
-func (k Kind) Activity() bool { return k >= KindStartup && k <= KindProbe }
 
 // Admission reports whether the kind is an admission handler.
 func (k Kind) Admission() bool { return k == KindValidate || k == KindMutate }
