@@ -118,7 +118,9 @@ type FieldSetting struct {
 // Field narrows a handler to one field, given as a dotted path such as
 // "spec.replicas" or "metadata.labels.app". For OnUpdate (and OnField) the
 // handler then runs only when that field changed, and receives the field's
-// old and new values instead of whole essences.
+// old and new values instead of whole essences. Handlers of other kinds
+// then see only the objects that have the field (as in Kopf), or, with
+// Value, whose field's value matches.
 func Field(path string) FieldSetting {
 	return FieldSetting{setting: set(func(d *draft) { d.Field = path })}
 }

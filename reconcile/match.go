@@ -20,10 +20,13 @@ func selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 	if !spec.MatchMetadata(r.Options.Labels, obj.GetLabels()) || !spec.MatchMetadata(r.Options.Annotations, obj.GetAnnotations()) {
 		return false
 	}
-	if o := r.Options; o.Value != nil && o.Field != "" {
+	if o := r.Options; o.Field != "" && (o.Value != nil || !changeOfField(r.Kind)) {
 		// Like Kopf's pre-match, a field's value filter selects objects by
 		// their current value; for change handlers the old value may match
-		// too, which the cause's own check covers.
+		// too, which the cause's own check covers. Without a value filter,
+		// a handler narrowed to a field selects the objects that have it,
+		// as in Kopf; update and field handlers are the exception: the
+		// field's change is what they are for, its removal included.
 		if raw == nil {
 			var err error
 			if raw, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
@@ -31,7 +34,7 @@ func selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 			}
 		}
 		v, ok := lookup(raw, strings.Split(o.Field, "."))
-		if !o.Value.Match(v, ok) {
+		if o.Value == nil && !ok || o.Value != nil && !o.Value.Match(v, ok) {
 			return false
 		}
 	}
@@ -59,3 +62,7 @@ func matchField(o spec.Options, ov any, oldOK bool, nv any, newOK bool) bool {
 	}
 	return o.New == nil || o.New.Match(nv, newOK)
 }
+
+// changeOfField reports whether handlers of the kind narrowed to a field
+// run for changes of that field (update and field handlers).
+func changeOfField(k spec.Kind) bool { return k == spec.KindUpdate || k == spec.KindField }
