@@ -180,7 +180,17 @@ func (s statusStorage) save(p *spec.Patch, obj map[string]any, st *state) error 
 		}
 	}
 	for id, rec := range st.Progress {
-		prog[id] = rec.patchValue()
+		value := rec.patchValue()
+		// Null whatever else the stored record holds: encoding/json reads
+		// keys in any case, so a stored "Success" would outlive the patch
+		// and still be read as the record's success.
+		stored, _ := storedProgress[id].(map[string]any)
+		for k := range stored {
+			if _, ok := value[k]; !ok {
+				value[k] = nil
+			}
+		}
+		prog[id] = value
 	}
 	_, hadProgress := stored["progress"]
 	switch {
