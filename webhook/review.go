@@ -9,6 +9,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -76,19 +77,22 @@ func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission
 // nil when the handler changed nothing or was not called.
 func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, current []byte) ([]byte, []string, error) {
 	op := handlers.Operation(req.Operation)
+	// Objects decode as the API server decodes them, keys case-sensitively:
+	// encoding/json would let a "Spec" or "dAtA" the API server ignores
+	// decide what the handler sees.
 	obj := h.reg.NewObject()
 	if op == handlers.OperationConnect {
 		// The request's object is the options of the connection, of another
 		// kind; the handler finds it in AdmissionRequest.Raw.
 		obj.SetName(req.Name)
 		obj.SetNamespace(req.Namespace)
-	} else if err := json.Unmarshal(current, obj); err != nil {
+	} else if err := utiljson.Unmarshal(current, obj); err != nil {
 		return nil, nil, fmt.Errorf("%s: decoding the object: %w", h.reg, err)
 	}
 	var old client.Object
 	if (op == handlers.OperationUpdate || op == handlers.OperationDelete) && len(req.OldObject.Raw) > 0 {
 		old = h.reg.NewObject()
-		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+		if err := utiljson.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return nil, nil, fmt.Errorf("%s: decoding the old object: %w", h.reg, err)
 		}
 	}
