@@ -196,7 +196,8 @@ func (s *scope) literal() []string {
 		return nil
 	}
 	for _, p := range s.patterns {
-		if strings.ContainsAny(p, "*?[!") {
+		// A backslash escapes in a glob: `a\b` handles "ab", not "a\b".
+		if strings.ContainsAny(p, `*?[!\`) {
 			return nil
 		}
 	}
