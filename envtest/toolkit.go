@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -116,7 +117,21 @@ func MainWith(m *testing.M, opts MainOptions) {
 	default:
 		logf.SetLogger(logr.Discard())
 	}
+	if fuzzWorker() {
+		// A fuzz worker runs one fuzz target, which needs no control plane;
+		// one would outlive the worker when the fuzzer stops it, and the
+		// fuzzer would wait for it forever.
+		os.Exit(m.Run())
+	}
 	os.Exit(runMain(m, opts))
+}
+
+// fuzzWorker reports whether this test binary is a worker of `go test
+// -fuzz`.
+func fuzzWorker() bool {
+	flag.Parse()
+	worker := flag.Lookup("test.fuzzworker")
+	return worker != nil && worker.Value.String() == "true"
 }
 
 // runMain is MainWith up to the exit code.
