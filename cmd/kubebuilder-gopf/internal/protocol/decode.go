@@ -189,8 +189,8 @@ func (d *decoder) value(limit int) ([]byte, error) {
 func (d *decoder) skip() error { return d.scan(nil, 0, 0) }
 
 // scan consumes the next value, appending its bytes to buf unless buf is
-// nil. It checks the structure (brackets, strings, separators) but leaves
-// the validation of copied values to encoding/json.
+// nil. It checks the value as encoding/json would, skipped or not, so that
+// a malformed request is an error wherever the fault is.
 func (d *decoder) scan(buf *bytes.Buffer, limit, depth int) error {
 	if depth > maxDepth {
 		return errors.New("nested too deeply")
@@ -246,33 +246,111 @@ func (d *decoder) scan(buf *bytes.Buffer, limit, depth int) error {
 		}
 	default:
 		// A number or a literal: everything up to the next delimiter.
-		n := 0
+		var tok token
 		for {
 			c, err := d.peek()
-			if err == io.EOF && n > 0 {
-				return nil
+			if err == io.EOF && tok.n > 0 {
+				break
 			}
 			if err != nil {
 				return err
 			}
 			if isDelimiter(c) {
-				if n == 0 {
+				if tok.n == 0 {
 					return fmt.Errorf("unexpected %q", c)
 				}
-				return nil
+				break
+			}
+			if !tok.next(c) {
+				return fmt.Errorf("invalid literal or number: unexpected %q", c)
 			}
 			if err := d.take(buf, limit); err != nil {
 				return err
 			}
-			n++
 		}
+		if !tok.complete() {
+			return errors.New("invalid literal or number: cut short")
+		}
+		return nil
 	}
 }
 
+// token follows a number or a literal (true, false, null) a byte at a time,
+// so that checking one holds nothing.
+type token struct {
+	word  string // the literal, once its first byte names one
+	n     int    // bytes seen
+	state int    // where in a number: one of the num constants
+}
+
+// Where a number is: after its sign, its integer part (a lone zero or
+// digits), its dot, its fraction, its "e", the exponent's sign, or the
+// exponent.
+const (
+	numStart = iota
+	numMinus
+	numZero
+	numInt
+	numDot
+	numFrac
+	numE
+	numExpSign
+	numExp
+)
+
+// next reports whether c may follow the bytes seen so far.
+func (t *token) next(c byte) bool {
+	if t.n == 0 {
+		switch c {
+		case 't':
+			t.word = "true"
+		case 'f':
+			t.word = "false"
+		case 'n':
+			t.word = "null"
+		}
+	}
+	t.n++
+	if t.word != "" {
+		return t.n <= len(t.word) && c == t.word[t.n-1]
+	}
+	digit := '0' <= c && c <= '9'
+	switch {
+	case t.state == numStart && c == '-':
+		t.state = numMinus
+	case (t.state == numStart || t.state == numMinus) && c == '0':
+		t.state = numZero
+	case (t.state == numStart || t.state == numMinus) && digit:
+		t.state = numInt
+	case t.state == numInt && digit:
+	case (t.state == numZero || t.state == numInt) && c == '.':
+		t.state = numDot
+	case (t.state == numDot || t.state == numFrac) && digit:
+		t.state = numFrac
+	case (t.state == numZero || t.state == numInt || t.state == numFrac) && (c == 'e' || c == 'E'):
+		t.state = numE
+	case t.state == numE && (c == '+' || c == '-'):
+		t.state = numExpSign
+	case (t.state == numE || t.state == numExpSign || t.state == numExp) && digit:
+		t.state = numExp
+	default:
+		return false
+	}
+	return true
+}
+
+// complete reports whether the bytes seen make a whole number or literal.
+func (t *token) complete() bool {
+	if t.word != "" {
+		return t.n == len(t.word)
+	}
+	return t.state == numZero || t.state == numInt || t.state == numFrac || t.state == numExp
+}
+
 // str consumes a string, quotes included, copying it to buf unless buf is
-// nil. It works a buffer at a time, finding quotes and backslashes with
-// bytes.IndexByte, so that skipping a large string is fast however many
-// escapes it holds.
+// nil. It checks the string as encoding/json would (no control characters,
+// only JSON's escapes) and works a buffer at a time, so that skipping a
+// large string holds nothing however many escapes it has.
 func (d *decoder) str(buf *bytes.Buffer, limit int) error {
 	c, err := d.peekNonSpace()
 	if err != nil {
@@ -284,44 +362,67 @@ func (d *decoder) str(buf *bytes.Buffer, limit int) error {
 	if err := d.take(buf, limit); err != nil {
 		return err
 	}
-	escaped := false // the previous buffer ended with a backslash
+	// Escapes may straddle buffers: escaped is set after a backslash, hex
+	// counts the digits of \uXXXX still to come.
+	escaped, hex := false, 0
 	for {
 		chunk, err := d.buffered()
 		if err != nil {
 			return unexpectedEOF(err)
 		}
-		i := 0
-		if escaped {
-			i, escaped = 1, false
-		}
-		quote := -1 // the next quote at or after i, once looked up
-		for i < len(chunk) {
-			if quote < i {
-				if quote = bytes.IndexByte(chunk[i:], '"'); quote >= 0 {
-					quote += i
-				} else {
-					quote = len(chunk)
+		for i := 0; i < len(chunk); i++ {
+			c := chunk[i]
+			if hex == 0 && !escaped && !special[c] {
+				continue
+			}
+			switch {
+			case c < 0x20:
+				return d.failAt(i, fmt.Errorf("invalid character %q in a string", c))
+			case hex > 0:
+				if !isHex(c) {
+					return d.failAt(i, fmt.Errorf("invalid character %q in a \\u escape", c))
 				}
+				hex--
+			case escaped:
+				escaped = false
+				switch c {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				case 'u':
+					hex = 4
+				default:
+					return d.failAt(i, fmt.Errorf("invalid escape %q in a string", []byte{'\\', c}))
+				}
+			case c == '\\':
+				escaped = true
+			case c == '"': // the closing quote
+				return d.copyN(buf, limit, chunk[:i+1])
 			}
-			backslash := bytes.IndexByte(chunk[i:quote], '\\')
-			if backslash < 0 {
-				i = quote
-				break
-			}
-			// The byte after a backslash is escaped, whatever it is (the hex
-			// digits of \uXXXX hold no quote or backslash).
-			i += backslash + 2
-			if i > len(chunk) {
-				i, escaped = len(chunk), true
-			}
-		}
-		if i < len(chunk) { // at the closing quote
-			return d.copyN(buf, limit, chunk[:i+1])
 		}
 		if err := d.copyN(buf, limit, chunk); err != nil {
 			return err
 		}
 	}
+}
+
+// failAt consumes the n buffered bytes before a fault, so that the error
+// names the fault's offset however the input was buffered, and returns err.
+func (d *decoder) failAt(n int, err error) error {
+	_ = d.advance(n)
+	return err
+}
+
+// special marks the bytes str must look at in a string: the closing
+// quote, the backslash and control characters.
+var special = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // buffered returns the bytes buffered so far, reading more when there are
