@@ -53,6 +53,23 @@ vet: ## Run go vet.
 test: manifests generate vet envtest kustomize ## Run all tests (unit and envtest integration) with the race detector.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -race -count=1 -timeout 20m ./...
 
+# The fuzz targets of the decoders of untrusted input, as package:target.
+# `make test` runs their seeds (testdata/fuzz and f.Add) like any test.
+FUZZ_TARGETS ?= ./reconcile:FuzzStoredState ./reconcile:FuzzNamespacePatterns ./webhook:FuzzReview ./cmd/kubebuilder-gopf/internal/protocol:FuzzDecode
+FUZZTIME ?= 1m
+# Extra flags for go test, e.g. FUZZ_FLAGS="-parallel 1" on a busy machine.
+FUZZ_FLAGS ?=
+
+# New inputs are minimized for 10s, not go test's 60s, which would eat
+# most of a short run. A failing input lands in the package's testdata/fuzz:
+# fix the decoder and commit the input as a seed.
+.PHONY: fuzz
+fuzz: envtest ## Fuzz each decoder for FUZZTIME (default 1m) each.
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzzing $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+	  KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $(FUZZ_FLAGS) $${t%%:*} || exit 1; \
+	done
+
 ##@ Build
 
 .PHONY: build
