@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,4 +176,18 @@ func namespacePrefix(test string) string {
 		name = "test"
 	}
 	return name + "-"
+}
+
+// NewScheme returns a scheme with client-go's built-in kinds and the kinds
+// of addToScheme (such as an API package's AddToScheme), for Run, New and
+// OperatorOptions.Scheme. It panics if one of them fails, as a test can do
+// nothing else then.
+func NewScheme(addToScheme ...func(*runtime.Scheme) error) *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
+		if err := add(scheme); err != nil {
+			panic(fmt.Sprintf("envtest: building a scheme: %v", err))
+		}
+	}
+	return scheme
 }

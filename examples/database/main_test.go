@@ -11,8 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/envtest"
@@ -23,12 +21,7 @@ func TestMain(m *testing.M) {
 	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"config/crd/bases"}})
 }
 
-var scheme = runtime.NewScheme()
-
-func init() {
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = dbv1.AddToScheme(scheme)
-}
+var scheme = envtest.NewScheme(dbv1.AddToScheme)
 
 func newDatabase(ns, name string, replicas int32, backups bool) *dbv1.Database {
 	return &dbv1.Database{

@@ -6,8 +6,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
@@ -18,12 +16,7 @@ func TestMain(m *testing.M) {
 	envtest.Main(m, envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}})
 }
 
-var scheme = runtime.NewScheme()
-
-func init() {
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = kopfv1.AddToScheme(scheme)
-}
+var scheme = envtest.NewScheme(kopfv1.AddToScheme)
 
 func TestTheCreateHandlerSaysHelloWorld(t *testing.T) {
 	g := NewWithT(t)
