@@ -13,7 +13,8 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // essence returns what change handlers care about in an object given as a
 // JSON-like map: every top-level field except apiVersion, kind, metadata and
 // status, plus metadata.labels and metadata.annotations without the keys
-// under ownPrefix and kubectl's last-applied configuration. Empty label and
+// under ownPrefix, those under the prefixes of Kopf operators (see
+// kopfMarked) and kubectl's last-applied configuration. Empty label and
 // annotation maps are left out. The result shares no maps with obj.
 func essence(obj map[string]any, ownPrefix string, extra [][]string) map[string]any {
 	out := make(map[string]any, len(obj))
@@ -31,8 +32,10 @@ func essence(obj map[string]any, ownPrefix string, extra [][]string) map[string]
 	}
 	if annotations, ok := meta["annotations"].(map[string]any); ok {
 		kept := map[string]any{}
+		kopf := kopfMarked(annotations)
 		for k, v := range annotations {
-			if k == lastAppliedAnnotation || strings.HasPrefix(k, ownPrefix+"/") {
+			prefix, _, _ := strings.Cut(k, "/")
+			if k == lastAppliedAnnotation || strings.HasPrefix(k, ownPrefix+"/") || kopf[prefix] {
 				continue
 			}
 			kept[k] = v

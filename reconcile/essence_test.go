@@ -64,9 +64,9 @@ func TestEssenceKeepsWhatHandlersCareAboutAndDropsTheRest(t *testing.T) {
 		obj:  `{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"spec\":{}}","note":"kept"}},"spec":{}}`,
 		want: `{"metadata":{"annotations":{"note":"kept"}},"spec":{}}`,
 	}, {
-		name: "Kopf's annotations are foreign to gopf and kept like any other",
-		obj:  `{"metadata":{"annotations":{"kopf.zalando.org/last-handled-configuration":"{\"spec\":{}}\n","kopf.zalando.org/create_fn":"{}"}}}`,
-		want: `{"metadata":{"annotations":{"kopf.zalando.org/create_fn":"{}","kopf.zalando.org/last-handled-configuration":"{\"spec\":{}}\n"}}}`,
+		name: "Kopf's annotations are Kopf's state and left out, as Kopf leaves them out",
+		obj:  `{"metadata":{"annotations":{"kopf.zalando.org/last-handled-configuration":"{\"spec\":{}}\n","kopf.zalando.org/create_fn":"{}","ops.example.com/kopf-managed":"yes","ops.example.com/x":"{}","other":"kept"}}}`,
+		want: `{"metadata":{"annotations":{"other":"kept"}}}`,
 	}, {
 		name: "empty labels and annotations leave no metadata",
 		obj:  `{"metadata":{"name":"x","labels":{},"annotations":{}},"spec":{}}`,

@@ -102,24 +102,38 @@ func TestSavingOnAnObjectHandledByKopfLeavesKopfsStateAlone(t *testing.T) {
 	}
 }
 
-func TestKopfsStateIsPartOfTheEssenceLikeAnyForeignAnnotation(t *testing.T) {
-	// Kopf's annotations are not gopf's: the essence keeps them (they do not
-	// change once Kopf is gone), and drops only gopf's own.
-	objs := kopfObjects(t)
-	obj := objs["kopfexample-flaky.yaml"]
+func TestKopfsStateIsNotPartOfTheEssence(t *testing.T) {
+	// Kopf's annotations are Kopf's state, not the object's: the essence
+	// leaves them out, as Kopf's own does, so that gopf compares with what
+	// Kopf stored and takes neither operator's bookkeeping for a change.
+	obj := kopfObjects(t)["kopfexample-flaky.yaml"]
 	if obj == nil {
 		t.Fatal("kopfexample-flaky.yaml is missing")
 	}
-	e := essence(obj, "gopf.dev", nil)
+	withForeign := deepCopyJSON(obj).(map[string]any)
+	withForeign["metadata"].(map[string]any)["annotations"].(map[string]any)["example.com/owner"] = "team-a"
+	e := essence(withForeign, "gopf.dev", nil)
 	annotations, _ := e["metadata"].(map[string]any)["annotations"].(map[string]any)
-	if want := kopfAnnotations(obj); !reflect.DeepEqual(annotations, want) {
-		t.Errorf("essence annotations =\n %v\nwant Kopf's\n %v", annotations, want)
+	if want := map[string]any{"example.com/owner": "team-a"}; !reflect.DeepEqual(annotations, want) {
+		t.Errorf("essence annotations =\n %v\nwant only the foreign one\n %v", annotations, want)
 	}
 	if _, ok := e["status"]; ok {
 		t.Error("the essence keeps Kopf's results in status")
 	}
 	if got, want := e["metadata"].(map[string]any)["labels"], map[string]any{"flaky": "yes"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("essence labels = %v, want %v", got, want)
+	}
+}
+
+func TestKopfMarkedPrefixesAreTheOnesKopfLeavesOutOfItsEssence(t *testing.T) {
+	annotations := map[string]any{
+		"kopf.zalando.org/x": "", "team.kopf.zalando.org/x": "", "kopf.example.com/x": "",
+		"ops.example.com/kopf-managed": "yes", "ops.example.com/create_fn": "",
+		"example.com/x": "", "notkopf.zalando.org.evil/x": "", "plain": "",
+	}
+	want := map[string]bool{"kopf.zalando.org": true, "team.kopf.zalando.org": true, "kopf.example.com": true, "ops.example.com": true}
+	if got := kopfMarked(annotations); !reflect.DeepEqual(got, want) {
+		t.Errorf("kopfMarked = %v, want %v", got, want)
 	}
 }
 

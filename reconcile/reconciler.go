@@ -69,6 +69,7 @@ type kindController struct {
 	memory    *memories
 	mu        sync.Mutex
 	store     storage // switched to annotations if the API server prunes status state
+	kopf      *kopfStore
 }
 
 var _ reconcile.Reconciler = (*kindController)(nil)
@@ -113,7 +114,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	// 1. Select the handlers whose filters accept the object.
 	change, level, spawn := k.selected(k.change, obj, t.raw), k.selected(k.level, obj, t.raw), k.selected(k.spawned, obj, t.raw)
 	deleting := obj.GetDeletionTimestamp() != nil
-	hasFinalizer := controllerutil.ContainsFinalizer(obj, k.finalizer)
+	hasFinalizer := k.holds(obj)
 	if len(change) == 0 && len(level) == 0 && len(spawn) == 0 && !hasFinalizer {
 		if k.spawner != nil {
 			k.spawner.sync(req.NamespacedName, obj, t.essence, nil)
@@ -138,7 +139,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	default:
 		// 2. The finalizer comes before any handler can cause side effects,
 		// and goes when nothing needs it.
-		if want := k.wantsFinalizer(req.NamespacedName, change, spawn); want != hasFinalizer {
+		if want := k.wantsFinalizer(req.NamespacedName, change, spawn); k.finalizerOutOfDate(obj, want) {
 			if err := k.setFinalizer(ctx, obj, want); err != nil {
 				return reconcile.Result{}, err
 			}
@@ -298,9 +299,27 @@ func (k *kindController) selects(r *contract.Handler, obj client.Object, raw map
 	return err == nil && selects(r, typed, raw)
 }
 
+// holds reports whether obj carries gopf's finalizer or that of the Kopf
+// operator gopf takes over from, which gopf answers for as for its own.
+func (k *kindController) holds(obj client.Object) bool {
+	return controllerutil.ContainsFinalizer(obj, k.finalizer) || controllerutil.ContainsFinalizer(obj, k.opts.KopfFinalizer)
+}
+
+// finalizerOutOfDate reports whether a live object's finalizers disagree
+// with want: gopf adds its own where neither it nor Kopf's is, and removes
+// its own when nothing needs it. Kopf's goes only with a deletion.
+func (k *kindController) finalizerOutOfDate(obj client.Object, want bool) bool {
+	if want {
+		return !k.holds(obj)
+	}
+	return controllerutil.ContainsFinalizer(obj, k.finalizer)
+}
+
 // setFinalizer adds or removes gopf's finalizer with a merge patch guarded by
 // the object's resourceVersion, so other controllers' finalizers are never
-// lost. A conflict is returned, and the reconcile is retried.
+// lost. Removing it from an object being deleted (its delete handlers are
+// done) removes Kopf's too, in the same patch. A conflict is returned, and
+// the reconcile is retried.
 func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
@@ -309,6 +328,9 @@ func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on
 		controllerutil.AddFinalizer(obj, k.finalizer)
 	} else {
 		controllerutil.RemoveFinalizer(obj, k.finalizer)
+		if obj.GetDeletionTimestamp() != nil {
+			controllerutil.RemoveFinalizer(obj, k.opts.KopfFinalizer)
+		}
 	}
 	err := k.writer.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if err != nil && !(apierrors.IsNotFound(err) && !on) {
@@ -390,7 +412,7 @@ func (t *turn) write(ctx context.Context) (err error) {
 // nil.
 func (t *turn) storageFallback() (map[string]any, error) {
 	k := t.k
-	if _, inStatus := t.store.(statusStorage); !inStatus {
+	if _, inStatus := baseStorage(t.store).(statusStorage); !inStatus {
 		return nil, nil
 	}
 	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
@@ -399,7 +421,7 @@ func (t *turn) storageFallback() (map[string]any, error) {
 	}
 	t.log.Info("WARNING: the API server dropped gopf's state from status (the status schema does not keep unknown fields); keeping the state of this kind in annotations from now on",
 		"field", t.store.where())
-	fallback := annotationStorage{prefix: k.opts.Prefix}
+	fallback := kopfFallback{annotationStorage{prefix: k.opts.Prefix}, k.kopf}
 	k.setStorage(fallback)
 	t.store = fallback
 	var p spec.Patch

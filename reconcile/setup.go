@@ -39,6 +39,13 @@ const (
 	// StorageAnnotations always keeps the state in annotations under
 	// Prefix; results still go to status, so a create costs one more write.
 	StorageAnnotations
+	// StorageKopf keeps the state as a Kopf operator does: Kopf's
+	// annotations under KopfPrefix, in Kopf's format, and KopfFinalizer as
+	// the finalizer. A team that moves to gopf runs in this mode until it
+	// no longer needs to roll back: the Kopf operator, started again,
+	// re-runs nothing that gopf did. Results go to status.<handler id>, as
+	// Kopf's do.
+	StorageKopf
 )
 
 // Options configure how a registry is compiled onto a manager. The zero
@@ -60,6 +67,22 @@ type Options struct {
 
 	// Storage says where the state is kept. Default: StorageAuto.
 	Storage Storage
+
+	// KopfPrefix is the annotation prefix of the Kopf operator this one
+	// takes over from (the prefix of Kopf's progress and diff-base
+	// storages). An object that carries no state of gopf's is handled from
+	// the state that operator left: an object Kopf handled is not handled
+	// again, an unfinished cause continues with Kopf's retry counts and
+	// delays. With StorageKopf, gopf keeps its state there. Default:
+	// DefaultKopfPrefix.
+	KopfPrefix string
+
+	// KopfFinalizer is that Kopf operator's finalizer (Kopf's
+	// settings.persistence.finalizer). gopf counts it as its own: it adds
+	// none of its own to an object that has it, and removes it, with its
+	// own, once the object's delete handlers are done; never earlier.
+	// Default: DefaultKopfFinalizer.
+	KopfFinalizer string
 
 	// DefaultBackoff is the delay before retrying a handler after an error
 	// that did not say how long to wait, unless the handler sets its own
@@ -105,6 +128,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StatusField == "" {
 		o.StatusField = "gopf"
+	}
+	if o.KopfPrefix == "" {
+		o.KopfPrefix = DefaultKopfPrefix
+	}
+	if o.KopfFinalizer == "" {
+		o.KopfFinalizer = DefaultKopfFinalizer
 	}
 	if o.DefaultBackoff <= 0 {
 		o.DefaultBackoff = 60 * time.Second
@@ -329,11 +358,14 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	} else {
 		kc.newObject = proto.NewObject
 	}
+	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, essenceOf: kc.essenceText, log: kc.log}
 	switch {
+	case opts.Storage == StorageKopf:
+		kc.store, kc.finalizer = kc.kopf, opts.KopfFinalizer
 	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && hasStatus:
-		kc.store = statusStorage{field: opts.StatusField}
+		kc.store = kopfFallback{statusStorage{field: opts.StatusField}, kc.kopf}
 	default:
-		kc.store = annotationStorage{prefix: opts.Prefix}
+		kc.store = kopfFallback{annotationStorage{prefix: opts.Prefix}, kc.kopf}
 	}
 	return kc, nil
 }
@@ -352,6 +384,7 @@ func (k *kindController) add(r *contract.Handler) {
 		k.indexes = append(k.indexes, r)
 	default:
 		k.change = append(k.change, r)
+		k.kopf.known(r.Options.ID)
 	}
 	if r.Options.Field != "" {
 		k.extra = append(k.extra, strings.Split(r.Options.Field, "."))

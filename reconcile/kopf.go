@@ -1,0 +1,590 @@
+package reconcile
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
+)
+
+// Kopf's defaults for what it keeps on objects (Kopf's
+// settings.persistence): the prefix of its annotations and its finalizer.
+const (
+	// DefaultKopfPrefix is the prefix of the annotations of a Kopf operator
+	// with default settings.
+	DefaultKopfPrefix = "kopf.zalando.org"
+	// DefaultKopfFinalizer is the finalizer of a Kopf operator with default
+	// settings.
+	DefaultKopfFinalizer = "kopf.zalando.org/KopfFinalizerMarker"
+)
+
+// Names Kopf uses under its prefix besides handler ids.
+const (
+	kopfEssenceName = "last-handled-configuration"
+	kopfTouchName   = "touch-dummy"
+	kopfMarkerName  = "kopf-managed"
+)
+
+// kopfStore reads the state a Kopf operator left on objects of one kind
+// and, for StorageKopf, also keeps gopf's state in that format:
+//
+//   - the last-handled essence in <prefix>/last-handled-configuration, as
+//     compact JSON with metadata last and a trailing newline;
+//   - one progress record per handler of an unfinished cause in
+//     <prefix>/<handler id> (ids mangled and shortened as Kopf does, see
+//     kopfKeys), with Kopf's fields; records in status.kopf.progress (where
+//     Kopf kept them before it moved to annotations) are read too.
+//
+// A Kopf record names a handler only through its mangled id, so the store
+// knows the ids of the kind's handlers; a record of any other handler is
+// left alone, with one warning per record name.
+type kopfStore struct {
+	prefix    string
+	ids       []string                       // handler ids of the kind, in registration order
+	essenceOf func(obj map[string]any) string // the object's current essence, as gopf computes it
+	log       logr.Logger
+	warned    sync.Map // annotation key or status id → true
+}
+
+// known adds a handler id of the kind.
+func (s *kopfStore) known(id string) {
+	for _, have := range s.ids {
+		if have == id {
+			return
+		}
+	}
+	s.ids = append(s.ids, id)
+}
+
+func (s *kopfStore) where() string {
+	return "annotations " + s.prefix + "/* (Kopf's format)"
+}
+
+// kopfRecord is one handler's progress as Kopf stores it; the field order
+// is Kopf's.
+type kopfRecord struct {
+	Started *string  `json:"started,omitempty"`
+	Stopped *string  `json:"stopped,omitempty"`
+	Delayed *string  `json:"delayed,omitempty"`
+	Purpose *string  `json:"purpose,omitempty"`
+	Retries int      `json:"retries"`
+	Success bool     `json:"success"`
+	Failure bool     `json:"failure"`
+	Message *string  `json:"message,omitempty"`
+	Subrefs []string `json:"subrefs,omitempty"`
+}
+
+// found is the Kopf state on one object: the essence text, and each
+// handler's record with the keys it was found under.
+type found struct {
+	essence     string
+	essenceKeys []string
+	records     map[string]*kopfRecord
+	keys        map[string][]string // annotation keys of each record (none if in status)
+	inStatus    map[string]bool     // records in status.kopf.progress
+	touchKeys   []string
+}
+
+// scan finds the Kopf state on obj. Unreadable state is an error naming
+// where it is.
+func (s *kopfStore) scan(obj map[string]any) (*found, error) {
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	rsd := replicaSetOfDeployment(obj)
+	f := &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
+	claimed := map[string]bool{}
+	for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
+		if text, ok := annotations[key].(string); ok {
+			if f.essence == "" {
+				f.essence = text
+			}
+			f.essenceKeys = append(f.essenceKeys, key)
+			claimed[key] = true
+		}
+	}
+	for _, key := range kopfKeys(s.prefix, kopfTouchName, rsd) {
+		if _, ok := annotations[key]; ok {
+			f.touchKeys = append(f.touchKeys, key)
+			claimed[key] = true
+		}
+	}
+	claimed[s.prefix+"/"+kopfMarkerName] = true
+	read := func(id, key string) error {
+		text, _ := annotations[key].(string)
+		var rec kopfRecord
+		if err := json.Unmarshal([]byte(text), &rec); err != nil {
+			return fmt.Errorf("Kopf's progress annotation %s is not a progress record: %w", key, err)
+		}
+		if f.records[id] == nil {
+			f.records[id] = &rec
+		}
+		f.keys[id] = append(f.keys[id], key)
+		claimed[key] = true
+		return nil
+	}
+	for _, id := range s.ids {
+		for _, key := range kopfKeys(s.prefix, id, rsd) {
+			if _, ok := annotations[key]; ok {
+				if err := read(id, key); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	// The rest under the prefix: records of sub-handlers (<parent>/<sub>,
+	// written <parent>.<sub>), or of handlers this operator does not have.
+	var rest []string
+	for key := range annotations {
+		if strings.HasPrefix(key, s.prefix+"/") && !claimed[key] {
+			rest = append(rest, key)
+		}
+	}
+	sort.Strings(rest)
+	for _, key := range rest {
+		if id := s.subID(strings.TrimPrefix(key, s.prefix+"/")); id != "" {
+			if err := read(id, key); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		s.warnUnknown(key)
+	}
+	status, _ := obj["status"].(map[string]any)
+	kopfStatus, _ := status["kopf"].(map[string]any)
+	progress, _ := kopfStatus["progress"].(map[string]any)
+	for id, raw := range progress {
+		if !s.owns(id) {
+			s.warnUnknown("status.kopf.progress." + id)
+			continue
+		}
+		data, err := json.Marshal(raw)
+		var rec kopfRecord
+		if err == nil {
+			err = json.Unmarshal(data, &rec)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("Kopf's status.kopf.progress.%s is not a progress record: %w", id, err)
+		}
+		f.inStatus[id] = true
+		if f.records[id] == nil { // annotations first, as Kopf reads them
+			f.records[id] = &rec
+		}
+	}
+	return f, nil
+}
+
+// subID returns the id of a sub-handler record written under name (the
+// mangled <parent>/<sub>), or "" if name belongs to no handler of the kind.
+func (s *kopfStore) subID(name string) string {
+	best := ""
+	for _, id := range s.ids {
+		if safe := kopfSafeName(id) + "."; strings.HasPrefix(name, safe) && len(safe) > len(best) {
+			best = id
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return best + "/" + strings.TrimPrefix(name, kopfSafeName(best)+".")
+}
+
+// owns reports whether a status record's id is a handler of the kind or a
+// sub-handler of one.
+func (s *kopfStore) owns(id string) bool {
+	for _, have := range s.ids {
+		if id == have || strings.HasPrefix(id, have+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *kopfStore) warnUnknown(where string) {
+	if _, done := s.warned.LoadOrStore(where, true); done {
+		return
+	}
+	s.log.Info("WARNING: Kopf's progress names a handler this operator does not have; gopf leaves that record alone. "+
+		"If the handler exists under another id, register it with handlers.ID and Kopf's id to continue where Kopf stopped",
+		"record", where, "handlers", s.ids)
+}
+
+// load returns Kopf's state on obj as gopf's, nil if there is none.
+func (s *kopfStore) load(obj map[string]any) (*state, error) {
+	f, err := s.scan(obj)
+	if err != nil {
+		return nil, err
+	}
+	return s.toState(obj, f)
+}
+
+func (s *kopfStore) toState(obj map[string]any, f *found) (*state, error) {
+	st := &state{}
+	if f.essence != "" {
+		normal, err := normalJSON(f.essence)
+		if err != nil {
+			return nil, fmt.Errorf("Kopf's annotation %s does not hold a JSON object: %w", f.essenceKeys[0], err)
+		}
+		st.Essence = normal
+	}
+	current := ""
+	for id, rec := range f.records {
+		p, err := rec.progress(obj, st.Essence != "")
+		if err != nil {
+			return nil, fmt.Errorf("Kopf's progress record of %q: %w", id, err)
+		}
+		if p.finished() {
+			// Kopf's records apply to the cause as it stands: a handler that
+			// succeeded is done with the object as it is now.
+			if current == "" {
+				current = s.essenceOf(obj)
+			}
+			p.Handled = current
+		}
+		if st.Progress == nil {
+			st.Progress = map[string]*progress{}
+		}
+		st.Progress[id] = p
+	}
+	if st.Essence == "" && len(st.Progress) == 0 {
+		return nil, nil
+	}
+	return st, nil
+}
+
+// progress turns a Kopf record into gopf's. A record without a purpose
+// (older Kopf) is for the cause the object shows: delete while it is being
+// deleted, update once it was handled, create before.
+func (r *kopfRecord) progress(obj map[string]any, handled bool) (*progress, error) {
+	p := &progress{Retries: r.Retries, Success: r.Success, Failure: r.Failure}
+	switch {
+	case r.Purpose != nil:
+		p.Purpose = handlers.Reason(*r.Purpose)
+	case deletionRequested(obj):
+		p.Purpose = handlers.ReasonDelete
+	case handled:
+		p.Purpose = handlers.ReasonUpdate
+	default:
+		p.Purpose = handlers.ReasonCreate
+	}
+	p.Started = time.Now().UTC().Truncate(time.Microsecond)
+	if r.Started != nil {
+		t, err := parseKopfTime(*r.Started)
+		if err != nil {
+			return nil, fmt.Errorf("started: %w", err)
+		}
+		p.Started = t
+	}
+	if r.Delayed != nil && !p.finished() {
+		t, err := parseKopfTime(*r.Delayed)
+		if err != nil {
+			return nil, fmt.Errorf("delayed: %w", err)
+		}
+		p.Delayed = &t
+	}
+	if r.Message != nil {
+		p.Message = *r.Message
+	}
+	return p, nil
+}
+
+// kopfRecordOf is gopf's record in Kopf's format; stopped is when the
+// handler finished, if it did.
+func kopfRecordOf(p *progress, stopped *time.Time) *kopfRecord {
+	purpose, started := string(p.Purpose), formatKopfTime(p.Started)
+	r := &kopfRecord{Started: &started, Purpose: &purpose, Retries: p.Retries, Success: p.Success, Failure: p.Failure}
+	if stopped != nil && p.finished() {
+		text := formatKopfTime(*stopped)
+		r.Stopped = &text
+	}
+	if p.Delayed != nil && !p.finished() {
+		text := formatKopfTime(*p.Delayed)
+		r.Delayed = &text
+	}
+	if p.Message != "" {
+		r.Message = &p.Message
+	}
+	return r
+}
+
+// save writes st in Kopf's format: what changed of the essence and the
+// records, so that records of finished handlers keep their stopped time.
+// It rounds the times in st to Kopf's precision (microseconds), so that st
+// is what a load of the saved object returns.
+func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
+	f, err := s.scan(obj)
+	if err != nil {
+		f = &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	rsd := replicaSetOfDeployment(obj)
+	set := func(key string, value *string) {
+		old, there := annotations[key].(string)
+		if value == nil && there || value != nil && (!there || old != *value) {
+			p.SetAnnotation(key, value)
+		}
+	}
+	if st.Essence != "" {
+		text, err := kopfEssenceText(st.Essence)
+		if err != nil {
+			return fmt.Errorf("the essence cannot be written in Kopf's format: %w", err)
+		}
+		for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
+			set(key, &text)
+		}
+	} else {
+		for _, key := range f.essenceKeys {
+			set(key, nil)
+		}
+	}
+	for id := range f.records {
+		if _, keep := st.Progress[id]; !keep {
+			s.purgeRecord(p, f, id)
+		}
+	}
+	now := time.Now()
+	for id, rec := range st.Progress {
+		rec.Started = rec.Started.UTC().Truncate(time.Microsecond)
+		if rec.Delayed != nil {
+			d := rec.Delayed.UTC().Truncate(time.Microsecond)
+			rec.Delayed = &d
+		}
+		stopped := &now
+		if old := f.records[id]; old != nil {
+			if was, err := old.progress(obj, st.Essence != ""); err == nil && sameRecord(was, rec) {
+				continue // unchanged: keep Kopf's text, stopped time and all
+			}
+			if old.Stopped != nil && (old.Success || old.Failure) {
+				if t, err := parseKopfTime(*old.Stopped); err == nil {
+					stopped = &t
+				}
+			}
+		}
+		data, err := jsonMarshal(kopfRecordOf(rec, stopped))
+		if err != nil {
+			return err
+		}
+		text := string(data)
+		for _, key := range kopfKeys(s.prefix, id, rsd) {
+			set(key, &text)
+		}
+	}
+	if marker := s.prefix + "/" + kopfMarkerName; !strings.HasPrefix(s.prefix, "kopf.") && (st.Essence != "" || len(st.Progress) > 0) {
+		// Kopf marks a prefix of its own choosing, so that other Kopf
+		// operators (and gopf) keep its annotations out of the essence.
+		if _, there := annotations[marker]; !there {
+			yes := "yes"
+			p.SetAnnotation(marker, &yes)
+		}
+	}
+	return nil
+}
+
+// sameRecord compares two records as Kopf stores them (without what
+// gopf alone keeps: the essence a success applies to).
+func sameRecord(a, b *progress) bool {
+	x, y := *a, *b
+	x.Handled, y.Handled = "", ""
+	return (&state{Progress: map[string]*progress{"": &x}}).encode() == (&state{Progress: map[string]*progress{"": &y}}).encode()
+}
+
+// purgeRecord removes one handler's record wherever Kopf keeps it.
+func (s *kopfStore) purgeRecord(p *spec.Patch, f *found, id string) {
+	for _, key := range f.keys[id] {
+		p.SetAnnotation(key, nil)
+	}
+	if f.inStatus[id] {
+		spec.MergeStatus(p, "kopf", map[string]any{"progress": map[string]any{id: nil}})
+	}
+}
+
+// purge removes Kopf's state of the kind's handlers from obj: the
+// essence, the records and the touch annotation. Records of handlers the
+// operator does not have, Kopf's marker and Kopf's finalizer stay.
+func (s *kopfStore) purge(p *spec.Patch, obj map[string]any) {
+	f, err := s.scan(obj)
+	if err != nil {
+		return // unreadable: leave it for a person to look at
+	}
+	for _, key := range append(f.essenceKeys, f.touchKeys...) {
+		p.SetAnnotation(key, nil)
+	}
+	for id := range f.records {
+		s.purgeRecord(p, f, id)
+	}
+}
+
+// kopfFallback is gopf's own storage, which reads Kopf's state for objects
+// that carry none of gopf's: an operator taking over from Kopf continues
+// where Kopf stopped. Once gopf stores its own state on an object, Kopf's
+// goes in the same write: objects move to gopf's storage one by one, as
+// gopf handles them.
+type kopfFallback struct {
+	storage
+	kopf *kopfStore
+}
+
+func (s kopfFallback) load(obj map[string]any) (*state, error) {
+	st, err := s.storage.load(obj)
+	if st != nil || err != nil {
+		return st, err
+	}
+	return s.kopf.load(obj)
+}
+
+func (s kopfFallback) save(p *spec.Patch, obj map[string]any, st *state) error {
+	if err := s.storage.save(p, obj, st); err != nil {
+		return err
+	}
+	s.kopf.purge(p, obj)
+	return nil
+}
+
+// baseStorage returns the storage gopf keeps its own state in.
+func baseStorage(s storage) storage {
+	if f, ok := s.(kopfFallback); ok {
+		return f.storage
+	}
+	return s
+}
+
+// kopfEssenceText writes an essence (compact JSON) as Kopf writes it:
+// the top-level fields in the order of the object, which for objects the
+// API server stores as JSON is alphabetical, then metadata (labels, then
+// annotations), and a newline.
+func kopfEssenceText(essence string) (string, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(essence), &m); err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	write := func(key string, value []byte) {
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		k, _ := jsonMarshal(key)
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(value)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if k != "metadata" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		write(k, m[k])
+	}
+	if raw, ok := m["metadata"]; ok {
+		var meta map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return "", err
+		}
+		var inner bytes.Buffer
+		order := []string{"labels", "annotations"}
+		var others []string
+		for k := range meta {
+			if k != "labels" && k != "annotations" {
+				others = append(others, k)
+			}
+		}
+		sort.Strings(others)
+		inner.WriteByte('{')
+		for _, k := range append(order, others...) {
+			v, ok := meta[k]
+			if !ok {
+				continue
+			}
+			if inner.Len() > 1 {
+				inner.WriteByte(',')
+			}
+			key, _ := jsonMarshal(k)
+			inner.Write(key)
+			inner.WriteByte(':')
+			inner.Write(v)
+		}
+		inner.WriteByte('}')
+		write("metadata", inner.Bytes())
+	}
+	buf.WriteString("}\n")
+	return buf.String(), nil
+}
+
+// normalJSON re-encodes a JSON object the way gopf encodes essences (keys
+// sorted, numbers as written), so that Kopf's essence and gopf's compare as
+// text.
+func normalJSON(text string) (string, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return "", err
+	}
+	if m == nil {
+		return "", fmt.Errorf("null")
+	}
+	data, err := jsonMarshal(m)
+	return string(data), err
+}
+
+// kopfMarked returns the annotation prefixes that hold a Kopf operator's
+// state, which no essence includes (Kopf's own rule, so that operators do
+// not take each other's state for changes): kopf.zalando.org and its
+// subdomains, prefixes Kopf marked with <prefix>/kopf-managed, and
+// prefixes starting with "kopf.", which Kopf does not mark because it
+// takes them for its own.
+func kopfMarked(annotations map[string]any) map[string]bool {
+	var out map[string]bool
+	for key := range annotations {
+		prefix, name, ok := strings.Cut(key, "/")
+		if !ok {
+			continue
+		}
+		if name == kopfMarkerName || prefix == DefaultKopfPrefix || strings.HasSuffix(prefix, "."+DefaultKopfPrefix) || strings.HasPrefix(prefix, "kopf.") {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[prefix] = true
+		}
+	}
+	return out
+}
+
+// replicaSetOfDeployment reports a ReplicaSet owned by a Deployment, whose
+// Kopf keys carry a mark (see kopfKeys).
+func replicaSetOfDeployment(obj map[string]any) bool {
+	if kind, _ := obj["kind"].(string); kind != "ReplicaSet" {
+		return false
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	owners, _ := meta["ownerReferences"].([]any)
+	for _, o := range owners {
+		if m, _ := o.(map[string]any); m["kind"] == "Deployment" {
+			return true
+		}
+	}
+	return false
+}
+
+// deletionRequested reports a deletionTimestamp on obj.
+func deletionRequested(obj map[string]any) bool {
+	meta, _ := obj["metadata"].(map[string]any)
+	return meta["deletionTimestamp"] != nil
+}
+
+// essenceText is the essence of obj as gopf stores it.
+func (k *kindController) essenceText(obj map[string]any) string {
+	data, _ := jsonMarshal(essence(obj, k.opts.Prefix, k.extra))
+	return string(data)
+}
