@@ -1,0 +1,238 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/envtest"
+	"github.com/gopf-dev/gopf/handlers"
+	gopfreconcile "github.com/gopf-dev/gopf/reconcile"
+)
+
+// settle is how long a test watches an operator that should do nothing.
+const settle = 2 * time.Second
+
+// kopfFixture reads an object of testdata/kopf-state as Kopf left it.
+func kopfFixture(t *testing.T, file string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "kopf-state", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &u.Object); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return u
+}
+
+// recreateAsKopfLeftIt creates the object of a fixture in ns as Kopf left
+// it (see testdata/kopf-state/README.md): without the fields the API server
+// sets, its status written through the status subresource, and deleted if
+// Kopf saw it being deleted (Kopf's finalizer holds it).
+func recreateAsKopfLeftIt(t *testing.T, ns, file string) *unstructured.Unstructured {
+	t.Helper()
+	ctx := context.Background()
+	u := kopfFixture(t, file)
+	deleting := u.GetDeletionTimestamp() != nil
+	status, hasStatus := u.Object["status"]
+	delete(u.Object, "status")
+	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+		unstructured.RemoveNestedField(u.Object, "metadata", f)
+	}
+	u.SetNamespace(ns)
+	if err := k8s.Create(ctx, u); err != nil {
+		t.Fatalf("creating %s: %v", file, err)
+	}
+	if hasStatus {
+		u.Object["status"] = status
+		if err := k8s.Status().Update(ctx, u); err != nil {
+			t.Fatalf("writing the status of %s: %v", file, err)
+		}
+	}
+	if deleting {
+		if err := k8s.Delete(ctx, u); err != nil {
+			t.Fatalf("deleting %s: %v", file, err)
+		}
+	}
+	return u
+}
+
+// kopfHandlers are the handlers of testdata/kopf-state/handlers.py, with
+// Kopf's ids, recording their calls; flaky_fn fails as it did under Kopf.
+// A level handler counts the reconciles of each object, so that a test
+// knows gopf has looked at it.
+func kopfHandlers(cs *envtest.Calls, reconciled *envtest.Calls) *handlers.Registry {
+	reg := handlers.NewRegistry()
+	result := func(v map[string]any) handlers.HandlerFunc[*kopfv1.KopfExample] {
+		return func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+			cs.Record(c)
+			return v, nil
+		}
+	}
+	handlers.OnCreate(reg, result(map[string]any{"message": "hello world"}), handlers.ID("create_fn"))
+	handlers.OnUpdate(reg, result(map[string]any{"message": "updated"}), handlers.ID("update_fn"))
+	handlers.OnField(reg, "spec.field", func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		return map[string]any{"old": c.Old, "new": c.New}, nil
+	}, handlers.ID("field_fn/spec.field"))
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		return nil, handlers.Temporary(errors.New("not yet"), 600*time.Second)
+	}, handlers.ID("flaky_fn"), handlers.Labels{"flaky": "yes"})
+	handlers.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		if obj.Labels["stuck-delete"] == "yes" && c.Retry == 0 {
+			return nil, handlers.Temporary(errors.New("cannot delete yet"), 600*time.Second)
+		}
+		return nil, nil
+	}, handlers.ID("delete_fn"))
+	handlers.OnCreate(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		yes := "yes"
+		c.Patch.SetLabel("seen", &yes)
+		return map[string]any{"ok": true}, nil
+	}, handlers.ID("cm_create"), handlers.Labels{"capture": "yes"})
+	handlers.OnDelete(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		return nil, nil
+	}, handlers.ID("cm_delete"), handlers.Labels{"capture": "yes"})
+	handlers.OnReconcile(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (reconcile.Result, error) {
+		c.HandlerID = obj.Name
+		reconciled.Record(c)
+		return reconcile.Result{}, nil
+	})
+	handlers.OnReconcile(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (reconcile.Result, error) {
+		c.HandlerID = cm.Name
+		reconciled.Record(c)
+		return reconcile.Result{}, nil
+	}, handlers.Labels{"capture": "yes"})
+	return reg
+}
+
+var kopfHandlerIDs = []string{"create_fn", "update_fn", "field_fn/spec.field", "flaky_fn", "delete_fn", "cm_create", "cm_delete"}
+
+// callsBut returns how many calls the handlers other than except got.
+func callsBut(cs *envtest.Calls, except ...string) map[string]int {
+	out := map[string]int{}
+	for _, id := range kopfHandlerIDs {
+		if n := cs.Count(id); n > 0 && !contains(except, id) {
+			out[id] = n
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// takeOver recreates a fixture and starts gopf with Kopf's handlers on it.
+func takeOver(t *testing.T, file string) (obj *unstructured.Unstructured, cs, reconciled *envtest.Calls, requests *envtest.RequestCounter) {
+	t.Helper()
+	ns := newNamespace(t)
+	obj = recreateAsKopfLeftIt(t, ns, file)
+	cs, reconciled, requests = &envtest.Calls{}, &envtest.Calls{}, &envtest.RequestCounter{}
+	runOperator(t, ns, kopfHandlers(cs, reconciled), func(o *envtest.OperatorOptions) { o.Requests = requests })
+	return obj, cs, reconciled, requests
+}
+
+// current reads obj back from the API server.
+func current(g Gomega, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(obj.GroupVersionKind())
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), u)).To(Succeed())
+	return u
+}
+
+func kopfStateOf(u *unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for k, v := range u.GetAnnotations() {
+		if strings.HasPrefix(k, gopfreconcile.DefaultKopfPrefix+"/") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func testHandledByKopfIsNotHandledAgain(t *testing.T, file string) {
+	g := NewWithT(t)
+	obj, cs, reconciled, requests := takeOver(t, file)
+	before := kopfStateOf(obj)
+	resource := strings.ToLower(obj.GetKind()) + "s"
+	g.Expect(reconciled.WaitCount(context.Background(), obj.GetName(), 1)).To(Succeed())
+	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(BeEmpty(), "no handler runs again")
+	g.Expect(requests.Writes(resource)).To(BeZero(), "taking over an object Kopf handled writes nothing")
+	after := current(g, obj)
+	g.Expect(kopfStateOf(after)).To(Equal(before))
+	g.Expect(after.GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}), "Kopf's finalizer stays on a live object")
+}
+
+func TestTakingOverFromKopfACreatedObjectCallsNoHandlerAndWritesNothing(t *testing.T) {
+	testHandledByKopfIsNotHandledAgain(t, "kopfexample-created.yaml")
+}
+
+func TestTakingOverFromKopfAnUpdatedObjectCallsNoHandlerAndWritesNothing(t *testing.T) {
+	testHandledByKopfIsNotHandledAgain(t, "kopfexample-updated.yaml")
+}
+
+func TestTakingOverFromKopfAConfigMapCallsNothingAndReleasesKopfsFinalizerOnlyOnDeletion(t *testing.T) {
+	g := NewWithT(t)
+	obj, cs, reconciled, requests := takeOver(t, "configmap-captured.yaml")
+	g.Expect(reconciled.WaitCount(context.Background(), obj.GetName(), 1)).To(Succeed())
+	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(BeEmpty(), "no handler runs again")
+	g.Expect(requests.Writes("configmaps")).To(BeZero(), "taking over an object Kopf handled writes nothing")
+	g.Expect(current(g, obj).GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}), "Kopf's finalizer stays on a live object")
+
+	g.Expect(k8s.Delete(context.Background(), obj)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), &corev1.ConfigMap{}))
+	}, timeout).Should(BeTrue(), "the delete path releases Kopf's finalizer")
+	g.Expect(cs.Count("cm_delete")).To(Equal(1))
+	g.Expect(callsBut(cs, "cm_delete")).To(BeEmpty())
+}
+
+func TestTakingOverFromKopfAFlakyCreateContinuesItsRetriesAndNothingElse(t *testing.T) {
+	g := NewWithT(t)
+	obj, cs, _, _ := takeOver(t, "kopfexample-flaky.yaml")
+	g.Expect(cs.WaitCount(context.Background(), "flaky_fn", 1)).To(Succeed())
+	g.Expect(cs.Of("flaky_fn")[0].Retry).To(Equal(1), "the retry continues Kopf's count")
+	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(Equal(map[string]int{"flaky_fn": 1}),
+		"create_fn and field_fn succeeded under Kopf; flaky_fn waits 600 s")
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "progress", "flaky_fn", "retries") }, timeout).Should(BeNumerically("==", 2))
+	after := current(g, obj)
+	g.Expect(kopfStateOf(after)).To(BeEmpty(), "gopf's own state replaced Kopf's on this object")
+	g.Expect(after.GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}))
+}
+
+func TestTakingOverFromKopfADeletionRunsTheDeleteHandlerOnceAndReleasesTheObject(t *testing.T) {
+	g := NewWithT(t)
+	obj, cs, _, _ := takeOver(t, "kopfexample-deleting.yaml")
+	g.Eventually(func() bool {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), &kopfv1.KopfExample{})
+		return apierrors.IsNotFound(err)
+	}, timeout).Should(BeTrue(), "the object is gone: no finalizer is left")
+	g.Expect(cs.Of("delete_fn")).To(HaveLen(1))
+	g.Expect(cs.Of("delete_fn")[0].Retry).To(Equal(1), "the retry continues Kopf's count")
+	g.Expect(callsBut(cs, "delete_fn")).To(BeEmpty())
+}
