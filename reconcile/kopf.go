@@ -316,8 +316,9 @@ func kopfRecordOf(p *progress, stopped *time.Time) *kopfRecord {
 
 // save writes st in Kopf's format: what changed of the essence and the
 // records, so that records of finished handlers keep their stopped time.
-// It rounds the times in st to Kopf's precision (microseconds), so that st
-// is what a load of the saved object returns.
+// It rounds the times in st to Kopf's precision (microseconds) and gives
+// the records of an object not handled yet Kopf's purpose, create, so that
+// st is what a load of the saved object returns.
 func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 	f, err := s.scan(obj)
 	if err != nil {
@@ -352,6 +353,11 @@ func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 	}
 	now := time.Now()
 	for id, rec := range st.Progress {
+		if st.Essence == "" && rec.Purpose == handlers.ReasonUpdate {
+			// Nothing handled yet: every record is for the creation, field
+			// handlers' included, as Kopf records them.
+			rec.Purpose = handlers.ReasonCreate
+		}
 		rec.Started = rec.Started.UTC().Truncate(time.Microsecond)
 		if rec.Delayed != nil {
 			d := rec.Delayed.UTC().Truncate(time.Microsecond)
