@@ -95,7 +95,7 @@ type peer struct {
 }
 
 func (p peer) alive(now time.Time) bool {
-	seen, err := time.Parse(time.RFC3339, p.LastSeen)
+	seen, err := parseKopfTime(p.LastSeen) // Kopf writes isoformat(), older releases without an offset
 	return err == nil && now.Before(seen.Add(time.Duration(p.Lifetime)*time.Second))
 }
 
@@ -231,7 +231,7 @@ func (p *peering) decide(ctx context.Context) time.Duration {
 			expired = append(expired, id)
 			continue
 		}
-		seen, _ := time.Parse(time.RFC3339, other.LastSeen)
+		seen, _ := parseKopfTime(other.LastSeen)
 		left := seen.Add(time.Duration(other.Lifetime) * time.Second).Sub(now)
 		switch {
 		case other.Priority > p.opts.Priority:
