@@ -102,6 +102,7 @@ type flags struct {
 	checkRBAC              string
 	qps                    float64
 	burst                  int
+	kopfPrefix             string
 }
 
 func newFlags(name string) (*flag.FlagSet, *flags) {
@@ -122,6 +123,7 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.BoolVar(&f.dev, "dev", false, fmt.Sprintf("Development run: peering priority %d, so that this operator pauses the one deployed in the cluster.", reconcile.DevPriority))
 	fs.IntVar(&f.priority, "priority", 0, "Peering priority of this operator.")
 	fs.DurationVar(&f.lifetime, "peering-lifetime", time.Minute, "How long this operator's peering entry lives unless renewed.")
+	fs.StringVar(&f.kopfPrefix, "kopf-prefix", "", "The annotation prefix of the Kopf operator this one takes over from, whose state it continues (default "+reconcile.DefaultKopfPrefix+").")
 	fs.StringVar(&f.logFormat, "log-format", "text", "Log format: text or json.")
 	fs.Float64Var(&f.qps, "kube-api-qps", 500, "Ceiling on the requests per second the operator sends to the API server (client-side); a bound on any retry storm.")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
@@ -183,6 +185,9 @@ func (f *flags) check() error {
 // engineOptions sets the engine's options that the flags govern.
 func (f *flags) engineOptions(opts reconcile.Options) reconcile.Options {
 	opts.MaxConcurrentReconciles = f.concurrency
+	if f.kopfPrefix != "" {
+		opts.KopfPrefix = f.kopfPrefix
+	}
 	if len(f.namespaces) > 0 {
 		opts.Namespaces = f.namespaces
 	}

@@ -46,3 +46,23 @@ func TestABadNamespacePatternIsReportedBeforeTheClusterIsLookedFor(t *testing.T)
 		t.Error("check accepted the namespace pattern app-[")
 	}
 }
+
+func TestTheKopfPrefixFlagNamesTheKopfOperatorTakenOverFrom(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code string
+		want string
+	}{
+		{nil, "", ""}, // the engine's default applies
+		{nil, "kopf.example.com", "kopf.example.com"},
+		{[]string{"--kopf-prefix", "ops.example.com"}, "kopf.example.com", "ops.example.com"},
+	} {
+		fs, f := newFlags("op")
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.engineOptions(reconcile.Options{KopfPrefix: c.code}).KopfPrefix; got != c.want {
+			t.Errorf("%q with %q in code: KopfPrefix = %q, want %q", c.args, c.code, got, c.want)
+		}
+	}
+}
