@@ -203,6 +203,14 @@ type CommonSetting struct {
 // second and later literals of the same kind and object kind; field
 // handlers add "/<field>". Give literals an explicit ID when their
 // registration order may change.
+//
+// An operator that takes over from a Kopf operator keeps Kopf's ids, so
+// that it finds Kopf's progress and results: Kopf names a handler after its
+// Python function (create_fn) and a field handler after the function and
+// the field (field_fn/spec.field), sub-handlers <parent>/<sub>. Register
+// each handler with ID and Kopf's id, e.g. ID("create_fn") for a Go
+// function createFn. gopf logs a warning, once per record, for Kopf
+// progress of a handler it does not have (see docs/migrating-from-kopf.md).
 func ID(id string) CommonSetting {
 	if id == "" {
 		return CommonSetting{setting: rejected(`ID("") is not an id; leave the option out for the default`)}
