@@ -74,9 +74,9 @@ type process struct {
 	// reconciles is the file with the operator's progress; "" for none.
 	reconciles string
 	prof       profiles
-	exited  chan struct{}
-	waitErr error
-	peakKiB int64 // the highest VmHWM read
+	exited     chan struct{}
+	waitErr    error
+	peakKiB    int64 // the highest VmHWM read
 }
 
 // startProcess runs the operator binary with the flags every operator
