@@ -405,3 +405,9 @@ func sameJSON(a, b any) bool {
 	db, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(da) == string(db)
 }
+
+// sameState reports whether two states are stored the same (nil and empty
+// are the same: nothing stored).
+func sameState(a, b *state) bool {
+	return a.encode() == b.encode()
+}
