@@ -149,7 +149,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 		reader: server, writer: server, hasStatus: true, finalizer: opts.Prefix + "/finalizer",
 		shared: &shared{set: set, indexes: spec.NewIndexes(), gate: &gate{started: true}, scope: sc, memo: &spec.Memo{}},
 		log:    logr.Discard(), memory: newMemories(nil),
-		store:  statusStorage{field: opts.StatusField},
+		store: statusStorage{field: opts.StatusField},
 	}
 	if unstructuredObjects {
 		k.newObject = func() client.Object { u := &unstructured.Unstructured{}; u.SetGroupVersionKind(benchGVK); return u }
