@@ -102,6 +102,7 @@ type flags struct {
 	checkRBAC              string
 	qps                    float64
 	burst                  int
+	keepManagedFields      bool
 }
 
 func newFlags(name string) (*flag.FlagSet, *flags) {
@@ -126,6 +127,7 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.Float64Var(&f.qps, "kube-api-qps", 500, "Ceiling on the requests per second the operator sends to the API server (client-side); a bound on any retry storm.")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
 	fs.DurationVar(&f.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
+	fs.BoolVar(&f.keepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
 	f.zap.BindFlags(fs)
 	f.webhook.BindFlags(fs)
 	fs.BoolVar(&f.printRBAC, "print-rbac", false, "Print the ClusterRole the handlers need (manager-role-gopf) as YAML and exit.")
@@ -211,6 +213,7 @@ func (f *flags) managerOptions(scheme *runtime.Scheme, engine reconcile.Options)
 		LeaderElectionID:        f.electionID,
 		GracefulShutdownTimeout: &f.shutdownTimeout,
 		Webhook:                 f.webhook,
+		KeepManagedFields:       f.keepManagedFields,
 	}
 }
 
