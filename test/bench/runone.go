@@ -45,7 +45,8 @@ type run struct {
 	sc      Scenario
 	user    string
 	kube    string // the operator's kubeconfig
-	proc    *process
+	proc    *process // the running process (the second one after a restart)
+	started time.Time
 	track   *tracker
 	marks   []mark                   // the phase boundaries after startup
 	handled map[string]time.Duration // per phase: first request to last object done
@@ -83,6 +84,7 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	if r.proc, err = r.start(id, prof); err != nil {
 		return nil, err
 	}
+	r.started = r.proc.started
 	stopped := false
 	defer func() {
 		if !stopped {
