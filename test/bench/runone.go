@@ -44,7 +44,7 @@ type run struct {
 	op      Operator
 	sc      Scenario
 	user    string
-	kube    string // the operator's kubeconfig
+	kube    string   // the operator's kubeconfig
 	proc    *process // the running process (the second one after a restart)
 	started time.Time
 	track   *tracker
