@@ -103,6 +103,7 @@ type flags struct {
 	qps                    float64
 	burst                  int
 	kopfPrefix             string
+	keepManagedFields      bool
 }
 
 func newFlags(name string) (*flag.FlagSet, *flags) {
@@ -128,6 +129,7 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.Float64Var(&f.qps, "kube-api-qps", 500, "Ceiling on the requests per second the operator sends to the API server (client-side); a bound on any retry storm.")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
 	fs.DurationVar(&f.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
+	fs.BoolVar(&f.keepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
 	f.zap.BindFlags(fs)
 	f.webhook.BindFlags(fs)
 	fs.BoolVar(&f.printRBAC, "print-rbac", false, "Print the ClusterRole the handlers need (manager-role-gopf) as YAML and exit.")
@@ -216,6 +218,7 @@ func (f *flags) managerOptions(scheme *runtime.Scheme, engine reconcile.Options)
 		LeaderElectionID:        f.electionID,
 		GracefulShutdownTimeout: &f.shutdownTimeout,
 		Webhook:                 f.webhook,
+		KeepManagedFields:       f.keepManagedFields,
 	}
 }
 

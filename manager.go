@@ -65,6 +65,15 @@ type ManagerOptions struct {
 	// The zero value is dev mode (see webhook.Options).
 	Webhook webhook.Options
 
+	// KeepManagedFields keeps metadata.managedFields on the objects in the
+	// manager's cache. By default they are dropped as objects enter the
+	// cache (cache.TransformStripManagedFields): they are often the largest
+	// part of a small object and nothing in gopf reads them, so dropping
+	// them saves memory on every cached object. Set it if your handlers
+	// read managedFields from the objects they are given. Main sets it from
+	// --keep-managed-fields.
+	KeepManagedFields bool
+
 	// SkipNameValidation lets several managers in one process add
 	// controllers of the same names, as tests that run one registry
 	// several times (or restart it) do. Operators leave it false.
@@ -95,6 +104,9 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 		cfg.Burst = opts.Burst
 	}
 	var cacheOpts cache.Options
+	if !opts.KeepManagedFields {
+		cacheOpts.DefaultTransform = cache.TransformStripManagedFields()
+	}
 	if len(cacheNamespaces) > 0 {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range cacheNamespaces {

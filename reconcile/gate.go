@@ -13,11 +13,15 @@ import (
 // gate says whether the operator may handle objects: once its startup
 // handlers have succeeded, and while no peer with a higher priority is alive.
 // Reconciles, event handlers, timers and daemons all look at it; when it
-// opens again, every object is reconciled anew.
+// opens again, every object is reconciled anew. When it opens the first
+// time, that is needed only if a reconcile was turned away before: else
+// every object is still to come, from the informers' initial lists.
 type gate struct {
 	mu       sync.Mutex
 	started  bool
 	pausedBy string // why the operator is paused; "" when it is not
+	opened   bool   // it was open once
+	refused  bool   // a reconcile was turned away since it was last open
 	onOpen   []func()
 	onPause  []func()
 }
@@ -27,6 +31,16 @@ func (g *gate) open() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.started && g.pausedBy == ""
+}
+
+// admit reports whether a reconcile may handle objects now, and remembers
+// one it turns away, so that the objects are reconciled when it opens.
+func (g *gate) admit() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ok := g.started && g.pausedBy == ""
+	g.refused = g.refused || !ok
+	return ok
 }
 
 // setStarted records that the startup handlers are done.
@@ -55,7 +69,10 @@ func (g *gate) change(fn func()) {
 	var callbacks []func()
 	switch {
 	case !was && now:
-		callbacks = append(callbacks, g.onOpen...)
+		if g.opened || g.refused {
+			callbacks = append(callbacks, g.onOpen...)
+		}
+		g.opened, g.refused = true, false
 	case was && !now:
 		callbacks = append(callbacks, g.onPause...)
 	}

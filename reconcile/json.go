@@ -3,6 +3,8 @@ package reconcile
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"unicode/utf8"
 )
 
 // jsonMarshal encodes v as compact JSON without HTML escaping, so that
@@ -15,4 +17,54 @@ func jsonMarshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// asDecodedJSON returns v as decoding its JSON encoding would give it (maps
+// of string keys, []any, strings, float64 numbers, booleans and nil),
+// without encoding it: numbers become float64 and maps and slices are
+// copied. It reports false for anything whose round trip it cannot
+// reproduce exactly (other Go types, strings that are not valid UTF-8,
+// numbers JSON cannot hold); decode those from their encoding instead.
+func asDecodedJSON(v any) (any, bool) {
+	switch v := v.(type) {
+	case nil, bool:
+		return v, true
+	case string:
+		return v, utf8.ValidString(v)
+	case float64:
+		return v, !math.IsInf(v, 0) && !math.IsNaN(v)
+	case int64:
+		return float64(v), true
+	case int:
+		return float64(v), true
+	case int32:
+		return float64(v), true
+	case map[string]any:
+		if v == nil {
+			return nil, true
+		}
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			c, ok := asDecodedJSON(e)
+			if !ok || !utf8.ValidString(k) {
+				return nil, false
+			}
+			out[k] = c
+		}
+		return out, true
+	case []any:
+		if v == nil {
+			return nil, true
+		}
+		out := make([]any, len(v))
+		for i, e := range v {
+			c, ok := asDecodedJSON(e)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	}
+	return nil, false
 }

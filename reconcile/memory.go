@@ -17,7 +17,10 @@ type memory struct {
 	unsaved   *unsaved // state and results a failed write did not store
 	resumed   bool     // resume handlers are done (or do not apply) in this process
 	warned    bool     // a Warning Event about bad stored state was posted
-	memo      spec.Memo
+	// settled is the resourceVersion of the object as gopf last finished
+	// with it (handled, stored, nothing due), or "".
+	settled string
+	memo    spec.Memo
 }
 
 // consistencyWait returns how long to wait for the cache to show gopf's last

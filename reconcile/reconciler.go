@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,6 +73,9 @@ type kindController struct {
 	mu        sync.Mutex
 	store     storage // switched to annotations if the API server prunes status state
 	kopf      *kopfStore
+	// statusKept is set once a response showed the state in status: the
+	// kind's schema keeps it, and later responses need no check.
+	statusKept atomic.Bool
 }
 
 var _ reconcile.Reconciler = (*kindController)(nil)
@@ -80,7 +86,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	log := logf.FromContext(ctx)
 	k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
 	defer k.shared.busy.Add(-1)
-	if !k.shared.gate.open() || !k.shared.scope.includes(req.Namespace) {
+	if !k.shared.gate.admit() || !k.shared.scope.includes(req.Namespace) {
 		return reconcile.Result{}, nil // paused, starting, or out of scope; reopening the gate reconciles everything
 	}
 	obj := k.newObject()
@@ -98,11 +104,19 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		log.V(1).Info("waiting for the indexes to see their initial lists")
 		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
-	t := &turn{k: k, log: log, obj: obj, now: time.Now(), store: k.storage()}
+	mem := k.memory.get(req.NamespacedName, obj.GetUID())
+	if mem.settled != "" && mem.settled == obj.GetResourceVersion() && k.settles() {
+		// This very version of the object is one gopf finished with (as a
+		// rule the response to its own last write, coming back as a watch
+		// event): nothing to do, and no need to look.
+		mem.written = nil
+		return reconcile.Result{}, nil
+	}
+	mem.settled = ""
+	t := &turn{k: k, log: log, obj: obj, now: time.Now(), store: k.storage(), mem: mem}
 	if err := t.refresh(); err != nil {
 		return reconcile.Result{}, err
 	}
-	t.mem = k.memory.get(req.NamespacedName, obj.GetUID())
 
 	// Wait (without blocking the worker) for the cache to show our own last
 	// write, so that one change is never handled twice.
@@ -143,7 +157,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 			if err := k.setFinalizer(ctx, obj, want); err != nil {
 				return reconcile.Result{}, err
 			}
-			if err := t.refresh(); err != nil {
+			if err := t.refreshMetadata(); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -163,7 +177,26 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	if t.requeue > 0 && (res.RequeueAfter == 0 || t.requeue < res.RequeueAfter) {
 		res.RequeueAfter = t.requeue
 	}
+	if !deleting && levelErr == nil && res.RequeueAfter == 0 && len(t.st.Progress) == 0 && t.st.Essence == t.essence {
+		t.mem.settled = t.obj.GetResourceVersion() // as read, or as gopf's last write left it
+	}
 	return res, levelErr
+}
+
+// settles reports whether a version of an object that gopf finished with
+// needs no further look: the kind has no level handlers (they run on every
+// reconcile), no timers or daemons (they follow every reconcile), and no
+// When predicates (they may answer differently for the same object).
+func (k *kindController) settles() bool {
+	if len(k.level) > 0 || len(k.spawned) > 0 {
+		return false
+	}
+	for _, r := range k.change {
+		if r.Options.When != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // wantsFinalizer is gopf's finalizer policy for a live object: it holds
@@ -209,11 +242,40 @@ func (t *turn) refresh() error {
 		return fmt.Errorf("converting %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
 	}
 	t.raw = raw
-	data, err := jsonMarshal(essence(raw, t.k.opts.Prefix, t.k.extra))
+	e := essence(raw, t.k.opts.Prefix, t.k.extra)
+	data, err := jsonMarshal(e)
 	if err != nil {
 		return fmt.Errorf("encoding the essence of %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
 	}
-	t.essence, t.essenceTree = string(data), decodeJSON(string(data))
+	t.essence = string(data)
+	// Handlers see the essence as decoded JSON, as the stored one they
+	// are compared with reads.
+	if tree, ok := asDecodedJSON(e); ok {
+		t.essenceTree = tree
+	} else {
+		t.essenceTree = decodeJSON(t.essence)
+	}
+	return nil
+}
+
+// refreshMetadata re-reads the object's metadata after gopf's own finalizer
+// patch changed obj. That patch is guarded by the resourceVersion, so
+// nothing else changed: the essence stays and the rest of the object need
+// not be converted again.
+func (t *turn) refreshMetadata() error {
+	a, ok := t.obj.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return t.refresh()
+	}
+	meta, ok := a.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok {
+		return t.refresh()
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(meta)
+	if err != nil {
+		return fmt.Errorf("converting the metadata of %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
+	}
+	t.raw["metadata"] = raw
 	return nil
 }
 
@@ -233,7 +295,7 @@ func (t *turn) loadState(ctx context.Context) {
 	}
 	t.loaded, t.known = loaded, loaded
 	if u := t.mem.unsaved; u != nil {
-		if loaded.encode() == u.st.encode() {
+		if sameState(loaded, u.st) {
 			t.mem.unsaved = nil // stored after all
 		} else {
 			// A write failed: what gopf knows beats what is stored, so that
@@ -278,15 +340,22 @@ func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log lo
 }
 
 // selected returns the registrations whose filters accept obj; raw is obj
-// as a JSON-like map.
+// as a JSON-like map. When all do, it returns regs itself: callers only
+// read the result.
 func (k *kindController) selected(regs []*contract.Handler, obj client.Object, raw map[string]any) []*contract.Handler {
-	var out []*contract.Handler
-	for _, r := range regs {
+	for i, r := range regs {
 		if k.selects(r, obj, raw) {
-			out = append(out, r)
+			continue
 		}
+		out := append(make([]*contract.Handler, 0, len(regs)-1), regs[:i]...)
+		for _, r := range regs[i+1:] {
+			if k.selects(r, obj, raw) {
+				out = append(out, r)
+			}
+		}
+		return out
 	}
-	return out
+	return regs
 }
 
 // selects applies a handler's filters to obj in the handler's Go type. raw
@@ -371,7 +440,7 @@ func (t *turn) write(ctx context.Context) (err error) {
 			t.st.Essence = string(data)
 		}
 	}
-	stateChanged := t.st.encode() != t.loaded.encode()
+	stateChanged := !sameState(t.st, t.loaded)
 	if stateChanged {
 		if err := t.store.save(&t.patch, t.raw, t.st); err != nil {
 			if errors.Is(err, errStateTooLarge) {
@@ -406,17 +475,21 @@ func (t *turn) write(ctx context.Context) (err error) {
 
 // storageFallback is where the state moves when the API server keeps no
 // unknown fields in status: after a status write that should have stored
-// the state in status, it checks the response (t.obj); if the state is not
-// there, the kind keeps its state in annotations from now on, and it
-// returns the annotation patch that stores this state. Otherwise it returns
-// nil.
+// the state in status, it checks the response (t.obj), until a response of
+// the kind shows the state kept; if the state is not there, the kind keeps
+// its state in annotations from now on, and it returns the annotation patch
+// that stores this state. Otherwise it returns nil.
 func (t *turn) storageFallback() (map[string]any, error) {
 	k := t.k
-	if _, inStatus := baseStorage(t.store).(statusStorage); !inStatus {
+	if _, inStatus := baseStorage(t.store).(statusStorage); !inStatus || k.statusKept.Load() {
 		return nil, nil
 	}
 	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
-	if err != nil || saved(t.store, resp, t.st) || hasStatusField(resp, k.opts.StatusField) {
+	if err != nil {
+		return nil, nil
+	}
+	if saved(t.store, resp, t.st) || hasStatusField(resp, k.opts.StatusField) {
+		k.statusKept.Store(true)
 		return nil, nil
 	}
 	t.log.Info("WARNING: the API server dropped gopf's state from status (the status schema does not keep unknown fields); keeping the state of this kind in annotations from now on",
@@ -524,7 +597,7 @@ func (k *kindController) failedForGood(obj client.Object, id string, err error) 
 // objectFor gives a handler its own copy of obj, in the Go type it declared.
 func (k *kindController) objectFor(r *contract.Handler, obj client.Object) (client.Object, error) {
 	want := r.NewObject()
-	if fmt.Sprintf("%T", want) == fmt.Sprintf("%T", obj) {
+	if reflect.TypeOf(want) == reflect.TypeOf(obj) {
 		out := obj.DeepCopyObject().(client.Object)
 		out.GetObjectKind().SetGroupVersionKind(k.gvk) // handlers see apiVersion and kind, e.g. for Adopt
 		return out, nil
@@ -631,6 +704,9 @@ func mergeInto(dst, src map[string]any) map[string]any {
 // toJSONValue turns a handler's result into plain JSON values (maps, slices,
 // strings, numbers, booleans), so that it can go into a merge patch.
 func toJSONValue(v any) (any, error) {
+	if plain, ok := asDecodedJSON(v); ok {
+		return plain, nil
+	}
 	data, err := jsonMarshal(v)
 	if err != nil {
 		return nil, err

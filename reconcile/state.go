@@ -3,6 +3,7 @@ package reconcile
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gopf-dev/gopf/handlers"
@@ -124,7 +125,7 @@ type storage interface {
 // saved reports whether obj carries st in s.
 func saved(s storage, obj map[string]any, st *state) bool {
 	got, err := s.load(obj)
-	return err == nil && got.encode() == st.encode()
+	return err == nil && sameState(got, st)
 }
 
 // statusStorage keeps the state in status.<field>. Results go to status too,
@@ -285,10 +286,10 @@ func (s annotationStorage) save(p *spec.Patch, obj map[string]any, st *state) er
 	return nil
 }
 
-// validEssence reports stored essence that is not a JSON object.
+// validEssence reports stored essence that is not a JSON object. It checks
+// without decoding: every reconcile reads the stored essence.
 func validEssence(essence, where string) error {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(essence), &m); err != nil || m == nil {
+	if !strings.HasPrefix(strings.TrimLeft(essence, " \t\r\n"), "{") || !json.Valid([]byte(essence)) {
 		return fmt.Errorf("%s does not hold a JSON object", where)
 	}
 	return nil

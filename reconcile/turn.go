@@ -58,8 +58,8 @@ func (t *turn) changeCause(ctx context.Context, selected []*contract.Handler) ha
 		// Objects first handled in this process get no resume.
 		t.mem.resumed = true
 	}
-	var base any
-	if t.known != nil && t.known.Essence != "" {
+	var base any // the last-handled essence, decoded: only updates need it
+	if purpose == handlers.ReasonUpdate && t.known != nil && t.known.Essence != "" {
 		base = decodeJSON(t.known.Essence)
 	}
 
@@ -302,7 +302,7 @@ func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extr
 	if reason == handlers.ReasonUpdate && e.old == nil {
 		reason = handlers.ReasonCreate // a field handler on creation
 	}
-	c, x := t.k.baseCall(e.reg, t.obj, t.log.WithValues("handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
+	c, x := t.k.baseCall(e.reg, t.obj, withValuesLazily(t.log, "handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
 	x.SubsAllowed = e.reg.Kind.Reason() != "" // change handlers
 	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
@@ -314,7 +314,7 @@ func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extr
 // outcome records what a call's error means for the handler (see judge):
 // success, a retry after a delay, or a failure.
 func (t *turn) outcome(e *entry, rec *progress, err error) {
-	log := t.log.WithValues("handler", e.opts.ID, "cause", rec.Purpose, "retry", rec.Retries)
+	log := withValuesLazily(t.log, "handler", e.opts.ID, "cause", rec.Purpose, "retry", rec.Retries)
 	rec.Retries++
 	rec.Delayed = nil
 	v := judge(e.opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
@@ -404,4 +404,19 @@ func sameJSON(a, b any) bool {
 	da, err1 := json.Marshal(a)
 	db, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(da) == string(db)
+}
+
+// sameState reports whether two states are stored the same (nil and empty
+// are the same: nothing stored).
+func sameState(a, b *state) bool {
+	if a == nil {
+		a = &state{}
+	}
+	if b == nil {
+		b = &state{}
+	}
+	if len(a.Progress) == 0 && len(b.Progress) == 0 {
+		return a.Essence == b.Essence // what is stored when a cause is done
+	}
+	return a.encode() == b.encode()
 }

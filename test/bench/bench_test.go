@@ -37,6 +37,7 @@ func TestBenchmarkSmoke(t *testing.T) {
 		Idle:         2 * time.Second,
 		Workers:      8,
 		PhaseTimeout: time.Minute,
+		Scenarios:    []Scenario{Basic, ManyHandlers, {Name: "scale", Handlers: 1, Objects: 30, Rounds: 1, Restart: true}},
 		ModuleRoot:   root,
 		Log:          testWriter{t},
 	})
@@ -44,26 +45,36 @@ func TestBenchmarkSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if len(res.Scenarios) != 2 {
-		t.Fatalf("got %d scenarios, want basic and many-handlers", len(res.Scenarios))
+	if len(res.Scenarios) != 3 {
+		t.Fatalf("got %d scenarios, want basic, many-handlers and scale", len(res.Scenarios))
 	}
 	for _, s := range res.Scenarios {
-		base, gopf := s.Median(Baseline.Name), s.Median(Gopf.Name)
-		for _, phase := range []string{PhaseCreate, PhaseUpdate, PhaseDelete} {
-			b, g := base.Phase(phase), gopf.Phase(phase)
-			if b.Writes == 0 {
-				t.Errorf("%s/%s: the audit log shows no writes by the baseline; the counting is broken", s.Scenario.Name, phase)
-			}
-			if g.WritesPerObject > b.WritesPerObject {
-				t.Errorf("%s/%s: gopf wrote %.2f times per object, the baseline %.2f; gopf's requests: %v",
-					s.Scenario.Name, phase, g.WritesPerObject, b.WritesPerObject, g.Requests)
-			}
-		}
-		for _, r := range s.RunsOf(Gopf.Name) {
-			if idle := r.Phase(PhaseIdle); idle.Writes != 0 {
-				t.Errorf("%s: gopf wrote %d times while the objects were idle: %v", s.Scenario.Name, idle.Writes, idle.Requests)
+		gopf := s.Median(Gopf.Name)
+		for _, op := range Baselines {
+			base := s.Median(op.Name)
+			for _, phase := range []string{PhaseCreate, PhaseUpdate, PhaseDelete} {
+				b, g := base.Phase(phase), gopf.Phase(phase)
+				if b.Writes == 0 {
+					t.Errorf("%s/%s: the audit log shows no writes by %s; the counting is broken", s.Scenario.Name, phase, op.Name)
+				}
+				if g.WritesPerObject > b.WritesPerObject {
+					t.Errorf("%s/%s: gopf wrote %.2f times per object, %s %.2f; gopf's requests: %v",
+						s.Scenario.Name, phase, g.WritesPerObject, op.Name, b.WritesPerObject, g.Requests)
+				}
 			}
 		}
+		for _, op := range Operators {
+			for _, r := range s.RunsOf(op.Name) {
+				for _, phase := range []string{PhaseIdle, PhaseRestart} {
+					if p := r.Phase(phase); p != nil && p.Writes != 0 {
+						t.Errorf("%s: %s wrote %d times in the %s phase: %v", s.Scenario.Name, op.Name, p.Writes, phase, p.Requests)
+					}
+				}
+			}
+		}
+	}
+	if r := res.Scenarios[2].Median(Gopf.Name).Phase(PhaseRestart); r == nil || r.Seconds <= 0 {
+		t.Errorf("the scale scenario has no restart phase with a time: %+v", r)
 	}
 
 	// The reports render.
@@ -71,7 +82,7 @@ func TestBenchmarkSmoke(t *testing.T) {
 	if err := res.WriteJSON(filepath.Join(dir, "results.json")); err != nil {
 		t.Error(err)
 	}
-	if md := res.Markdown(); !strings.Contains(md, "| basic | create | writes/object |") {
+	if md := res.Markdown(); !strings.Contains(md, "| basic | create | writes/object | baseline-unstructured |") {
 		t.Errorf("the Markdown report has no target table:\n%s", md)
 	}
 	var text strings.Builder

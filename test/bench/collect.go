@@ -17,7 +17,7 @@ func (r *run) result(op Operator, ns string, used usage) *RunResult {
 		PeakRSSKiB:      used.peakKiB,
 		RusageMaxRSSKiB: used.rusageMaxRSS,
 	}
-	bounds := append([]mark{{phase: PhaseStartup, at: r.proc.started}}, r.marks...)
+	bounds := append([]mark{{phase: PhaseStartup, at: r.started}}, r.marks...)
 	requests := r.b.audit.of(r.user)
 	for i, m := range bounds {
 		p := PhaseResult{Name: m.phase}

@@ -1,17 +1,22 @@
 /*
-Package bench measures gopf against a hand-written controller-runtime
-reconciler doing the same work, in one run, on one control plane.
+Package bench measures gopf against hand-written controller-runtime
+reconcilers doing the same work, in one run, on one control plane.
 
 Run drives the whole benchmark: it starts kube-apiserver and etcd from the
-envtest binaries with the API server's audit log on, builds the two operators
-(package baseline, the yardstick, and package gopfop, the same behaviour as
-gopf handlers) and runs each as a separate process, one after the other,
-each in a namespace of its own and as an API user of its own. Against each
-it drives the same workload with the administrator's credentials:
+envtest binaries with the API server's audit log on, builds the operators
+(package baseline, the yardstick, run twice: on KopfExample's Go type and,
+with --unstructured, on unstructured objects; and package gopfop, the same
+behaviour as gopf handlers) and runs each as a separate process, one after
+the other, each in a namespace of its own and as an API user of its own.
+Against each it drives the same workload with the administrator's
+credentials:
 
   - create: create N KopfExample objects, wait until each carries its create
     result in status;
   - idle: leave them alone for a while;
+  - restart (scenarios with Restart, such as Scale): stop the operator,
+    start it again and wait until it has seen every object (a reconcile
+    each, nothing queued or running; see package internal/reconciles);
   - update: change spec.field of every object, wait for each update result;
   - delete: delete every object, wait until all are gone.
 
@@ -19,12 +24,13 @@ The operator's requests are counted from the audit log, split by user, verb
 and resource, and assigned to the phase during which the API server received
 them; the load generator's requests are not audited. The operator's CPU time
 is read from /proc/<pid>/stat at every phase boundary and from the process's
-rusage when it exits, which also gives the peak resident set size.
+rusage when it exits; its peak resident set size from /proc/<pid>/status.
 
-The results are compared against targets (gopf/baseline ratios; see
-Targets) and written out as a terminal table, JSON and Markdown.
-`make bench` runs the full benchmark through command test/bench/cmd/bench;
-TestBenchmarkSmoke runs a small one as part of `make test`.
+The results are compared against targets (gopf/baseline ratios against each
+baseline; see Targets) and written out as a terminal table, JSON and
+Markdown. `make bench` runs the full benchmark through command
+test/bench/cmd/bench; TestBenchmarkSmoke runs a small one as part of
+`make test`.
 
 The benchmark reads /proc and runs on Linux only.
 */

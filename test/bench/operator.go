@@ -14,21 +14,35 @@ import (
 	"time"
 
 	"github.com/gopf-dev/gopf/test/bench/internal/profiling"
+	"github.com/gopf-dev/gopf/test/bench/internal/reconciles"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
 // Operator names one of the operators under test.
 type Operator struct {
-	// Name is "baseline" or "gopf".
+	// Name is "baseline", "baseline-unstructured" or "gopf".
 	Name string
 	// Package is the Go package of its main.
 	Package string
+	// Args are flags of its own, after the flags every operator gets.
+	Args []string
 }
 
-// The operators under test, in the order they run.
+// The operators under test, in the order they run in the first round.
 var (
+	// Baseline is the hand-written reconciler on KopfExample's Go type.
 	Baseline = Operator{Name: "baseline", Package: "github.com/gopf-dev/gopf/test/bench/baseline"}
-	Gopf     = Operator{Name: "gopf", Package: "github.com/gopf-dev/gopf/test/bench/gopfop"}
+	// BaselineUnstructured is the hand-written reconciler on unstructured
+	// objects.
+	BaselineUnstructured = Operator{Name: "baseline-unstructured", Package: Baseline.Package, Args: []string{"--unstructured"}}
+	// Gopf is the gopf operator.
+	Gopf = Operator{Name: "gopf", Package: "github.com/gopf-dev/gopf/test/bench/gopfop"}
+
+	// Baselines are what gopf is compared with; every target is checked
+	// against each.
+	Baselines = []Operator{Baseline, BaselineUnstructured}
+	// Operators are all of them.
+	Operators = []Operator{Baseline, BaselineUnstructured, Gopf}
 )
 
 // The client-side limits both operators get: gopf.Main's defaults, given to
@@ -57,37 +71,42 @@ type process struct {
 	cmd     *exec.Cmd
 	started time.Time
 	logPath string
-	prof    profiles
-	exited  chan struct{}
-	waitErr error
-	peakKiB int64 // the highest VmHWM read
+	// reconciles is the file with the operator's progress; "" for none.
+	reconciles string
+	prof       profiles
+	exited     chan struct{}
+	waitErr    error
+	peakKiB    int64 // the highest VmHWM read
 }
 
-// startProcess runs the operator binary with the flags both operators
-// share, as the user of kubeconfig, with its output going to logPath.
-func startProcess(bin, kubeconfig string, handlers, concurrency int, logPath string, prof profiles) (*process, error) {
+// startProcess runs the operator binary with the flags every operator
+// gets and its own args, as the user of kubeconfig, with its output going
+// to logPath. If reconcilesPath is set, the operator writes its progress
+// there (see package reconciles).
+func startProcess(bin string, args []string, kubeconfig string, handlers, concurrency int, logPath, reconcilesPath string, prof profiles) (*process, error) {
 	out, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin,
+	cmd := exec.Command(bin, append([]string{
 		"--health-probe-bind-address=0",
 		"--metrics-bind-address=0",
 		"--zap-log-level=error",
-		"--max-concurrent-reconciles="+strconv.Itoa(concurrency),
-		"--kube-api-qps="+strconv.Itoa(operatorQPS),
-		"--kube-api-burst="+strconv.Itoa(operatorBurst),
-	)
+		"--max-concurrent-reconciles=" + strconv.Itoa(concurrency),
+		"--kube-api-qps=" + strconv.Itoa(operatorQPS),
+		"--kube-api-burst=" + strconv.Itoa(operatorBurst),
+	}, args...)...)
 	cmd.Env = append(os.Environ(),
 		"KUBECONFIG="+kubeconfig,
 		scenario.EnvHandlers+"="+strconv.Itoa(handlers),
 		profiling.EnvCPUProfile+"="+prof.cpu,
 		profiling.EnvHeapProfile+"="+prof.heap,
+		reconciles.EnvFile+"="+reconcilesPath,
 	)
 	cmd.Stdout, cmd.Stderr = out, out
 	// The operator must not outlive the benchmark.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &process{cmd: cmd, logPath: logPath, prof: prof, exited: make(chan struct{})}
+	p := &process{cmd: cmd, logPath: logPath, reconciles: reconcilesPath, prof: prof, exited: make(chan struct{})}
 	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		out.Close()
@@ -136,6 +155,12 @@ type usage struct {
 	// high-water mark into the child's maxrss at exec. It is reported for
 	// reference only.
 	rusageMaxRSS int64
+}
+
+// plus adds the usage of another process: CPU adds up, peaks are the
+// higher one.
+func (u usage) plus(o usage) usage {
+	return usage{cpu: u.cpu + o.cpu, peakKiB: max(u.peakKiB, o.peakKiB), rusageMaxRSS: max(u.rusageMaxRSS, o.rusageMaxRSS)}
 }
 
 // stop writes the CPU profile (if any), then stops the operator with SIGTERM

@@ -14,6 +14,15 @@ type Scenario struct {
 	// Handlers is how many handlers per cause the operators run (create,
 	// update and delete each).
 	Handlers int
+	// Objects is how many KopfExamples each phase handles; 0 takes
+	// Options.Objects.
+	Objects int `json:"objects,omitempty"`
+	// Rounds is how many times each operator runs the scenario; 0 takes
+	// Options.Rounds.
+	Rounds int `json:"rounds,omitempty"`
+	// Restart adds the restart phase after idle: the operator is stopped
+	// and started again with every object already handled.
+	Restart bool `json:"restart,omitempty"`
 }
 
 // The scenarios the benchmark knows.
@@ -23,20 +32,24 @@ var (
 	// ManyHandlers has five handlers per cause, to show that writes do not
 	// grow with the number of handlers.
 	ManyHandlers = Scenario{Name: "many-handlers", Handlers: 5}
+	// Scale is the basic scenario at the size of a real cluster, 10,000
+	// objects in one round, with the restart phase.
+	Scale = Scenario{Name: "scale", Handlers: 1, Objects: 10000, Rounds: 1, Restart: true}
 )
 
 // Options configure a benchmark run. Zero values take the defaults named.
 type Options struct {
-	// Objects is how many KopfExamples each phase handles. Default: 1000.
+	// Objects is how many KopfExamples each phase handles in scenarios
+	// that do not say. Default: 1000.
 	Objects int
 	// Idle is how long the objects are left alone between the create and
 	// the update phase. Default: 10 s.
 	Idle time.Duration
-	// Scenarios run in this order. Default: Basic and ManyHandlers.
+	// Scenarios run in this order. Default: Basic, ManyHandlers and Scale.
 	Scenarios []Scenario
-	// Rounds is how many times each operator runs each scenario; the
-	// figures compared are the medians. Rounds alternate which operator goes
-	// first. Default: 1.
+	// Rounds is how many times each operator runs a scenario that does not
+	// say; the figures compared are the medians. Each round starts with a
+	// different operator. Default: 1.
 	Rounds int
 	// Workers is how many requests the load generator has in flight.
 	// Default: 32.
@@ -75,7 +88,7 @@ func (o Options) withDefaults() Options {
 		o.Idle = 10 * time.Second
 	}
 	if len(o.Scenarios) == 0 {
-		o.Scenarios = []Scenario{Basic, ManyHandlers}
+		o.Scenarios = []Scenario{Basic, ManyHandlers, Scale}
 	}
 	if o.Rounds <= 0 {
 		o.Rounds = 1
@@ -90,4 +103,20 @@ func (o Options) withDefaults() Options {
 		o.PhaseTimeout = 10 * time.Minute
 	}
 	return o
+}
+
+// objects is how many objects sc has under o.
+func (o Options) objects(sc Scenario) int {
+	if sc.Objects > 0 {
+		return sc.Objects
+	}
+	return o.Objects
+}
+
+// rounds is how many rounds sc has under o.
+func (o Options) rounds(sc Scenario) int {
+	if sc.Rounds > 0 {
+		return sc.Rounds
+	}
+	return o.Rounds
 }

@@ -10,9 +10,9 @@ import (
 
 // targetTable lists every target of a scenario.
 func targetTable(s *ScenarioResult) *table {
-	t := &table{header: []string{"phase", "metric", "baseline", "gopf", "gopf/baseline", "target", "result"}, align: "llrrrrl"}
+	t := &table{header: []string{"phase", "metric", "against", "baseline", "gopf", "gopf/baseline", "target", "result"}, align: "lllrrrrl"}
 	for _, tr := range s.Targets {
-		t.add(tr.Phase, tr.Metric, figure(tr.Metric, tr.Baseline), figure(tr.Metric, tr.Gopf),
+		t.add(tr.Phase, tr.Metric, tr.Operator, figure(tr.Metric, tr.Baseline), figure(tr.Metric, tr.Gopf),
 			ratioString(tr), fmt.Sprintf("≤ %.2f×", tr.MaxRatio), passString(tr.Pass))
 	}
 	return t
@@ -60,11 +60,11 @@ func requestList(p *PhaseResult) string {
 
 // WriteText prints the results as the terminal tables.
 func (r *Results) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "gopf against a hand-written controller-runtime reconciler: %d objects, idle %g s, %d concurrent reconciles\n",
-		r.Objects, r.IdleSeconds, r.MaxConcurrentReconciles)
+	fmt.Fprintf(w, "gopf against hand-written controller-runtime reconcilers (typed and unstructured): idle %g s, %d concurrent reconciles\n",
+		r.IdleSeconds, r.MaxConcurrentReconciles)
 	for i := range r.Scenarios {
 		s := &r.Scenarios[i]
-		fmt.Fprintf(w, "\nScenario %s (%s)\n\n", s.Scenario.Name, handlersText(s.Scenario.Handlers))
+		fmt.Fprintf(w, "\nScenario %s (%s; %s)\n\n", s.Scenario.Name, handlersText(s.Scenario.Handlers), r.sizeText(s.Scenario))
 		fmt.Fprint(w, targetTable(s).text("  "))
 		fmt.Fprintln(w)
 		fmt.Fprint(w, phaseTable(s).text("  "))
@@ -91,4 +91,19 @@ func handlersText(n int) string {
 		return "one create, one update and one delete handler"
 	}
 	return fmt.Sprintf("%d create, %d update and %d delete handlers", n, n, n)
+}
+
+// sizeText says how many objects and rounds a scenario had.
+func (r *Results) sizeText(sc Scenario) string {
+	objects, rounds := sc.Objects, sc.Rounds
+	if objects == 0 { // results of a benchmark that did not record them per scenario
+		objects = r.Objects
+	}
+	if rounds == 0 {
+		rounds = r.Rounds
+	}
+	if rounds == 1 {
+		return fmt.Sprintf("%d objects, one round", objects)
+	}
+	return fmt.Sprintf("%d objects, medians of %d rounds", objects, rounds)
 }

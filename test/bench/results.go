@@ -12,11 +12,14 @@ import (
 )
 
 // The phases of a run, in order. Startup lasts from the operator's start
-// until it watches KopfExamples; shutdown from SIGTERM until it exits.
+// until it watches KopfExamples; restart (in scenarios that have it) from
+// SIGTERM to the operator until a new process has seen every object;
+// shutdown from SIGTERM until it exits.
 const (
 	PhaseStartup  = "startup"
 	PhaseCreate   = "create"
 	PhaseIdle     = "idle"
+	PhaseRestart  = "restart"
 	PhaseUpdate   = "update"
 	PhaseDelete   = "delete"
 	PhaseShutdown = "shutdown"
@@ -39,11 +42,13 @@ type Results struct {
 	LoadAfter  string `json:"loadAfter"`
 	// ControlPlane names the kube-apiserver and etcd versions.
 	ControlPlane string `json:"controlPlane"`
-	// Objects is the number of objects per phase.
+	// Objects is the number of objects per phase in scenarios that do not
+	// set their own (ScenarioResult.Scenario.Objects is the number used).
 	Objects int `json:"objects"`
 	// IdleSeconds is the length of the idle phase.
 	IdleSeconds float64 `json:"idleSeconds"`
-	// Rounds is how many times each operator ran each scenario.
+	// Rounds is how many times each operator ran a scenario that does not
+	// set its own.
 	Rounds int `json:"rounds"`
 	// Workers is the load generator's concurrency.
 	Workers int `json:"workers"`
@@ -53,16 +58,17 @@ type Results struct {
 	Scenarios []ScenarioResult `json:"scenarios"`
 }
 
-// ScenarioResult holds the runs of both operators on one scenario and
+// ScenarioResult holds the runs of every operator on one scenario and
 // their comparison.
 type ScenarioResult struct {
 	// Scenario is the workload shape.
 	Scenario Scenario `json:"scenario"`
 	// Runs are the operators' results in the order they ran, every round.
 	Runs []RunResult `json:"runs"`
-	// Medians are the median figures over the rounds, baseline first.
+	// Medians are the median figures over the rounds, in the order of
+	// Operators.
 	Medians []RunResult `json:"medians"`
-	// Targets compare gopf's medians against the baseline's.
+	// Targets compare gopf's medians against each baseline's.
 	Targets []TargetResult `json:"targets"`
 }
 
@@ -90,7 +96,7 @@ func (s *ScenarioResult) RunsOf(operator string) []RunResult {
 
 // RunResult is what one operator did in one scenario.
 type RunResult struct {
-	// Operator is "baseline" or "gopf".
+	// Operator is the Name of an Operator.
 	Operator string `json:"operator"`
 	// Round counts from 1; 0 marks the medians.
 	Round int `json:"round"`

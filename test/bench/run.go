@@ -89,13 +89,16 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 // function it returns stops the control plane.
 func (b *bench) setUp(ctx context.Context, root, assets string) (func(), error) {
 	b.bins = map[string]string{}
-	for _, op := range []Operator{Baseline, Gopf} {
+	for _, op := range Operators {
+		if _, built := b.bins[op.Package]; built {
+			continue
+		}
 		b.log("building %s (%s)", op.Name, op.Package)
 		bin, err := op.build(ctx, root, b.work)
 		if err != nil {
 			return nil, err
 		}
-		b.bins[op.Name] = bin
+		b.bins[op.Package] = bin
 	}
 	b.log("starting kube-apiserver and etcd from %s", assets)
 	cp, err := startControlPlane(assets, filepath.Join(root, "config", "crd", "bases"), b.work)
@@ -118,16 +121,14 @@ func (b *bench) setUp(ctx context.Context, root, assets string) (func(), error) 
 	return stop, nil
 }
 
-// runScenario runs both operators on sc once per round, alternating which
-// goes first, and compares their medians.
+// runScenario runs every operator on sc once per round, each round
+// starting with the next operator, and compares their medians.
 func (b *bench) runScenario(ctx context.Context, sc Scenario) (*ScenarioResult, error) {
+	sc.Objects, sc.Rounds = b.opts.objects(sc), b.opts.rounds(sc)
 	sr := &ScenarioResult{Scenario: sc}
-	for round := 1; round <= b.opts.Rounds; round++ {
-		order := []Operator{Baseline, Gopf}
-		if round%2 == 0 {
-			order = []Operator{Gopf, Baseline}
-		}
-		for _, op := range order {
+	for round := 1; round <= sc.Rounds; round++ {
+		for i := range Operators {
+			op := Operators[(i+round-1)%len(Operators)]
 			rr, err := b.runOne(ctx, sc, op, round)
 			if err != nil {
 				return nil, fmt.Errorf("scenario %s, operator %s, round %d: %w", sc.Name, op.Name, round, err)
@@ -135,8 +136,12 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) (*ScenarioResult, 
 			sr.Runs = append(sr.Runs, *rr)
 		}
 	}
-	sr.Medians = []RunResult{medianRun(sr.RunsOf(Baseline.Name)), medianRun(sr.RunsOf(Gopf.Name))}
-	sr.Targets = evaluate(sr.Median(Baseline.Name), sr.Median(Gopf.Name))
+	for _, op := range Operators {
+		sr.Medians = append(sr.Medians, medianRun(sr.RunsOf(op.Name)))
+	}
+	for _, base := range Baselines {
+		sr.Targets = append(sr.Targets, evaluate(base.Name, sr.Median(base.Name), sr.Median(Gopf.Name))...)
+	}
 	return sr, nil
 }
 
@@ -144,7 +149,7 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) (*ScenarioResult, 
 type bench struct {
 	opts   Options
 	work   string
-	bins   map[string]string // operator name → binary
+	bins   map[string]string // operator package → binary
 	cp     *controlPlane
 	audit  *auditLog
 	scheme *runtime.Scheme

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/test/bench/internal/reconciles"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
@@ -30,15 +32,26 @@ type mark struct {
 	rss   int64
 }
 
+// restartTimeout bounds the wait for a restarted operator to see every
+// object.
+const restartTimeout = 10 * time.Minute
+
 // run is one operator on one scenario, while it runs.
 type run struct {
 	b       *bench
 	label   string // "<scenario>/<operator> (round <n>)", for progress
+	id      string // "<scenario>-<operator>-r<round>", for file names
+	op      Operator
+	sc      Scenario
 	user    string
-	proc    *process
+	kube    string   // the operator's kubeconfig
+	proc    *process // the running process (the second one after a restart)
+	started time.Time
 	track   *tracker
 	marks   []mark                   // the phase boundaries after startup
 	handled map[string]time.Duration // per phase: first request to last object done
+	// stopped is what the processes stopped by a restart used.
+	stopped usage
 }
 
 // runOne runs op through the phases of sc in a fresh namespace, as a fresh
@@ -55,7 +68,7 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	names := objectNames(b.opts.Objects)
+	names := objectNames(sc.Objects)
 	track, err := startTracker(ctx, b.load, b.scheme, ns, names)
 	if err != nil {
 		return nil, err
@@ -66,19 +79,18 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	}
 
 	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
-	proc, err := startProcess(b.bins[op.Name], kubeconfig, sc.Handlers, b.opts.MaxConcurrentReconciles,
-		filepath.Join(b.work, id+".log"), prof)
-	if err != nil {
+	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), id: id, op: op, sc: sc,
+		user: user, kube: kubeconfig, track: track, handled: map[string]time.Duration{}}
+	if r.proc, err = r.start(id, prof); err != nil {
 		return nil, err
 	}
+	r.started = r.proc.started
 	stopped := false
 	defer func() {
 		if !stopped {
-			_, _ = proc.stop()
+			_, _ = r.proc.stop()
 		}
 	}()
-	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), user: user, proc: proc, track: track,
-		handled: map[string]time.Duration{}}
 	load := &loadGenerator{c: b.c, ns: ns, names: names, workers: b.opts.Workers}
 	n := sc.Handlers
 
@@ -94,6 +106,11 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	if err := r.idle(ctx); err != nil {
 		return nil, err
 	}
+	if sc.Restart {
+		if err := r.restart(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.phase(ctx, PhaseUpdate, load.updateAll, updated, ""); err != nil {
 		return nil, err
 	}
@@ -101,10 +118,11 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 		return nil, err
 	}
 	stopped = true
-	used, err := proc.stop()
+	used, err := r.proc.stop()
 	if err != nil {
 		return nil, err
 	}
+	used = used.plus(r.stopped)
 	b.report.clear()
 	if err := b.audit.settle(ctx, time.Second); err != nil {
 		return nil, err
@@ -112,6 +130,61 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	rr := r.result(op, ns, used)
 	rr.Round, rr.CPUProfile, rr.HeapProfile = round, prof.cpu, prof.heap
 	return rr, nil
+}
+
+// start starts the run's operator; name names its output files.
+func (r *run) start(name string, prof profiles) (*process, error) {
+	var progress string
+	if r.sc.Restart {
+		progress = filepath.Join(r.b.work, name+".reconciles")
+	}
+	return startProcess(r.b.bins[r.op.Package], r.op.Args, r.kube, r.sc.Handlers, r.b.opts.MaxConcurrentReconciles,
+		filepath.Join(r.b.work, name+".log"), progress, prof)
+}
+
+// restart stops the operator and starts a new process, which finds every
+// object handled already, and waits until it has seen them all: it has
+// finished a reconcile per object and has nothing queued or running. The
+// phase's time runs from the new process's start until then; its CPU,
+// RSS and requests from SIGTERM to the old process until the next phase.
+func (r *run) restart(ctx context.Context) error {
+	if err := r.mark(PhaseRestart); err != nil {
+		return err
+	}
+	r.b.report.status("%s restart: stopping", r.label)
+	used, err := r.proc.stop()
+	if err != nil {
+		return err
+	}
+	r.stopped = r.stopped.plus(used)
+	prof := r.proc.prof
+	if prof.cpu != "" {
+		prof = profiles{cpu: strings.TrimSuffix(prof.cpu, ".cpu.pprof") + "-restarted.cpu.pprof"}
+	}
+	if r.proc, err = r.start(r.id+"-restarted", prof); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, restartTimeout)
+	defer cancel()
+	total := len(r.track.names)
+	for {
+		s, err := reconciles.Read(r.proc.reconciles)
+		if err == nil && s.Idle(total) {
+			break
+		}
+		r.b.report.status("%s restart %d/%d", r.label, s.Reconciles, total)
+		select {
+		case <-r.proc.exited:
+			return r.proc.exitError()
+		case <-ctx.Done():
+			return fmt.Errorf("restart phase: waiting for the operator to see %d objects (last read: %+v, %v): %w", total, s, err, ctx.Err())
+		case <-time.After(reconciles.Interval):
+		}
+	}
+	seen := time.Now()
+	r.handled[PhaseRestart] = seen.Sub(r.proc.started)
+	r.b.log("%s: restart: %d objects seen in %.2f s", r.label, total, r.handled[PhaseRestart].Seconds())
+	return nil // the update phase starts now
 }
 
 // waitUntilWatching waits until the operator watches KopfExamples (its
@@ -147,13 +220,14 @@ func (r *run) waitUntilWatching(ctx context.Context) error {
 	return nil
 }
 
-// mark records the start of a phase.
+// mark records the start of a phase. CPU counts from the start of the
+// run's first process; RSS is the peak of the running one.
 func (r *run) mark(phase string) error {
 	cpu, rss, err := r.proc.sample()
 	if err != nil {
 		return err
 	}
-	r.marks = append(r.marks, mark{phase: phase, at: time.Now(), cpu: cpu, rss: rss})
+	r.marks = append(r.marks, mark{phase: phase, at: time.Now(), cpu: r.stopped.cpu + cpu, rss: rss})
 	return nil
 }
 

@@ -26,29 +26,57 @@ func targetResult(t *testing.T, results []TargetResult, phase, metric string) Ta
 
 func TestTargetsPassUpToTheirRatioAndMissBeyond(t *testing.T) {
 	base := fakeRun("baseline", 20, 0, 2.0, 1.0, 1000)
-	gopf := fakeRun("gopf", 20, 0, 2.2, 1.31, 1150)
-	got := evaluate(&base, &gopf)
+	gopf := fakeRun("gopf", 20, 0, 2.1, 1.06, 1000)
+	got := evaluate(Baseline.Name, &base, &gopf)
 	if r := targetResult(t, got, PhaseCreate, MetricWritesPerObject); !r.Pass || *r.Ratio != 1 {
 		t.Errorf("equal writes: %+v, want pass at 1.0×", r)
 	}
 	if r := targetResult(t, got, PhaseCreate, MetricSeconds); !r.Pass {
-		t.Errorf("1.1× the time: %+v, want pass", r)
+		t.Errorf("1.05× the time: %+v, want pass", r)
 	}
 	if r := targetResult(t, got, "total", MetricCPUSeconds); r.Pass {
-		t.Errorf("1.31× the CPU: %+v, want miss", r)
+		t.Errorf("1.06× the CPU: %+v, want miss", r)
 	}
-	if r := targetResult(t, got, "total", MetricPeakRSS); !r.Pass {
-		t.Errorf("1.15× the RSS: %+v, want pass", r)
+	if r := targetResult(t, got, "total", MetricPeakRSS); !r.Pass || r.Operator != Baseline.Name {
+		t.Errorf("the typed baseline's RSS: %+v, want pass", r)
+	}
+}
+
+func TestPeakRSSMustBeTenPercentBelowTheUnstructuredBaseline(t *testing.T) {
+	base := fakeRun("baseline-unstructured", 20, 0, 2, 1, 1000)
+	low, same := fakeRun("gopf", 20, 0, 2, 1, 900), fakeRun("gopf", 20, 0, 2, 1, 1000)
+	if r := targetResult(t, evaluate(BaselineUnstructured.Name, &base, &low), "total", MetricPeakRSS); !r.Pass || r.MaxRatio != 0.9 {
+		t.Errorf("0.9× the RSS: %+v, want pass against a limit of 0.9×", r)
+	}
+	if r := targetResult(t, evaluate(BaselineUnstructured.Name, &base, &same), "total", MetricPeakRSS); r.Pass {
+		t.Errorf("the same RSS: %+v, want miss", r)
+	}
+}
+
+func TestRestartTargetsApplyOnlyToRunsWithARestart(t *testing.T) {
+	base, gopf := fakeRun("baseline", 20, 0, 2, 1, 1000), fakeRun("gopf", 20, 0, 2, 1, 1000)
+	for _, r := range evaluate(Baseline.Name, &base, &gopf) {
+		if r.Phase == PhaseRestart {
+			t.Errorf("a run without a restart phase is checked on %+v", r)
+		}
+	}
+	withRestart := func(r RunResult, writes int) RunResult {
+		r.Phases = append(r.Phases, PhaseResult{Name: PhaseRestart, Writes: writes, Seconds: 1})
+		return r
+	}
+	base, gopf = withRestart(base, 0), withRestart(gopf, 2)
+	if r := targetResult(t, evaluate(Baseline.Name, &base, &gopf), PhaseRestart, MetricWrites); r.Pass {
+		t.Errorf("2 writes after a restart: %+v, want miss", r)
 	}
 }
 
 func TestIdleWritesPassOnlyWhenZeroAgainstAZeroBaseline(t *testing.T) {
 	base := fakeRun("baseline", 20, 0, 1, 1, 1000)
 	quiet, noisy := fakeRun("gopf", 20, 0, 1, 1, 1000), fakeRun("gopf", 20, 3, 1, 1, 1000)
-	if r := targetResult(t, evaluate(&base, &quiet), PhaseIdle, MetricWrites); !r.Pass || r.Ratio != nil {
+	if r := targetResult(t, evaluate(Baseline.Name, &base, &quiet), PhaseIdle, MetricWrites); !r.Pass || r.Ratio != nil {
 		t.Errorf("0 against 0: %+v, want pass with no ratio", r)
 	}
-	if r := targetResult(t, evaluate(&base, &noisy), PhaseIdle, MetricWrites); r.Pass {
+	if r := targetResult(t, evaluate(Baseline.Name, &base, &noisy), PhaseIdle, MetricWrites); r.Pass {
 		t.Errorf("3 against 0: %+v, want miss", r)
 	}
 }
@@ -77,13 +105,13 @@ func TestMedianRunTakesTheMiddleOfEveryFigure(t *testing.T) {
 }
 
 func TestRatioShowsAThirdDecimalWhenTwoWouldHideAMiss(t *testing.T) {
-	base, gopf := fakeRun("baseline", 20, 0, 3.52, 1, 1000), fakeRun("gopf", 20, 0, 3.88, 1, 1000)
-	r := targetResult(t, evaluate(&base, &gopf), PhaseCreate, MetricSeconds)
-	if r.Pass || ratioString(r) != "1.102×" {
-		t.Errorf("3.88 s against 3.52 s: pass %v, ratio %s; want a miss shown as 1.102×", r.Pass, ratioString(r))
+	base, gopf := fakeRun("baseline", 20, 0, 3.52, 1, 1000), fakeRun("gopf", 20, 0, 3.7, 1, 1000)
+	r := targetResult(t, evaluate(Baseline.Name, &base, &gopf), PhaseCreate, MetricSeconds)
+	if r.Pass || ratioString(r) != "1.051×" {
+		t.Errorf("3.7 s against 3.52 s: pass %v, ratio %s; want a miss shown as 1.051×", r.Pass, ratioString(r))
 	}
 	base, gopf = fakeRun("baseline", 20, 0, 2, 1, 1000), fakeRun("gopf", 20, 0, 2.1, 1, 1000)
-	if r := targetResult(t, evaluate(&base, &gopf), PhaseCreate, MetricSeconds); ratioString(r) != "1.05×" {
+	if r := targetResult(t, evaluate(Baseline.Name, &base, &gopf), PhaseCreate, MetricSeconds); ratioString(r) != "1.05×" {
 		t.Errorf("ratio %s, want 1.05×", ratioString(r))
 	}
 }

@@ -13,4 +13,10 @@
 // generation in one status patch, and on deletion does its (empty) cleanup
 // and removes the finalizer. With GOPF_BENCH_HANDLERS=n it stores n results
 // per cause, still in one status patch. Reads come from the cache.
+//
+// With --unstructured it does the same work on unstructured objects
+// (UnstructuredReconciler), as many write it for a CRD without Go types:
+// the manager's client caches unstructured objects, the finalizer is added
+// and removed with Update, and results and observed generation go in one
+// status merge patch.
 package main

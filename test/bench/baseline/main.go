@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -15,11 +17,13 @@ import (
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/test/bench/internal/profiling"
+	"github.com/gopf-dev/gopf/test/bench/internal/reconciles"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
 func main() {
 	profiling.Start()
+	reconciles.Start()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "baseline:", err)
 		os.Exit(1)
@@ -30,11 +34,13 @@ func run() error {
 	var metricsAddr, probeAddr string
 	var concurrency, burst int
 	var qps float64
+	var unstructuredObjects bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to; 0 disables it.")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", 16, "How many KopfExamples are reconciled at once.")
 	flag.Float64Var(&qps, "kube-api-qps", 0, "Client-side limit on requests per second to the API server; 0 keeps controller-runtime's default (none).")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps.")
+	flag.BoolVar(&unstructuredObjects, "unstructured", false, "Handle KopfExamples as unstructured objects (UnstructuredReconciler) instead of Go types (Reconciler).")
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -55,18 +61,28 @@ func run() error {
 	if qps > 0 {
 		cfg.QPS, cfg.Burst = float32(qps), burst
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mo := ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
-	})
+	}
+	if unstructuredObjects {
+		// Without this, the client reads unstructured objects from the API
+		// server on every Get.
+		mo.Client = client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
-		For(&kopfv1.KopfExample{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(&Reconciler{Client: mgr.GetClient(), Handlers: handlers})
+	b := ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if unstructuredObjects {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(kopfExampleGVK)
+		err = b.For(u).Complete(&UnstructuredReconciler{Client: mgr.GetClient(), Handlers: handlers})
+	} else {
+		err = b.For(&kopfv1.KopfExample{}).Complete(&Reconciler{Client: mgr.GetClient(), Handlers: handlers})
+	}
 	if err != nil {
 		return fmt.Errorf("creating the controller: %w", err)
 	}

@@ -9,11 +9,13 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/test/bench/internal/profiling"
+	"github.com/gopf-dev/gopf/test/bench/internal/reconciles"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
 func main() {
 	profiling.Start()
+	reconciles.Start()
 	n, err := scenario.Handlers()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gopfop:", err)

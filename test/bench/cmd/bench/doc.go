@@ -1,13 +1,17 @@
-// Command bench runs gopf's benchmark: the same workload against a
-// hand-written controller-runtime reconciler and against a gopf operator, on
-// one control plane, one after the other (see package bench). It prints the
-// results as a table and writes them as JSON and as Markdown.
+// Command bench runs gopf's benchmark: the same workload against two
+// hand-written controller-runtime reconcilers (typed and unstructured) and
+// against a gopf operator, on one control plane, one after the other (see
+// package bench). It prints the results as a table and writes them as JSON
+// and as Markdown.
 //
 // `make bench` runs it with the defaults and writes BENCHMARKS.md:
 //
 //	go run ./test/bench/cmd/bench [-n 1000] [-idle 10s] [-scenario all]
-//	    [-rounds 3] [-json bin/bench/results.json] [-markdown BENCHMARKS.md]
+//	    [-rounds 3] [-scale-n 10000] [-scale-rounds 1]
+//	    [-json bin/bench/results.json] [-markdown BENCHMARKS.md]
 //	    [-profile-dir DIR] [-workdir DIR]
+//
+// A larger scale run: -scenario scale -scale-n 50000.
 //
 // -profile-dir takes a CPU profile of every operator run and a heap profile
 // while its objects are idle; read them with `go tool pprof -top`.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -32,10 +33,13 @@ func run() error {
 		jsonPath string
 		mdPath   string
 	)
-	flag.IntVar(&opts.Objects, "n", 1000, "objects per phase")
+	flag.IntVar(&opts.Objects, "n", 1000, "objects per phase (basic and many-handlers)")
+	scale := bench.Scale
+	flag.IntVar(&scale.Objects, "scale-n", scale.Objects, "objects per phase in the scale scenario")
+	flag.IntVar(&scale.Rounds, "scale-rounds", scale.Rounds, "rounds of the scale scenario")
 	flag.DurationVar(&opts.Idle, "idle", 10*time.Second, "how long the objects stay idle between create and update")
-	flag.StringVar(&scenario, "scenario", "all", "basic, many-handlers or all")
-	flag.IntVar(&opts.Rounds, "rounds", 3, "runs per operator and scenario; the medians are compared")
+	flag.StringVar(&scenario, "scenario", "all", "basic, many-handlers, scale or all; a comma-separated list runs several")
+	flag.IntVar(&opts.Rounds, "rounds", 3, "runs per operator of basic and many-handlers; the medians are compared")
 	flag.IntVar(&opts.Workers, "workers", 32, "requests the load generator has in flight")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "given to both operators")
 	flag.DurationVar(&opts.PhaseTimeout, "phase-timeout", 10*time.Minute, "longest wait for one phase")
@@ -54,15 +58,19 @@ func run() error {
 		return report(res, "", mdPath)
 	}
 
-	switch scenario {
-	case "all":
-		opts.Scenarios = []bench.Scenario{bench.Basic, bench.ManyHandlers}
-	case bench.Basic.Name:
-		opts.Scenarios = []bench.Scenario{bench.Basic}
-	case bench.ManyHandlers.Name:
-		opts.Scenarios = []bench.Scenario{bench.ManyHandlers}
-	default:
-		return fmt.Errorf("-scenario %q: want basic, many-handlers or all", scenario)
+	known := []bench.Scenario{bench.Basic, bench.ManyHandlers, scale}
+	if scenario == "all" {
+		opts.Scenarios = known
+	}
+	for _, name := range strings.Split(scenario, ",") {
+		i := slices.IndexFunc(known, func(sc bench.Scenario) bool { return sc.Name == name })
+		switch {
+		case name == "all":
+		case i < 0:
+			return fmt.Errorf("-scenario %q: want basic, many-handlers, scale or all, or a comma-separated list", scenario)
+		default:
+			opts.Scenarios = append(opts.Scenarios, known[i])
+		}
 	}
 	opts.Log = os.Stderr
 	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 && !*quiet {

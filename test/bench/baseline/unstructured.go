@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
+)
+
+// kopfExampleGVK is the kind the unstructured reconciler handles, named as
+// a reconciler without Go types names it.
+var kopfExampleGVK = schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}
+
+// UnstructuredReconciler does Reconciler's work on unstructured objects, as
+// it is often written for a CRD without Go types: the finalizer is added
+// and removed with Update, and the results and the observed generation go
+// in one status merge patch. Reads come from the cache (the manager's
+// client caches unstructured objects).
+type UnstructuredReconciler struct {
+	client.Client
+	// Handlers is how many results per cause are stored.
+	Handlers int
+}
+
+// Reconcile brings one KopfExample up to date: finalizer, create or update
+// result, or cleanup on deletion.
+func (r *UnstructuredReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(kopfExampleGVK)
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+
+	if obj.GetDeletionTimestamp() != nil {
+		if controllerutil.RemoveFinalizer(obj, finalizer) {
+			return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, obj))
+		}
+		return ctrl.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(obj, finalizer) {
+		// As in Reconciler: the update's watch event brings the object back.
+		return ctrl.Result{}, r.Update(ctx, obj)
+	}
+
+	seen, known, err := unstructured.NestedInt64(obj.Object, "status", observedKey, "observedGeneration")
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading status.%s of %s: %w", observedKey, req.NamespacedName, err)
+	}
+	if known && seen == obj.GetGeneration() {
+		return ctrl.Result{}, nil
+	}
+	orig := obj.DeepCopy()
+	field, _, _ := unstructured.NestedString(obj.Object, "spec", "field")
+	for i := range r.Handlers {
+		key, result := scenario.CreateKey(i, r.Handlers), scenario.CreateResult()
+		if known {
+			key, result = scenario.UpdateKey(i, r.Handlers), scenario.UpdateResult(field)
+		}
+		if err := unstructured.SetNestedMap(obj.Object, result, "status", key); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := unstructured.SetNestedField(obj.Object, obj.GetGeneration(), "status", observedKey, "observedGeneration"); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.Status().Patch(ctx, obj, client.MergeFrom(orig))
+}

@@ -1,0 +1,11 @@
+// Package reconciles lets the benchmark follow an operator's work from
+// outside the process: how many reconciles of KopfExamples it has finished,
+// how many wait in its work queue and how many run.
+//
+// An operator calls Start first thing in main. If the environment variable
+// EnvFile names a file, Start writes a Snapshot there every Interval, read
+// from controller-runtime's metrics registry (which both operators fill,
+// whether or not they serve metrics). The benchmark reads it with Read to
+// tell when a restarted operator has seen every object: it has finished at
+// least one reconcile per object and its queue is empty.
+package reconciles
