@@ -85,6 +85,8 @@ func MainWith(reg *handlers.Registry, opts MainOptions) {
 // Kopf's.
 type flags struct {
 	metricsAddr, probeAddr string
+	metricsSecure          bool
+	metricsCertDir         string
 	leaderElect            bool
 	electionID             string
 	concurrency            int
@@ -110,6 +112,8 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	f := &flags{zap: zap.Options{Development: true}}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to (e.g. :8443); 0 disables it. Probe results are served there at /probes.")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics (and /probes) over HTTPS to callers whose bearer token the API server authenticates and authorizes (get on the path); false serves plain HTTP to anyone.")
+	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "A directory with tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change. Default: a self-signed certificate.")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoints (/healthz, /readyz) bind to; 0 disables them.")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Enable Lease-based leader election, so that only one replica handles objects at a time.")
 	fs.StringVar(&f.electionID, "leader-election-id", name+".gopf.dev", "The name of the Lease used for leader election.")
@@ -177,6 +181,9 @@ func (f *flags) check() error {
 	if f.allNamespaces && len(f.namespaces) > 0 {
 		return errors.New("give --namespace or --all-namespaces, not both")
 	}
+	if !f.metricsSecure && f.metricsCertDir != "" {
+		return errors.New("--metrics-cert-dir needs --metrics-secure (HTTPS)")
+	}
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return fmt.Errorf("--log-format is text or json, not %q", f.logFormat)
 	}
@@ -213,6 +220,8 @@ func (f *flags) managerOptions(scheme *runtime.Scheme, engine reconcile.Options)
 		QPS:                     float32(f.qps),
 		Burst:                   f.burst,
 		MetricsBindAddress:      f.metricsAddr,
+		MetricsInsecure:         !f.metricsSecure,
+		MetricsCertDir:          f.metricsCertDir,
 		HealthProbeBindAddress:  f.probeAddr,
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        f.electionID,

@@ -66,3 +66,43 @@ func TestTheKopfPrefixFlagNamesTheKopfOperatorTakenOverFrom(t *testing.T) {
 		}
 	}
 }
+
+func TestMetricsAreServedOverHTTPSWithAuthorizationUnlessMetricsSecureIsFalse(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args   []string
+		secure bool
+	}{
+		"default":                {secure: true},
+		"--metrics-secure=false": {args: []string{"--metrics-secure=false"}, secure: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fs, f := newFlags("op")
+			if err := fs.Parse(append([]string{"--metrics-bind-address", ":8443"}, tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.check(); err != nil {
+				t.Fatal(err)
+			}
+			mo, err := metricsOptions(f.managerOptions(runtime.NewScheme(), reconcile.Options{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mo.BindAddress != ":8443" || mo.SecureServing != tc.secure || (mo.FilterProvider != nil) != tc.secure {
+				t.Errorf("metrics server options = %+v, want HTTPS and the authorization filter: %v", mo, tc.secure)
+			}
+		})
+	}
+}
+
+func TestAMetricsCertificateForPlainHTTPIsRefused(t *testing.T) {
+	fs, f := newFlags("op")
+	if err := fs.Parse([]string{"--metrics-secure=false", "--metrics-cert-dir", "/certs"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.check(); err == nil {
+		t.Error("check accepted a certificate directory for plain HTTP")
+	}
+	if _, err := metricsOptions(ManagerOptions{MetricsInsecure: true, MetricsCertDir: "/certs"}); err == nil {
+		t.Error("NewManager would accept a certificate directory for plain HTTP")
+	}
+}

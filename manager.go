@@ -1,6 +1,8 @@
 package gopf
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -47,6 +50,22 @@ type ManagerOptions struct {
 	// MetricsBindAddress is where the metrics endpoint (and the probe
 	// results at /probes) listens, such as ":8443". "" or "0": off.
 	MetricsBindAddress string
+	// MetricsInsecure serves /metrics and /probes over plain HTTP to anyone
+	// who reaches the port. By default (false) they are served over HTTPS
+	// (HTTP/1.1 only), and every request must carry a bearer token that the
+	// API server authenticates (a TokenReview) and authorizes (a
+	// SubjectAccessReview for get on the path as a non-resource URL), as
+	// kubebuilder's --metrics-secure does; the operator then needs create
+	// on tokenreviews and subjectaccessreviews (config/rbac's
+	// metrics-auth-role), and scrapers get on /metrics and /probes
+	// (config/rbac's metrics-reader role).
+	MetricsInsecure bool
+	// MetricsCertDir holds the HTTPS metrics endpoint's certificate and
+	// key, as tls.crt and tls.key, reloaded when they change. Default: a
+	// self-signed certificate made at start (scrapers then skip verifying
+	// it, as Prometheus's kubebuilder ServiceMonitor does). Setting it with
+	// MetricsInsecure is an error.
+	MetricsCertDir string
 	// HealthProbeBindAddress is where /healthz and /readyz listen, such as
 	// ":8081". "" or "0": off.
 	HealthProbeBindAddress string
@@ -96,6 +115,10 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	if err != nil {
 		return nil, err
 	}
+	metrics, err := metricsOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	cfg = rest.CopyConfig(cfg)
 	if opts.QPS != 0 {
 		cfg.QPS = opts.QPS
@@ -123,7 +146,7 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 		WebhookServer:          serverOrNil(webhookServer),
 		Scheme:                 opts.Scheme,
 		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: offIfEmpty(opts.MetricsBindAddress)},
+		Metrics:                metrics,
 		HealthProbeBindAddress: offIfEmpty(opts.HealthProbeBindAddress),
 		LeaderElection:         opts.LeaderElection,
 		LeaderElectionID:       opts.LeaderElectionID,
@@ -154,6 +177,26 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 		}
 	}
 	return mgr, nil
+}
+
+// metricsOptions are the metrics server's options: HTTPS with
+// authentication and authorization unless opts.MetricsInsecure.
+func metricsOptions(opts ManagerOptions) (metricsserver.Options, error) {
+	mo := metricsserver.Options{BindAddress: offIfEmpty(opts.MetricsBindAddress)}
+	if opts.MetricsInsecure {
+		if opts.MetricsCertDir != "" {
+			return mo, errors.New("a metrics certificate directory is set, but metrics are served over plain HTTP: drop one of the two")
+		}
+		return mo, nil
+	}
+	mo.SecureServing = true
+	mo.CertDir = opts.MetricsCertDir
+	mo.FilterProvider = filters.WithAuthenticationAndAuthorization
+	// HTTP/2 stays off, as in kubebuilder's scaffold: its stream
+	// multiplexing made the endpoint open to rapid-reset attacks
+	// (CVE-2023-44487) for nothing a scraper needs.
+	mo.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	return mo, nil
 }
 
 // serverOrNil keeps a nil *webhook.Server from becoming a non-nil interface,

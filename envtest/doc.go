@@ -27,7 +27,8 @@ Start, Shared and RunOperator are the parts, for use outside of tests
 (gopf-dev, behind `make run`, starts its local control plane with Start).
 
 Test operators differ from deployed ones in a few ways that suit tests:
-metrics and probe servers are off unless asked for, several operators of one
+metrics and probe servers are off unless asked for (and metrics are plain
+HTTP unless OperatorOptions.SecureMetrics), several operators of one
 registry may run in one process, and a handler whose error does not say
 when to retry is retried after DefaultBackoff (1 s) instead of 60 s. When a
 wait times out, WaitFor's error quotes the progress gopf stored on the

@@ -51,6 +51,11 @@ type OperatorOptions struct {
 	// (with the probe results at /probes) and the health endpoints listen,
 	// such as "127.0.0.1:8080". Default: off.
 	MetricsBindAddress, HealthProbeBindAddress string
+	// SecureMetrics serves the metrics as gopf.Main does: over HTTPS, to
+	// callers with a bearer token the API server authorizes (see
+	// gopf.ManagerOptions.MetricsInsecure). Default: plain HTTP, so that
+	// tests scrape without tokens.
+	SecureMetrics bool
 }
 
 // Operator is a gopf operator running in this process on its own manager.
@@ -81,8 +86,8 @@ func (op *Operator) Restart(ctx context.Context) (*Operator, error) {
 // RunOperator sets reg up on a new manager for cfg and starts it. The
 // manager is the one gopf.Main builds (see gopf.NewManager), with these
 // differences for tests: the metrics and probe servers are off unless
-// asked for, several operators of one registry may run in one process
-// (for restart tests), and handlers are retried after DefaultBackoff. It
+// asked for (metrics in plain HTTP unless SecureMetrics), several
+// operators of one registry may run in one process (for restart tests), and handlers are retried after DefaultBackoff. It
 // returns once the caches are in sync, so objects created afterwards are
 // seen as events. Stop it with Stop.
 func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, opts OperatorOptions) (*Operator, error) {
@@ -109,6 +114,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 		Engine:                 engine,
 		MetricsBindAddress:     opts.MetricsBindAddress,
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
+		MetricsInsecure:        !opts.SecureMetrics,
 		SkipNameValidation:     true,
 	}
 	if opts.Webhook != nil {

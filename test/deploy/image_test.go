@@ -239,13 +239,13 @@ func TestTheImageBinaryIsStaticAndStartsAndStops(t *testing.T) {
 
 	// --help prints the flags the Deployment uses.
 	help, _ := exec.Command(bin, "--help").CombinedOutput()
-	for _, flag := range []string{"-leader-elect", "-health-probe-bind-address", "-metrics-bind-address"} {
+	for _, flag := range []string{"-leader-elect", "-health-probe-bind-address", "-metrics-bind-address", "-metrics-secure"} {
 		g.Expect(string(help)).To(ContainSubstring(flag))
 	}
 
 	// Against a cluster it starts, answers the probes the Deployment
-	// configures, serves metrics, and exits 0 on SIGTERM, as when a pod is
-	// stopped.
+	// configures, serves metrics to authorized callers only, and exits 0 on
+	// SIGTERM, as when a pod is stopped.
 	cp := controlPlane(t)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(cp.WriteKubeconfig(kubeconfig)).To(Succeed())
@@ -269,9 +269,12 @@ func TestTheImageBinaryIsStaticAndStartsAndStops(t *testing.T) {
 	})
 
 	g.Eventually(output.String, 30*time.Second).Should(ContainSubstring("starting the operator"))
-	for _, url := range []string{"http://" + probes + "/healthz", "http://" + probes + "/readyz", "http://" + metrics + "/metrics"} {
+	for _, url := range []string{"http://" + probes + "/healthz", "http://" + probes + "/readyz"} {
 		g.Eventually(func() (int, error) { return status(url) }, 30*time.Second).Should(Equal(http.StatusOK), url)
 	}
+	// Metrics are HTTPS by default, and a scrape without a token is refused.
+	g.Eventually(func() (int, error) { code, _, err := scrape("https://"+metrics+"/metrics", ""); return code, err }, 30*time.Second).
+		Should(Equal(http.StatusUnauthorized))
 
 	g.Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
 	select {

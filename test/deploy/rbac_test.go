@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,13 +78,7 @@ func TestTheServiceAccountMayDoWhatTheHandlersNeed(t *testing.T) {
 	ctx := context.Background()
 	docs := installer(t)
 	c, _ := clientWithWarnings(t)
-	createNamespace(t, c, docs)
-	for _, d := range docs {
-		if d.GroupVersionKind().Group == rbacv1.GroupName || d.GetKind() == "ServiceAccount" {
-			err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(d.DeepCopy()), client.FieldOwner("gopf-deploy-test"), client.ForceOwnership)
-			g.Expect(err).NotTo(HaveOccurred(), "%s %s", d.GetKind(), d.GetName())
-		}
-	}
+	applyRBAC(t, c, docs)
 
 	allowed := func(verb, group, resource, ns string) bool {
 		res, sub, _ := strings.Cut(resource, "/")
@@ -110,4 +105,19 @@ func TestTheServiceAccountMayDoWhatTheHandlersNeed(t *testing.T) {
 	// The authorizer does refuse: nothing grants these.
 	g.Expect(allowed("delete", "kopf.dev", "kopfexamples", "")).To(BeFalse())
 	g.Expect(allowed("update", "coordination.k8s.io", "leases", "kube-system")).To(BeFalse())
+}
+
+// applyRBAC creates the installer's Namespace and applies its
+// ServiceAccount and RBAC objects for real.
+func applyRBAC(t *testing.T, c client.Client, docs []*unstructured.Unstructured) {
+	t.Helper()
+	createNamespace(t, c, docs)
+	for _, d := range docs {
+		if d.GroupVersionKind().Group == rbacv1.GroupName || d.GetKind() == "ServiceAccount" {
+			err := c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(d.DeepCopy()), client.FieldOwner("gopf-deploy-test"), client.ForceOwnership)
+			if err != nil {
+				t.Fatalf("applying %s %s: %v", d.GetKind(), d.GetName(), err)
+			}
+		}
+	}
 }
