@@ -31,6 +31,7 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 	d.ctl = spec.NewDaemonControl(s.newCall(r, o.latest, 0, time.Now()), latest)
 	o.daemons[r.Options.ID] = d
 	spawnedRunning.WithLabelValues(s.k.name, "daemon").Inc()
+	s.k.shared.busy.Add(1) // a paused operator is busy until its daemons return
 	delay := s.initialDelay(r, o.latest)
 	go s.runDaemon(ctx, key, o, d, delay)
 }
@@ -39,6 +40,7 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 // temporary error, until the function is done or asked to stop.
 func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *spawned, d *daemonState, delay time.Duration) {
 	defer spawnedRunning.WithLabelValues(s.k.name, "daemon").Dec()
+	defer s.k.shared.busy.Add(-1)
 	defer close(d.done)
 	defer d.cancel()
 	log, id := d.ctl.Cause.Log, d.reg.Options.ID

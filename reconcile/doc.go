@@ -53,9 +53,22 @@ without a status subresource keep it in annotations (<prefix>/last-handled-
 configuration and <prefix>/progress). If the API server drops status.gopf (a
 status schema that does not keep unknown fields, as for Pods or most typed
 CRDs), the engine notices from the response, logs a warning and keeps that
-kind's state in annotations from then on. State that would push annotations
-over Kubernetes' 256 KiB limit is refused with an error and a StateTooLarge
-Warning Event, never truncated; the object is retried with backoff.
+kind's state in annotations from then on.
+
+# Large objects
+
+gopf knows the size limits: 256 KiB of annotations, and about 1.5 MiB per
+object (etcd's default request limit). When a full copy of the essence
+would not fit (an object whose spec is most of the limit), the state keeps
+a compact form instead: a digest of the essence plus the fields handlers
+name (Field options). While an object's state is compact, Old and New hold
+just those fields and a "$gopf" entry with the digest, and Diff lists the
+changes of those fields plus changes under "$gopf" when anything else
+changed; handlers read the rest from the object itself. A handler result
+that cannot fit on the object is the handler's permanent failure, reported
+with a HandlerFailed Warning Event. A write the API server refuses as too
+large anyway gets one TooLarge Warning Event and is not retried until the
+object changes. Nothing is truncated.
 
 State in status is lost by tools that replace status wholesale or by backups
 that do not restore it; the object then looks new and its create handlers

@@ -274,12 +274,14 @@ func TestStateMovesToAnnotationsWhenTheStatusSchemaDropsIt(t *testing.T) {
 	g.Consistently(func() int { return cs.Count("pod_create") }, time.Second).Should(Equal(1))
 }
 
-func TestStateTooLargeForAnnotationsIsRefusedWithAWarning(t *testing.T) {
+func TestStateTooLargeForAnnotationsIsKeptCompact(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
+	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+		cs.Record(c)
 		return nil, nil
 	}, handlers.ID("cm_create"))
 	runOperator(t, ns, reg)
@@ -289,9 +291,12 @@ func TestStateTooLargeForAnnotationsIsRefusedWithAWarning(t *testing.T) {
 		Data:       map[string]string{"blob": strings.Repeat("x", 300*1024)},
 	}
 	g.Expect(k8s.Create(ctx, cm)).To(Succeed())
-	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, cm.Name) }, timeout).Should(ContainElement("StateTooLarge"))
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
-	g.Expect(cm.Annotations).NotTo(HaveKey("gopf.dev/last-handled-configuration"))
+	g.Eventually(func(g Gomega) string {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+		return cm.Annotations["gopf.dev/last-handled-configuration"]
+	}, timeout).Should(HavePrefix(`{"$gopf":{"bytes":`))
+	g.Consistently(func() int { return cs.Count("cm_create") }, time.Second).Should(Equal(1))
+	g.Expect(eventReasons(g, ns, cm.Name)).NotTo(ContainElement("StateTooLarge"))
 }
 
 // eventReasons lists the reasons of events about the named object.

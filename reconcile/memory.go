@@ -17,6 +17,7 @@ type memory struct {
 	unsaved   *unsaved // state and results a failed write did not store
 	resumed   bool     // resume handlers are done (or do not apply) in this process
 	warned    bool     // a Warning Event about bad stored state was posted
+	tooLarge  bool     // a Warning Event about a write refused as too large was posted
 	// settled is the resourceVersion of the object as gopf last finished
 	// with it (handled, stored, nothing due), or "".
 	settled string

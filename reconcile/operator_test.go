@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,4 +226,39 @@ func counter(g Gomega, name, label string) float64 {
 		}
 	}
 	return total
+}
+
+func TestAJoiningHigherPriorityWaitsForThePausedOperatorsDaemons(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	peering := newPeeringObject(t)
+	var started, returned atomic.Bool
+	low := handlers.NewRegistry()
+	handlers.OnDaemon(low, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+		started.Store(true)
+		<-d.Stopping()
+		time.Sleep(time.Second) // cleaning up after the stop signal: still busy
+		returned.Store(true)
+		return nil
+	}, handlers.ID("lingering"), handlers.CancellationTimeout(time.Minute))
+	runOperator(t, ns, low, peered(peering, 0))
+	g.Expect(k8s.Create(ctx, newExample(ns, "watched"))).To(Succeed())
+	g.Eventually(started.Load, timeout).Should(BeTrue())
+
+	runOperator(t, ns, tagging("high"), peered(peering, 100))
+	entry := func(g Gomega, id string) kopfv1.PeerStatus {
+		var p kopfv1.ClusterKopfPeering
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: peering}, &p)).To(Succeed())
+		return p.Status[id]
+	}
+	g.Eventually(func(g Gomega) bool { return entry(g, "op-0").Busy }, timeout).Should(BeTrue(), "busy while its daemon runs")
+	g.Expect(entry(g, "op-100").Paused).To(BeTrue(), "the joining operator waits")
+	g.Eventually(func(g Gomega) bool { e := entry(g, "op-100"); return e.LastSeen != "" && !e.Paused }, timeout).Should(BeTrue())
+	g.Expect(returned.Load()).To(BeTrue(), "the joining operator worked only after the daemon returned")
+	g.Expect(entry(g, "op-0")).To(And(HaveField("Paused", true), HaveField("Busy", false)))
+
+	obj := newExample(ns, "after")
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	g.Eventually(func(g Gomega) any { return statusField(g, client.ObjectKeyFromObject(obj), "tag", "by") }, timeout).Should(Equal("high"))
 }

@@ -30,6 +30,15 @@ import (
 // goes. Equal priorities pause all of them, with a warning. Peering is not
 // leader election: use the manager's Lease-based leader election for
 // replicas of one deployment.
+//
+// A paused operator's handlers may still be running when a peer with a
+// higher priority joins. So a gopf operator marks its entry "paused" while
+// it pauses, and "busy" until the change handlers, timers and daemons it
+// was running have returned; a joining operator does not handle objects
+// until every live peer of a lower priority is paused and not busy, or
+// until it has waited busyWaitLimit (or its Lifetime, if longer) for that.
+// Kopf ignores these fields and does not write them, so a gopf operator
+// joining above a Kopf operator always waits that long.
 type PeeringOptions struct {
 	// Name of the peering object. Required.
 	Name string
@@ -46,6 +55,14 @@ type PeeringOptions struct {
 	// environment variable, else user@host/time/random.
 	Identity string
 }
+
+// busyWaitLimit bounds how long a joining operator waits for the peers it
+// pauses to finish their handlers (see PeeringOptions).
+const busyWaitLimit = 30 * time.Second
+
+// busyPoll is how often a paused operator checks whether its handlers have
+// returned, to clear its busy flag.
+const busyPoll = 100 * time.Millisecond
 
 // DevPriority is the priority of a development run, high enough to pause
 // the operator deployed in the cluster.
@@ -87,12 +104,19 @@ func DefaultIdentity() string {
 	return fmt.Sprintf("%s@%s/%s/%s", name, host, time.Now().UTC().Format("20060102150405"), suffix)
 }
 
-// peer is one entry of a peering object.
+// peer is one entry of a peering object: Kopf's three fields, and gopf's
+// paused and busy flags (see PeeringOptions), which Kopf ignores.
 type peer struct {
 	Priority int    `json:"priority"`
 	Lifetime int    `json:"lifetime"`
 	LastSeen string `json:"lastseen"`
+	Paused   bool   `json:"paused,omitempty"`
+	Busy     bool   `json:"busy,omitempty"`
 }
+
+// settled reports whether a lower-priority peer can no longer be handling
+// objects: it pauses and its handlers have returned.
+func (p peer) settled() bool { return p.Paused && !p.Busy }
 
 func (p peer) alive(now time.Time) bool {
 	seen, err := parseKopfTime(p.LastSeen) // Kopf writes isoformat(), older releases without an offset
@@ -110,6 +134,9 @@ type peering struct {
 	log    logr.Logger
 	gvk    schema.GroupVersionKind
 	poke   chan struct{}
+	// waitingSince is when this operator began to wait for lower-priority
+	// peers to settle; zero when it is not waiting.
+	waitingSince time.Time
 }
 
 func newPeering(mgr manager.Manager, sh *shared, opts PeeringOptions, log logr.Logger) *peering {
@@ -150,14 +177,20 @@ func (p *peering) Start(ctx context.Context) error {
 
 	renew := p.opts.Lifetime / 2
 	next := time.Now()
+	var sent *peer
 	for {
-		if !time.Now().Before(next) {
-			p.touch(ctx, &peer{Priority: p.opts.Priority, Lifetime: int(p.opts.Lifetime.Seconds() + 0.5), LastSeen: time.Now().UTC().Format(time.RFC3339)})
-			next = time.Now().Add(renew)
-		}
 		wait := p.decide(ctx)
+		// The entry is renewed in time, and at once when the flags change.
+		me := p.entry()
+		if !time.Now().Before(next) || sent == nil || me.Paused != sent.Paused || me.Busy != sent.Busy {
+			p.touch(ctx, &me)
+			sent, next = &me, time.Now().Add(renew)
+		}
 		if until := time.Until(next); wait <= 0 || until < wait {
 			wait = until
+		}
+		if me.Busy && wait > busyPoll {
+			wait = busyPoll
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -176,6 +209,18 @@ func (p *peering) Start(ctx context.Context) error {
 			t.Stop()
 		case <-t.C:
 		}
+	}
+}
+
+// entry is this operator's entry as of now.
+func (p *peering) entry() peer {
+	paused := p.sh.gate.paused() != ""
+	return peer{
+		Priority: p.opts.Priority,
+		Lifetime: int(p.opts.Lifetime.Seconds() + 0.5),
+		LastSeen: time.Now().UTC().Format(time.RFC3339),
+		Paused:   paused,
+		Busy:     paused && p.sh.busy.Load() > 0,
 	}
 }
 
@@ -217,7 +262,7 @@ func (p *peering) decide(ctx context.Context) time.Duration {
 	}
 	now := time.Now()
 	status, _ := obj.Object["status"].(map[string]any)
-	var higher, equal, expired []string
+	var higher, equal, unsettled, expired []string
 	var wait time.Duration
 	for id, raw := range status {
 		if id == p.opts.Identity || raw == nil {
@@ -238,6 +283,9 @@ func (p *peering) decide(ctx context.Context) time.Duration {
 			higher = append(higher, id)
 		case other.Priority == p.opts.Priority:
 			equal = append(equal, id)
+		case !other.settled():
+			unsettled = append(unsettled, id) // woken by its next change
+			continue
 		default:
 			continue
 		}
@@ -252,11 +300,17 @@ func (p *peering) decide(ctx context.Context) time.Duration {
 	}
 	sort.Strings(higher)
 	sort.Strings(equal)
+	sort.Strings(unsettled)
+	if len(higher) > 0 || len(equal) > 0 || len(unsettled) == 0 {
+		p.waitingSince = time.Time{}
+	}
 	switch {
 	case len(higher) > 0:
 		p.pause("peers with a higher priority are alive: " + strings.Join(higher, ", "))
 	case len(equal) > 0:
 		p.pause("peers with the same priority are alive (give each operator its own priority): " + strings.Join(equal, ", "))
+	case len(unsettled) > 0 && p.waitForSettling(now, &wait):
+		p.pause("waiting for peers with a lower priority to pause and finish their handlers: " + strings.Join(unsettled, ", "))
 	default:
 		if was := p.sh.gate.paused(); was != "" {
 			p.log.Info("resuming: no peer with a higher or equal priority is alive")
@@ -265,6 +319,27 @@ func (p *peering) decide(ctx context.Context) time.Duration {
 		peeringState.WithLabelValues(p.opts.Name).Set(0)
 	}
 	return wait
+}
+
+// waitForSettling reports whether to keep waiting for lower-priority peers
+// to settle, and lowers wait to when the wait ends. Once the wait is over,
+// it warns and the operator goes on without them.
+func (p *peering) waitForSettling(now time.Time, wait *time.Duration) bool {
+	limit := max(busyWaitLimit, p.opts.Lifetime)
+	if p.waitingSince.IsZero() {
+		p.waitingSince = now
+	}
+	left := p.waitingSince.Add(limit).Sub(now)
+	if left <= 0 {
+		if p.sh.gate.paused() != "" {
+			p.log.Info("WARNING: peers with a lower priority did not confirm that they pause and are idle (Kopf operators never do); handling objects anyway", "waited", limit)
+		}
+		return false
+	}
+	if *wait == 0 || left < *wait {
+		*wait = left
+	}
+	return true
 }
 
 func (p *peering) pause(reason string) {
@@ -280,7 +355,12 @@ func (p *peering) pause(reason string) {
 func writePeer(ctx context.Context, c client.Client, obj *unstructured.Unstructured, id string, entry *peer) error {
 	var value any
 	if entry != nil {
-		value = entry
+		// A merge patch merges maps: flags that are off are nulled, or a
+		// stored "busy": true would outlive the patch.
+		value = map[string]any{
+			"priority": entry.Priority, "lifetime": entry.Lifetime, "lastseen": entry.LastSeen,
+			"paused": trueOrNil(entry.Paused), "busy": trueOrNil(entry.Busy),
+		}
 	}
 	data, err := json.Marshal(map[string]any{"status": map[string]any{id: value}})
 	if err != nil {
@@ -288,6 +368,13 @@ func writePeer(ctx context.Context, c client.Client, obj *unstructured.Unstructu
 	}
 	target := obj.DeepCopy()
 	return c.Patch(ctx, target, client.RawPatch(types.MergePatchType, data))
+}
+
+func trueOrNil(b bool) any {
+	if b {
+		return true
+	}
+	return nil
 }
 
 // Freeze writes a fake peer with the given priority into a peering object for

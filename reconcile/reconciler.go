@@ -312,6 +312,7 @@ func (t *turn) loadState(ctx context.Context) {
 	} else {
 		t.st = &state{}
 	}
+	t.matchStoredForm()
 }
 
 // baseCall builds the Cause (and its extras) that every handler kind of
@@ -418,6 +419,11 @@ func (t *turn) write(ctx context.Context) (err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	defer func() {
+		if t.writeTooLarge(err) {
+			err = nil // reported; retried when the object changes
+		}
+	}()
+	defer func() {
 		if err != nil && (t.st.Essence != "" || len(t.st.Progress) > 0) {
 			t.mem.unsaved = &unsaved{st: t.st, results: t.results}
 		} else if err == nil {
@@ -440,6 +446,7 @@ func (t *turn) write(ctx context.Context) (err error) {
 			t.st.Essence = string(data)
 		}
 	}
+	t.fitState()
 	stateChanged := !sameState(t.st, t.loaded)
 	if stateChanged {
 		if err := t.store.save(&t.patch, t.raw, t.st); err != nil {

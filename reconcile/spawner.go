@@ -179,7 +179,9 @@ func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
 				s.schedule(timerKey{key, id}, t, s.initialDelay(r, o.latest))
 			}
 		case spec.KindDaemon:
-			if o.daemons[id] == nil && !o.finished[id] {
+			// Never after a pause began (a reconcile that passed the gate
+			// just before), or the pause would not stop it.
+			if o.daemons[id] == nil && !o.finished[id] && s.k.shared.gate.open() {
 				s.startDaemonLocked(key, o, r)
 			}
 		}

@@ -25,6 +25,8 @@ func (s *spawner) worker() {
 // runTimer runs one due timer (unless it is gone, or its object is not idle
 // long enough yet) and schedules its next run.
 func (s *spawner) runTimer(key timerKey) {
+	s.k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
+	defer s.k.shared.busy.Add(-1)
 	s.mu.Lock()
 	o := s.objects[key.obj]
 	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.shared.gate.open() {

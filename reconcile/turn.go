@@ -31,8 +31,10 @@ type turn struct {
 	known  *state // what gopf knows: the stored state, or a newer one it failed to write
 	st     *state // as it will be stored
 
-	essence     string // current essence, as JSON
+	essence     string // current essence, as JSON (compact if the stored one is: see size.go)
 	essenceTree any    // the same, decoded
+	full        string // the full essence while essence is compact
+	size        int    // the object's size without gopf's state, once measured (size.go)
 
 	patch   spec.Patch
 	results map[string]any // handler id → result, merged into status
@@ -248,6 +250,9 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 		h = e.sub
 	}
 	result, err := t.k.call(ctx, h, t.obj, c)
+	if err == nil {
+		err = t.checkResult(id, result)
+	}
 	handlerDuration.WithLabelValues(t.k.name, id).Observe(time.Since(began).Seconds())
 	if err == nil {
 		subs, subErr := x.Subs, x.SubErr()

@@ -30,7 +30,7 @@ type shared struct {
 	mu       sync.Mutex
 	watchers []*watcher      // those that feed indexes
 	ctx      context.Context // the manager's, once it runs
-	busy     atomic.Int64    // reconciles in progress
+	busy     atomic.Int64    // reconciles, timer runs and daemons in progress
 }
 
 // operatorCall builds the call of an operator-level handler: the

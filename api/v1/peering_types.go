@@ -21,6 +21,15 @@ type PeerStatus struct {
 	Lifetime int `json:"lifetime"`
 	// LastSeen is when the operator last renewed its entry (RFC 3339).
 	LastSeen string `json:"lastseen"`
+	// Paused is set by a gopf operator while it pauses for another peer.
+	// Kopf ignores it (and does not write it).
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// Busy is set by a paused gopf operator until the handlers it was
+	// running when it paused have returned; a peer that paused it waits
+	// for that before it handles objects. Kopf ignores it.
+	// +optional
+	Busy bool `json:"busy,omitempty"`
 }
 
 // ClusterKopfPeering coordinates operators that watch the whole cluster.

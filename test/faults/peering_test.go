@@ -189,10 +189,15 @@ func TestWithPeeringAStoppingOperatorFinishesBeforeTheNextTakesOver(t *testing.T
 	g.Expect(x.Overlaps()).To(BeEmpty(), describeHandlers(handledBy(calls, names)))
 }
 
+// peerEntry reads one entry of the peering object in ns.
+func peerEntry(g Gomega, ns, identity string) (kopfv1.PeerStatus, bool) {
+	p := &kopfv1.KopfPeering{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "peering"}, p)).To(Succeed())
+	e, ok := p.Status[identity]
+	return e, ok
+}
+
 func TestWithPeeringAJoiningHigherPriorityWaitsForTheBusyOperator(t *testing.T) {
-	record(t, "5c", outcome{Objects: 5, Outcome: "fails: the joining operator does not wait for the paused one's handlers",
-		Figures: "skipped as a known bug; when run: all 5 objects were handled by both operators at once"})
-	knownBug(t, "peering: an operator that joins with a higher priority starts at once, while the operator it pauses still runs handlers for the same objects")
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	peered := newPeering(t, ns)
@@ -203,9 +208,28 @@ func TestWithPeeringAJoiningHigherPriorityWaitsForTheBusyOperator(t *testing.T) 
 	names := exampleNames("joined", 5)
 	createAll(g, ns, names)
 	g.Eventually(func() int { return x.Entered("low") }, timeout).Should(BeNumerically(">", 0))
+	joined := time.Now()
 	runOperator(t, cfg, ns, competing(x, calls, "high"), peered(20))
-	waitAllHandled(g, ns, names)
-	g.Expect(x.Overlaps()).To(BeEmpty(), describeHandlers(handledBy(calls, names)))
+	waitPeer(g, ns, "op-20")
+	// The high operator works once its entry no longer says paused.
+	g.Eventually(func(g Gomega) bool {
+		e, ok := peerEntry(g, ns, "op-20")
+		return ok && !e.Paused
+	}, timeout).Should(BeTrue())
+	waited := time.Since(joined)
+	low, ok := peerEntry(g, ns, "op-10")
+	g.Expect(ok && low.Paused && !low.Busy).To(BeTrue(), "the low operator pauses and is idle: %+v", low)
+
+	after := exampleNames("after-join", 3)
+	createAll(g, ns, after)
+	waitAllHandled(g, ns, append(append([]string{}, names...), after...))
+	by := handledBy(calls, append(append([]string{}, names...), after...))
+	g.Expect(x.Overlaps()).To(BeEmpty(), describeHandlers(by))
+	g.Expect(by["high"]).To(Equal(after), "objects created after the join are the high operator's")
+	g.Expect(logs.Find("did not confirm")).To(BeEmpty(), "the joining operator waited for the flags, not for its time limit")
+	record(t, "5c", outcome{Objects: len(names) + len(after), Outcome: "held", Figures: fmt.Sprintf(
+		"%s; the low operator marked its entry paused and busy until its running handlers returned; the high one started handling %s after it was started (limit 30 s); no overlap",
+		describeHandlers(by), seconds(waited))})
 }
 
 func TestWithPeeringAnOperatorCutOffIsReplacedAfterItsLifetime(t *testing.T) {

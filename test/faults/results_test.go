@@ -53,6 +53,8 @@ var scenarios = []scenario{
 	{"6d", "Result that cannot be serialised", "handlers return a channel and +Inf"},
 	{"6e", "Panicking handler", "the handler panics on every attempt (Retries 2)"},
 	{"6f", "Admission request that is not JSON", "garbage and a review whose object is a JSON array, posted to the webhook"},
+	{"6g", "Object near the size limit", "a KopfExample whose spec holds 900 KiB (a full copy of the essence in status would double it past etcd's 1.5 MiB)"},
+	{"6h", "Result too large to store", "the create handler returns a 2 MiB result"},
 	{"7a", "Burst of objects while requests fail", "GOPF_FAULTS_N objects created at once; 20 % of the operator's requests fail (429 with Retry-After 1 s, 500)"},
 	{"7b", "Exactly once while requests fail", "as 7a: create handler calls counted per object"},
 }
