@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gopf-dev/gopf/handlers"
@@ -129,9 +131,81 @@ func statusCommand(ctx context.Context, stdout, stderr io.Writer, cfg *rest.Conf
 	if command == "plan" {
 		view = reconcile.ViewPlan
 	}
+	return f.print(ctx, stdout, stderr, planner, sel, view)
+}
+
+// print streams the plan to stdout in the chosen form; an empty table
+// says so on stderr, as kubectl does.
+func (f *statusFlags) print(ctx context.Context, stdout, stderr io.Writer, planner *reconcile.Planner, sel reconcile.Selection, view reconcile.View) error {
 	n, err := planner.Print(ctx, stdout, sel, f.output, view)
-	if err == nil && n == 0 && (f.output == "table" || f.output == "") {
+	if err == nil && n == 0 && f.output == "table" {
 		fmt.Fprintln(stderr, "No objects found.")
 	}
 	return err
+}
+
+// RunKubectlPlugin runs the commands of the kubectl plugin
+// (cmd/kubectl-gopf): `kubectl gopf status KIND[,KIND...] [NAME] [-n NS |
+// -A] [-o table|json|yaml]` shows, for the objects of any gopf operator,
+// what gopf stored on them — progress records, last-handled state,
+// finalizers — without knowing the operator's handlers. The cluster is
+// the one of --kubeconfig (or KUBECONFIG) and --context; the namespace
+// defaults to the context's, as kubectl's does. It writes nothing to the
+// cluster.
+func RunKubectlPlugin(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	const usage = "Usage: kubectl gopf status KIND[,KIND...] [NAME] [-n NAMESPACE | -A] [-o table|json|yaml]\n\n" +
+		"Shows what gopf stored on objects of the kinds: the progress of each handler, the last-handled state, finalizers.\n\n"
+	if len(args) == 0 || args[0] != "status" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			return flag.ErrHelp
+		}
+		return fmt.Errorf("unknown command %q (commands: status)", args[0])
+	}
+	fs := flag.NewFlagSet("kubectl gopf status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	f := newStatusFlags(fs)
+	kubeconfig := fs.String("kubeconfig", "", "Path to the kubeconfig file. Default: KUBECONFIG, else ~/.kube/config.")
+	kubeContext := fs.String("context", "", "The kubeconfig context to use. Default: the current context.")
+	prefix := fs.String("prefix", "gopf.dev", "The operator's annotation prefix (reconcile.Options.Prefix).")
+	statusField := fs.String("status-field", "gopf", "The operator's status field (reconcile.Options.StatusField).")
+	positional, err := parseInterleaved(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(positional) == 0 {
+		fs.Usage()
+		return errors.New("give the kind of the objects, such as kopfexamples")
+	}
+	sel, err := f.selection(positional)
+	if err != nil {
+		return err
+	}
+	loader := clientcmd.NewDefaultClientConfigLoadingRules()
+	loader.ExplicitPath = *kubeconfig
+	kc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loader, &clientcmd.ConfigOverrides{CurrentContext: *kubeContext})
+	cfg, err := kc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	if sel.Namespace == "" && !f.allNamespaces {
+		if sel.Namespace, _, err = kc.Namespace(); err != nil {
+			return fmt.Errorf("reading the kubeconfig's namespace: %w", err)
+		}
+	}
+	opts := reconcile.Options{Prefix: *prefix, StatusField: *statusField}
+	if f.peeringName != "" {
+		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS}
+	}
+	kinds := strings.Split(sel.Kind, ",")
+	planner, err := reconcile.NewGenericPlanner(cfg, kinds, opts)
+	if err != nil {
+		return err
+	}
+	sel.Kind = "" // every kind of the generic planner is one asked for
+	return f.print(ctx, stdout, stderr, planner, sel, reconcile.ViewStatus)
 }

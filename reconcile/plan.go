@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -64,7 +65,7 @@ type Selection struct {
 	// singular) or either with its group ("kopfexamples.kopf.dev"), in any
 	// case; empty for every kind.
 	Kind string
-	// Name selects one object by name; it needs Kind.
+	// Name selects the objects of that name (one per kind and namespace).
 	Name string
 	// Namespace limits the plan to one namespace; empty for all.
 	Namespace string
@@ -99,13 +100,16 @@ func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry
 	return p, nil
 }
 
-// NewGenericPlanner returns a planner for objects of the given kinds whose
-// handlers it does not know, for the cluster of cfg: it reports the stored
-// progress records, last-handled state and finalizers, looking for the
-// state both in status.<opts.StatusField> and in annotations under
-// opts.Prefix. It cannot tell what would run on start.
-func NewGenericPlanner(cfg *rest.Config, gvks []schema.GroupVersionKind, opts Options) (*Planner, error) {
-	if len(gvks) == 0 {
+// NewGenericPlanner returns a planner for objects of the named kinds whose
+// handlers it does not know, for the cluster of cfg. A kind is named as
+// kubectl names it: a resource ("kopfexamples"), a kind ("KopfExample"),
+// either with its group ("kopfexamples.kopf.dev") or a version too
+// ("kopfexamples.v1.kopf.dev"), or by a short name ("cm"). The planner reports the stored progress
+// records, last-handled state and finalizers, looking for the state both
+// in status.<opts.StatusField> and in annotations under opts.Prefix; it
+// cannot tell what would run on start.
+func NewGenericPlanner(cfg *rest.Config, kinds []string, opts Options) (*Planner, error) {
+	if len(kinds) == 0 {
 		return nil, errors.New("gopf: a generic planner needs at least one kind")
 	}
 	p, disco, mapper, err := newPlanner(cfg, runtime.NewScheme(), opts)
@@ -113,7 +117,11 @@ func NewGenericPlanner(cfg *rest.Config, gvks []schema.GroupVersionKind, opts Op
 		return nil, err
 	}
 	p.generic = true
-	for _, gvk := range gvks {
+	for _, name := range kinds {
+		gvk, err := kindNamed(restmapper.NewShortcutExpander(mapper, disco, func(string) {}), name)
+		if err != nil {
+			return nil, err
+		}
 		k, err := describeKind(mapper, disco, gvk, objectMaker(gvk, &contract.Handler{Unstructured: true}), p.opts)
 		if err != nil {
 			return nil, fmt.Errorf("gopf: %w", err)
@@ -123,6 +131,33 @@ func NewGenericPlanner(cfg *rest.Config, gvks []schema.GroupVersionKind, opts Op
 		}
 	}
 	return p, nil
+}
+
+// kindNamed resolves a kind named as kubectl names it; mapper knows the
+// short names ("cm").
+func kindNamed(mapper meta.RESTMapper, name string) (schema.GroupVersionKind, error) {
+	lower := strings.ToLower(name)
+	var candidates []schema.GroupVersionResource
+	if gvr, gr := schema.ParseResourceArg(lower); gvr != nil {
+		candidates = append(candidates, *gvr)
+		candidates = append(candidates, gr.WithVersion(""))
+	} else {
+		candidates = append(candidates, gr.WithVersion(""))
+	}
+	var errs []error
+	for _, gvr := range candidates {
+		gvk, err := mapper.KindFor(gvr)
+		if err == nil {
+			return gvk, nil
+		}
+		errs = append(errs, err)
+	}
+	// A kind name rather than a resource: KopfExample, KopfExample.kopf.dev.
+	gk := schema.ParseGroupKind(name)
+	if m, err := mapper.RESTMapping(gk); err == nil {
+		return m.GroupVersionKind, nil
+	}
+	return schema.GroupVersionKind{}, fmt.Errorf("gopf: the API server serves no kind called %q: %w", name, errors.Join(errs...))
 }
 
 func newPlanner(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*Planner, discovery.DiscoveryInterface, meta.RESTMapper, error) {
@@ -199,9 +234,6 @@ func (pk *plannedKind) matches(name string) bool {
 // that thousands of objects stream out rather than wait. An error of emit
 // stops the plan and is returned.
 func (p *Planner) Plan(ctx context.Context, sel Selection, emit func(*ObjectStatus) error) error {
-	if sel.Name != "" && sel.Kind == "" {
-		return errors.New("gopf: a name needs a kind")
-	}
 	kinds := p.kinds
 	if sel.Kind != "" {
 		kinds = nil
