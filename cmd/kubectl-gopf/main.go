@@ -8,7 +8,7 @@
 //	kubectl gopf status kopfexamples.kopf.dev my-object -n default -o yaml
 //
 // Install it with `go install github.com/gopf-dev/gopf/cmd/kubectl-gopf@latest`
-// (or `make install-plugin`); kubectl finds it on PATH. An operator binary
+// (or `make install-kubectl-plugin`); kubectl finds it on PATH. An operator binary
 // answers the same question with its handlers at hand: `<operator> status`.
 package main
 
