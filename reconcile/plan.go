@@ -195,10 +195,10 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *kindController) error {
 	if err != nil {
 		return fmt.Errorf("gopf: kind %s is not served by the API server: %w", k.gvk, err)
 	}
-	pk := &plannedKind{k: k, resource: mapping.Resource, stores: []storage{k.store}}
+	pk := &plannedKind{k: k, resource: mapping.Resource, stores: layers(k.store)}
 	if p.generic {
 		status, annotations := statusStorage{field: p.opts.StatusField}, annotationStorage{prefix: p.opts.Prefix}
-		if _, inStatus := k.store.(statusStorage); inStatus {
+		if _, inStatus := pk.stores[0].(statusStorage); inStatus {
 			pk.stores = append(pk.stores, annotations)
 		} else {
 			pk.stores = append(pk.stores, status)
@@ -206,6 +206,14 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *kindController) error {
 	}
 	p.kinds = append(p.kinds, pk)
 	return nil
+}
+
+// layers lists the places a storage reads state from, in the order it
+// reads them, so that the planner can say which one held an object's
+// state (ObjectStatus.StateSource). A storage that falls back to another
+// place when its own is empty is listed as its layers.
+func layers(s storage) []storage {
+	return []storage{s}
 }
 
 // Kinds returns the kinds the planner covers, in the order it lists them.
