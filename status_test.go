@@ -67,7 +67,8 @@ func statusRegistry() *handlers.Registry {
 // operator: "done" (handled), "retrying" (flaky_fn waits an hour),
 // "failed" (bad_fn failed for good while flaky_fn retries) and "deleting"
 // (handled, then deleted while no operator runs, so gopf's finalizer holds
-// it with delete_fn to run).
+// it with delete_fn to run); and "new-one", created once the operator is
+// gone.
 func statusFixture(t *testing.T) *envtest.Env {
 	t.Helper()
 	g := NewWithT(t)
@@ -99,6 +100,8 @@ func statusFixture(t *testing.T) *envtest.Env {
 	g.Expect(op.Stop()).To(Succeed())
 	deleting := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "deleting"}}
 	g.Expect(env.Client.Delete(env.Ctx, deleting)).To(Succeed())
+	created := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "new-one"}, Spec: kopfv1.KopfExampleSpec{Field: "value"}}
+	g.Expect(env.Client.Create(env.Ctx, created)).To(Succeed())
 	return env
 }
 
@@ -134,7 +137,8 @@ func TestTheStatusCommandShowsEachObjectsHandlersAndFinalizers(t *testing.T) {
 	t.Logf("status:\n%s", table)
 	g.Expect(strings.Fields(strings.SplitN(table, "\n", 2)[0])).To(Equal([]string{"KIND", "NAMESPACE", "NAME", "STATE", "HANDLERS", "FINALIZERS"}))
 	rows := tableRows(t, table)
-	g.Expect(rows).To(HaveLen(4))
+	g.Expect(rows).To(HaveLen(5))
+	g.Expect(rows["new-one"]).To(MatchRegexp(`pending\s+create_fn pending; idle: delete_fn\s+-$`))
 	g.Expect(rows["done"]).To(MatchRegexp(`KopfExample\s+\S+\s+done\s+done\s+done: create_fn; idle: delete_fn\s+gopf.dev/finalizer$`))
 	g.Expect(rows["retrying"]).To(MatchRegexp(`retrying\s+flaky_fn retrying \(retry 1 of 4, next at \S+Z\): "temporary error \(retry in 1h0m0s\): the database is not ready"; done: create_fn; idle: delete_fn\s+gopf.dev/finalizer$`))
 	g.Expect(rows["failed"]).To(MatchRegexp(`failed\s+flaky_fn retrying .*; bad_fn failed: "permanent error: the spec makes no sense"; done: create_fn`))
@@ -152,7 +156,7 @@ func TestTheStatusCommandShowsEachObjectsHandlersAndFinalizers(t *testing.T) {
 	for _, item := range list.Items {
 		byName[item.Name] = item
 	}
-	g.Expect(byName).To(HaveLen(4))
+	g.Expect(byName).To(HaveLen(5))
 
 	retrying := byName["retrying"]
 	g.Expect(retrying.State).To(Equal("retrying"))
@@ -199,6 +203,7 @@ func TestThePlanCommandSaysWhatAStartWouldDoAndWritesNothing(t *testing.T) {
 	g.Expect(strings.Fields(strings.SplitN(table, "\n", 2)[0])).To(Equal([]string{"KIND", "NAMESPACE", "NAME", "STATE", "ON", "START"}))
 	rows := tableRows(t, table)
 	g.Expect(rows["done"]).To(MatchRegexp(`done\s+nothing: every handler is done$`))
+	g.Expect(rows["new-one"]).To(MatchRegexp(`pending\s+add finalizer gopf.dev/finalizer; call create_fn$`))
 	g.Expect(rows["retrying"]).To(MatchRegexp(`retrying\s+continue flaky_fn \(retry 1, due at \S+Z\)$`))
 	g.Expect(rows["failed"]).To(MatchRegexp(`failed\s+continue flaky_fn \(retry 1, due at \S+Z\)$`))
 	g.Expect(rows["deleting"]).To(MatchRegexp(`deleting\s+run delete handler delete_fn; release finalizer gopf.dev/finalizer once they are done$`))
@@ -225,7 +230,7 @@ func TestTheStatusCommandStreamsPageByPage(t *testing.T) {
 	// One object per page: every object is listed, none twice.
 	out := runCommand(t, "status", "-o", "yaml", "--chunk-size", "1", "-n", env.Namespace)
 	g.Expect(out).To(HavePrefix("apiVersion: " + reconcile.StatusAPIVersion + "\nkind: ObjectStatusList\nitems:\n"))
-	g.Expect(strings.Count(out, "\n- apiVersion: kopf.dev/v1\n")).To(Equal(4))
+	g.Expect(strings.Count(out, "\n- apiVersion: kopf.dev/v1\n")).To(Equal(5))
 }
 
 func TestTheStatusCommandRefusesAKindTheOperatorDoesNotHave(t *testing.T) {
