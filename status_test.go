@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,8 +110,14 @@ func statusFixture(t *testing.T) *envtest.Env {
 // returns what it printed.
 func runCommand(t *testing.T, command string, args ...string) string {
 	t.Helper()
+	return runCommandOf(t, statusRegistry(), command, args...)
+}
+
+// runCommandOf runs a command of an operator made of reg.
+func runCommandOf(t *testing.T, reg *handlers.Registry, command string, args ...string) string {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	err := gopf.StatusCommand(context.Background(), &out, &errOut, cfg, statusRegistry(), gopf.MainOptions{AddToScheme: []func(*runtime.Scheme) error{kopfv1.AddToScheme}}, "operator", command, args)
+	err := gopf.StatusCommand(context.Background(), &out, &errOut, cfg, reg, gopf.MainOptions{AddToScheme: []func(*runtime.Scheme) error{kopfv1.AddToScheme}}, "operator", command, args)
 	if err != nil {
 		t.Fatalf("%s %v: %v (stderr: %s)", command, args, err, errOut.String())
 	}
@@ -239,6 +246,35 @@ func TestTheStatusCommandRefusesAKindTheOperatorDoesNotHave(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `no kind called "pods" (its kinds: kopfexamples.kopf.dev)`) {
 		t.Fatalf("got %v, want an error naming the operator's kinds", err)
 	}
+}
+
+func TestTheStatusCommandNamesTheOperatorThatRunsTimersFromThePeering(t *testing.T) {
+	g := NewWithT(t)
+	env := envtest.New(t, scheme)
+	reg := handlers.NewRegistry()
+	handlers.OnTimer(reg, time.Hour, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		return nil, nil
+	}, handlers.ID("tick"))
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "timed"}, Spec: kopfv1.KopfExampleSpec{Field: "value"}}
+	g.Expect(env.Client.Create(env.Ctx, obj)).To(Succeed())
+	// op-b works: op-a has a lower priority, op-c's entry expired long ago.
+	now := time.Now().UTC()
+	peering := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering",
+		"metadata": map[string]any{"name": env.Namespace},
+		"status": map[string]any{
+			"op-a": map[string]any{"priority": 10, "lifetime": 600, "lastseen": now.Format(time.RFC3339)},
+			"op-b": map[string]any{"priority": 20, "lifetime": 600, "lastseen": now.Format(time.RFC3339)},
+			"op-c": map[string]any{"priority": 99, "lifetime": 60, "lastseen": now.Add(-2 * time.Hour).Format(time.RFC3339)},
+		},
+	}}
+	g.Expect(env.Client.Create(env.Ctx, peering)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), peering) })
+
+	table := runCommandOf(t, reg, "status", "-n", env.Namespace, "--peering", env.Namespace)
+	g.Expect(tableRows(t, table)["timed"]).To(MatchRegexp(`tick running \(on op-b\)\s+-$`), table)
+	plan := runCommandOf(t, reg, "plan", "-n", env.Namespace)
+	g.Expect(tableRows(t, plan)["timed"]).To(MatchRegexp(`add finalizer gopf.dev/finalizer; schedule timer tick$`), plan)
 }
 
 func handlerNamed(g Gomega, st reconcile.ObjectStatus, id string) reconcile.HandlerStatus {

@@ -597,7 +597,7 @@ func (pl *objectPlan) idle(change []*contract.Handler) {
 		switch reasonOf(r) {
 		case handlers.ReasonCreate, handlers.ReasonUpdate:
 			if pl.out.Handled {
-				h.State, h.Since = HandlerDone, pl.out.StateWritten
+				h.State, h.Cause, h.Since = HandlerDone, string(reasonOf(r)), pl.out.StateWritten
 				h.Message = "nothing changed since the last-handled state"
 			}
 		case handlers.ReasonDelete:
