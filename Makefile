@@ -41,6 +41,10 @@ manifests: controller-gen ## Generate CRDs (config/crd/bases) and RBAC (config/r
 generate: controller-gen ## Generate DeepCopy methods for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
+.PHONY: grafana
+grafana: ## Generate the Grafana dashboard (config/grafana) and the alerts (config/prometheus/gopf-alerts.yaml) from gopf's metric definitions.
+	$(GO) run ./hack/dashboards -src reconcile -out .
+
 .PHONY: fmt
 fmt: ## Run go fmt.
 	$(GO) fmt ./...
@@ -174,6 +178,22 @@ $(KUSTOMIZE):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 	mv $(LOCALBIN)/kustomize $(KUSTOMIZE)
+
+##@ kubectl plugin
+
+# Where install-kubectl-plugin puts kubectl-gopf: GOBIN, else GOPATH/bin
+# (as go install does); kubectl finds plugins on PATH.
+KUBECTL_PLUGIN_DIR ?= $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)
+
+.PHONY: build-kubectl-plugin
+build-kubectl-plugin: ## Build the kubectl plugin (kubectl gopf status ...) into bin/kubectl-gopf.
+	$(GO) build -o $(LOCALBIN)/kubectl-gopf ./cmd/kubectl-gopf
+
+.PHONY: install-kubectl-plugin
+install-kubectl-plugin: ## Install the kubectl plugin into KUBECTL_PLUGIN_DIR (default: where go install puts binaries); same as go install ./cmd/kubectl-gopf.
+	@mkdir -p "$(KUBECTL_PLUGIN_DIR)"
+	$(GO) build -o "$(KUBECTL_PLUGIN_DIR)/kubectl-gopf" ./cmd/kubectl-gopf
+	@echo "installed $(KUBECTL_PLUGIN_DIR)/kubectl-gopf: try kubectl gopf status --help"
 
 ##@ kubebuilder plugin
 

@@ -34,8 +34,8 @@ var libraryLayers = map[string][]string{
 }
 
 // programDirs hold the module's programs and their tests: operators,
-// commands, benchmarks and test suites.
-var programDirs = []string{"cmd/", "examples/", "test/"}
+// commands, generators, benchmarks and test suites.
+var programDirs = []string{"cmd/", "examples/", "hack/", "test/"}
 
 // goList runs go list with a template over the whole module and returns a
 // line per package.

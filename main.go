@@ -52,8 +52,10 @@ func SetupWithManager(mgr manager.Manager, reg *handlers.Registry, opts ...recon
 // with status 1 and a message naming the problem if anything fails.
 //
 // Besides running, the binary answers two commands of Kopf's: `freeze`
-// pauses the operators of a peering for a while, `resume` ends that. Run it
-// with -h for the flags.
+// pauses the operators of a peering for a while, `resume` ends that; and
+// two that only read: `status [KIND] [NAME]` shows where each handler
+// stands on each object, `plan` what the operator would do with each
+// object on start. Run it (or a command) with -h for the flags.
 func Main(reg *handlers.Registry, addToScheme ...func(*runtime.Scheme) error) {
 	MainWith(reg, MainOptions{AddToScheme: addToScheme})
 }
@@ -145,12 +147,15 @@ func run(reg *handlers.Registry, mo MainOptions, name string, args []string) err
 	if len(args) > 0 && (args[0] == "freeze" || args[0] == "resume") {
 		return runFreeze(name, args[0], args[1:])
 	}
+	if len(args) > 0 && (args[0] == "status" || args[0] == "plan") {
+		return runStatus(reg, mo, name, args[0], args[1:])
+	}
 	fs, f := newFlags(name)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (commands: freeze, resume)", fs.Args())
+		return fmt.Errorf("unexpected arguments %q (commands: freeze, resume, status, plan)", fs.Args())
 	}
 	if err := f.check(); err != nil {
 		return err

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -170,7 +172,6 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 		return fmt.Errorf("gopf: creating a discovery client: %w", err)
 	}
 
-	var errs []error
 	sc, err := newScope(opts.Namespaces)
 	if err != nil {
 		return fmt.Errorf("gopf: %w", err)
@@ -182,35 +183,46 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err := setupActivities(mgr, reg, sh, opts); err != nil {
 		return err
 	}
+	kinds, err := kindsOf(reg, mgr.GetScheme(), mgr.GetRESTMapper(), func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error) {
+		return newKindController(mgr, disco, gvk, proto, opts, sh)
+	})
+	if err != nil {
+		return err
+	}
+	for _, kc := range kinds {
+		if err := kc.start(mgr, opts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kindsOf groups the object handlers of reg by the kind they resolve to,
+// kinds in the order of their first registration; newKind makes the
+// controller of a kind from that first registration. Errors name the
+// handler.
+func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMapper, newKind func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error)) ([]*kindController, error) {
+	var errs []error
 	byKind := map[schema.GroupVersionKind]*kindController{}
-	var order []schema.GroupVersionKind
+	var order []*kindController
 	for _, r := range contract.SetOf(reg).Handlers(objectKinds...) {
-		gvk, _, err := spec.ResolveKind(r, mgr.GetScheme(), mgr.GetRESTMapper())
+		gvk, _, err := spec.ResolveKind(r, scheme, mapper)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
 			continue
 		}
 		kc, ok := byKind[gvk]
 		if !ok {
-			kc, err = newKindController(mgr, disco, gvk, r, opts, sh)
-			if err != nil {
+			if kc, err = newKind(gvk, r); err != nil {
 				errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
 				continue
 			}
 			byKind[gvk] = kc
-			order = append(order, gvk)
+			order = append(order, kc)
 		}
 		kc.add(r)
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	for _, gvk := range order {
-		if err := byKind[gvk].start(mgr, opts); err != nil {
-			return err
-		}
-	}
-	return nil
+	return order, errors.Join(errs...)
 }
 
 // start adds the kind's watcher (event handlers and indexes), spawner
@@ -325,7 +337,28 @@ var objectKinds = []spec.Kind{
 // newKindController prepares the controller of one kind; proto is the first
 // registration for it and decides the Go type objects are read into.
 func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *contract.Handler, opts Options, sh *shared) (*kindController, error) {
-	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	kc, err := describeKind(mgr.GetRESTMapper(), disco, gvk, objectMaker(gvk, proto), opts)
+	if err != nil {
+		return nil, err
+	}
+	kc.reader = mgr.GetCache()
+	kc.writer = mgr.GetClient()
+	kc.recorder = mgr.GetEventRecorder("gopf")
+	kc.shared = sh
+	kc.scheme = mgr.GetScheme()
+	kc.wake = make(chan event.GenericEvent, 1024)
+	kc.log = mgr.GetLogger().WithValues("controller", kc.name)
+	kc.memory = newMemories(opts.Memo)
+	kc.cache = mgr.GetCache()
+	return kc, nil
+}
+
+// describeKind is what the controller of a kind knows without a manager:
+// its name, Go type (newObject), finalizer and storage. The planner reads
+// objects through it too, so that it reads stored state exactly as the
+// controller does.
+func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, newObject func() client.Object, opts Options) (*kindController, error) {
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s is not served by the API server: %w", gvk, err)
 	}
@@ -337,26 +370,9 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		name:      "gopf-" + strings.ToLower(gvk.Kind) + nonEmptyDot(gvk.Group),
 		gvk:       gvk,
 		opts:      opts,
-		reader:    mgr.GetCache(),
-		writer:    mgr.GetClient(),
-		recorder:  mgr.GetEventRecorder("gopf"),
 		hasStatus: hasStatus,
 		finalizer: opts.Prefix + "/finalizer",
-		shared:    sh,
-		scheme:    mgr.GetScheme(),
-		wake:      make(chan event.GenericEvent, 1024),
-		log:       mgr.GetLogger().WithValues("controller", "gopf-"+strings.ToLower(gvk.Kind)+nonEmptyDot(gvk.Group)),
-		memory:    newMemories(opts.Memo),
-		cache:     mgr.GetCache(),
-	}
-	if proto.Unstructured {
-		kc.newObject = func() client.Object {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(gvk)
-			return u
-		}
-	} else {
-		kc.newObject = proto.NewObject
+		newObject: newObject,
 	}
 	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, essenceOf: kc.essenceText, log: kc.log}
 	switch {
@@ -368,6 +384,19 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		kc.store = kopfFallback{annotationStorage{prefix: opts.Prefix}, kc.kopf}
 	}
 	return kc, nil
+}
+
+// objectMaker returns the constructor of the objects of a kind: the Go type
+// of its first registration proto, or unstructured objects.
+func objectMaker(gvk schema.GroupVersionKind, proto *contract.Handler) func() client.Object {
+	if !proto.Unstructured {
+		return proto.NewObject
+	}
+	return func() client.Object {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u
+	}
 }
 
 // add puts a registration in its place: change handlers or level handlers;
