@@ -50,10 +50,13 @@ type Cause struct {
 
 	// Old and New are the essences before and after the change (for
 	// handlers narrowed to a field: that field's values), as decoded JSON.
-	// Old is nil on create, New is nil on delete.
+	// Old is nil on create and where a field was absent; New is nil on
+	// delete and where a field is gone.
 	Old, New any
-	// Diff lists the changes from Old to New. Empty on create, resume and
-	// delete.
+	// Diff lists the changes from Old to New, with paths relative to what
+	// Old and New are (see Diff for its shape): one DiffAdd of the whole
+	// essence on create, or of the whole field when a field appears; one
+	// DiffRemove when a field disappears; empty on resume and delete.
 	Diff Diff
 
 	// Patch collects changes to the object, applied after the handlers of
@@ -184,7 +187,23 @@ type Patch = spec.Patch
 // restarts. It is safe for concurrent use.
 type Memo = spec.Memo
 
-// Diff is the list of changes between two essences, sorted by path.
+// Diff is the list of changes from Cause.Old to Cause.New, sorted by path.
+// Maps are compared key by key, so each item names the deepest key whose
+// value changed; anything else (lists, strings, numbers) is compared as a
+// whole. Paths are relative to Old and New: from the essence's root for
+// handlers of whole objects, from the field for handlers narrowed to one.
+// An empty Path is the root itself. For a handler of the field "spec":
+//
+//	spec.replicas 1 → 2:          {DiffChange, [replicas], 1, 2}
+//	spec.paused added:            {DiffAdd, [paused], nil, true}
+//	spec.selector.app removed:    {DiffRemove, [selector app], "db", nil}
+//	spec.ports [80] → [80 443]:   {DiffChange, [ports], [80], [80 443]}
+//	spec appears (Old is nil):    {DiffAdd, [], nil, map[...]}    (one item)
+//	spec disappears (New is nil): {DiffRemove, [], map[...], nil} (one item)
+//
+// Create handlers get the root item of the whole essence, as in Kopf:
+// {DiffAdd, [], nil, essence}. Resume and delete handlers get an empty Diff,
+// so check its length before taking c.Diff[0] (Kopf's diff[0] idiom).
 type Diff = spec.Diff
 
 // DiffItem is one change between two essences: the field at Path was added,

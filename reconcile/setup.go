@@ -353,8 +353,8 @@ func (k *kindController) add(r *contract.Handler) {
 	default:
 		k.change = append(k.change, r)
 	}
-	if r.Options.Field != "" {
-		k.extra = append(k.extra, strings.Split(r.Options.Field, "."))
+	if r.Options.Field != nil {
+		k.extra = append(k.extra, r.Options.Field)
 	}
 }
 

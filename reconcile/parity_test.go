@@ -1,0 +1,86 @@
+package reconcile_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/envtest"
+	"github.com/gopf-dev/gopf/handlers"
+)
+
+// labelObject merges labels into an object's metadata.
+func labelObject(g Gomega, obj client.Object, labels string) {
+	g.Expect(k8s.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"labels":`+labels+`}}`)))).To(Succeed())
+}
+
+func TestFieldHandlerReasonIsTheObjectsCauseAndTheFieldsAppearanceShowsInTheDiff(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	var cs envtest.Calls
+	reg := handlers.NewRegistry()
+	handlers.OnField(reg, "metadata.labels.app", recording(&cs, nil), handlers.ID("app"))
+	runOperator(t, ns, reg)
+
+	// An object created with the label: the object's cause is create.
+	labelled := newExample(ns, "labelled")
+	labelled.Labels = map[string]string{"app": "one"}
+	g.Expect(k8s.Create(context.Background(), labelled)).To(Succeed())
+	g.Eventually(func() int { return cs.Count("app") }, timeout).Should(Equal(1))
+	g.Expect(cs.Of("app")[0].Reason).To(Equal(handlers.ReasonCreate))
+	g.Expect(cs.Of("app")[0].Diff).To(Equal("[(add, , <nil>, one)]"))
+
+	// An object labelled after its creation: the label appeared, but the
+	// object's cause is an update, as Kopf's reason says.
+	plain := newExample(ns, "plain")
+	g.Expect(k8s.Create(context.Background(), plain)).To(Succeed())
+	waitHandled(g, client.ObjectKeyFromObject(plain))
+	labelObject(g, plain, `{"app":"two"}`)
+	g.Eventually(func() int { return cs.Count("app") }, timeout).Should(Equal(2))
+	got := cs.Of("app")[1]
+	g.Expect(got.Name).To(Equal("plain"))
+	g.Expect(got.Reason).To(Equal(handlers.ReasonUpdate))
+	g.Expect(got.Old).To(BeNil())
+	g.Expect(got.New).To(Equal("two"))
+	g.Expect(got.Diff).To(Equal("[(add, , <nil>, two)]"))
+}
+
+func TestFieldPathGivenAsKeysReachesALabelWithDotsInItsKey(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	var cs envtest.Calls
+	reg := handlers.NewRegistry()
+	handlers.OnField(reg, []string{"metadata", "labels", "app.kubernetes.io/name"}, recording(&cs, nil), handlers.ID("name"))
+	runOperator(t, ns, reg)
+
+	obj := newExample(ns, "keys")
+	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	waitHandled(g, client.ObjectKeyFromObject(obj))
+	labelObject(g, obj, `{"app.kubernetes.io/name":"db","other":"x"}`)
+	g.Eventually(func() int { return cs.Count("name") }, timeout).Should(Equal(1))
+	g.Expect(cs.Of("name")[0].New).To(Equal("db"))
+
+	labelObject(g, obj, `{"app.kubernetes.io/name":null}`)
+	g.Eventually(func() int { return cs.Count("name") }, timeout).Should(Equal(2))
+	g.Expect(cs.Of("name")[1].Old).To(Equal("db"))
+	g.Expect(cs.Of("name")[1].Diff).To(Equal("[(remove, , db, <nil>)]"))
+}
+
+func TestCreateHandlerDiffIsTheWholeEssenceAddedAtTheRoot(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	var cs envtest.Calls
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, recording(&cs, nil), handlers.ID("create"))
+	handlers.OnCreate(reg, recording(&cs, nil), handlers.ID("field"), handlers.Field("spec.field"))
+	runOperator(t, ns, reg)
+
+	g.Expect(k8s.Create(context.Background(), newExample(ns, "root"))).To(Succeed())
+	g.Eventually(func() int { return cs.Count("create") + cs.Count("field") }, timeout).Should(Equal(2))
+	// Kopf's diff[0] on creation: ('add', (), None, body).
+	g.Expect(cs.Of("create")[0].Diff).To(Equal("[(add, , <nil>, map[spec:map[field:value items:[item1 item2]]])]"))
+	g.Expect(cs.Of("field")[0].Diff).To(Equal("[(add, , <nil>, value)]"))
+}
