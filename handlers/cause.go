@@ -137,6 +137,25 @@ func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any,
 
 var errSubsOnlyForChanges = errors.New("Cause.Register is for change handlers only")
 
+// Result returns the result of the handler with the given id for this
+// object, as it will be stored in status.<id> (decoded JSON), and whether
+// there is one. gopf writes the results of all handlers of one reconcile
+// together, after they return, so the object a handler receives does not
+// show what earlier handlers of the same cause returned; Result does: the
+// result an earlier handler returned in this reconcile, merged over what
+// status.<id> holds, as the write will merge it. Kopf writes each result
+// before the next handler runs, so a Kopf handler reading
+// status["create_fn"] becomes c.Result("create_fn") in gopf. Handlers run
+// in registration order, so only earlier handlers' results are there. It
+// returns false for handler kinds without results (timers, daemons, event,
+// index, admission and operator-level handlers).
+func (c *Cause) Result(id string) (any, bool) {
+	if c.x == nil || c.x.Result == nil {
+		return nil, false
+	}
+	return c.x.Result(id)
+}
+
 // Kubernetes event types, for Cause.Post.
 const (
 	EventNormal  = "Normal"

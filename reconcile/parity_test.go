@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
 )
@@ -83,4 +84,45 @@ func TestCreateHandlerDiffIsTheWholeEssenceAddedAtTheRoot(t *testing.T) {
 	// Kopf's diff[0] on creation: ('add', (), None, body).
 	g.Expect(cs.Of("create")[0].Diff).To(Equal("[(add, , <nil>, map[spec:map[field:value items:[item1 item2]]])]"))
 	g.Expect(cs.Of("field")[0].Diff).To(Equal("[(add, , <nil>, value)]"))
+}
+
+func TestLaterHandlersOfACauseSeeEarlierHandlersResultsBeforeTheWrite(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	type seen struct {
+		result any
+		ok     bool
+	}
+	got := make(chan seen, 4)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		return map[string]any{"message": "created", "count": 1}, nil
+	}, handlers.ID("create_fn"))
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		r, ok := c.Result("create_fn")
+		got <- seen{r, ok}
+		_, unknown := c.Result("nobody")
+		g.Expect(unknown).To(BeFalse())
+		return nil, nil
+	}, handlers.ID("label_fn"))
+	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		// Nothing returned in this reconcile: the stored result.
+		r, ok := c.Result("create_fn")
+		got <- seen{r, ok}
+		return nil, nil
+	}, handlers.ID("update_fn"))
+	runOperator(t, ns, reg)
+
+	obj := newExample(ns, "results")
+	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	var first seen
+	g.Eventually(got, timeout).Should(Receive(&first))
+	g.Expect(first.ok).To(BeTrue())
+	g.Expect(first.result).To(Equal(map[string]any{"message": "created", "count": 1.0}))
+
+	waitHandled(g, client.ObjectKeyFromObject(obj))
+	patchSpec(g, obj, `{"field":"changed"}`)
+	var later seen
+	g.Eventually(got, timeout).Should(Receive(&later))
+	g.Expect(later).To(Equal(first))
 }

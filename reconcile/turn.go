@@ -317,6 +317,7 @@ func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extr
 	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
 	c.Patch = &t.patch
+	x.Result = t.result
 	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
 	return c, x
 }
@@ -370,6 +371,42 @@ func (t *turn) keepResult(id string, result any) {
 		t.results = map[string]any{}
 	}
 	t.results[id] = result
+}
+
+// result is a handler's result as the turn's write will leave it: the
+// pending result, merged over status.<id> as stored, as decoded JSON (its
+// numbers float64, whichever way they came).
+func (t *turn) result(id string) (any, bool) {
+	status, _ := t.raw["status"].(map[string]any)
+	value, found := status[id]
+	if pending, ok := t.results[id]; ok {
+		patch, err := asJSON(pending)
+		if err != nil {
+			return nil, false // it cannot be written either
+		}
+		value, found = patch, true
+		if pm, isMap := patch.(map[string]any); isMap {
+			base, _ := deepCopyJSON(status[id]).(map[string]any)
+			if base == nil {
+				base = map[string]any{}
+			}
+			value = applyMergePatch(base, pm)
+		}
+	}
+	if !found {
+		return nil, false
+	}
+	v, err := asJSON(value)
+	return v, err == nil
+}
+
+// asJSON returns v as encoding/json decodes its encoding.
+func asJSON(v any) (any, error) {
+	data, err := jsonMarshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return decodeJSON(string(data)), nil
 }
 
 // runLevel runs the level handlers on the object.
