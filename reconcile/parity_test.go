@@ -2,7 +2,9 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,4 +127,29 @@ func TestLaterHandlersOfACauseSeeEarlierHandlersResultsBeforeTheWrite(t *testing
 	var later seen
 	g.Eventually(got, timeout).Should(Receive(&later))
 	g.Expect(later).To(Equal(first))
+}
+
+func TestDaemonPatchIsAppliedAfterEachAttempt(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	reg := handlers.NewRegistry()
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+		d.Patch.SetStatus("daemon", map[string]any{"attempt": d.Retry + 1})
+		if d.Retry == 0 {
+			return handlers.Temporary(errors.New("once more"), time.Millisecond)
+		}
+		value := "ran"
+		d.Patch.SetLabel("daemon", &value)
+		return nil
+	}, handlers.ID("daemon"))
+	runOperator(t, ns, reg)
+
+	obj := newExample(ns, "daemon")
+	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "daemon", "attempt") }, timeout).Should(BeEquivalentTo(2))
+	g.Eventually(func(g Gomega) map[string]string {
+		g.Expect(k8s.Get(context.Background(), key, obj)).To(Succeed())
+		return obj.Labels
+	}, timeout).Should(HaveKeyWithValue("daemon", "ran"))
 }
