@@ -194,10 +194,29 @@ func (c *Cause) Exception(err error) {
 }
 
 // Patch collects changes a handler wants made to its object: Set,
-// SetLabel, SetAnnotation and SetStatus. gopf applies the changes of all
-// handlers of one reconcile together, as one JSON merge patch to the object
-// and one to its status, after the handlers return. Setting a value to nil
-// removes the field.
+// SetLabel, SetAnnotation and SetStatus, and Transform for what a merge
+// patch cannot say (appending to or removing from a list, as Kopf's
+// patch.fns). gopf applies the changes of all handlers of one reconcile
+// together, as one write to the object and one to its status, after the
+// handlers return: JSON merge patches, or JSON patches (RFC 6902) when there
+// are transformations. Setting a value to nil removes the field.
+//
+// A condition appended to status.conditions, and a finalizer removed:
+//
+//	c.Patch.Transform(func(obj map[string]any) {
+//		status, ok := obj["status"].(map[string]any)
+//		if !ok {
+//			status = map[string]any{}
+//			obj["status"] = status
+//		}
+//		conditions, _ := status["conditions"].([]any)
+//		status["conditions"] = append(conditions, map[string]any{"type": "Ready", "status": "True"})
+//	})
+//	c.Patch.Transform(func(obj map[string]any) {
+//		meta := obj["metadata"].(map[string]any)
+//		finalizers, _ := meta["finalizers"].([]any)
+//		meta["finalizers"] = slices.DeleteFunc(finalizers, func(f any) bool { return f == "example.com/cleanup" })
+//	})
 type Patch = spec.Patch
 
 // Memo is a per-object scratchpad kept in the operator's memory (never

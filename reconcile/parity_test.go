@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -152,4 +153,60 @@ func TestDaemonPatchIsAppliedAfterEachAttempt(t *testing.T) {
 		g.Expect(k8s.Get(context.Background(), key, obj)).To(Succeed())
 		return obj.Labels
 	}, timeout).Should(HaveKeyWithValue("daemon", "ran"))
+}
+
+func TestTransformationsGoOutInTheSameSingleWriteAsTheMergePatch(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		c.Patch.SetStatus("phase", "ready")
+		return map[string]any{"done": true}, c.Patch.Transform(func(obj map[string]any) {
+			status, ok := obj["status"].(map[string]any)
+			if !ok {
+				status = map[string]any{}
+				obj["status"] = status
+			}
+			conditions, _ := status["conditions"].([]any)
+			status["conditions"] = append(conditions, map[string]any{"type": "Ready", "status": "True"})
+		})
+	}, handlers.ID("ready"))
+	var requests envtest.RequestCounter
+	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) { o.Requests = &requests })
+
+	obj := newExample(ns, "single")
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "conditions") }, timeout).Should(Equal([]any{map[string]any{"type": "Ready", "status": "True"}}))
+	g.Expect(statusField(g, key, "phase")).To(Equal("ready"))
+	g.Expect(statusField(g, key, "ready", "done")).To(Equal(true))
+	waitHandled(g, key)
+	// Result, state, the merge change and the appended condition: one
+	// write (there is no finalizer: nothing needs one).
+	g.Consistently(func() int { return requests.Writes("kopfexamples") }, 2*time.Second).Should(Equal(1), "%v", requests.Snapshot())
+}
+
+func TestTransformationsRemoveFromListsOfTheObject(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		if err := c.Patch.Set("spec.field", "set"); err != nil {
+			return nil, err
+		}
+		return nil, c.Patch.Transform(func(obj map[string]any) {
+			spec := obj["spec"].(map[string]any)
+			spec["items"] = slices.DeleteFunc(spec["items"].([]any), func(item any) bool { return item == "item1" })
+		})
+	}, handlers.ID("trim"))
+	runOperator(t, ns, reg)
+
+	obj := newExample(ns, "trimmed")
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	g.Eventually(func(g Gomega) kopfv1.KopfExampleSpec {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		return obj.Spec
+	}, timeout).Should(Equal(kopfv1.KopfExampleSpec{Field: "set", Items: []string{"item2"}}))
 }
