@@ -50,10 +50,13 @@ type Cause struct {
 
 	// Old and New are the essences before and after the change (for
 	// handlers narrowed to a field: that field's values), as decoded JSON.
-	// Old is nil on create, New is nil on delete.
+	// Old is nil on create and where a field was absent; New is nil on
+	// delete and where a field is gone.
 	Old, New any
-	// Diff lists the changes from Old to New. Empty on create, resume and
-	// delete.
+	// Diff lists the changes from Old to New, with paths relative to what
+	// Old and New are (see Diff for its shape): one DiffAdd of the whole
+	// essence on create, or of the whole field when a field appears; one
+	// DiffRemove when a field disappears; empty on resume and delete.
 	Diff Diff
 
 	// Patch collects changes to the object, applied after the handlers of
@@ -134,6 +137,25 @@ func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any,
 
 var errSubsOnlyForChanges = errors.New("Cause.Register is for change handlers only")
 
+// Result returns the result of the handler with the given id for this
+// object, as it will be stored in status.<id> (decoded JSON), and whether
+// there is one. gopf writes the results of all handlers of one reconcile
+// together, after they return, so the object a handler receives does not
+// show what earlier handlers of the same cause returned; Result does: the
+// result an earlier handler returned in this reconcile, merged over what
+// status.<id> holds, as the write will merge it. Kopf writes each result
+// before the next handler runs, so a Kopf handler reading
+// status["create_fn"] becomes c.Result("create_fn") in gopf. Handlers run
+// in registration order, so only earlier handlers' results are there. It
+// returns false for handler kinds without results (timers, daemons, event,
+// index, admission and operator-level handlers).
+func (c *Cause) Result(id string) (any, bool) {
+	if c.x == nil || c.x.Result == nil {
+		return nil, false
+	}
+	return c.x.Result(id)
+}
+
 // Kubernetes event types, for Cause.Post.
 const (
 	EventNormal  = "Normal"
@@ -172,10 +194,29 @@ func (c *Cause) Exception(err error) {
 }
 
 // Patch collects changes a handler wants made to its object: Set,
-// SetLabel, SetAnnotation and SetStatus. gopf applies the changes of all
-// handlers of one reconcile together, as one JSON merge patch to the object
-// and one to its status, after the handlers return. Setting a value to nil
-// removes the field.
+// SetLabel, SetAnnotation and SetStatus, and Transform for what a merge
+// patch cannot say (appending to or removing from a list, as Kopf's
+// patch.fns). gopf applies the changes of all handlers of one reconcile
+// together, as one write to the object and one to its status, after the
+// handlers return: JSON merge patches, or JSON patches (RFC 6902) when there
+// are transformations. Setting a value to nil removes the field.
+//
+// A condition appended to status.conditions, and a finalizer removed:
+//
+//	c.Patch.Transform(func(obj map[string]any) {
+//		status, ok := obj["status"].(map[string]any)
+//		if !ok {
+//			status = map[string]any{}
+//			obj["status"] = status
+//		}
+//		conditions, _ := status["conditions"].([]any)
+//		status["conditions"] = append(conditions, map[string]any{"type": "Ready", "status": "True"})
+//	})
+//	c.Patch.Transform(func(obj map[string]any) {
+//		meta := obj["metadata"].(map[string]any)
+//		finalizers, _ := meta["finalizers"].([]any)
+//		meta["finalizers"] = slices.DeleteFunc(finalizers, func(f any) bool { return f == "example.com/cleanup" })
+//	})
 type Patch = spec.Patch
 
 // Memo is a per-object scratchpad kept in the operator's memory (never
@@ -184,7 +225,23 @@ type Patch = spec.Patch
 // restarts. It is safe for concurrent use.
 type Memo = spec.Memo
 
-// Diff is the list of changes between two essences, sorted by path.
+// Diff is the list of changes from Cause.Old to Cause.New, sorted by path.
+// Maps are compared key by key, so each item names the deepest key whose
+// value changed; anything else (lists, strings, numbers) is compared as a
+// whole. Paths are relative to Old and New: from the essence's root for
+// handlers of whole objects, from the field for handlers narrowed to one.
+// An empty Path is the root itself. For a handler of the field "spec":
+//
+//	spec.replicas 1 → 2:          {DiffChange, [replicas], 1, 2}
+//	spec.paused added:            {DiffAdd, [paused], nil, true}
+//	spec.selector.app removed:    {DiffRemove, [selector app], "db", nil}
+//	spec.ports [80] → [80 443]:   {DiffChange, [ports], [80], [80 443]}
+//	spec appears (Old is nil):    {DiffAdd, [], nil, map[...]}    (one item)
+//	spec disappears (New is nil): {DiffRemove, [], map[...], nil} (one item)
+//
+// Create handlers get the root item of the whole essence, as in Kopf:
+// {DiffAdd, [], nil, essence}. Resume and delete handlers get an empty Diff,
+// so check its length before taking c.Diff[0] (Kopf's diff[0] idiom).
 type Diff = spec.Diff
 
 // DiffItem is one change between two essences: the field at Path was added,

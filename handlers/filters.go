@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -115,14 +118,80 @@ type FieldSetting struct {
 	forWatched
 }
 
-// Field narrows a handler to one field, given as a dotted path such as
-// "spec.replicas" or "metadata.labels.app". For OnUpdate (and OnField) the
-// handler then runs only when that field changed, and receives the field's
-// old and new values instead of whole essences. Handlers of other kinds
-// then see only the objects that have the field (as in Kopf), or, with
-// Value, whose field's value matches.
-func Field(path string) FieldSetting {
-	return FieldSetting{setting: set(func(d *draft) { d.Field = path })}
+// FieldPath is how a field's path is given to Field and OnField: a dotted
+// string such as "spec.replicas" or "metadata.labels.app", or the keys one
+// by one, as a []string, for keys that contain dots:
+// []string{"metadata", "labels", "app.kubernetes.io/name"} (Kopf takes a
+// tuple for the same purpose).
+type FieldPath interface{ ~string | ~[]string }
+
+// Field narrows a handler to one field, given as a FieldPath. For OnUpdate
+// (and OnField) the handler then runs only when that field changed, and
+// receives the field's old and new values instead of whole essences.
+// Handlers of other kinds then see only the objects that have the field (as
+// in Kopf), or, with Value, whose field's value matches.
+//
+// A dotted string that cannot match anything is a bad registration: a path
+// with an empty segment, and one that goes below a label or an annotation
+// (such as "metadata.labels.app.kubernetes.io/name", which names the key
+// "app" and then keys inside its string value); give such a path as keys.
+func Field[P FieldPath](path P) FieldSetting {
+	keys, problem := fieldKeys(path)
+	return FieldSetting{setting: set(func(d *draft) {
+		d.Field = keys
+		if problem != "" {
+			d.problem("%s", problem)
+		}
+	})}
+}
+
+// fieldKeys turns a FieldPath into keys, with what makes it unable to match
+// ("" if nothing). The keys are returned even then, so that the handler's
+// default id shows the path as given.
+func fieldKeys[P FieldPath](path P) ([]string, string) {
+	switch p := any(path).(type) {
+	case string:
+		return dottedKeys(p)
+	case []string:
+		return listedKeys(p)
+	}
+	// A type defined on string or []string.
+	v := reflect.ValueOf(path)
+	if v.Kind() == reflect.String {
+		return dottedKeys(v.String())
+	}
+	return listedKeys(v.Convert(reflect.TypeOf([]string(nil))).Interface().([]string))
+}
+
+func dottedKeys(path string) ([]string, string) {
+	if path == "" {
+		return nil, "the field path is empty"
+	}
+	keys := strings.Split(path, ".")
+	for _, k := range keys {
+		if k == "" {
+			return keys, fmt.Sprintf("field %q has an empty segment", path)
+		}
+	}
+	if len(keys) > 3 && keys[0] == "metadata" && (keys[1] == "labels" || keys[1] == "annotations") {
+		return keys, fmt.Sprintf("field %q can never match: %s values are strings, with no keys inside; "+
+			"for a key with dots give the path as keys: []string{%q, %q, %q}",
+			path, strings.TrimSuffix(keys[1], "s"), keys[0], keys[1], strings.Join(keys[2:], "."))
+	}
+	return keys, ""
+}
+
+func listedKeys(path []string) ([]string, string) {
+	if len(path) == 0 {
+		return nil, "the field path is empty"
+	}
+	keys := append([]string(nil), path...)
+	for i, k := range keys {
+		if k == "" {
+			return keys, fmt.Sprintf("field %q has an empty key at position %d", keys, i)
+		}
+	}
+	return keys, ""
 }
 
 // Value requires the field named with Field to match v (a literal, Present,

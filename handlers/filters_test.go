@@ -2,9 +2,10 @@ package handlers_test
 
 import (
 	"context"
-	"github.com/go-logr/logr/funcr"
 	"strings"
 	"testing"
+
+	"github.com/go-logr/logr/funcr"
 
 	corev1 "k8s.io/api/core/v1"
 

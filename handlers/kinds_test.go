@@ -261,6 +261,18 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 			register: func(r *handlers.Registry) { handlers.OnUpdate(r, podFn, handlers.ID("u"), handlers.Field("spec..a")) }},
 		{name: "OnField with an empty segment", id: "podFn/spec..a", want: "empty segment",
 			register: func(r *handlers.Registry) { handlers.OnField(r, "spec..a", podFn) }},
+		{name: "dotted path below a label", id: "u", want: `field "metadata.labels.app.kubernetes.io/name" can never match: label values are strings, with no keys inside; for a key with dots give the path as keys: []string{"metadata", "labels", "app.kubernetes.io/name"}`,
+			register: func(r *handlers.Registry) {
+				handlers.OnUpdate(r, podFn, handlers.ID("u"), handlers.Field("metadata.labels.app.kubernetes.io/name"))
+			}},
+		{name: "dotted OnField path below an annotation", id: "podFn/metadata.annotations.a.b", want: "annotation values are strings",
+			register: func(r *handlers.Registry) { handlers.OnField(r, "metadata.annotations.a.b", podFn) }},
+		{name: "empty key in a path of keys", id: "u", want: `has an empty key at position 1`,
+			register: func(r *handlers.Registry) {
+				handlers.OnUpdate(r, podFn, handlers.ID("u"), handlers.Field([]string{"spec", ""}))
+			}},
+		{name: "empty path of keys", id: "f", want: "the field path is empty",
+			register: func(r *handlers.Registry) { handlers.OnField(r, []string{}, podFn, handlers.ID("f")) }},
 		{name: "OnField path and Field disagree", id: "f", want: `OnField's path "spec.a" and the Field option "spec.b" disagree`,
 			register: func(r *handlers.Registry) {
 				handlers.OnField(r, "spec.a", podFn, handlers.ID("f"), handlers.Field("spec.b"))
@@ -521,6 +533,9 @@ func TestDefaultIDsAreGoNamesOrKindFnCountedPerKindAndObjectType(t *testing.T) {
 		{"field literal", func(r *handlers.Registry) { handlers.OnField(r, "spec.a", pod) }, "field_fn/spec.a"},
 		{"second field literal", func(r *handlers.Registry) { handlers.OnField(r, "metadata.labels.app", pod) }, "field_fn_2/metadata.labels.app"},
 		{"named field function", func(r *handlers.Registry) { handlers.OnField(r, "spec.a", createFn) }, "createFn/spec.a"},
+		{"field literal with a path of keys", func(r *handlers.Registry) {
+			handlers.OnField(r, []string{"metadata", "labels", "app.kubernetes.io/name"}, pod)
+		}, "field_fn_3/metadata.labels.app.kubernetes.io/name"},
 		{"field handler with an explicit id", func(r *handlers.Registry) { handlers.OnField(r, "spec.a", pod, handlers.ID("mine")) }, "mine"},
 		{"delete literal", func(r *handlers.Registry) { handlers.OnDelete(r, pod) }, "delete_fn"},
 		{"resume literal", func(r *handlers.Registry) { handlers.OnResume(r, pod) }, "resume_fn"},
@@ -617,14 +632,23 @@ func TestEachOptionLandsInTheResolvedOptions(t *testing.T) {
 	}, {
 		name:     "Field and Value",
 		register: func(r *handlers.Registry) { handlers.OnDelete(r, podFn, handlers.Field("spec.a"), handlers.Value(3)) },
-		check:    func(o spec.Options) bool { return o.Field == "spec.a" && o.Value != nil && o.Value.Match(3.0, true) },
+		check: func(o spec.Options) bool {
+			return slices.Equal(o.Field, []string{"spec", "a"}) && o.Value != nil && o.Value.Match(3.0, true)
+		},
+	}, {
+		name: "Field as keys of a type defined on []string",
+		register: func(r *handlers.Registry) {
+			type keys []string
+			handlers.OnUpdate(r, podFn, handlers.Field(keys{"metadata", "labels", "a.b/c"}))
+		},
+		check: func(o spec.Options) bool { return slices.Equal(o.Field, []string{"metadata", "labels", "a.b/c"}) },
 	}, {
 		name: "OldValue and NewValue",
 		register: func(r *handlers.Registry) {
 			handlers.OnField(r, "spec.a", podFn, handlers.OldValue("x"), handlers.NewValue(handlers.Absent))
 		},
 		check: func(o spec.Options) bool {
-			return o.Field == "spec.a" && o.Old.Match("x", true) && o.New.Match(nil, false) && o.Value == nil
+			return slices.Equal(o.Field, []string{"spec", "a"}) && o.Old.Match("x", true) && o.New.Match(nil, false) && o.Value == nil
 		},
 	}, {
 		name: "error policy",
@@ -693,7 +717,7 @@ func TestEachOptionLandsInTheResolvedOptions(t *testing.T) {
 		register: func(r *handlers.Registry) { handlers.OnCreate(r, podFn) },
 		check: func(o spec.Options) bool {
 			return o.Errors == handlers.ErrorsTemporary && o.Retries == 0 && o.Timeout == 0 && o.Backoff == 0 &&
-				o.Field == "" && o.When == nil && o.Labels == nil
+				o.Field == nil && o.When == nil && o.Labels == nil
 		},
 	}}
 	for _, tc := range cases {

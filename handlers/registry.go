@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -94,15 +95,20 @@ func OnResume[T client.Object](r *Registry, fn HandlerFunc[T], opts ...ResumeOpt
 	registerCall(r, spec.KindResume, fn, fn, apply(opts))
 }
 
-// OnField registers fn to run whenever the field at path (a dotted path such
-// as "spec.replicas") differs between the last-handled and the current
-// object: on creation with the field set, and on updates that change it. The
-// handler receives the field's old and new values as Cause.Old and
-// Cause.New. Value, OldValue and NewValue filter them.
-func OnField[T client.Object](r *Registry, path string, fn HandlerFunc[T], opts ...UpdateOption) {
-	d := apply(opts, Field(path).setting)
-	if d.Field != path {
-		d.problem("OnField's path %q and the Field option %q disagree", path, d.Field)
+// OnField registers fn to run whenever the field at path (a FieldPath: a
+// dotted string such as "spec.replicas", or the keys as a []string when a
+// key contains dots) differs between the last-handled and the current
+// object: on creation with the field set, and on updates that change it.
+// Cause.Reason is the object's cause (ReasonCreate or ReasonUpdate), as in
+// Kopf; a field that appeared shows as a Diff of one DiffAdd with an empty
+// Path. The handler receives the field's old and new values as Cause.Old
+// and Cause.New. Value, OldValue and NewValue filter them.
+func OnField[T client.Object, P FieldPath](r *Registry, path P, fn HandlerFunc[T], opts ...UpdateOption) {
+	given := Field(path)
+	want := apply[UpdateOption](nil, given.setting).Field
+	d := apply(opts, given.setting)
+	if !slices.Equal(d.Field, want) {
+		d.problem("OnField's path %s and the Field option %s disagree", spec.PathString(want), spec.PathString(d.Field))
 	}
 	registerCall(r, spec.KindField, fn, fn, d)
 }
@@ -237,19 +243,11 @@ func optionProblems(h *handler) []string {
 			problems = append(problems, fmt.Sprintf("kind %q needs a version and a kind", o.GVK))
 		}
 	}
-	if o.Field != "" {
-		if _, err := spec.FieldPath(o.Field); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	if o.Field == "" && (o.Value != nil || o.Old != nil || o.New != nil) {
+	if len(o.Field) == 0 && (o.Value != nil || o.Old != nil || o.New != nil) {
 		problems = append(problems, "Value, OldValue and NewValue need a Field")
 	}
 	if o.Value != nil && (o.Old != nil || o.New != nil) {
 		problems = append(problems, "give Value, or OldValue/NewValue, not both")
-	}
-	if h.Kind == spec.KindField && o.Field == "" {
-		problems = append(problems, "OnField needs a field path")
 	}
 	if h.Kind == spec.KindTimer {
 		switch {
@@ -313,8 +311,8 @@ func defaultID(h *handler, fn any, earlier []*handler) (string, bool) {
 			id = fmt.Sprintf("%s_%d", id, n)
 		}
 	}
-	if h.Kind != spec.KindIndex && h.Options.Field != "" {
-		id += "/" + h.Options.Field
+	if h.Kind != spec.KindIndex && len(h.Options.Field) > 0 {
+		id += "/" + strings.Join(h.Options.Field, ".")
 	}
 	return id, literal
 }

@@ -76,7 +76,12 @@ const (
 )
 
 // Daemon is what a daemon function receives: the Cause fields (name,
-// namespace, log, memo, param, retry) and the signals of its lifetime.
+// namespace, log, memo, param, retry, client) and the signals of its
+// lifetime. Its Patch collects changes to the object as a change handler's
+// does; gopf applies them when the daemon function returns (after each
+// attempt, whether it succeeded, failed or was stopped), as Kopf applies a
+// daemon's patch. A daemon that wants changes written while it keeps
+// running writes them itself, through Client.
 type Daemon[T client.Object] struct {
 	*Cause
 	ctl *spec.DaemonControl[*Cause]

@@ -55,7 +55,15 @@ func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *sp
 			started = now
 		}
 		d.ctl.Cause.Retry, d.ctl.Cause.Started, d.ctl.Cause.Runtime = attempt-1, started, now.Sub(started)
+		if d.ctl.Cause.Patch == nil {
+			d.ctl.Cause.Patch = &spec.Patch{}
+		}
 		err := spec.Protect(log, func() error { return d.reg.RunDaemon(ctx, d.ctl) })
+		if werr := s.applyDaemonPatch(o, d); werr != nil {
+			// Kept for the next attempt, if there is one: a daemon that is
+			// done is not started again only to write its patch.
+			log.Error(werr, "the daemon's patch could not be applied")
+		}
 		if d.ctl.Reason() != "" {
 			log.V(1).Info("daemon stopped", "reason", d.ctl.Reason())
 			break
@@ -95,6 +103,25 @@ func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *sp
 	}
 	s.mu.Unlock()
 	s.wakeUp(obj)
+}
+
+// applyDaemonPatch sends what the daemon put in its Patch during the attempt
+// that just ended, as Kopf applies a daemon's patch after each attempt, and
+// gives the daemon an empty one; an unsent patch stays for the next attempt.
+func (s *spawner) applyDaemonPatch(o *spawned, d *daemonState) error {
+	p := d.ctl.Cause.Patch
+	if p.Empty() {
+		return nil
+	}
+	s.mu.Lock()
+	// A private copy: the write decodes the response into it.
+	obj := o.latest.DeepCopyObject().(client.Object)
+	s.mu.Unlock()
+	if err := s.k.sendPatch(s.ctx, obj, p); err != nil {
+		return err
+	}
+	d.ctl.Cause.Patch = &spec.Patch{}
+	return nil
 }
 
 // stopDaemonLocked asks a daemon to stop, and escalates in the background:

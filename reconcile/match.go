@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"github.com/gopf-dev/gopf/internal/contract"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,7 +19,7 @@ func selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 	if !spec.MatchMetadata(r.Options.Labels, obj.GetLabels()) || !spec.MatchMetadata(r.Options.Annotations, obj.GetAnnotations()) {
 		return false
 	}
-	if o := r.Options; o.Field != "" && (o.Value != nil || !changeOfField(r.Kind)) {
+	if o := r.Options; o.Field != nil && (o.Value != nil || !changeOfField(r.Kind)) {
 		// Like Kopf's pre-match, a field's value filter selects objects by
 		// their current value; for change handlers the old value may match
 		// too, which the cause's own check covers. Without a value filter,
@@ -33,7 +32,7 @@ func selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 				return false
 			}
 		}
-		v, ok := lookup(raw, strings.Split(o.Field, "."))
+		v, ok := lookup(raw, o.Field)
 		if o.Value == nil && !ok || o.Value != nil && !o.Value.Match(v, ok) {
 			return false
 		}

@@ -32,7 +32,7 @@ func TestAFieldWithoutAValueSelectsTheObjectsThatHaveItExceptForChangesOfTheFiel
 		{kind: spec.KindField, selectsWith: true, selectsWithout: true},
 		{kind: spec.KindUpdate, value: &present, selectsWith: true},
 	} {
-		h := &contract.Handler{Kind: tc.kind, Options: spec.Options{Field: "data.key", Value: tc.value}}
+		h := &contract.Handler{Kind: tc.kind, Options: spec.Options{Field: []string{"data", "key"}, Value: tc.value}}
 		if got := selects(h, with, nil); got != tc.selectsWith {
 			t.Errorf("%s handler (value %v) selects an object with the field: %v, want %v", tc.kind, tc.value, got, tc.selectsWith)
 		}

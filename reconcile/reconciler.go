@@ -437,11 +437,14 @@ func (t *turn) write(ctx context.Context) (err error) {
 			spec.MergeStatus(&t.patch, id, result)
 		}
 	}
-	if obj := spec.ObjectPatch(&t.patch); len(obj) > 0 && t.st.Essence != "" && t.st.Essence == t.essence {
+	if obj := spec.ObjectPatch(&t.patch); (len(obj) > 0 || len(spec.Transforms(&t.patch)) > 0) && t.st.Essence != "" && t.st.Essence == t.essence {
 		// The handlers' own patch changes the object: what they handled is
 		// the patched object, or the next reconcile would take their own
 		// change for an update.
 		patched := applyMergePatch(deepCopyJSON(t.raw).(map[string]any), obj)
+		if transformed, err := k.transformed(t.raw, &t.patch); err == nil && transformed != nil {
+			patched = transformed
+		}
 		if data, err := jsonMarshal(essence(patched, k.opts.Prefix, k.extra)); err == nil {
 			t.st.Essence = string(data)
 		}
@@ -456,9 +459,13 @@ func (t *turn) write(ctx context.Context) (err error) {
 			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
 		}
 	}
+	final, err := k.transformed(t.raw, &t.patch)
+	if err != nil {
+		return err
+	}
 	objectPatch, statusPatch := k.split(&t.patch)
-	if len(statusPatch) > 0 {
-		if err := k.send(ctx, t.obj, map[string]any{"status": statusPatch}, true); err != nil {
+	if len(statusPatch) > 0 || final != nil && k.hasStatus {
+		if err := k.sendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true); err != nil {
 			return err
 		}
 		if stateChanged {
@@ -467,10 +474,13 @@ func (t *turn) write(ctx context.Context) (err error) {
 				return err
 			}
 			objectPatch = mergeInto(objectPatch, fallback)
+			if final != nil && len(fallback) > 0 {
+				final = applyMergePatch(final, fallback)
+			}
 		}
 	}
-	if len(objectPatch) > 0 {
-		if err := k.send(ctx, t.obj, objectPatch, false); err != nil {
+	if len(objectPatch) > 0 || final != nil {
+		if err := k.sendPart(ctx, t.obj, t.raw, final, objectPatch, false); err != nil {
 			return err
 		}
 	}
@@ -524,14 +534,24 @@ func (k *kindController) split(p *spec.Patch) (objectPatch, statusPatch map[stri
 
 // sendPatch sends a handler patch: at most one status and one object patch.
 func (k *kindController) sendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error {
-	objectPatch, statusPatch := k.split(p)
-	if len(statusPatch) > 0 {
-		if err := k.send(ctx, obj, map[string]any{"status": statusPatch}, true); err != nil {
+	var raw, final map[string]any
+	if len(spec.Transforms(p)) > 0 {
+		var err error
+		if raw, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+			return err
+		}
+		if final, err = k.transformed(raw, p); err != nil {
 			return err
 		}
 	}
-	if len(objectPatch) > 0 {
-		return k.send(ctx, obj, objectPatch, false)
+	objectPatch, statusPatch := k.split(p)
+	if len(statusPatch) > 0 || final != nil && k.hasStatus {
+		if err := k.sendPart(ctx, obj, raw, final, map[string]any{"status": statusPatch}, true); err != nil {
+			return err
+		}
+	}
+	if len(objectPatch) > 0 || final != nil {
+		return k.sendPart(ctx, obj, raw, final, objectPatch, false)
 	}
 	return nil
 }

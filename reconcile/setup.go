@@ -415,8 +415,8 @@ func (k *kindController) add(r *contract.Handler) {
 		k.change = append(k.change, r)
 		k.kopf.known(r.Options.ID)
 	}
-	if r.Options.Field != "" {
-		k.extra = append(k.extra, strings.Split(r.Options.Field, "."))
+	if r.Options.Field != nil {
+		k.extra = append(k.extra, r.Options.Field)
 	}
 }
 

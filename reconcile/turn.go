@@ -50,6 +50,9 @@ type entry struct {
 	diff     spec.Diff
 	// handled is what a success is recorded against: the current essence.
 	handled string
+	// cause is the reason the call gets as Cause.Reason (and its log lines
+	// as "cause"); see callReason.
+	cause handlers.Reason
 }
 
 // changeCause works out the cause of a live object and runs its handlers.
@@ -125,11 +128,8 @@ func changePurpose(known *state, essence string, resumed bool) (purpose handlers
 // which old and new values.
 func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base any) *entry {
 	o := r.Options
-	var path []string
-	if o.Field != "" {
-		path = strings.Split(o.Field, ".")
-	}
-	fieldHandler := o.Field != "" && reasonOf(r) == handlers.ReasonUpdate
+	path := o.Field
+	fieldHandler := path != nil && reasonOf(r) == handlers.ReasonUpdate
 	switch {
 	case purpose == handlers.ReasonCreate && reasonOf(r) == handlers.ReasonCreate:
 		e := &entry{reg: r, opts: o, new: t.essenceTree, handled: t.essence}
@@ -140,6 +140,7 @@ func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base an
 			}
 			e.new = nv
 		}
+		e.diff = diff(nil, e.new) // the root item, as Kopf's create diff
 		return e
 	case purpose == handlers.ReasonCreate && fieldHandler && r.Kind == spec.KindField:
 		// Field handlers see creation with the field set as a change.
@@ -243,6 +244,7 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 		t.soon(rec.Delayed.Sub(t.now))
 		return false
 	}
+	e.cause = e.callReason(purpose)
 	c, x := t.newCall(e, rec)
 	began := time.Now()
 	h := e.reg
@@ -299,19 +301,28 @@ func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *ent
 
 func (e *entry) reason() handlers.Reason { return reasonOf(e.reg) }
 
+// callReason is the Reason a call of the entry gets when the turn handles
+// purpose: the handler's own cause, except for field handlers, which run
+// for the object's create or update as Kopf's do; that the field appeared
+// shows in their Diff (one DiffAdd at the field's root, Old nil).
+func (e *entry) callReason(purpose handlers.Reason) handlers.Reason {
+	if e.reg.Kind == spec.KindField {
+		return purpose
+	}
+	return e.reason()
+}
+
 // reasonOf is the cause a change handler runs for ("" for other kinds).
 func reasonOf(h *contract.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
 
 func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extras) {
-	reason := e.reason()
-	if reason == handlers.ReasonUpdate && e.old == nil {
-		reason = handlers.ReasonCreate // a field handler on creation
-	}
+	reason := e.cause
 	c, x := t.k.baseCall(e.reg, t.obj, withValuesLazily(t.log, "handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
 	x.SubsAllowed = e.reg.Kind.Reason() != "" // change handlers
 	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
 	c.Patch = &t.patch
+	x.Result = t.result
 	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
 	return c, x
 }
@@ -319,7 +330,7 @@ func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extr
 // outcome records what a call's error means for the handler (see judge):
 // success, a retry after a delay, or a failure.
 func (t *turn) outcome(e *entry, rec *progress, err error) {
-	log := withValuesLazily(t.log, "handler", e.opts.ID, "cause", rec.Purpose, "retry", rec.Retries)
+	log := withValuesLazily(t.log, "handler", e.opts.ID, "cause", e.cause, "retry", rec.Retries)
 	rec.Retries++
 	rec.Delayed = nil
 	v := judge(e.opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
@@ -365,6 +376,42 @@ func (t *turn) keepResult(id string, result any) {
 		t.results = map[string]any{}
 	}
 	t.results[id] = result
+}
+
+// result is a handler's result as the turn's write will leave it: the
+// pending result, merged over status.<id> as stored, as decoded JSON (its
+// numbers float64, whichever way they came).
+func (t *turn) result(id string) (any, bool) {
+	status, _ := t.raw["status"].(map[string]any)
+	value, found := status[id]
+	if pending, ok := t.results[id]; ok {
+		patch, err := asJSON(pending)
+		if err != nil {
+			return nil, false // it cannot be written either
+		}
+		value, found = patch, true
+		if pm, isMap := patch.(map[string]any); isMap {
+			base, _ := deepCopyJSON(status[id]).(map[string]any)
+			if base == nil {
+				base = map[string]any{}
+			}
+			value = applyMergePatch(base, pm)
+		}
+	}
+	if !found {
+		return nil, false
+	}
+	v, err := asJSON(value)
+	return v, err == nil
+}
+
+// asJSON returns v as encoding/json decodes its encoding.
+func asJSON(v any) (any, error) {
+	data, err := jsonMarshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return decodeJSON(string(data)), nil
 }
 
 // runLevel runs the level handlers on the object.

@@ -14,6 +14,11 @@ type Extras[C, A any] struct {
 	// Post posts an Event about the object; nil where there is no object.
 	Post func(eventType, reason, message string)
 
+	// Result returns the result a handler of the object has (what earlier
+	// handlers of the same reconcile returned, over what is stored), and
+	// whether there is one; nil where there are no results.
+	Result func(id string) (any, bool)
+
 	// Subs are the sub-handlers the call registered, and subProblems what
 	// was wrong with the bad ones.
 	Subs        []*Handler[C, A]

@@ -180,3 +180,14 @@ func FieldPath(path string) ([]string, error) {
 	}
 	return parts, nil
 }
+
+// PathString renders a field path for messages: dotted when no key has a
+// dot in it, else as the list of keys.
+func PathString(keys []string) string {
+	for _, k := range keys {
+		if strings.Contains(k, ".") || k == "" {
+			return fmt.Sprintf("%q", keys)
+		}
+	}
+	return fmt.Sprintf("%q", strings.Join(keys, "."))
+}

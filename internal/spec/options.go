@@ -25,11 +25,12 @@ type Options struct {
 	Resource string
 
 	// Labels, Annotations, When, Field and Value select objects; Old and
-	// New filter a changed field's old and new value.
+	// New filter a changed field's old and new value. Field is the field's
+	// path as keys (nil for none).
 	Labels      map[string]Filter
 	Annotations map[string]Filter
 	When        func(obj client.Object) bool
-	Field       string
+	Field       []string
 	Value       *Filter
 	Old         *Filter
 	New         *Filter

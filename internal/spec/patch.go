@@ -1,12 +1,37 @@
 package spec
 
+import "fmt"
+
 // Patch collects changes a handler wants made to its object. The engine
 // applies the changes of all handlers of one reconcile together, as one JSON
 // merge patch to the object and one to its status, after the handlers
-// return. Setting a value to nil removes the field.
+// return. Setting a value to nil removes the field. With transformations
+// (Transform), each of those writes is a JSON patch instead, which carries
+// the merge patch's changes too.
 type Patch struct {
-	object map[string]any
-	status map[string]any
+	object     map[string]any
+	status     map[string]any
+	transforms []func(obj map[string]any)
+}
+
+// Transform adds a transformation of the object (Kopf's patch.fns): fn
+// receives the object as a JSON-like map (numbers as float64), with the
+// Set changes of this reconcile applied, and changes it in place, e.g. to
+// append to or remove from a list. The engine turns the difference into a
+// JSON patch (RFC 6902), guarded by a test of the object's resourceVersion,
+// and sends it in the same write as the rest of the patch. Items appended
+// to a list become "add .../-" operations and removed items "remove"
+// operations; other changes of a list replace it. Transformations run in
+// the order they were added; changes under status go to the status
+// subresource when the kind has one. A transformation may be called more
+// than once for one write, each time on a fresh copy, so it should change
+// only the map it gets.
+func (p *Patch) Transform(fn func(obj map[string]any)) error {
+	if fn == nil {
+		return fmt.Errorf("Transform(nil): a transformation must be a function")
+	}
+	p.transforms = append(p.transforms, fn)
+	return nil
 }
 
 // Set sets the field at a dotted path, e.g. "spec.replicas",
@@ -38,7 +63,12 @@ func (p *Patch) SetStatus(key string, value any) {
 }
 
 // Empty reports whether the patch changes nothing.
-func (p *Patch) Empty() bool { return len(p.object) == 0 && len(p.status) == 0 }
+func (p *Patch) Empty() bool {
+	return len(p.object) == 0 && len(p.status) == 0 && len(p.transforms) == 0
+}
+
+// Transforms returns the transformations of the patch, in order.
+func Transforms(p *Patch) []func(obj map[string]any) { return p.transforms }
 
 // ObjectPatch returns the merge patch for the object's main resource
 // (everything but status), or nil when there is none.

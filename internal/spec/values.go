@@ -62,7 +62,8 @@ func (d DiffItem) String() string {
 	return fmt.Sprintf("(%s, %s, %v, %v)", d.Op, strings.Join(d.Path, "."), d.Old, d.New)
 }
 
-// Diff is the list of changes between two essences, sorted by path.
+// Diff is the list of changes between two essences (or two values of a
+// field), sorted by path; package handlers documents its shape.
 type Diff []DiffItem
 
 // Indexes are the operator's indexes, by name.
