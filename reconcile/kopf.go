@@ -471,60 +471,47 @@ func kopfEssenceText(essence string) (string, error) {
 	if err := json.Unmarshal([]byte(essence), &m); err != nil {
 		return "", err
 	}
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	write := func(key string, value []byte) {
-		if buf.Len() > 1 {
-			buf.WriteByte(',')
-		}
-		k, _ := jsonMarshal(key)
-		buf.Write(k)
-		buf.WriteByte(':')
-		buf.Write(value)
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if k != "metadata" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		write(k, m[k])
-	}
 	if raw, ok := m["metadata"]; ok {
 		var meta map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &meta); err != nil {
 			return "", err
 		}
-		var inner bytes.Buffer
-		order := []string{"labels", "annotations"}
-		var others []string
-		for k := range meta {
-			if k != "labels" && k != "annotations" {
-				others = append(others, k)
-			}
-		}
-		sort.Strings(others)
-		inner.WriteByte('{')
-		for _, k := range append(order, others...) {
-			v, ok := meta[k]
-			if !ok {
-				continue
-			}
-			if inner.Len() > 1 {
-				inner.WriteByte(',')
-			}
-			key, _ := jsonMarshal(k)
-			inner.Write(key)
-			inner.WriteByte(':')
-			inner.Write(v)
-		}
-		inner.WriteByte('}')
-		write("metadata", inner.Bytes())
+		m["metadata"] = jsonObject(meta, []string{"labels", "annotations"}, nil)
 	}
-	buf.WriteString("}\n")
-	return buf.String(), nil
+	return string(jsonObject(m, nil, []string{"metadata"})) + "\n", nil
+}
+
+// jsonObject writes the members of m as a JSON object: those named first,
+// then the others in alphabetical order, then those named last.
+func jsonObject(m map[string]json.RawMessage, first, last []string) []byte {
+	placed := map[string]bool{}
+	for _, k := range append(append([]string(nil), first...), last...) {
+		placed[k] = true
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if !placed[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for _, k := range append(append(append([]string(nil), first...), keys...), last...) {
+		v, ok := m[k]
+		if !ok {
+			continue
+		}
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		name, _ := jsonMarshal(k)
+		buf.Write(name)
+		buf.WriteByte(':')
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
 }
 
 // normalJSON re-encodes a JSON object the way gopf encodes essences (keys
