@@ -49,6 +49,7 @@ const (
 type kopfStore struct {
 	prefix    string
 	ids       []string                       // handler ids of the kind, in registration order
+	keys      map[string][]string            // the annotation keys of each id
 	essenceOf func(obj map[string]any) string // the object's current essence, as gopf computes it
 	log       logr.Logger
 	warned    sync.Map // annotation key or status id → true
@@ -62,6 +63,18 @@ func (s *kopfStore) known(id string) {
 		}
 	}
 	s.ids = append(s.ids, id)
+	if s.keys == nil {
+		s.keys = map[string][]string{}
+	}
+	s.keys[id] = kopfKeys(s.prefix, id, false)
+}
+
+// keysOf returns the annotation keys of a handler id.
+func (s *kopfStore) keysOf(id string, replicaSetOfDeployment bool) []string {
+	if keys, ok := s.keys[id]; ok && !replicaSetOfDeployment {
+		return keys
+	}
+	return kopfKeys(s.prefix, id, replicaSetOfDeployment)
 }
 
 func (s *kopfStore) where() string {
@@ -131,7 +144,7 @@ func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 		return nil
 	}
 	for _, id := range s.ids {
-		for _, key := range kopfKeys(s.prefix, id, rsd) {
+		for _, key := range s.keysOf(id, rsd) {
 			if _, ok := annotations[key]; ok {
 				if err := read(id, key); err != nil {
 					return nil, err
@@ -379,7 +392,7 @@ func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 			return err
 		}
 		text := string(data)
-		for _, key := range kopfKeys(s.prefix, id, rsd) {
+		for _, key := range s.keysOf(id, rsd) {
 			set(key, &text)
 		}
 	}

@@ -74,8 +74,8 @@ func recreateAsKopfLeftIt(t *testing.T, ns, file string) *unstructured.Unstructu
 
 // kopfHandlers are the handlers of testdata/kopf-state/handlers.py, with
 // Kopf's ids, recording their calls; flaky_fn fails as it did under Kopf.
-// A level handler counts the reconciles of each object, so that a test
-// knows gopf has looked at it.
+// Level handlers (seen, seen_configmap) record the reconciles, so that a
+// test knows gopf has looked at its object.
 func kopfHandlers(cs *envtest.Calls, reconciled *envtest.Calls) *handlers.Registry {
 	reg := handlers.NewRegistry()
 	result := func(v map[string]any) handlers.HandlerFunc[*kopfv1.KopfExample] {
@@ -112,15 +112,13 @@ func kopfHandlers(cs *envtest.Calls, reconciled *envtest.Calls) *handlers.Regist
 		return nil, nil
 	}, handlers.ID("cm_delete"), handlers.Labels{"capture": "yes"})
 	handlers.OnReconcile(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (reconcile.Result, error) {
-		c.HandlerID = obj.Name
 		reconciled.Record(c)
 		return reconcile.Result{}, nil
-	})
+	}, handlers.ID("seen"))
 	handlers.OnReconcile(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (reconcile.Result, error) {
-		c.HandlerID = cm.Name
 		reconciled.Record(c)
 		return reconcile.Result{}, nil
-	}, handlers.Labels{"capture": "yes"})
+	}, handlers.ID("seen_configmap"), handlers.Labels{"capture": "yes"})
 	return reg
 }
 
@@ -179,7 +177,7 @@ func testHandledByKopfIsNotHandledAgain(t *testing.T, file string) {
 	obj, cs, reconciled, requests := takeOver(t, file)
 	before := kopfStateOf(obj)
 	resource := strings.ToLower(obj.GetKind()) + "s"
-	g.Expect(reconciled.WaitCount(context.Background(), obj.GetName(), 1)).To(Succeed())
+	g.Expect(reconciled.WaitCount(context.Background(), "seen", 1)).To(Succeed())
 	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(BeEmpty(), "no handler runs again")
 	g.Expect(requests.Writes(resource)).To(BeZero(), "taking over an object Kopf handled writes nothing")
 	after := current(g, obj)
@@ -198,7 +196,7 @@ func TestTakingOverFromKopfAnUpdatedObjectCallsNoHandlerAndWritesNothing(t *test
 func TestTakingOverFromKopfAConfigMapCallsNothingAndReleasesKopfsFinalizerOnlyOnDeletion(t *testing.T) {
 	g := NewWithT(t)
 	obj, cs, reconciled, requests := takeOver(t, "configmap-captured.yaml")
-	g.Expect(reconciled.WaitCount(context.Background(), obj.GetName(), 1)).To(Succeed())
+	g.Expect(reconciled.WaitCount(context.Background(), "seen_configmap", 1)).To(Succeed())
 	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(BeEmpty(), "no handler runs again")
 	g.Expect(requests.Writes("configmaps")).To(BeZero(), "taking over an object Kopf handled writes nothing")
 	g.Expect(current(g, obj).GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}), "Kopf's finalizer stays on a live object")
@@ -220,9 +218,8 @@ func TestTakingOverFromKopfAFlakyCreateContinuesItsRetriesAndNothingElse(t *test
 		"create_fn and field_fn succeeded under Kopf; flaky_fn waits 600 s")
 	key := client.ObjectKeyFromObject(obj)
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "progress", "flaky_fn", "retries") }, timeout).Should(BeNumerically("==", 2))
-	after := current(g, obj)
-	g.Expect(kopfStateOf(after)).To(BeEmpty(), "gopf's own state replaced Kopf's on this object")
-	g.Expect(after.GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}))
+	g.Eventually(func(g Gomega) map[string]string { return kopfStateOf(current(g, obj)) }, timeout).Should(BeEmpty(), "gopf's own state replaced Kopf's on this object")
+	g.Expect(current(g, obj).GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}))
 }
 
 func TestTakingOverFromKopfADeletionRunsTheDeleteHandlerOnceAndReleasesTheObject(t *testing.T) {
@@ -235,4 +232,23 @@ func TestTakingOverFromKopfADeletionRunsTheDeleteHandlerOnceAndReleasesTheObject
 	g.Expect(cs.Of("delete_fn")).To(HaveLen(1))
 	g.Expect(cs.Of("delete_fn")[0].Retry).To(Equal(1), "the retry continues Kopf's count")
 	g.Expect(callsBut(cs, "delete_fn")).To(BeEmpty())
+}
+
+func TestAnObjectKopfHandledMovesToGopfsStorageWithItsNextChange(t *testing.T) {
+	g := NewWithT(t)
+	obj, cs, reconciled, _ := takeOver(t, "kopfexample-created.yaml")
+	g.Expect(reconciled.WaitCount(context.Background(), "seen", 1)).To(Succeed())
+	var typed kopfv1.KopfExample
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), &typed)).To(Succeed())
+	patchSpec(g, &typed, `{"field":"c"}`)
+	g.Expect(cs.WaitCount(context.Background(), "field_fn/spec.field", 1)).To(Succeed())
+	g.Expect(cs.WaitCount(context.Background(), "update_fn", 1)).To(Succeed())
+	field := cs.Of("field_fn/spec.field")[0]
+	g.Expect([]any{field.Old, field.New}).To(Equal([]any{"a", "c"}), "the diff is against the essence Kopf handled")
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+	// The status patch goes first, then the object patch without Kopf's state.
+	g.Eventually(func(g Gomega) map[string]string { return kopfStateOf(current(g, obj)) }, timeout).Should(BeEmpty(), "Kopf's state went with gopf's first write")
+	g.Expect(current(g, obj).GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}), "Kopf's finalizer still holds the object for its delete handlers")
+	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(Equal(map[string]int{"field_fn/spec.field": 1, "update_fn": 1}))
 }
