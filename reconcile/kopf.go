@@ -48,8 +48,8 @@ const (
 // left alone, with one warning per record name.
 type kopfStore struct {
 	prefix    string
-	ids       []string                       // handler ids of the kind, in registration order
-	keys      map[string][]string            // the annotation keys of each id
+	ids       []string                        // handler ids of the kind, in registration order
+	keys      map[string][]string             // the annotation keys of each id
 	essenceOf func(obj map[string]any) string // the object's current essence, as gopf computes it
 	log       logr.Logger
 	warned    sync.Map // annotation key or status id → true
