@@ -48,6 +48,7 @@ const (
 // left alone, with one warning per record name.
 type kopfStore struct {
 	prefix    string
+	kind      string                          // the kind of the objects, which typed objects do not carry
 	ids       []string                        // handler ids of the kind, in registration order
 	keys      map[string][]string             // the annotation keys of each id
 	essenceOf func(obj map[string]any) string // the object's current essence, as gopf computes it
@@ -111,7 +112,7 @@ type found struct {
 func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
-	rsd := replicaSetOfDeployment(obj)
+	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
 	f := &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
 	claimed := map[string]bool{}
 	for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
@@ -339,7 +340,7 @@ func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
-	rsd := replicaSetOfDeployment(obj)
+	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
 	set := func(key string, value *string) {
 		old, there := annotations[key].(string)
 		if value == nil && there || value != nil && (!there || old != *value) {
@@ -567,12 +568,9 @@ func kopfMarked(annotations map[string]any) map[string]bool {
 	return out
 }
 
-// replicaSetOfDeployment reports a ReplicaSet owned by a Deployment, whose
-// Kopf keys carry a mark (see kopfKeys).
-func replicaSetOfDeployment(obj map[string]any) bool {
-	if kind, _ := obj["kind"].(string); kind != "ReplicaSet" {
-		return false
-	}
+// ownedByDeployment reports an owner reference to a Deployment: Kopf marks
+// the keys of such ReplicaSets (see kopfKeys).
+func ownedByDeployment(obj map[string]any) bool {
 	meta, _ := obj["metadata"].(map[string]any)
 	owners, _ := meta["ownerReferences"].([]any)
 	for _, o := range owners {

@@ -270,3 +270,15 @@ func TestKopfEssenceTextPutsMetadataLastAsKopfDoes(t *testing.T) {
 		t.Errorf("kopfEssenceText =\n %s\nwant\n %s", got, want)
 	}
 }
+
+func TestKopfRecordsOfAReplicaSetOfADeploymentAreReadUnderTheirMarkedKeys(t *testing.T) {
+	obj := fromJSON(t, `{"metadata":{"ownerReferences":[{"kind":"Deployment","name":"d"}],"annotations":{
+		"kopf.zalando.org/last-handled-configuration-ofDRS":"{\"spec\":{}}\n",
+		"kopf.zalando.org/last-handled-configuration":"{\"spec\":{\"from\":\"the Deployment\"}}\n"}},"spec":{}}`)
+	s := newKopfStore(nil, logr.Discard())
+	s.kind = "ReplicaSet" // typed objects from the cache do not say their kind
+	st, err := s.load(obj)
+	if err != nil || st == nil || st.Essence != `{"spec":{}}` {
+		t.Errorf("load = %s, %v; want the ReplicaSet's own essence", st.encode(), err)
+	}
+}

@@ -358,7 +358,7 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	} else {
 		kc.newObject = proto.NewObject
 	}
-	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, essenceOf: kc.essenceText, log: kc.log}
+	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: gvk.Kind, essenceOf: kc.essenceText, log: kc.log}
 	switch {
 	case opts.Storage == StorageKopf:
 		kc.store, kc.finalizer = kc.kopf, opts.KopfFinalizer
