@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -46,8 +47,14 @@ func kopfFixture(t *testing.T, file string) *unstructured.Unstructured {
 // Kopf saw it being deleted (Kopf's finalizer holds it).
 func recreateAsKopfLeftIt(t *testing.T, ns, file string) *unstructured.Unstructured {
 	t.Helper()
+	return recreate(t, ns, kopfFixture(t, file))
+}
+
+// recreate creates u as recreateAsKopfLeftIt does.
+func recreate(t *testing.T, ns string, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
 	ctx := context.Background()
-	u := kopfFixture(t, file)
+	file := u.GetName()
 	deleting := u.GetDeletionTimestamp() != nil
 	status, hasStatus := u.Object["status"]
 	delete(u.Object, "status")
@@ -251,4 +258,25 @@ func TestAnObjectKopfHandledMovesToGopfsStorageWithItsNextChange(t *testing.T) {
 	g.Eventually(func(g Gomega) map[string]string { return kopfStateOf(current(g, obj)) }, timeout).Should(BeEmpty(), "Kopf's state went with gopf's first write")
 	g.Expect(current(g, obj).GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}), "Kopf's finalizer still holds the object for its delete handlers")
 	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(Equal(map[string]int{"field_fn/spec.field": 1, "update_fn": 1}))
+}
+
+func TestTakingOverFromKopfARetryWaitsForTheDelayKopfSet(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	u := kopfFixture(t, "kopfexample-flaky.yaml")
+	annotations := u.GetAnnotations()
+	var rec map[string]any
+	g.Expect(json.Unmarshal([]byte(annotations["kopf.zalando.org/flaky_fn"]), &rec)).To(Succeed())
+	rec["delayed"] = time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04:05.000000+00:00")
+	data, err := json.Marshal(rec)
+	g.Expect(err).NotTo(HaveOccurred())
+	annotations["kopf.zalando.org/flaky_fn"] = string(data)
+	u.SetAnnotations(annotations)
+	recreate(t, ns, u)
+	cs, reconciled, requests := &envtest.Calls{}, &envtest.Calls{}, &envtest.RequestCounter{}
+	runOperator(t, ns, kopfHandlers(cs, reconciled), func(o *envtest.OperatorOptions) { o.Requests = requests })
+
+	g.Expect(reconciled.WaitCount(context.Background(), "seen", 1)).To(Succeed())
+	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(BeEmpty(), "flaky_fn is due in an hour, as Kopf set it")
+	g.Expect(requests.Writes("kopfexamples")).To(BeZero(), "waiting for a retry writes nothing")
 }
