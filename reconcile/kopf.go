@@ -131,6 +131,11 @@ func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 		}
 	}
 	claimed[s.prefix+"/"+kopfMarkerName] = true
+	if rsd {
+		// What Kubernetes copied from the Deployment is the Deployment's.
+		claimed[kopfKeyV2(s.prefix, kopfEssenceName)] = true
+		claimed[kopfKeyV2(s.prefix, kopfTouchName)] = true
+	}
 	read := func(id, key string) error {
 		text, _ := annotations[key].(string)
 		var rec kopfRecord
