@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -48,7 +47,9 @@ const (
 // left alone, with one warning per record name.
 type kopfStore struct {
 	prefix    string
-	ids       []string                       // handler ids of the kind, in registration order
+	kind      string                          // the kind of the objects, which typed objects do not carry
+	ids       []string                        // handler ids of the kind, in registration order
+	keys      map[string][]string             // the annotation keys of each id
 	essenceOf func(obj map[string]any) string // the object's current essence, as gopf computes it
 	log       logr.Logger
 	warned    sync.Map // annotation key or status id → true
@@ -62,6 +63,18 @@ func (s *kopfStore) known(id string) {
 		}
 	}
 	s.ids = append(s.ids, id)
+	if s.keys == nil {
+		s.keys = map[string][]string{}
+	}
+	s.keys[id] = kopfKeys(s.prefix, id, false)
+}
+
+// keysOf returns the annotation keys of a handler id.
+func (s *kopfStore) keysOf(id string, replicaSetOfDeployment bool) []string {
+	if keys, ok := s.keys[id]; ok && !replicaSetOfDeployment {
+		return keys
+	}
+	return kopfKeys(s.prefix, id, replicaSetOfDeployment)
 }
 
 func (s *kopfStore) where() string {
@@ -98,7 +111,7 @@ type found struct {
 func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
-	rsd := replicaSetOfDeployment(obj)
+	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
 	f := &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
 	claimed := map[string]bool{}
 	for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
@@ -117,6 +130,11 @@ func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 		}
 	}
 	claimed[s.prefix+"/"+kopfMarkerName] = true
+	if rsd {
+		// What Kubernetes copied from the Deployment is the Deployment's.
+		claimed[kopfKeyV2(s.prefix, kopfEssenceName)] = true
+		claimed[kopfKeyV2(s.prefix, kopfTouchName)] = true
+	}
 	read := func(id, key string) error {
 		text, _ := annotations[key].(string)
 		var rec kopfRecord
@@ -131,7 +149,7 @@ func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 		return nil
 	}
 	for _, id := range s.ids {
-		for _, key := range kopfKeys(s.prefix, id, rsd) {
+		for _, key := range s.keysOf(id, rsd) {
 			if _, ok := annotations[key]; ok {
 				if err := read(id, key); err != nil {
 					return nil, err
@@ -326,7 +344,7 @@ func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
-	rsd := replicaSetOfDeployment(obj)
+	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
 	set := func(key string, value *string) {
 		old, there := annotations[key].(string)
 		if value == nil && there || value != nil && (!there || old != *value) {
@@ -379,7 +397,7 @@ func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 			return err
 		}
 		text := string(data)
-		for _, key := range kopfKeys(s.prefix, id, rsd) {
+		for _, key := range s.keysOf(id, rsd) {
 			set(key, &text)
 		}
 	}
@@ -462,117 +480,9 @@ func baseStorage(s storage) storage {
 	return s
 }
 
-// kopfEssenceText writes an essence (compact JSON) as Kopf writes it:
-// the top-level fields in the order of the object, which for objects the
-// API server stores as JSON is alphabetical, then metadata (labels, then
-// annotations), and a newline.
-func kopfEssenceText(essence string) (string, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(essence), &m); err != nil {
-		return "", err
-	}
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	write := func(key string, value []byte) {
-		if buf.Len() > 1 {
-			buf.WriteByte(',')
-		}
-		k, _ := jsonMarshal(key)
-		buf.Write(k)
-		buf.WriteByte(':')
-		buf.Write(value)
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if k != "metadata" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		write(k, m[k])
-	}
-	if raw, ok := m["metadata"]; ok {
-		var meta map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return "", err
-		}
-		var inner bytes.Buffer
-		order := []string{"labels", "annotations"}
-		var others []string
-		for k := range meta {
-			if k != "labels" && k != "annotations" {
-				others = append(others, k)
-			}
-		}
-		sort.Strings(others)
-		inner.WriteByte('{')
-		for _, k := range append(order, others...) {
-			v, ok := meta[k]
-			if !ok {
-				continue
-			}
-			if inner.Len() > 1 {
-				inner.WriteByte(',')
-			}
-			key, _ := jsonMarshal(k)
-			inner.Write(key)
-			inner.WriteByte(':')
-			inner.Write(v)
-		}
-		inner.WriteByte('}')
-		write("metadata", inner.Bytes())
-	}
-	buf.WriteString("}\n")
-	return buf.String(), nil
-}
-
-// normalJSON re-encodes a JSON object the way gopf encodes essences (keys
-// sorted, numbers as written), so that Kopf's essence and gopf's compare as
-// text.
-func normalJSON(text string) (string, error) {
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return "", err
-	}
-	if m == nil {
-		return "", fmt.Errorf("null")
-	}
-	data, err := jsonMarshal(m)
-	return string(data), err
-}
-
-// kopfMarked returns the annotation prefixes that hold a Kopf operator's
-// state, which no essence includes (Kopf's own rule, so that operators do
-// not take each other's state for changes): kopf.zalando.org and its
-// subdomains, prefixes Kopf marked with <prefix>/kopf-managed, and
-// prefixes starting with "kopf.", which Kopf does not mark because it
-// takes them for its own.
-func kopfMarked(annotations map[string]any) map[string]bool {
-	var out map[string]bool
-	for key := range annotations {
-		prefix, name, ok := strings.Cut(key, "/")
-		if !ok {
-			continue
-		}
-		if name == kopfMarkerName || prefix == DefaultKopfPrefix || strings.HasSuffix(prefix, "."+DefaultKopfPrefix) || strings.HasPrefix(prefix, "kopf.") {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[prefix] = true
-		}
-	}
-	return out
-}
-
-// replicaSetOfDeployment reports a ReplicaSet owned by a Deployment, whose
-// Kopf keys carry a mark (see kopfKeys).
-func replicaSetOfDeployment(obj map[string]any) bool {
-	if kind, _ := obj["kind"].(string); kind != "ReplicaSet" {
-		return false
-	}
+// ownedByDeployment reports an owner reference to a Deployment: Kopf marks
+// the keys of such ReplicaSets (see kopfKeys).
+func ownedByDeployment(obj map[string]any) bool {
 	meta, _ := obj["metadata"].(map[string]any)
 	owners, _ := meta["ownerReferences"].([]any)
 	for _, o := range owners {

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -46,8 +47,14 @@ func kopfFixture(t *testing.T, file string) *unstructured.Unstructured {
 // Kopf saw it being deleted (Kopf's finalizer holds it).
 func recreateAsKopfLeftIt(t *testing.T, ns, file string) *unstructured.Unstructured {
 	t.Helper()
+	return recreate(t, ns, kopfFixture(t, file))
+}
+
+// recreate creates u as recreateAsKopfLeftIt does.
+func recreate(t *testing.T, ns string, u *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
 	ctx := context.Background()
-	u := kopfFixture(t, file)
+	file := u.GetName()
 	deleting := u.GetDeletionTimestamp() != nil
 	status, hasStatus := u.Object["status"]
 	delete(u.Object, "status")
@@ -74,8 +81,8 @@ func recreateAsKopfLeftIt(t *testing.T, ns, file string) *unstructured.Unstructu
 
 // kopfHandlers are the handlers of testdata/kopf-state/handlers.py, with
 // Kopf's ids, recording their calls; flaky_fn fails as it did under Kopf.
-// A level handler counts the reconciles of each object, so that a test
-// knows gopf has looked at it.
+// Level handlers (seen, seen_configmap) record the reconciles, so that a
+// test knows gopf has looked at its object.
 func kopfHandlers(cs *envtest.Calls, reconciled *envtest.Calls) *handlers.Registry {
 	reg := handlers.NewRegistry()
 	result := func(v map[string]any) handlers.HandlerFunc[*kopfv1.KopfExample] {
@@ -112,15 +119,13 @@ func kopfHandlers(cs *envtest.Calls, reconciled *envtest.Calls) *handlers.Regist
 		return nil, nil
 	}, handlers.ID("cm_delete"), handlers.Labels{"capture": "yes"})
 	handlers.OnReconcile(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (reconcile.Result, error) {
-		c.HandlerID = obj.Name
 		reconciled.Record(c)
 		return reconcile.Result{}, nil
-	})
+	}, handlers.ID("seen"))
 	handlers.OnReconcile(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (reconcile.Result, error) {
-		c.HandlerID = cm.Name
 		reconciled.Record(c)
 		return reconcile.Result{}, nil
-	}, handlers.Labels{"capture": "yes"})
+	}, handlers.ID("seen_configmap"), handlers.Labels{"capture": "yes"})
 	return reg
 }
 
@@ -179,7 +184,7 @@ func testHandledByKopfIsNotHandledAgain(t *testing.T, file string) {
 	obj, cs, reconciled, requests := takeOver(t, file)
 	before := kopfStateOf(obj)
 	resource := strings.ToLower(obj.GetKind()) + "s"
-	g.Expect(reconciled.WaitCount(context.Background(), obj.GetName(), 1)).To(Succeed())
+	g.Expect(reconciled.WaitCount(context.Background(), "seen", 1)).To(Succeed())
 	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(BeEmpty(), "no handler runs again")
 	g.Expect(requests.Writes(resource)).To(BeZero(), "taking over an object Kopf handled writes nothing")
 	after := current(g, obj)
@@ -198,7 +203,7 @@ func TestTakingOverFromKopfAnUpdatedObjectCallsNoHandlerAndWritesNothing(t *test
 func TestTakingOverFromKopfAConfigMapCallsNothingAndReleasesKopfsFinalizerOnlyOnDeletion(t *testing.T) {
 	g := NewWithT(t)
 	obj, cs, reconciled, requests := takeOver(t, "configmap-captured.yaml")
-	g.Expect(reconciled.WaitCount(context.Background(), obj.GetName(), 1)).To(Succeed())
+	g.Expect(reconciled.WaitCount(context.Background(), "seen_configmap", 1)).To(Succeed())
 	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(BeEmpty(), "no handler runs again")
 	g.Expect(requests.Writes("configmaps")).To(BeZero(), "taking over an object Kopf handled writes nothing")
 	g.Expect(current(g, obj).GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}), "Kopf's finalizer stays on a live object")
@@ -220,9 +225,8 @@ func TestTakingOverFromKopfAFlakyCreateContinuesItsRetriesAndNothingElse(t *test
 		"create_fn and field_fn succeeded under Kopf; flaky_fn waits 600 s")
 	key := client.ObjectKeyFromObject(obj)
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "progress", "flaky_fn", "retries") }, timeout).Should(BeNumerically("==", 2))
-	after := current(g, obj)
-	g.Expect(kopfStateOf(after)).To(BeEmpty(), "gopf's own state replaced Kopf's on this object")
-	g.Expect(after.GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}))
+	g.Eventually(func(g Gomega) map[string]string { return kopfStateOf(current(g, obj)) }, timeout).Should(BeEmpty(), "gopf's own state replaced Kopf's on this object")
+	g.Expect(current(g, obj).GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}))
 }
 
 func TestTakingOverFromKopfADeletionRunsTheDeleteHandlerOnceAndReleasesTheObject(t *testing.T) {
@@ -235,4 +239,44 @@ func TestTakingOverFromKopfADeletionRunsTheDeleteHandlerOnceAndReleasesTheObject
 	g.Expect(cs.Of("delete_fn")).To(HaveLen(1))
 	g.Expect(cs.Of("delete_fn")[0].Retry).To(Equal(1), "the retry continues Kopf's count")
 	g.Expect(callsBut(cs, "delete_fn")).To(BeEmpty())
+}
+
+func TestAnObjectKopfHandledMovesToGopfsStorageWithItsNextChange(t *testing.T) {
+	g := NewWithT(t)
+	obj, cs, reconciled, _ := takeOver(t, "kopfexample-created.yaml")
+	g.Expect(reconciled.WaitCount(context.Background(), "seen", 1)).To(Succeed())
+	var typed kopfv1.KopfExample
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), &typed)).To(Succeed())
+	patchSpec(g, &typed, `{"field":"c"}`)
+	g.Expect(cs.WaitCount(context.Background(), "field_fn/spec.field", 1)).To(Succeed())
+	g.Expect(cs.WaitCount(context.Background(), "update_fn", 1)).To(Succeed())
+	field := cs.Of("field_fn/spec.field")[0]
+	g.Expect([]any{field.Old, field.New}).To(Equal([]any{"a", "c"}), "the diff is against the essence Kopf handled")
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).ShouldNot(BeNil())
+	// The status patch goes first, then the object patch without Kopf's state.
+	g.Eventually(func(g Gomega) map[string]string { return kopfStateOf(current(g, obj)) }, timeout).Should(BeEmpty(), "Kopf's state went with gopf's first write")
+	g.Expect(current(g, obj).GetFinalizers()).To(Equal([]string{gopfreconcile.DefaultKopfFinalizer}), "Kopf's finalizer still holds the object for its delete handlers")
+	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(Equal(map[string]int{"field_fn/spec.field": 1, "update_fn": 1}))
+}
+
+func TestTakingOverFromKopfARetryWaitsForTheDelayKopfSet(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	u := kopfFixture(t, "kopfexample-flaky.yaml")
+	annotations := u.GetAnnotations()
+	var rec map[string]any
+	g.Expect(json.Unmarshal([]byte(annotations["kopf.zalando.org/flaky_fn"]), &rec)).To(Succeed())
+	rec["delayed"] = time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04:05.000000+00:00")
+	data, err := json.Marshal(rec)
+	g.Expect(err).NotTo(HaveOccurred())
+	annotations["kopf.zalando.org/flaky_fn"] = string(data)
+	u.SetAnnotations(annotations)
+	recreate(t, ns, u)
+	cs, reconciled, requests := &envtest.Calls{}, &envtest.Calls{}, &envtest.RequestCounter{}
+	runOperator(t, ns, kopfHandlers(cs, reconciled), func(o *envtest.OperatorOptions) { o.Requests = requests })
+
+	g.Expect(reconciled.WaitCount(context.Background(), "seen", 1)).To(Succeed())
+	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(BeEmpty(), "flaky_fn is due in an hour, as Kopf set it")
+	g.Expect(requests.Writes("kopfexamples")).To(BeZero(), "waiting for a retry writes nothing")
 }

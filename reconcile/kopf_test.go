@@ -270,3 +270,19 @@ func TestKopfEssenceTextPutsMetadataLastAsKopfDoes(t *testing.T) {
 		t.Errorf("kopfEssenceText =\n %s\nwant\n %s", got, want)
 	}
 }
+
+func TestKopfRecordsOfAReplicaSetOfADeploymentAreReadUnderTheirMarkedKeys(t *testing.T) {
+	obj := fromJSON(t, `{"metadata":{"ownerReferences":[{"kind":"Deployment","name":"d"}],"annotations":{
+		"kopf.zalando.org/last-handled-configuration-ofDRS":"{\"spec\":{}}\n",
+		"kopf.zalando.org/last-handled-configuration":"{\"spec\":{\"from\":\"the Deployment\"}}\n"}},"spec":{}}`)
+	var warnings []string
+	s := newKopfStore(nil, funcr.New(func(_, args string) { warnings = append(warnings, args) }, funcr.Options{}))
+	s.kind = "ReplicaSet" // typed objects from the cache do not say their kind
+	st, err := s.load(obj)
+	if err != nil || st == nil || st.Essence != `{"spec":{}}` {
+		t.Errorf("load = %s, %v; want the ReplicaSet's own essence", st.encode(), err)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("the Deployment's copy is taken for a record of an unknown handler: %q", warnings)
+	}
+}

@@ -374,7 +374,7 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 		finalizer: opts.Prefix + "/finalizer",
 		newObject: newObject,
 	}
-	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, essenceOf: kc.essenceText, log: kc.log}
+	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: gvk.Kind, essenceOf: kc.essenceText, log: kc.log}
 	switch {
 	case opts.Storage == StorageKopf:
 		kc.store, kc.finalizer = kc.kopf, opts.KopfFinalizer
