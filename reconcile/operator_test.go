@@ -262,3 +262,20 @@ func TestAJoiningHigherPriorityWaitsForThePausedOperatorsDaemons(t *testing.T) {
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	g.Eventually(func(g Gomega) any { return statusField(g, client.ObjectKeyFromObject(obj), "tag", "by") }, timeout).Should(Equal("high"))
 }
+
+func TestAJoiningOperatorWaitsForAPeerThatNeverConfirmsOnlyUpToItsLimit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	peering := newPeeringObject(t)
+	// A lower peer that writes only Kopf's fields, as a Kopf operator does.
+	kopf := gopfreconcile.PeeringOptions{Name: peering, Identity: "kopf-operator"}
+	g.Expect(gopfreconcile.Freeze(ctx, k8s, kopf, 0, 2*time.Minute)).To(Succeed())
+
+	began := time.Now()
+	runOperator(t, ns, tagging("gopf"), peered(peering, 100))
+	obj := newExample(ns, "waited")
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	g.Eventually(func(g Gomega) any { return statusField(g, client.ObjectKeyFromObject(obj), "tag", "by") }, 2*timeout).Should(Equal("gopf"))
+	g.Expect(time.Since(began)).To(BeNumerically(">=", 30*time.Second), "it waited for the peer to confirm")
+}

@@ -23,11 +23,11 @@ import (
 //   - The state is kept in a compact form when the full one would not fit:
 //     the last-handled essence (and each update handler's handled essence)
 //     becomes a digest of the whole plus the values of the fields handlers
-//     name (Field options), e.g. {"$gopf":{"digest":"sha256:…","bytes":921640},"spec":{"replicas":3}}.
+//     name (Field options), e.g. {"$gopf":{"bytes":921640,"digest":"sha256:…"},"spec":{"replicas":3}}.
 //     While an object's state is compact, handlers see the compact form too:
 //     Old and New hold the named fields and the digest, and Diff lists the
-//     changes of the named fields plus one change of $gopf when anything
-//     else changed. Handlers narrowed to a field see that field as usual.
+//     changes of the named fields plus changes under $gopf (its digest and
+//     size) when anything else changed. Handlers narrowed to a field see that field as usual.
 //     The full form comes back with the next write of state that fits.
 //   - A handler result that would not fit on the object is the handler's
 //     permanent failure, reported with a Warning Event that says why; the

@@ -202,7 +202,8 @@ func newBundle(caPEM, old []byte, now time.Time) []byte {
 // certificates keeps the server's certificates and the CA bundle the API
 // server needs: it makes them, rotates them, or reads them from files, and
 // tells the webhook configurations (through publish) when the bundle
-// changes.
+// changes. Generated certificates are kept in a store: the folder, or a
+// Secret that replicas share.
 type certificates struct {
 	dir       string
 	fromFiles bool
@@ -213,6 +214,7 @@ type certificates struct {
 	log       logr.Logger
 
 	mu           sync.Mutex
+	store        certStore                                      // where generated certificates are kept; nil until known
 	bundle       []byte                                         // the CA bundle
 	published    []byte                                         // the bundle publish last accepted
 	hasPublished bool                                           // published is set
@@ -237,6 +239,20 @@ func (c *certificates) caBundle() []byte {
 	return c.bundle
 }
 
+// setStore sets where generated certificates are kept.
+func (c *certificates) setStore(s certStore) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.store = s
+}
+
+// hasStore reports whether the store is known.
+func (c *certificates) hasStore() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.store != nil
+}
+
 // attach calls fn with the bundle and, if that succeeds, calls it again
 // whenever the bundle changes, until detach.
 func (c *certificates) attach(ctx context.Context, fn func(ctx context.Context, bundle []byte) error) error {
@@ -258,11 +274,17 @@ func (c *certificates) detach(ctx context.Context, fn func(ctx context.Context, 
 	return fn(ctx, c.bundle)
 }
 
+// storeAttempts bounds how often refresh re-reads a store that another
+// replica wrote meanwhile.
+const storeAttempts = 5
+
 // refresh brings the certificates up to date: it reads them from files,
-// or makes whatever planRenewal (or force) asks for. A changed CA bundle
-// is published before the server presents a certificate that needs it; if
-// publishing fails, the server keeps its certificate and refresh reports
-// the error (the next refresh tries again).
+// or from the store, making whatever planRenewal (or force) asks for and
+// storing it. When another replica stored certificates meanwhile, refresh
+// takes those instead of its own. A changed CA bundle is published before
+// the server presents a certificate that needs it; if publishing fails,
+// the server keeps its certificate and refresh reports the error (the next
+// refresh tries again).
 func (c *certificates) refresh(ctx context.Context, force renewal) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -274,43 +296,56 @@ func (c *certificates) refresh(ctx context.Context, force renewal) error {
 		c.bundle = bundle
 		return c.publishLocked(ctx)
 	}
+	if c.store == nil {
+		return errors.New("the store of the webhook certificates is not set up (webhook.Setup was not called with this server's manager)")
+	}
 
-	now := c.now()
-	ca, bundle := c.load(caCertFile, caKeyFile)
-	serving, _ := c.load(certFile, keyFile)
-	plan := planRenewal(ca, serving, c.hosts, now)
-	plan.ca = plan.ca || force.ca
-	plan.serving = plan.serving || force.serving || plan.ca
-	if plan.ca {
-		var err error
-		if ca, err = newCA(c.name, caLifetimes*c.validity, now); err != nil {
-			return fmt.Errorf("making a webhook CA: %w", err)
+	var ca, serving *keyPair
+	var bundle []byte
+	for attempt := 1; ; attempt++ {
+		stored, version, err := c.store.load(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the webhook certificates from %s: %w", c.store.where(), err)
 		}
-		bundle = newBundle(ca.certPEM, bundle, now)
-		if err := c.write(caKeyFile, ca.keyPEM, 0o600); err != nil {
-			return err
+		ca, bundle = c.parse(stored.caCert, stored.caKey, caCertFile), stored.caCert
+		serving = c.parse(stored.cert, stored.key, certFile)
+		now := c.now()
+		plan := planRenewal(ca, serving, c.hosts, now)
+		plan.ca = plan.ca || force.ca
+		plan.serving = plan.serving || force.serving || plan.ca
+		if !plan.ca && !plan.serving {
+			break
 		}
-		if err := c.write(caCertFile, bundle, 0o644); err != nil {
-			return err
+		if plan.ca {
+			if ca, err = newCA(c.name, caLifetimes*c.validity, now); err != nil {
+				return fmt.Errorf("making a webhook CA: %w", err)
+			}
+			bundle = newBundle(ca.certPEM, bundle, now)
+			stored.caCert, stored.caKey = bundle, ca.keyPEM
 		}
-		c.log.Info("made a new webhook CA", "dir", c.dir, "notAfter", ca.cert.NotAfter)
+		if serving, err = newServingCert(ca, c.hosts, c.validity, now); err != nil {
+			return fmt.Errorf("making a webhook serving certificate: %w", err)
+		}
+		stored.cert, stored.key = serving.certPEM, serving.keyPEM
+		err = c.store.save(ctx, stored, version)
+		if errors.Is(err, errStoreChanged) && attempt < storeAttempts {
+			// Another replica stored certificates meanwhile: use those
+			// (they are as fresh as ours would be).
+			force = renewal{}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storing the webhook certificates in %s: %w", c.store.where(), err)
+		}
+		if plan.ca {
+			c.log.Info("made a new webhook CA", "store", c.store.where(), "notAfter", ca.cert.NotAfter)
+		}
+		c.log.Info("made a new webhook serving certificate", "store", c.store.where(), "hosts", c.hosts, "notAfter", serving.cert.NotAfter)
+		break
 	}
 	c.bundle = bundle
 	if err := c.publishLocked(ctx); err != nil {
 		return err
-	}
-	if plan.serving {
-		var err error
-		if serving, err = newServingCert(ca, c.hosts, c.validity, now); err != nil {
-			return fmt.Errorf("making a webhook serving certificate: %w", err)
-		}
-		if err := c.write(keyFile, serving.keyPEM, 0o600); err != nil {
-			return err
-		}
-		if err := c.write(certFile, serving.certPEM, 0o644); err != nil {
-			return err
-		}
-		c.log.Info("made a new webhook serving certificate", "dir", c.dir, "hosts", c.hosts, "notAfter", serving.cert.NotAfter)
 	}
 	if cur := c.serving.Load(); cur == nil || !bytes.Equal(cur.Certificate[0], serving.cert.Raw) {
 		pair, err := tls.X509KeyPair(serving.certPEM, serving.keyPEM)
@@ -320,6 +355,21 @@ func (c *certificates) refresh(ctx context.Context, force renewal) error {
 		c.serving.Store(&pair)
 	}
 	return nil
+}
+
+// parse returns the key pair of certPEM and keyPEM, or nil if either is
+// missing or they do not belong together (which it logs: the pair is
+// replaced).
+func (c *certificates) parse(certPEM, keyPEM []byte, what string) *keyPair {
+	if len(certPEM) == 0 || len(keyPEM) == 0 {
+		return nil
+	}
+	pair, err := parseKeyPair(certPEM, keyPEM)
+	if err != nil {
+		c.log.Info("replacing an unusable webhook certificate", "store", c.store.where(), "certificate", what, "error", err.Error())
+		return nil
+	}
+	return pair
 }
 
 // publishLocked hands a changed bundle to publish.
@@ -334,49 +384,4 @@ func (c *certificates) publishLocked(ctx context.Context) error {
 	}
 	c.published, c.hasPublished = c.bundle, true
 	return nil
-}
-
-// load reads a certificate and its key from the folder; the pair is nil if
-// either is missing or they do not belong together. It also returns the
-// certificate file's content.
-func (c *certificates) load(certName, keyName string) (*keyPair, []byte) {
-	certPEM, err := os.ReadFile(filepath.Join(c.dir, certName))
-	if err != nil {
-		return nil, nil
-	}
-	keyPEM, err := os.ReadFile(filepath.Join(c.dir, keyName))
-	if err != nil {
-		return nil, certPEM
-	}
-	pair, err := parseKeyPair(certPEM, keyPEM)
-	if err != nil {
-		c.log.Info("replacing an unusable webhook certificate", "file", filepath.Join(c.dir, certName), "error", err.Error())
-		return nil, certPEM
-	}
-	return pair, certPEM
-}
-
-// write replaces a file of the folder atomically, so that a reader never
-// sees half a certificate.
-func (c *certificates) write(name string, data []byte, perm os.FileMode) error {
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(c.dir, "."+name+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(c.dir, name))
 }

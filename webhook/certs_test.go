@@ -87,8 +87,10 @@ func TestAServingCertificateDoesNotOutliveItsCA(t *testing.T) {
 }
 
 func testCerts(t *testing.T, now *time.Time) *certificates {
+	dir := t.TempDir()
 	return &certificates{
-		dir:      t.TempDir(),
+		dir:      dir,
+		store:    dirStore{dir: dir},
 		name:     "test",
 		hosts:    []string{"localhost", "127.0.0.1"},
 		validity: 90 * 24 * time.Hour,
@@ -119,7 +121,7 @@ func TestCertificatesAreMadeOnceAndReusedAcrossRestarts(t *testing.T) {
 
 	// A new process on the same folder finds the same certificates.
 	again := testCerts(t, &now)
-	again.dir = c.dir
+	again.dir, again.store = c.dir, c.store
 	if err := again.refresh(context.Background(), renewal{}); err != nil {
 		t.Fatal(err)
 	}

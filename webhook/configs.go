@@ -11,7 +11,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,11 +157,7 @@ type configManager struct {
 }
 
 func newConfigManager(mgr manager.Manager, srv *Server, hooks []*hook) (*configManager, error) {
-	scheme := runtime.NewScheme()
-	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: scheme, HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
+	c, err := clusterClient(mgr, admissionregistrationv1.AddToScheme)
 	if err != nil {
 		return nil, fmt.Errorf("gopf: a client for the webhook configurations: %w", err)
 	}

@@ -35,7 +35,10 @@ host to Hosts.
 Set Service to the Service in front of the operator's pods: the
 configurations then name the Service instead of a URL, and the generated
 certificate holds the Service's DNS names. Certificates can be generated
-(the CA lives in CertDir; several replicas must share it, or use files) or
+(the CA lives in CertDir, or, for several replicas, in the Secret named by
+CertSecret, which they share: the first replica to need certificates makes
+and stores them, and the others take them, with the Secret's
+resourceVersion deciding between replicas that make them at once) or
 come from files, such as a cert-manager Certificate's Secret mounted at
 CertDir: set CertificatesFromFiles, and the server reloads tls.crt and
 tls.key when they change and publishes a changed ca.crt to the

@@ -62,6 +62,18 @@ type Options struct {
 	// By default gopf makes and rotates its own certificates.
 	CertificatesFromFiles bool
 
+	// CertSecret, when set, keeps the generated CA and serving certificate
+	// in this Secret instead of CertDir, so that any number of replicas
+	// serve one certificate and the webhook configurations get one CA
+	// bundle: whichever replica finds the Secret missing (or its
+	// certificates due for renewal) makes new ones and stores them, guarded
+	// by the Secret's resourceVersion, and the others take what it stored
+	// at their next check (every CheckInterval, one GET each). The operator
+	// needs get, create and update on Secrets in that namespace. The
+	// certificates are made when the server starts, so Setup must be called
+	// with the server's manager. Not with CertDir or CertificatesFromFiles.
+	CertSecret *SecretRef
+
 	// Hosts are extra DNS names and IP addresses for the generated serving
 	// certificate. It always holds localhost, 127.0.0.1, the host of URL,
 	// and the DNS names of Service.
@@ -88,6 +100,11 @@ type Options struct {
 	// HTTP/2 off. gopf sets GetCertificate after them when it makes the
 	// certificates.
 	TLSOpts []func(*tls.Config)
+}
+
+// SecretRef names a Secret.
+type SecretRef struct {
+	Namespace, Name string
 }
 
 // Service is the in-cluster Service that routes webhook requests to the
@@ -159,7 +176,18 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		o.URL = strings.TrimSuffix(o.URL, "/")
 	}
-	if o.CertDir == "" {
+	if ref := o.CertSecret; ref != nil {
+		switch {
+		case ref.Namespace == "" || ref.Name == "":
+			return o, fmt.Errorf("the webhook certificate Secret needs a namespace and a name")
+		case o.CertificatesFromFiles:
+			return o, fmt.Errorf("the webhook certificates come either from files or from the Secret %s/%s, not both", ref.Namespace, ref.Name)
+		case o.CertDir != "":
+			return o, fmt.Errorf("the generated webhook certificates are kept either in %s or in the Secret %s/%s, not both", o.CertDir, ref.Namespace, ref.Name)
+		}
+		secret := *ref
+		o.CertSecret = &secret
+	} else if o.CertDir == "" {
 		o.CertDir = filepath.Join(os.TempDir(), "gopf-webhook", o.Name)
 	}
 	if o.CertValidity <= 0 {
@@ -234,6 +262,7 @@ func freePort(host string) (int, error) {
 //	--webhook-url URL                  the base URL the API server calls
 //	--webhook-cert-dir DIR             the certificates' folder
 //	--webhook-cert-files               use the certificates in DIR as they are
+//	--webhook-cert-secret ns/name      keep the generated certificates in this Secret
 //	--webhook-hosts a,b                extra names for the generated certificate
 //	--webhook-configuration-name NAME  the managed configurations' name
 //	--webhook-manage-configurations    create the configurations (default true)
@@ -255,6 +284,14 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.URL, "webhook-url", o.URL, "The base URL the API server calls for admission requests. Default: https://127.0.0.1:<port>.")
 	fs.StringVar(&o.CertDir, "webhook-cert-dir", o.CertDir, "The folder of the webhook server's certificates. Default: a folder under the system's temporary folder.")
 	fs.BoolVar(&o.CertificatesFromFiles, "webhook-cert-files", o.CertificatesFromFiles, "Serve tls.crt and tls.key from --webhook-cert-dir (e.g. from cert-manager), with ca.crt as the CA bundle, instead of generating certificates.")
+	fs.Func("webhook-cert-secret", "Keep the generated webhook certificates in this Secret, as namespace/name, shared by every replica, instead of --webhook-cert-dir.", func(s string) error {
+		ns, name, ok := strings.Cut(s, "/")
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("want namespace/name, got %q", s)
+		}
+		o.CertSecret = &SecretRef{Namespace: ns, Name: name}
+		return nil
+	})
 	fs.Func("webhook-hosts", "Extra DNS names and IP addresses, comma-separated, for the generated serving certificate.", func(s string) error {
 		for _, h := range strings.Split(s, ",") {
 			if h = strings.TrimSpace(h); h != "" {

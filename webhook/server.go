@@ -30,7 +30,8 @@ type Server struct {
 // NewServer prepares a webhook server: it fills in the defaults of opts
 // (choosing a free port when none is given), and makes or loads the
 // certificates, so that a problem with them is reported before the manager
-// starts.
+// starts; certificates kept in a Secret (Options.CertSecret) are made or
+// read when the server starts.
 func NewServer(opts Options) (*Server, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -60,8 +61,11 @@ func NewServer(opts Options) (*Server, error) {
 	} else {
 		inner.TLSOpts = append(inner.TLSOpts, func(c *tls.Config) { c.GetCertificate = certs.getCertificate })
 	}
-	if err := certs.refresh(context.Background(), renewal{}); err != nil {
-		return nil, fmt.Errorf("gopf webhook server: certificates in %s: %w", opts.CertDir, err)
+	if opts.CertSecret == nil {
+		certs.store = dirStore{dir: opts.CertDir}
+		if err := certs.refresh(context.Background(), renewal{}); err != nil {
+			return nil, fmt.Errorf("gopf webhook server: certificates in %s: %w", opts.CertDir, err)
+		}
 	}
 	return &Server{Server: ctrlwebhook.NewServer(inner), opts: opts, certs: certs}, nil
 }
@@ -75,8 +79,17 @@ func (s *Server) Options() Options { return s.opts }
 func (s *Server) CABundle() []byte { return s.certs.caBundle() }
 
 // Start serves until ctx is done, checking the certificates every
-// Options.CheckInterval meanwhile.
+// Options.CheckInterval meanwhile. With Options.CertSecret it first makes
+// or reads the certificates.
 func (s *Server) Start(ctx context.Context) error {
+	if s.opts.CertSecret != nil {
+		if !s.certs.hasStore() {
+			return fmt.Errorf("gopf webhook server: the certificate Secret %s/%s needs webhook.Setup with this server's manager", s.opts.CertSecret.Namespace, s.opts.CertSecret.Name)
+		}
+		if err := s.certs.refresh(ctx, renewal{}); err != nil {
+			return fmt.Errorf("gopf webhook server: %w", err)
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -3,19 +3,21 @@ package webhook
 import (
 	"errors"
 	"fmt"
-	"github.com/gopf-dev/gopf/internal/contract"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -62,6 +64,13 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	name := ""
 	if srv != nil {
 		name = srv.opts.Name
+		if ref := srv.opts.CertSecret; ref != nil {
+			c, err := clusterClient(mgr, corev1.AddToScheme)
+			if err != nil {
+				return fmt.Errorf("gopf: a client for the webhook certificate Secret: %w", err)
+			}
+			srv.certs.setStore(secretStore{c: c, ref: *ref})
+		}
 	}
 	hooks, err := resolveHooks(mgr, set, regs, name)
 	if err != nil {
@@ -98,6 +107,17 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 		return err
 	}
 	return mgr.Add(cm)
+}
+
+// clusterClient is a client of the manager's cluster for the types that
+// add puts in its scheme, reading straight from the API server: gopf's own
+// objects (configurations, its certificate Secret) need no informer.
+func clusterClient(mgr manager.Manager, add func(*runtime.Scheme) error) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	if err := add(scheme); err != nil {
+		return nil, err
+	}
+	return client.New(mgr.GetConfig(), client.Options{Scheme: scheme, HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
 }
 
 // resolveHooks resolves the kinds of the registrations and names their

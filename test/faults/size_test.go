@@ -70,18 +70,48 @@ func writesTo(px *faults.Proxy, name string) int {
 	return n
 }
 
-func TestAnObjectNearTheSizeLimitIsHandledOnceWithACompactState(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t)
-	px := newProxy(t, 61)
-	var calls callLog
-	var diffs pathLog
-	reg := sizeHandlers(&calls, &diffs, func(*kopfv1.KopfExample) any { return map[string]any{"ok": true} })
-	runOperator(t, throughProxy(px, -1, 0), ns, reg)
-	key := client.ObjectKey{Namespace: ns, Name: "huge"}
+// sizeRun is an operator running sizeHandlers through a proxy that counts
+// its writes.
+type sizeRun struct {
+	g     *WithT
+	ns    string
+	px    *faults.Proxy
+	calls callLog
+	diffs pathLog
+}
 
-	obj := newExample(ns, "huge")
+func startSizeRun(t *testing.T, seed uint64, result func(*kopfv1.KopfExample) any) *sizeRun {
+	r := &sizeRun{g: NewWithT(t), ns: newNamespace(t), px: newProxy(t, seed)}
+	runOperator(t, throughProxy(r.px, -1, 0), r.ns, sizeHandlers(&r.calls, &r.diffs, result))
+	return r
+}
+
+// quietWrites checks that the operator makes no more writes to the object
+// (at most the two of a create: finalizer, status) and returns their
+// number.
+func (r *sizeRun) quietWrites(name string) int {
+	r.g.Consistently(func() int { return writesTo(r.px, name) }, 3*time.Second).Should(BeNumerically("<=", 2))
+	r.g.Expect(r.calls.of("create", name)).To(HaveLen(1))
+	return writesTo(r.px, name)
+}
+
+// deleted deletes the object and checks that it goes, after one call of
+// its delete handler, and that no write was refused on the way.
+func (r *sizeRun) deleted(name string) {
+	ctx := context.Background()
+	r.g.Expect(k8s.Delete(ctx, newExample(r.ns, name))).To(Succeed())
+	r.g.Expect(envtest.WaitGone(ctx, k8s, newExample(r.ns, name))).To(Succeed())
+	r.g.Expect(r.calls.of("delete", name)).To(HaveLen(1))
+	r.g.Expect(r.calls.of("create", name)).To(HaveLen(1))
+	r.g.Expect(logs.Find("request is too large")).To(BeEmpty())
+}
+
+func TestAnObjectNearTheSizeLimitIsHandledOnceWithACompactState(t *testing.T) {
+	ctx := context.Background()
+	r := startSizeRun(t, 61, func(*kopfv1.KopfExample) any { return map[string]any{"ok": true} })
+	g, key := r.g, client.ObjectKey{Namespace: r.ns, Name: "huge"}
+
+	obj := newExample(r.ns, "huge")
 	obj.Spec.Field = strings.Repeat("x", 900*1024)
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	g.Eventually(func(g Gomega) any { return field(rawObject(g, key), "status", "create", "ok") }, timeout).Should(Equal(true))
@@ -89,22 +119,15 @@ func TestAnObjectNearTheSizeLimitIsHandledOnceWithACompactState(t *testing.T) {
 	last, _ := field(rawObject(g, key), "status", "gopf", "lastHandled").(string)
 	g.Expect(last).To(HavePrefix(`{"$gopf":{`), "a compact state")
 	g.Expect(len(last)).To(BeNumerically("<", 1024))
-	// Quiet afterwards: no retries, no writes.
-	g.Consistently(func() int { return writesTo(px, "huge") }, 3*time.Second).Should(BeNumerically("<=", 2))
-	createWrites := writesTo(px, "huge")
-	g.Expect(calls.of("create", "huge")).To(HaveLen(1))
+	createWrites := r.quietWrites("huge")
 
 	// A change of a named field is an update with that field's diff.
-	g.Expect(k8s.Patch(ctx, newExample(ns, "huge"), mergePatch(`{"spec":{"items":["item1","item2","item3"]}}`))).To(Succeed())
-	g.Eventually(func() int { return len(calls.of("items", "huge")) }, timeout).Should(Equal(1))
-	g.Expect(diffs.get()).To(Equal([]string{""}), "the handler narrowed to spec.items sees its field's change")
-	g.Eventually(func() int { return writesTo(px, "huge") }, timeout).Should(Equal(createWrites + 1))
+	g.Expect(k8s.Patch(ctx, newExample(r.ns, "huge"), mergePatch(`{"spec":{"items":["item1","item2","item3"]}}`))).To(Succeed())
+	g.Eventually(func() int { return len(r.calls.of("items", "huge")) }, timeout).Should(Equal(1))
+	g.Expect(r.diffs.get()).To(Equal([]string{""}), "the handler narrowed to spec.items sees its field's change")
+	g.Eventually(func() int { return writesTo(r.px, "huge") }, timeout).Should(Equal(createWrites + 1))
 
-	g.Expect(k8s.Delete(ctx, newExample(ns, "huge"))).To(Succeed())
-	g.Expect(envtest.WaitGone(ctx, k8s, newExample(ns, "huge"))).To(Succeed())
-	g.Expect(calls.of("delete", "huge")).To(HaveLen(1))
-	g.Expect(calls.of("create", "huge")).To(HaveLen(1))
-	g.Expect(logs.Find("request is too large")).To(BeEmpty())
+	r.deleted("huge")
 	record(t, "6g", outcome{Objects: 1, Outcome: "held", Figures: joinf(
 		fmt.Sprintf("create handled once with %d writes (finalizer, status); the stored state is a %d-byte digest plus the fields handlers name, not a copy of the spec", createWrites, len(last)),
 		"a change of spec.items was one update (its handler saw that field's change) and one write",
@@ -112,31 +135,19 @@ func TestAnObjectNearTheSizeLimitIsHandledOnceWithACompactState(t *testing.T) {
 }
 
 func TestAResultTooLargeToStoreIsAReportedFailureNotARetryStorm(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t)
-	px := newProxy(t, 62)
-	var calls callLog
-	var diffs pathLog
-	reg := sizeHandlers(&calls, &diffs, func(*kopfv1.KopfExample) any {
+	r := startSizeRun(t, 62, func(*kopfv1.KopfExample) any {
 		return map[string]any{"blob": strings.Repeat("y", 2<<20)}
 	})
-	runOperator(t, throughProxy(px, -1, 0), ns, reg)
-	key := client.ObjectKey{Namespace: ns, Name: "big-result"}
+	g, key := r.g, client.ObjectKey{Namespace: r.ns, Name: "big-result"}
 
-	g.Expect(k8s.Create(ctx, newExample(ns, "big-result"))).To(Succeed())
-	g.Eventually(func(g Gomega) []string { return eventNotes(g, newExample(ns, "big-result")) }, timeout).Should(ContainElement(And(
+	g.Expect(k8s.Create(context.Background(), newExample(r.ns, "big-result"))).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventNotes(g, newExample(r.ns, "big-result")) }, timeout).Should(ContainElement(And(
 		HavePrefix("HandlerFailed: "), ContainSubstring("cannot be stored in status.create"))))
 	g.Eventually(func(g Gomega) bool { return handled(rawObject(g, key)) }, timeout).Should(BeTrue())
 	g.Expect(field(rawObject(g, key), "status", "create")).To(BeNil())
-	g.Consistently(func() int { return writesTo(px, "big-result") }, 3*time.Second).Should(BeNumerically("<=", 2))
-	writes := writesTo(px, "big-result")
-	g.Expect(calls.of("create", "big-result")).To(HaveLen(1))
+	writes := r.quietWrites("big-result")
 
-	g.Expect(k8s.Delete(ctx, newExample(ns, "big-result"))).To(Succeed())
-	g.Expect(envtest.WaitGone(ctx, k8s, newExample(ns, "big-result"))).To(Succeed())
-	g.Expect(calls.of("delete", "big-result")).To(HaveLen(1))
-	g.Expect(logs.Find("request is too large")).To(BeEmpty())
+	r.deleted("big-result")
 	record(t, "6h", outcome{Objects: 1, Outcome: "held", Figures: joinf(
 		fmt.Sprintf("the create handler ran once; its 2 MiB result was its permanent failure, a HandlerFailed Warning Event said why; %d writes (finalizer, state)", writes),
 		"deleted normally (its delete handler ran once)")})
