@@ -17,7 +17,7 @@ import (
 )
 
 // startupTimeout bounds the wait for an operator to start watching.
-const startupTimeout = 2 * time.Minute
+const startupTimeout = 5 * time.Minute
 
 // startupSettle is how long the benchmark waits after the operator started
 // watching KopfExamples before it creates objects, so that the operator has
