@@ -100,6 +100,7 @@ type flags struct {
 	lifetime               time.Duration
 	logFormat              string
 	shutdownTimeout        time.Duration
+	watchInactivity        time.Duration
 	zap                    zap.Options
 	webhook                webhook.Options
 	printRBAC              bool
@@ -134,6 +135,7 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "Log format: text or json.")
 	fs.Float64Var(&f.qps, "kube-api-qps", 500, "Ceiling on the requests per second the operator sends to the API server (client-side); a bound on any retry storm.")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
+	fs.DurationVar(&f.watchInactivity, "watch-inactivity-timeout", DefaultWatchInactivityTimeout, "Restart a watch that has delivered nothing, not even a bookmark, for this long, from the last version seen; 0: no bound.")
 	fs.DurationVar(&f.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
 	fs.BoolVar(&f.keepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
 	f.zap.BindFlags(fs)
@@ -189,6 +191,9 @@ func (f *flags) check() error {
 	if !f.metricsSecure && f.metricsCertDir != "" {
 		return errors.New("--metrics-cert-dir needs --metrics-secure (HTTPS)")
 	}
+	if f.watchInactivity < 0 {
+		return errors.New("--watch-inactivity-timeout cannot be negative (0 turns the bound off)")
+	}
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return fmt.Errorf("--log-format is text or json, not %q", f.logFormat)
 	}
@@ -231,9 +236,20 @@ func (f *flags) managerOptions(scheme *runtime.Scheme, engine reconcile.Options)
 		LeaderElection:          f.leaderElect,
 		LeaderElectionID:        f.electionID,
 		GracefulShutdownTimeout: &f.shutdownTimeout,
+		WatchInactivityTimeout:  f.watchInactivityTimeout(),
 		Webhook:                 f.webhook,
 		KeepManagedFields:       f.keepManagedFields,
 	}
+}
+
+// watchInactivityTimeout is --watch-inactivity-timeout as
+// ManagerOptions.WatchInactivityTimeout, whose zero is the default and
+// whose "no bound" is negative.
+func (f *flags) watchInactivityTimeout() time.Duration {
+	if f.watchInactivity == 0 {
+		return -1
+	}
+	return f.watchInactivity
 }
 
 // encoder picks the log format.

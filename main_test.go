@@ -106,3 +106,32 @@ func TestAMetricsCertificateForPlainHTTPIsRefused(t *testing.T) {
 		t.Error("NewManager would accept a certificate directory for plain HTTP")
 	}
 }
+
+func TestWatchInactivityTimeoutFlagBecomesTheManagerOption(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, DefaultWatchInactivityTimeout},
+		{[]string{"--watch-inactivity-timeout=30s"}, 30 * time.Second},
+		{[]string{"--watch-inactivity-timeout=0"}, -1}, // no bound
+	} {
+		fs, f := newFlags("op")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.check(); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.managerOptions(runtime.NewScheme(), reconcile.Options{}).WatchInactivityTimeout; got != tc.want {
+			t.Errorf("%v: WatchInactivityTimeout = %s, want %s", tc.args, got, tc.want)
+		}
+	}
+	fs, f := newFlags("op")
+	if err := fs.Parse([]string{"--watch-inactivity-timeout=-1s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.check(); err == nil {
+		t.Error("check accepted a negative watch inactivity timeout")
+	}
+}

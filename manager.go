@@ -70,6 +70,20 @@ type ManagerOptions struct {
 	// ":8081". "" or "0": off.
 	HealthProbeBindAddress string
 
+	// WatchInactivityTimeout ends a watch that has delivered nothing, not
+	// even a bookmark, for this long; the informer then watches again from
+	// the last resourceVersion it saw, and what changed meanwhile is
+	// handled. This bounds how long a silently stalled stream (a proxy or
+	// load balancer that lost its way to the API server but keeps the
+	// connection) leaves the operator blind, as Kopf's
+	// settings.watching.inactivity_timeout does. The API server sends
+	// idle watches a bookmark about once a minute, so in the steady state
+	// the bound costs no request. Default (0):
+	// DefaultWatchInactivityTimeout, 2 minutes. Negative: no bound; a
+	// silent stream then lasts until the API server ends the watch (client-go
+	// asks for 5 to 10 minutes).
+	WatchInactivityTimeout time.Duration
+
 	// LeaderElection makes the manager work only while it holds the Lease
 	// LeaderElectionID, and hand it over when it stops gracefully.
 	LeaderElection   bool
@@ -125,6 +139,12 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	}
 	if opts.Burst != 0 {
 		cfg.Burst = opts.Burst
+	}
+	switch t := opts.WatchInactivityTimeout; {
+	case t == 0:
+		boundWatches(cfg, DefaultWatchInactivityTimeout)
+	case t > 0:
+		boundWatches(cfg, t)
 	}
 	var cacheOpts cache.Options
 	if !opts.KeepManagedFields {

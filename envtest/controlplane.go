@@ -31,6 +31,11 @@ type Options struct {
 
 	// Verbose attaches the control plane's own output to this process's.
 	Verbose bool
+
+	// AdmissionPlugins are enabled in the API server besides its default
+	// ones, such as OwnerReferencesPermissionEnforcement (which makes
+	// setting blockOwnerDeletion need update on the owner's finalizers).
+	AdmissionPlugins []string
 }
 
 // ControlPlane is a running kube-apiserver and etcd.
@@ -76,6 +81,9 @@ func Start(opts Options) (*ControlPlane, error) {
 		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
 		ErrorIfCRDPathMissing:    true,
 		AttachControlPlaneOutput: opts.Verbose,
+	}
+	if len(opts.AdmissionPlugins) > 0 {
+		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", opts.AdmissionPlugins...)
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -56,6 +56,9 @@ type OperatorOptions struct {
 	// gopf.ManagerOptions.MetricsInsecure). Default: plain HTTP, so that
 	// tests scrape without tokens.
 	SecureMetrics bool
+	// WatchInactivityTimeout restarts watches silent for this long (see
+	// gopf.ManagerOptions.WatchInactivityTimeout). Default: 2 minutes.
+	WatchInactivityTimeout time.Duration
 }
 
 // Operator is a gopf operator running in this process on its own manager.
@@ -115,6 +118,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 		MetricsBindAddress:     opts.MetricsBindAddress,
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 		MetricsInsecure:        !opts.SecureMetrics,
+		WatchInactivityTimeout: opts.WatchInactivityTimeout,
 		SkipNameValidation:     true,
 	}
 	if opts.Webhook != nil {

@@ -68,6 +68,7 @@ var optionTable = []struct {
 }{
 	{"ID", handlers.ID("x"), allButIndexAndSub},
 	{"WithParam", handlers.WithParam(1), allButIndexAndSub},
+	{"Uses", handlers.Uses(&corev1.ConfigMap{}, "create"), allButIndexAndSub},
 	{"ForKind", handlers.ForKind("", "v1", "Pod"), forObjects},
 	{"ForResource", handlers.ForResource("pods"), forObjects},
 	{"When", handlers.When(func(*corev1.Pod) bool { return true }), forObjects},

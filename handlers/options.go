@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/internal/spec"
 )
@@ -222,6 +223,41 @@ func ID(id string) CommonSetting {
 // one function can be registered several times with different settings.
 func WithParam(param any) CommonSetting {
 	return CommonSetting{setting: set(func(d *draft) { d.Param = param })}
+}
+
+// Uses declares what the handler does through its client (Cause.Client or
+// a client of its own) with objects of obj's kind — creating children,
+// reading Secrets, patching other kinds — as RBAC verbs: "get", "list",
+// "watch", "create", "update", "patch", "delete", "deletecollection".
+// gopf cannot see inside handlers; with this declaration next to the
+// registration, reconcile.Permissions (and so --print-rbac and
+// --check-rbac) grants the verbs beside what gopf itself needs. obj is an
+// empty object of the kind: typed, or unstructured with its apiVersion and
+// kind set. Repeat the option for more kinds.
+//
+// Two verbs bring others. The operator's client reads from the informer
+// cache, which lists and watches the kind: "get" and "list" also grant
+// "list" and "watch". A handler of objects that creates objects may Adopt
+// them, and the API server lets only those who may update the owner's
+// finalizers set Adopt's blockOwnerDeletion: "create" also grants update on
+// <handled kind>/finalizers.
+func Uses(obj client.Object, verbs ...string) CommonSetting {
+	if obj == nil || len(verbs) == 0 {
+		return CommonSetting{setting: rejected("Uses needs an object of the kind and at least one verb")}
+	}
+	for _, v := range verbs {
+		if !rbacVerbs[v] {
+			return CommonSetting{setting: rejected(fmt.Sprintf("Uses: %q is not an RBAC verb of objects (get, list, watch, create, update, patch, delete, deletecollection)", v))}
+		}
+	}
+	use := spec.Use{Object: obj, Verbs: append([]string(nil), verbs...)}
+	return CommonSetting{setting: set(func(d *draft) { d.Uses = append(d.Uses, use) })}
+}
+
+// rbacVerbs are the verbs Uses accepts.
+var rbacVerbs = map[string]bool{
+	"get": true, "list": true, "watch": true, "create": true, "update": true,
+	"patch": true, "delete": true, "deletecollection": true,
 }
 
 // KindSetting names the kind of an unstructured handler's objects. Every

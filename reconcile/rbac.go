@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -52,12 +53,15 @@ var (
 //     on <resource>/status (results and state). Event and index handlers
 //     only read.
 //   - update on <resource>/finalizers for kinds that use gopf's finalizer
-//     (non-optional delete handlers, timers, daemons) or own children
-//     (Owns): the API server requires it to set an owner reference with
+//     (non-optional delete handlers, timers, daemons), own children (Owns)
+//     or have handlers that create objects (Uses with "create"): the API
+//     server requires it to set an owner reference with
 //     blockOwnerDeletion, as Adopt does, when the
-//     OwnerReferencesPermissionEnforcement admission plugin is on. Children
-//     adopted without Owns are not visible in the registry; grant it by hand.
+//     OwnerReferencesPermissionEnforcement admission plugin is on.
 //   - get, list and watch on the kinds named by Owns and Watches.
+//   - what handlers declared with Uses, on the kinds they named; "get" or
+//     "list" also get "list" and "watch" (the operator's client reads
+//     from the informer cache).
 //   - create and patch on events, in the core group and events.k8s.io.
 //   - get, create and update on leases (coordination.k8s.io) for leader
 //     election. Deployments usually grant these with a Role in the
@@ -66,8 +70,8 @@ var (
 //     and delete on validating- and mutatingwebhookconfigurations, which
 //     gopf keeps up to date.
 //
-// What a handler does with its own client (creating children, reading
-// secrets) is not known to gopf and is not included.
+// What a handler does with its client (creating children, reading
+// secrets) is known only as far as it is declared with handlers.Uses.
 //
 // scheme maps typed handlers' Go types to kinds; nil means client-go's
 // scheme (built-in kinds only). mapper maps kinds to resource names. A
@@ -103,7 +107,7 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 			need.add("status", gr, "patch")
 		}
 		usesFinalizer := r.Kind == spec.KindTimer || r.Kind == spec.KindDaemon || r.Kind == spec.KindDelete && !r.Options.Optional
-		if usesFinalizer || len(r.Options.Owned) > 0 {
+		if usesFinalizer || len(r.Options.Owned) > 0 || createsObjects(r) {
 			need.add("finalizers", gr, "update")
 		}
 		var secondary []client.Object
@@ -120,6 +124,19 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 			need.add("", sgr, readVerbs...)
 		}
 	}
+	for _, r := range set.Handlers() {
+		for _, use := range r.Options.Uses {
+			gr, err := res.object(use.Object)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("gopf: %s: Uses %T: %w", r, use.Object, err))
+				continue
+			}
+			need.add("", gr, use.Verbs...)
+			if slices.Contains(use.Verbs, "get") || slices.Contains(use.Verbs, "list") {
+				need.add("", gr, readVerbs...) // reads come from the informer cache
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -134,6 +151,17 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 		}
 	}
 	return need.rules(), nil
+}
+
+// createsObjects reports whether a handler declared that it creates
+// objects (Uses with "create"), which it may Adopt.
+func createsObjects(r *contract.Handler) bool {
+	for _, use := range r.Options.Uses {
+		if slices.Contains(use.Verbs, "create") {
+			return true
+		}
+	}
+	return false
 }
 
 // leases is the resource leader election uses.

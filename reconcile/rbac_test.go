@@ -263,3 +263,56 @@ func TestWithoutLeaderElectionDropsOnlyTheLeaseRule(t *testing.T) {
 		}
 	}
 }
+
+func TestPermissionsGrantWhatHandlersDeclareWithUses(t *testing.T) {
+	g := NewWithT(t)
+	reg := handlers.NewRegistry()
+	handlers.OnUpdate(reg, noop[*kopfv1.KopfExample](), handlers.Uses(&appsv1.Deployment{}, "create", "patch"))
+	handlers.OnEvent(reg, func(context.Context, *kopfv1.KopfExample, *handlers.Cause) error { return nil },
+		handlers.Uses(&corev1.Secret{}, "get"))
+	jobs := &unstructured.Unstructured{}
+	jobs.SetGroupVersionKind(schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"})
+	handlers.OnStartup(reg, func(context.Context, *handlers.Cause) error { return nil },
+		handlers.Uses(jobs, "delete"))
+	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rules).To(ContainElements(
+		rule("apps", "deployments", "create", "patch"),
+		rule("", "secrets", "get", "list", "watch"),           // read through the cache
+		rule("batch", "jobs", "delete"),                       // an operator-level handler's use
+		rule("kopf.dev", "kopfexamples/finalizers", "update"), // created objects may be adopted
+	))
+}
+
+func TestPermissionsAddNoFinalizerRightsForHandlersThatOnlyRead(t *testing.T) {
+	g := NewWithT(t)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.Uses(&corev1.ConfigMap{}, "list", "patch"))
+	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rules).NotTo(ContainElement(HaveField("Resources", ContainElement("kopfexamples/finalizers"))))
+	g.Expect(rules).To(ContainElement(rule("", "configmaps", "get", "list", "patch", "watch")))
+}
+
+func TestUsesRejectsWhatIsNotARuleOnObjects(t *testing.T) {
+	for name, opt := range map[string]handlers.CommonSetting{
+		"no object":    handlers.Uses(nil, "get"),
+		"no verb":      handlers.Uses(&corev1.ConfigMap{}),
+		"a wildcard":   handlers.Uses(&corev1.ConfigMap{}, "*"),
+		"unknown verb": handlers.Uses(&corev1.ConfigMap{}, "read"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			reg := handlers.NewRegistry()
+			handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), opt)
+			_, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+			NewWithT(t).Expect(err).To(MatchError(ContainSubstring("Uses")))
+		})
+	}
+}
+
+func TestPermissionsNameTheHandlerOfAUseOfAKindTheyCannotResolve(t *testing.T) {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.ID("maker"), handlers.Uses(&unstructured.Unstructured{}, "create"))
+	_, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	NewWithT(t).Expect(err).To(MatchError(And(ContainSubstring(`"maker"`), ContainSubstring("Uses"))))
+}

@@ -62,6 +62,10 @@ type Options struct {
 	Owned   []client.Object
 	Watched []Watch
 
+	// Uses are what the handler declared it does through its client with
+	// objects of other kinds (handlers.Uses); only RBAC reads them.
+	Uses []Use
+
 	// Admission handlers' settings.
 	Operations     []string
 	SubResource    string
@@ -78,6 +82,15 @@ type Watch struct {
 	Object client.Object
 	// Map names the objects to reconcile for a change of a watched object.
 	Map func(ctx context.Context, obj client.Object) []types.NamespacedName
+}
+
+// Use is one kind a handler works with through its client, and the RBAC
+// verbs it needs on it.
+type Use struct {
+	// Object is an empty object of the kind.
+	Object client.Object
+	// Verbs are RBAC verbs, such as "create" and "patch".
+	Verbs []string
 }
 
 // ErrorMode says how an error that is neither temporary nor permanent is

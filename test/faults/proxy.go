@@ -253,6 +253,20 @@ func (p *Proxy) ReleaseWatches() {
 	p.signalLocked()
 }
 
+// SilenceOpenWatches makes the watch streams open now go silent for good:
+// their connections stay open, and nothing the API server sends on them
+// arrives, until the client gives up on them. Watches opened later are not
+// affected. This is a connection whose path to the API server was lost
+// without either end noticing.
+func (p *Proxy) SilenceOpenWatches() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for w := range p.watches {
+		w.silenced = true
+	}
+	p.signalLocked()
+}
+
 // EndWatches ends every open watch stream cleanly, as the API server does
 // when a watch's timeout is up, and ends a stall; whatever a stalled stream
 // held back is dropped. Clients then watch again from the last version
@@ -486,12 +500,12 @@ func (p *Proxy) signalLocked() {
 	p.changed = make(chan struct{})
 }
 
-// holding reports whether watch streams must hold their data back now, and
+// holding reports whether watch stream w must hold its data back now, and
 // a channel closed at the next change.
-func (p *Proxy) holding() (bool, <-chan struct{}) {
+func (p *Proxy) holding(w *watchBody) (bool, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.stalled && !p.closed, p.changed
+	return (p.stalled || w.silenced) && !p.closed, p.changed
 }
 
 func (p *Proxy) isDown() bool {
@@ -552,6 +566,8 @@ type watchBody struct {
 	req     Request
 	endOnce sync.Once
 	ended   chan struct{}
+	// silenced: held back for good (SilenceOpenWatches); guarded by p.mu.
+	silenced bool
 }
 
 func (w *watchBody) Read(buf []byte) (int, error) {
@@ -563,7 +579,7 @@ func (w *watchBody) Read(buf []byte) (int, error) {
 	n, err := w.rc.Read(buf)
 	// Data that came in while stalled waits here until the stall ends.
 	for {
-		hold, changed := w.p.holding()
+		hold, changed := w.p.holding(w)
 		if !hold {
 			break
 		}
