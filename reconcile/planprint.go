@@ -195,6 +195,9 @@ func describeHandler(h HandlerStatus) string {
 	if h.Operator != "" {
 		details = append(details, "on "+h.Operator)
 	}
+	if h.State == HandlerFailed && h.Since != nil {
+		details = append(details, "at "+h.Since.UTC().Format(time.RFC3339))
+	}
 	if len(details) > 0 {
 		text += " (" + strings.Join(details, ", ") + ")"
 	}
