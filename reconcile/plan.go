@@ -570,23 +570,7 @@ func (pl *objectPlan) handlers() {
 func (pl *objectPlan) change(change []*contract.Handler) {
 	t := pl.t
 	purpose, withResume := changePurpose(t.known, t.essence, false)
-	var base any
-	if t.known != nil && t.known.Essence != "" {
-		base = decodeJSON(t.known.Essence)
-	}
-	var entries []*entry
-	for _, r := range change {
-		if e := t.changeEntry(r, purpose, base); e != nil {
-			entries = append(entries, e)
-		}
-	}
-	if withResume {
-		for _, r := range change {
-			if reasonOf(r) == handlers.ReasonResume {
-				entries = append(entries, &entry{reg: r, opts: r.Options})
-			}
-		}
-	}
+	entries := t.changeEntries(change, purpose, withResume)
 	finished := true
 	for _, e := range entries {
 		if !pl.entry(purpose, e) {
