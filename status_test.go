@@ -256,6 +256,25 @@ func TestTheStatusCommandStreamsPageByPage(t *testing.T) {
 	g.Expect(strings.Count(out, "\n- apiVersion: kopf.dev/v1\n")).To(Equal(6))
 }
 
+func TestThePlannerEmitsEachPageBeforeListingTheNextAndWritesNothing(t *testing.T) {
+	g := NewWithT(t)
+	env := statusFixture(t)
+	counted := rest.CopyConfig(cfg)
+	requests := &envtest.RequestCounter{}
+	requests.Wrap(counted)
+	planner, err := reconcile.NewPlanner(counted, scheme, statusRegistry(), reconcile.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	var listedBefore []int
+	err = planner.Plan(env.Ctx, reconcile.Selection{Namespace: env.Namespace, PageSize: 2}, func(*reconcile.ObjectStatus) error {
+		listedBefore = append(listedBefore, requests.Count("GET", "kopfexamples"))
+		return nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	// Six objects, two per page: each pair is emitted once its page is in.
+	g.Expect(listedBefore).To(Equal([]int{1, 1, 2, 2, 3, 3}))
+	g.Expect(requests.Writes("")).To(BeZero(), "the planner wrote: %v", requests.Snapshot())
+}
+
 func TestTheStatusCommandRefusesAKindTheOperatorDoesNotHave(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := gopf.StatusCommand(context.Background(), &out, &errOut, cfg, statusRegistry(), gopf.MainOptions{AddToScheme: []func(*runtime.Scheme) error{kopfv1.AddToScheme}}, "operator", "status", []string{"pods"})
