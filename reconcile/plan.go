@@ -34,9 +34,12 @@ import (
 // Planner reads what gopf stored on objects — progress records, the
 // last-handled essence, finalizers — and tells, per object, where each
 // handler stands and what an operator would do with the object on start.
-// It only reads: paged List requests of the objects, and a Get of the
-// peering object. It reads stored state through the storage the controller
-// of each kind uses, so that it sees what the engine would see.
+// It only reads: paged List requests of the objects and of gopf's
+// HandlerFailed Events, and a Get of the peering object; so it needs the
+// permissions to list the kinds and Events, and to get the peering object
+// (without the last two, it says less). It reads stored state through the
+// storage the controller of each kind uses, so that it sees what the
+// engine would see, and works out causes with the engine's own functions.
 //
 // A planner made with NewPlanner knows the operator's handlers, their
 // filters and options, and works out causes as the engine does. One made
