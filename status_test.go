@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,7 +66,8 @@ func statusRegistry() *handlers.Registry {
 
 // statusFixture leaves, in a namespace of its own, one object in each
 // state as an operator of statusRegistry leaves them, and stops the
-// operator: "done" (handled), "retrying" (flaky_fn waits an hour),
+// operator: "done" (handled), "gave-up" (handled, bad_fn failed for good),
+// "retrying" (flaky_fn waits an hour),
 // "failed" (bad_fn failed for good while flaky_fn retries) and "deleting"
 // (handled, then deleted while no operator runs, so gopf's finalizer holds
 // it with delete_fn to run); and "new-one", created once the operator is
@@ -80,6 +82,7 @@ func statusFixture(t *testing.T) *envtest.Env {
 		"retrying": {"flaky": "yes"},
 		"failed":   {"flaky": "yes", "bad": "yes"},
 		"deleting": nil,
+		"gave-up":  {"bad": "yes"},
 	}
 	for name, labels := range objects {
 		obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name, Labels: labels}, Spec: kopfv1.KopfExampleSpec{Field: "value"}}
@@ -96,6 +99,13 @@ func statusFixture(t *testing.T) *envtest.Env {
 	}
 	g.Eventually(stored("done"), timeout).Should(ContainSubstring(`"lastHandled"`))
 	g.Eventually(stored("deleting"), timeout).Should(ContainSubstring(`"lastHandled"`))
+	g.Eventually(stored("gave-up"), timeout).Should(ContainSubstring(`"lastHandled"`))
+	// Its HandlerFailed Event is what remains of bad_fn's failure.
+	g.Eventually(func(g Gomega) []corev1.Event {
+		events := &corev1.EventList{}
+		g.Expect(env.Client.List(env.Ctx, events, client.InNamespace(env.Namespace), client.MatchingFields{"reason": "HandlerFailed", "involvedObject.name": "gave-up"})).To(Succeed())
+		return events.Items
+	}, timeout).ShouldNot(BeEmpty())
 	g.Eventually(stored("retrying"), timeout).Should(ContainSubstring(`"delayed"`))
 	g.Eventually(stored("failed"), timeout).Should(And(ContainSubstring(`"failure":true`), ContainSubstring(`"delayed"`)))
 	g.Expect(op.Stop()).To(Succeed())
@@ -144,7 +154,8 @@ func TestTheStatusCommandShowsEachObjectsHandlersAndFinalizers(t *testing.T) {
 	t.Logf("status:\n%s", table)
 	g.Expect(strings.Fields(strings.SplitN(table, "\n", 2)[0])).To(Equal([]string{"KIND", "NAMESPACE", "NAME", "STATE", "HANDLERS", "FINALIZERS"}))
 	rows := tableRows(t, table)
-	g.Expect(rows).To(HaveLen(5))
+	g.Expect(rows).To(HaveLen(6))
+	g.Expect(rows["gave-up"]).To(MatchRegexp(`failed\s+bad_fn failed \(at \S+Z\): "permanent error: the spec makes no sense"; done: create_fn; idle: delete_fn\s+gopf.dev/finalizer$`))
 	g.Expect(rows["new-one"]).To(MatchRegexp(`pending\s+create_fn pending; idle: delete_fn\s+-$`))
 	g.Expect(rows["done"]).To(MatchRegexp(`KopfExample\s+\S+\s+done\s+done\s+done: create_fn; idle: delete_fn\s+gopf.dev/finalizer$`))
 	g.Expect(rows["retrying"]).To(MatchRegexp(`retrying\s+flaky_fn retrying \(retry 1 of 4, next at \S+Z\): "temporary error \(retry in 1h0m0s\): the database is not ready"; done: create_fn; idle: delete_fn\s+gopf.dev/finalizer$`))
@@ -163,7 +174,12 @@ func TestTheStatusCommandShowsEachObjectsHandlersAndFinalizers(t *testing.T) {
 	for _, item := range list.Items {
 		byName[item.Name] = item
 	}
-	g.Expect(byName).To(HaveLen(5))
+	g.Expect(byName).To(HaveLen(6))
+	gaveUp := byName["gave-up"]
+	g.Expect(gaveUp.Handled).To(BeTrue())
+	g.Expect(gaveUp.Failures).To(HaveLen(1))
+	g.Expect(gaveUp.Failures[0].Handler).To(Equal("bad_fn"))
+	g.Expect(handlerNamed(g, gaveUp, "bad_fn").State).To(Equal(reconcile.HandlerFailed))
 
 	retrying := byName["retrying"]
 	g.Expect(retrying.State).To(Equal("retrying"))
@@ -237,7 +253,26 @@ func TestTheStatusCommandStreamsPageByPage(t *testing.T) {
 	// One object per page: every object is listed, none twice.
 	out := runCommand(t, "status", "-o", "yaml", "--chunk-size", "1", "-n", env.Namespace)
 	g.Expect(out).To(HavePrefix("apiVersion: " + reconcile.StatusAPIVersion + "\nkind: ObjectStatusList\nitems:\n"))
-	g.Expect(strings.Count(out, "\n- apiVersion: kopf.dev/v1\n")).To(Equal(5))
+	g.Expect(strings.Count(out, "\n- apiVersion: kopf.dev/v1\n")).To(Equal(6))
+}
+
+func TestThePlannerEmitsEachPageBeforeListingTheNextAndWritesNothing(t *testing.T) {
+	g := NewWithT(t)
+	env := statusFixture(t)
+	counted := rest.CopyConfig(cfg)
+	requests := &envtest.RequestCounter{}
+	requests.Wrap(counted)
+	planner, err := reconcile.NewPlanner(counted, scheme, statusRegistry(), reconcile.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	var listedBefore []int
+	err = planner.Plan(env.Ctx, reconcile.Selection{Namespace: env.Namespace, PageSize: 2}, func(*reconcile.ObjectStatus) error {
+		listedBefore = append(listedBefore, requests.Count("GET", "kopfexamples"))
+		return nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	// Six objects, two per page: each pair is emitted once its page is in.
+	g.Expect(listedBefore).To(Equal([]int{1, 1, 2, 2, 3, 3}))
+	g.Expect(requests.Writes("")).To(BeZero(), "the planner wrote: %v", requests.Snapshot())
 }
 
 func TestTheStatusCommandRefusesAKindTheOperatorDoesNotHave(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -32,9 +34,12 @@ import (
 // Planner reads what gopf stored on objects — progress records, the
 // last-handled essence, finalizers — and tells, per object, where each
 // handler stands and what an operator would do with the object on start.
-// It only reads: paged List requests of the objects, and a Get of the
-// peering object. It reads stored state through the storage the controller
-// of each kind uses, so that it sees what the engine would see.
+// It only reads: paged List requests of the objects and of gopf's
+// HandlerFailed Events, and a Get of the peering object; so it needs the
+// permissions to list the kinds and Events, and to get the peering object
+// (without the last two, it says less). It reads stored state through the
+// storage the controller of each kind uses, so that it sees what the
+// engine would see, and works out causes with the engine's own functions.
 //
 // A planner made with NewPlanner knows the operator's handlers, their
 // filters and options, and works out causes as the engine does. One made
@@ -257,13 +262,76 @@ func (p *Planner) Plan(ctx context.Context, sel Selection, emit func(*ObjectStat
 	if sel.PageSize <= 0 {
 		sel.PageSize = 500
 	}
-	operator := p.workingOperator(ctx)
+	env := &planEnv{operator: p.workingOperator(ctx), failures: p.failures(ctx, sel)}
 	for _, pk := range kinds {
-		if err := p.planKind(ctx, pk, sel, operator, emit); err != nil {
+		if err := p.planKind(ctx, pk, sel, env, emit); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// planEnv is what a plan reads once for all objects.
+type planEnv struct {
+	// operator is the identity of the operator that works (see
+	// workingOperator).
+	operator string
+	// failures are the permanent failures gopf reported, by object UID.
+	failures map[types.UID][]Failure
+}
+
+// failures reads the HandlerFailed Warning Events gopf posts when a
+// handler fails for good (see failedForGood), by the UID of their object:
+// once every handler of a cause is finished, the progress records go, and
+// the Events (for as long as the API server keeps them, an hour by
+// default) are what remains of a failure. Events that cannot be listed
+// (no permission) give none.
+func (p *Planner) failures(ctx context.Context, sel Selection) map[types.UID][]Failure {
+	out := map[types.UID][]Failure{}
+	opts := []client.ListOption{client.Limit(sel.PageSize), client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("reason", "HandlerFailed")}}
+	if sel.Namespace != "" {
+		opts = append(opts, client.InNamespace(sel.Namespace))
+	}
+	cont := ""
+	for {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "EventList"})
+		if err := p.reader.List(ctx, list, append(opts, client.Continue(cont))...); err != nil {
+			return out
+		}
+		for _, ev := range list.Items {
+			if uid, f, ok := failureOf(ev.Object); ok {
+				out[uid] = append(out[uid], f)
+			}
+		}
+		if cont = list.GetContinue(); cont == "" {
+			break
+		}
+	}
+	for uid := range out {
+		sort.Slice(out[uid], func(i, j int) bool { return out[uid][i].Time.Before(out[uid][j].Time) })
+	}
+	return out
+}
+
+// failureOf reads a HandlerFailed Event (in core/v1 form): the object's
+// UID, and the handler, message and time of the failure.
+func failureOf(ev map[string]any) (types.UID, Failure, bool) {
+	uid, _, _ := unstructured.NestedString(ev, "involvedObject", "uid")
+	msg, _, _ := unstructured.NestedString(ev, "message")
+	quoted, err := strconv.QuotedPrefix(strings.TrimPrefix(msg, "handler "))
+	if uid == "" || err != nil || !strings.HasPrefix(msg, "handler ") {
+		return "", Failure{}, false
+	}
+	id, _ := strconv.Unquote(quoted)
+	f := Failure{Handler: id, Message: strings.TrimPrefix(strings.TrimPrefix(msg, "handler "+quoted), " failed permanently: ")}
+	for _, path := range [][]string{{"series", "lastObservedTime"}, {"lastTimestamp"}, {"eventTime"}} {
+		text, _, _ := unstructured.NestedString(ev, path...)
+		if t, err := time.Parse(time.RFC3339Nano, text); err == nil && t.After(f.Time) {
+			f.Time = t
+		}
+	}
+	return types.UID(uid), f, true
 }
 
 func (p *Planner) kindNames() string {
@@ -275,7 +343,7 @@ func (p *Planner) kindNames() string {
 }
 
 // planKind lists the objects of one kind with Limit and Continue.
-func (p *Planner) planKind(ctx context.Context, pk *plannedKind, sel Selection, operator string, emit func(*ObjectStatus) error) error {
+func (p *Planner) planKind(ctx context.Context, pk *plannedKind, sel Selection, env *planEnv, emit func(*ObjectStatus) error) error {
 	listOpts := []client.ListOption{client.Limit(sel.PageSize)}
 	if sel.Namespace != "" {
 		listOpts = append(listOpts, client.InNamespace(sel.Namespace))
@@ -295,7 +363,7 @@ func (p *Planner) planKind(ctx context.Context, pk *plannedKind, sel Selection, 
 			if !p.scope.includes(item.GetNamespace()) {
 				continue
 			}
-			st, err := p.objectStatus(pk, item, time.Now(), operator)
+			st, err := p.objectStatus(pk, item, time.Now(), env.operator, env.failures[item.GetUID()])
 			if err != nil {
 				return err
 			}
@@ -343,7 +411,7 @@ func (p *Planner) workingOperator(ctx context.Context) string {
 }
 
 // objectStatus works out the status of one listed object.
-func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured, now time.Time, operator string) (*ObjectStatus, error) {
+func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured, now time.Time, operator string, failures []Failure) (*ObjectStatus, error) {
 	k := pk.k
 	obj := k.newObject()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
@@ -360,6 +428,7 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 		Kind:       k.gvk.Kind,
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
+		Failures:   failures,
 	}
 	if ts := obj.GetDeletionTimestamp(); ts != nil {
 		out.Deleting = &ts.Time
@@ -423,10 +492,21 @@ func (pl *objectPlan) add(h HandlerStatus) *HandlerStatus {
 // do appends an action of the start.
 func (pl *objectPlan) do(a Action) { pl.out.OnStart = append(pl.out.OnStart, a) }
 
-// records reports every stored progress record as it is: the generic view.
+// records reports every stored progress record as it is, and the
+// failures that came with the last-handled state: the generic view.
 func (pl *objectPlan) records() {
 	for _, id := range sortedIDs(pl.t.st.Progress) {
 		pl.add(recordStatus(id, pl.t.st.Progress[id], pl.t.now))
+	}
+	if !pl.out.Handled {
+		return
+	}
+	for _, f := range pl.out.Failures {
+		if pl.byID[f.Handler] == nil {
+			if last := pl.lastFailure(f.Handler); last != nil {
+				pl.add(HandlerStatus{ID: f.Handler, State: HandlerFailed, Since: &last.Time, Message: last.Message})
+			}
+		}
 	}
 }
 
@@ -493,23 +573,7 @@ func (pl *objectPlan) handlers() {
 func (pl *objectPlan) change(change []*contract.Handler) {
 	t := pl.t
 	purpose, withResume := changePurpose(t.known, t.essence, false)
-	var base any
-	if t.known != nil && t.known.Essence != "" {
-		base = decodeJSON(t.known.Essence)
-	}
-	var entries []*entry
-	for _, r := range change {
-		if e := t.changeEntry(r, purpose, base); e != nil {
-			entries = append(entries, e)
-		}
-	}
-	if withResume {
-		for _, r := range change {
-			if reasonOf(r) == handlers.ReasonResume {
-				entries = append(entries, &entry{reg: r, opts: r.Options})
-			}
-		}
-	}
+	entries := t.changeEntries(change, purpose, withResume)
 	finished := true
 	for _, e := range entries {
 		if !pl.entry(purpose, e) {
@@ -596,15 +660,40 @@ func (pl *objectPlan) idle(change []*contract.Handler) {
 		h := HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerIdle}
 		switch reasonOf(r) {
 		case handlers.ReasonCreate, handlers.ReasonUpdate:
-			if pl.out.Handled {
-				h.State, h.Cause, h.Since = HandlerDone, string(reasonOf(r)), pl.out.StateWritten
-				h.Message = "nothing changed since the last-handled state"
+			if !pl.out.Handled {
+				break
+			}
+			h.State, h.Cause, h.Since = HandlerDone, string(reasonOf(r)), pl.out.StateWritten
+			h.Message = "nothing changed since the last-handled state"
+			if f := pl.lastFailure(h.ID); f != nil {
+				h.State, h.Since, h.Message = HandlerFailed, &f.Time, f.Message
 			}
 		case handlers.ReasonDelete:
 			h.Message = "runs when the object is deleted"
 		}
 		pl.add(h)
 	}
+}
+
+// failureWriteSlack is how long after a handler's HandlerFailed Event the
+// state write of the same reconcile may come. A state written later than
+// that belongs to a later cause, which the failure does not concern.
+const failureWriteSlack = 10 * time.Second
+
+// lastFailure returns the handler's permanent failure, from its Event,
+// when the last-handled state is the one written with that failure.
+func (pl *objectPlan) lastFailure(id string) *Failure {
+	for i := len(pl.out.Failures) - 1; i >= 0; i-- {
+		f := &pl.out.Failures[i]
+		if f.Handler != id {
+			continue
+		}
+		if w := pl.out.StateWritten; w == nil || !w.After(f.Time.Add(failureWriteSlack)) {
+			return f
+		}
+		return nil
+	}
+	return nil
 }
 
 // finalizers explains each finalizer on the object.

@@ -162,3 +162,40 @@ func TestAKindIsFoundByAnyOfItsNames(t *testing.T) {
 		}
 	}
 }
+
+func TestAHandlerFailedEventReadsAsAFailure(t *testing.T) {
+	ev := map[string]any{
+		"involvedObject": map[string]any{"uid": "u-1"},
+		"message":        `handler "field_fn/spec.x" failed permanently: permanent error: no: "quoted"`,
+		"eventTime":      "2026-01-02T03:04:05.000000Z",
+		"series":         map[string]any{"lastObservedTime": "2026-01-02T03:09:05.000000Z"},
+	}
+	uid, f, ok := failureOf(ev)
+	if !ok || uid != "u-1" || f.Handler != "field_fn/spec.x" || f.Message != `permanent error: no: "quoted"` || !f.Time.Equal(time.Date(2026, 1, 2, 3, 9, 5, 0, time.UTC)) {
+		t.Errorf("got %q %+v %v", uid, f, ok)
+	}
+	ev["message"] = "something else"
+	if _, _, ok := failureOf(ev); ok {
+		t.Error("an Event of another shape is a failure")
+	}
+}
+
+func TestAFailureConcernsOnlyTheStateWrittenWithIt(t *testing.T) {
+	failed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		written *time.Time
+		want    bool
+	}{
+		{nil, true},
+		{ptrTime(failed.Add(time.Second)), true},
+		{ptrTime(failed.Add(time.Hour)), false}, // a later cause was handled since
+	} {
+		pl := &objectPlan{out: &ObjectStatus{StateWritten: tc.written, Failures: []Failure{{Handler: "bad_fn", Time: failed}}}}
+		if got := pl.lastFailure("bad_fn") != nil; got != tc.want {
+			t.Errorf("state written %v: failure applies %v, want %v", tc.written, got, tc.want)
+		}
+		if pl.lastFailure("other_fn") != nil {
+			t.Error("a failure of another handler applies")
+		}
+	}
+}

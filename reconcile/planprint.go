@@ -104,9 +104,9 @@ func (p *StatusPrinter) Print(st *ObjectStatus) error {
 	}
 	cells := []string{st.Kind, ns, st.Name, st.State}
 	if p.view == ViewPlan {
-		cells = append(cells, onStartCell(st))
+		cells = append(cells, joinCell(st.OnStart, func(a Action) string { return a.Text }, "; "))
 	} else {
-		cells = append(cells, handlersCell(st), finalizersCell(st))
+		cells = append(cells, handlersCell(st), joinCell(st.Finalizers, func(f FinalizerStatus) string { return f.Name }, ","))
 	}
 	if _, err := fmt.Fprintln(p.tw, strings.Join(cells, "\t")); err != nil {
 		return err
@@ -195,6 +195,9 @@ func describeHandler(h HandlerStatus) string {
 	if h.Operator != "" {
 		details = append(details, "on "+h.Operator)
 	}
+	if h.State == HandlerFailed && h.Since != nil {
+		details = append(details, "at "+h.Since.UTC().Format(time.RFC3339))
+	}
 	if len(details) > 0 {
 		text += " (" + strings.Join(details, ", ") + ")"
 	}
@@ -204,26 +207,16 @@ func describeHandler(h HandlerStatus) string {
 	return text
 }
 
-func finalizersCell(st *ObjectStatus) string {
-	if len(st.Finalizers) == 0 {
+// joinCell joins the texts of items into a cell, "-" for none.
+func joinCell[T any](items []T, text func(T) string, sep string) string {
+	if len(items) == 0 {
 		return "-"
 	}
-	names := make([]string, len(st.Finalizers))
-	for i, f := range st.Finalizers {
-		names[i] = f.Name
+	texts := make([]string, len(items))
+	for i, item := range items {
+		texts[i] = text(item)
 	}
-	return strings.Join(names, ",")
-}
-
-func onStartCell(st *ObjectStatus) string {
-	if len(st.OnStart) == 0 {
-		return "-"
-	}
-	texts := make([]string, len(st.OnStart))
-	for i, a := range st.OnStart {
-		texts[i] = a.Text
-	}
-	return strings.Join(texts, "; ")
+	return strings.Join(texts, sep)
 }
 
 // short shortens a message for a table cell, on one line.

@@ -44,6 +44,13 @@ type ObjectStatus struct {
 	Handlers []HandlerStatus `json:"handlers,omitempty"`
 	// Finalizers are the object's finalizers, in order.
 	Finalizers []FinalizerStatus `json:"finalizers,omitempty"`
+	// Failures are the permanent failures of handlers on the object that
+	// gopf reported as HandlerFailed Warning Events, oldest first, for as
+	// long as the API server keeps Events (an hour by default). Once every
+	// handler of a cause is finished its progress records go, and only the
+	// Event tells of a failure: a handler whose failure came with the
+	// last-handled state shows as failed (with Since, the failure's time).
+	Failures []Failure `json:"failures,omitempty"`
 	// OnStart is what an operator starting now would do with the object,
 	// in order; empty for a planner that does not know the handlers.
 	OnStart []Action `json:"onStart,omitempty"`
@@ -98,14 +105,22 @@ type HandlerStatus struct {
 	Started *time.Time `json:"started,omitempty"`
 	// NextAttempt is when a sleeping handler is due; nil when it is due now.
 	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
-	// Since is when a handler that is done became so, when only the time
-	// of the state's last write tells it.
+	// Since is when a handler that is done became so (when only the time
+	// of the state's last write tells it), or when a handler that failed
+	// for good without a progress record failed.
 	Since *time.Time `json:"since,omitempty"`
 	// Message is the last error, or a note on the state.
 	Message string `json:"message,omitempty"`
 	// Operator is the peering identity of the operator that runs a timer
 	// or daemon, when peering names one.
 	Operator string `json:"operator,omitempty"`
+}
+
+// Failure is one permanent failure of a handler, from its Event.
+type Failure struct {
+	Handler string    `json:"handler"`
+	Message string    `json:"message"`
+	Time    time.Time `json:"time"`
 }
 
 // FinalizerStatus is one finalizer on an object and why it is there.

@@ -63,24 +63,7 @@ func (t *turn) changeCause(ctx context.Context, selected []*contract.Handler) ha
 		// Objects first handled in this process get no resume.
 		t.mem.resumed = true
 	}
-	var base any // the last-handled essence, decoded: only updates need it
-	if purpose == handlers.ReasonUpdate && t.known != nil && t.known.Essence != "" {
-		base = decodeJSON(t.known.Essence)
-	}
-
-	var entries []*entry
-	for _, r := range selected {
-		if e := t.changeEntry(r, purpose, base); e != nil {
-			entries = append(entries, e)
-		}
-	}
-	if withResume {
-		for _, r := range selected {
-			if reasonOf(r) == handlers.ReasonResume {
-				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence})
-			}
-		}
-	}
+	entries := t.changeEntries(selected, purpose, withResume)
 	if purpose == "" {
 		return ""
 	}
@@ -97,6 +80,29 @@ func (t *turn) changeCause(ctx context.Context, selected []*contract.Handler) ha
 		}
 	}
 	return purpose
+}
+
+// changeEntries are the entries of the selected change handlers that run
+// for the cause purpose, and the resume handlers if withResume.
+func (t *turn) changeEntries(selected []*contract.Handler, purpose handlers.Reason, withResume bool) []*entry {
+	var base any // the last-handled essence, decoded: only updates need it
+	if purpose == handlers.ReasonUpdate && t.known != nil && t.known.Essence != "" {
+		base = decodeJSON(t.known.Essence)
+	}
+	var entries []*entry
+	for _, r := range selected {
+		if e := t.changeEntry(r, purpose, base); e != nil {
+			entries = append(entries, e)
+		}
+	}
+	if withResume {
+		for _, r := range selected {
+			if reasonOf(r) == handlers.ReasonResume {
+				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence})
+			}
+		}
+	}
+	return entries
 }
 
 // changePurpose is the cause of a live object, from what gopf knows of it

@@ -77,7 +77,7 @@ func TestThePluginShowsWhatAnUnknownOperatorStoredThroughAKubeconfig(t *testing.
 	env := envtest.New(t, nil)
 	op := env.Start(configMapOperator(), envtest.OperatorOptions{})
 	for name, labels := range map[string]map[string]string{
-		"done": nil, "retrying": {"flaky": "yes"}, "failed": {"flaky": "yes", "bad": "yes"}, "deleting": nil,
+		"done": nil, "retrying": {"flaky": "yes"}, "failed": {"flaky": "yes", "bad": "yes"}, "deleting": nil, "gave-up": {"bad": "yes"},
 	} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name, Labels: labels}}
 		g.Expect(env.Client.Create(env.Ctx, cm)).To(Succeed())
@@ -91,6 +91,12 @@ func TestThePluginShowsWhatAnUnknownOperatorStoredThroughAKubeconfig(t *testing.
 	}
 	g.Eventually(annotations("done"), timeout).Should(HaveKey("gopf.dev/last-handled-configuration"))
 	g.Eventually(annotations("deleting"), timeout).Should(HaveKey("gopf.dev/last-handled-configuration"))
+	g.Eventually(annotations("gave-up"), timeout).Should(HaveKey("gopf.dev/last-handled-configuration"))
+	g.Eventually(func(g Gomega) []corev1.Event {
+		events := &corev1.EventList{}
+		g.Expect(env.Client.List(env.Ctx, events, client.InNamespace(env.Namespace), client.MatchingFields{"reason": "HandlerFailed", "involvedObject.name": "gave-up"})).To(Succeed())
+		return events.Items
+	}, timeout).ShouldNot(BeEmpty())
 	g.Eventually(annotations("retrying"), timeout).Should(HaveKeyWithValue("gopf.dev/progress", ContainSubstring(`"delayed"`)))
 	g.Eventually(annotations("failed"), timeout).Should(HaveKeyWithValue("gopf.dev/progress", And(ContainSubstring(`"failure":true`), ContainSubstring(`"delayed"`))))
 	g.Expect(op.Stop()).To(Succeed())
@@ -103,7 +109,8 @@ func TestThePluginShowsWhatAnUnknownOperatorStoredThroughAKubeconfig(t *testing.
 	for _, line := range strings.Split(strings.TrimSpace(table), "\n")[1:] {
 		rows[strings.Fields(line)[2]] = line
 	}
-	g.Expect(rows).To(HaveLen(4))
+	g.Expect(rows).To(HaveLen(5))
+	g.Expect(rows["gave-up"]).To(MatchRegexp(`failed\s+bad_fn failed \(at \S+Z\): "permanent error: cannot work with this"\s+gopf.dev/finalizer$`))
 	g.Expect(rows["done"]).To(MatchRegexp(`ConfigMap\s+\S+\s+done\s+done\s+-\s+gopf.dev/finalizer$`))
 	g.Expect(rows["retrying"]).To(MatchRegexp(`retrying\s+flaky_fn retrying \(retry 1, next at \S+Z\): "temporary error \(retry in 1h0m0s\): upstream is down"; done: ok_fn\s+gopf.dev/finalizer$`))
 	g.Expect(rows["failed"]).To(MatchRegexp(`failed\s+.*bad_fn failed: "permanent error: cannot work with this"`))
