@@ -270,6 +270,8 @@ func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log lo
 	x := &contract.Extras{Post: func(eventType, reason, message string) {
 		// The API server rejects Events with longer messages.
 		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
+	}, PostAbout: func(other client.Object, eventType, reason, message string) {
+		k.recorder.Eventf(other, obj, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
 	}}
 	k.shared.set.BindCause(c, x)
 	c.Log = k.bridgeLogs(log, x)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -69,6 +70,18 @@ type Options struct {
 	// LogEvents posts handler log lines as Events. Default: LogEventsOff.
 	LogEvents LogEvents
 
+	// EventsOff turns off every Event gopf posts, as Kopf's
+	// posting.enabled = False: those handlers post (Cause.Post, Info, Warn,
+	// Exception, PostAbout), the LogEvents bridge, and gopf's own
+	// (HandlerFailed, StateTooLarge, BadStoredState). Default: false.
+	EventsOff bool
+
+	// EventComponent is the reporting component (reportingController) of
+	// the Events gopf posts, Kopf's posting.reporting_component. client-go
+	// derives the reporting instance from it as <component>-<hostname>;
+	// there is no separate setting for it. Default: "gopf".
+	EventComponent string
+
 	// Memo is the operator-wide default of every object's memo: each object
 	// starts with a shallow copy of it on first sight.
 	Memo map[string]any
@@ -118,6 +131,9 @@ func (o Options) withDefaults() Options {
 	if o.ConsistencyTimeout <= 0 {
 		o.ConsistencyTimeout = 5 * time.Second
 	}
+	if o.EventComponent == "" {
+		o.EventComponent = "gopf"
+	}
 	return o
 }
 
@@ -131,6 +147,9 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 		return err
 	}
 	opts = opts.withDefaults()
+	if problems := validation.IsQualifiedName(opts.EventComponent); len(problems) > 0 {
+		return fmt.Errorf("gopf: EventComponent %q is not a valid reporting component: %s", opts.EventComponent, strings.Join(problems, "; "))
+	}
 	if opts.Peering != nil {
 		if err := opts.Peering.validate(); err != nil {
 			return err
@@ -310,7 +329,7 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		opts:      opts,
 		reader:    mgr.GetCache(),
 		writer:    mgr.GetClient(),
-		recorder:  mgr.GetEventRecorder("gopf"),
+		recorder:  eventRecorder(mgr, opts),
 		hasStatus: hasStatus,
 		finalizer: opts.Prefix + "/finalizer",
 		shared:    sh,
