@@ -88,7 +88,9 @@ type Options struct {
 
 	// Namespaces limits the operator to namespaces matching these patterns
 	// (see CacheNamespaces): plain names, globs with * and ?, and negations
-	// with a leading !, the rightmost match winning, e.g. "app-*,!app-pr-*".
+	// with a leading !, e.g. "app-*,!app-pr-*", decided as Kopf decides
+	// them: within one pattern the first glob says which namespaces are in
+	// play, and a namespace is handled if any pattern accepts it.
 	// Default: all namespaces.
 	Namespaces []string
 
