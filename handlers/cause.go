@@ -174,6 +174,17 @@ func (c *Cause) Post(eventType, reason, message string) {
 	c.x.Post(eventType, reason, message)
 }
 
+// PostAbout posts a Kubernetes Event about another object, such as a child
+// the handler created (Kopf's kopf.event with other objects), with the
+// handled object as the Event's related object. It behaves as Post
+// otherwise; for several objects, call it for each.
+func (c *Cause) PostAbout(obj client.Object, eventType, reason, message string) {
+	if c.x == nil || c.x.PostAbout == nil || obj == nil {
+		return
+	}
+	c.x.PostAbout(obj, eventType, reason, message)
+}
+
 // Info posts a Normal Event about the object.
 func (c *Cause) Info(reason, format string, args ...any) {
 	c.Post(EventNormal, reason, fmt.Sprintf(format, args...))
@@ -186,11 +197,15 @@ func (c *Cause) Warn(reason, format string, args ...any) {
 
 // Exception posts a Warning Event with reason "Error" and the error's
 // message.
-func (c *Cause) Exception(err error) {
+func (c *Cause) Exception(err error) { c.ExceptionAs("Error", err) }
+
+// ExceptionAs posts a Warning Event with the given reason and the error's
+// message, as Kopf's kopf.exception(reason=...) does.
+func (c *Cause) ExceptionAs(reason string, err error) {
 	if err == nil {
 		return
 	}
-	c.Post(EventWarning, "Error", err.Error())
+	c.Post(EventWarning, reason, err.Error())
 }
 
 // Patch collects changes a handler wants made to its object: Set,

@@ -112,10 +112,12 @@ func When[T client.Object](fn func(obj T) bool) FilterSetting {
 }
 
 // FieldSetting narrows a handler to one field of its objects. Every handler
-// kind that is for objects takes it, except admission handlers.
+// kind that is for objects takes it. Admission handlers then see only
+// requests whose object (the old one for DELETE) has the field or, with
+// Value, whose field's value matches, as in Kopf.
 type FieldSetting struct {
 	setting
-	forWatched
+	forObjects
 }
 
 // FieldPath is how a field's path is given to Field and OnField: a dotted

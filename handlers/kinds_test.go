@@ -53,7 +53,6 @@ var optionKinds = []optionKind{
 const (
 	allButIndexAndSub = "create update delete resume reconcile timer daemon event activity probe admission"
 	forObjects        = "create update delete resume reconcile timer daemon event index admission"
-	forFields         = "create update delete resume reconcile timer daemon event index"
 	withErrorPolicy   = "create update delete resume timer daemon activity sub"
 )
 
@@ -74,8 +73,8 @@ var optionTable = []struct {
 	{"When", handlers.When(func(*corev1.Pod) bool { return true }), forObjects},
 	{"Labels", handlers.Labels{}, forObjects},
 	{"Annotations", handlers.Annotations{}, forObjects},
-	{"Field", handlers.Field("spec.a"), forFields},
-	{"Value", handlers.Value(1), forFields},
+	{"Field", handlers.Field("spec.a"), forObjects},
+	{"Value", handlers.Value(1), forObjects},
 	{"OldValue", handlers.OldValue(1), "update"},
 	{"NewValue", handlers.NewValue(1), "update"},
 	{"Errors", handlers.Errors(handlers.ErrorsPermanent), withErrorPolicy},

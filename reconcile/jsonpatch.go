@@ -85,20 +85,7 @@ func (k *kindController) sendPart(ctx context.Context, obj client.Object, raw, f
 		return nil
 	}
 	ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()}}, ops...)
-	data, err := jsonMarshal(ops)
-	if err != nil {
-		return fmt.Errorf("encoding the JSON patch for %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	p := client.RawPatch(types.JSONPatchType, data)
-	if status {
-		err = k.writer.Status().Patch(ctx, obj, p)
-	} else {
-		err = k.writer.Patch(ctx, obj, p)
-	}
-	if err != nil {
-		return fmt.Errorf("JSON-patching %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	return nil
+	return k.sendAs(ctx, obj, types.JSONPatchType, ops, status)
 }
 
 // without returns a shallow copy of m without key.

@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/gopf-dev/gopf/handlers"
 )
@@ -95,3 +98,20 @@ func (nopSink) Info(int, string, ...any)         {}
 func (nopSink) Error(error, string, ...any)      {}
 func (n nopSink) WithValues(...any) logr.LogSink { return n }
 func (n nopSink) WithName(string) logr.LogSink   { return n }
+
+// eventRecorder is the recorder of the Events gopf posts: the manager's,
+// under Options.EventComponent, or one that posts nothing with EventsOff.
+func eventRecorder(mgr manager.Manager, opts Options) recorder.EventRecorder {
+	if opts.EventsOff {
+		return noEvents{}
+	}
+	return mgr.GetEventRecorder(opts.EventComponent)
+}
+
+// noEvents is a recorder that posts nothing.
+type noEvents struct{}
+
+func (noEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
+
+func (noEvents) AnnotatedEventf(runtime.Object, runtime.Object, map[string]string, string, string, string, string, ...any) {
+}

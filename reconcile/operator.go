@@ -8,6 +8,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/contract"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -141,19 +142,24 @@ func (p *prober) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	_ = json.NewEncoder(w).Encode(results)
 }
 
-// scope decides which namespaces the operator handles, from patterns such
-// as "app-*,!app-pr-*": globs with * and ?, a leading ! negates, the
-// rightmost matching pattern wins, and a list that starts with a negation
-// starts from "everything". Namespaces that appear later are handled
-// without a restart. Cluster-scoped objects are always in scope.
+// scope decides which namespaces the operator handles, as Kopf decides it,
+// from patterns such as "app-*,!app-pr-*". Each pattern is a
+// comma-separated list of globs (* and ?; a leading ! negates) read left to
+// right: the first glob decides which namespaces are in play (a pattern
+// that starts with a negation starts from "*"); a later negation drops the
+// namespaces it matches, and a later plain glob brings back only those the
+// first glob matched. A namespace is handled if any pattern accepts it.
+// Namespaces that appear later are handled without a restart.
+// Cluster-scoped objects are always in scope.
 type scope struct {
-	patterns []string // each optionally starting with "!"
+	patterns [][]string // the globs of each pattern, the first one plain
 }
 
 // newScope parses the patterns (each may hold a comma-separated list).
 func newScope(patterns []string) (*scope, error) {
-	var out []string
+	var out [][]string
 	for _, p := range patterns {
+		var globs []string
 		for _, part := range strings.Split(p, ",") {
 			part = strings.TrimSpace(part)
 			if part == "" || part == "!" {
@@ -162,14 +168,18 @@ func newScope(patterns []string) (*scope, error) {
 			if _, err := path.Match(strings.TrimPrefix(part, "!"), ""); err != nil {
 				return nil, fmt.Errorf("namespace pattern %q: %w", part, err)
 			}
-			out = append(out, part)
+			globs = append(globs, part)
 		}
+		if len(globs) == 0 {
+			continue
+		}
+		if strings.HasPrefix(globs[0], "!") {
+			globs = append([]string{"*"}, globs...)
+		}
+		out = append(out, globs)
 	}
 	if len(out) == 0 {
 		return nil, nil
-	}
-	if strings.HasPrefix(out[0], "!") {
-		out = append([]string{"*"}, out...)
 	}
 	return &scope{patterns: out}, nil
 }
@@ -179,29 +189,51 @@ func (s *scope) includes(ns string) bool {
 	if s == nil || ns == "" {
 		return true
 	}
-	in := false
-	for _, p := range s.patterns {
-		negated := strings.HasPrefix(p, "!")
-		if ok, _ := path.Match(strings.TrimPrefix(p, "!"), ns); ok {
-			in = !negated
+	for _, globs := range s.patterns {
+		if matchPattern(globs, ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchPattern applies the globs of one pattern to ns, as Kopf does.
+func matchPattern(globs []string, ns string) bool {
+	first, _ := path.Match(globs[0], ns)
+	in := first
+	for _, g := range globs[1:] {
+		if negated, ok := strings.CutPrefix(g, "!"); ok {
+			if m, _ := path.Match(negated, ns); m {
+				in = false
+			}
+		} else if m, _ := path.Match(g, ns); m && first {
+			in = true
 		}
 	}
 	return in
 }
 
-// literal returns the patterns if every one is a plain namespace name, so
-// that a namespaced cache can serve the scope; nil otherwise.
+// literal returns the namespaces in scope if every glob is a plain
+// namespace name, so that a namespaced cache can serve the scope; nil
+// otherwise. Only the first name of a pattern counts: a later plain name
+// brings back only what the first one matched.
 func (s *scope) literal() []string {
 	if s == nil {
 		return nil
 	}
-	for _, p := range s.patterns {
-		// A backslash escapes in a glob: `a\b` handles "ab", not "a\b".
-		if strings.ContainsAny(p, `*?[!\`) {
-			return nil
+	var names []string
+	for _, globs := range s.patterns {
+		for _, g := range globs {
+			// A backslash escapes in a glob: `a\b` handles "ab", not "a\b".
+			if strings.ContainsAny(g, `*?[!\`) {
+				return nil
+			}
+		}
+		if !slices.Contains(names, globs[0]) {
+			names = append(names, globs[0])
 		}
 	}
-	return s.patterns
+	return names
 }
 
 // CacheNamespaces returns the namespaces a manager's cache should be limited

@@ -4,15 +4,20 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
+	gopfreconcile "github.com/gopf-dev/gopf/reconcile"
 )
 
 // labelObject merges labels into an object's metadata.
@@ -209,4 +214,79 @@ func TestTransformationsRemoveFromListsOfTheObject(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		return obj.Spec
 	}, timeout).Should(Equal(kopfv1.KopfExampleSpec{Field: "set", Items: []string{"item2"}}))
+}
+
+func TestEventsAboutOtherObjectsWithTheirComponentAndReason(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child"}}
+	g.Expect(k8s.Create(ctx, child)).To(Succeed())
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		c.PostAbout(child, handlers.EventNormal, "ChildMade", "made by "+obj.Name)
+		c.ExceptionAs("Broken", errors.New("something broke"))
+		return nil, nil
+	}, handlers.ID("post"))
+	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) { o.Reconcile.EventComponent = "my-operator" })
+
+	obj := newExample(ns, "parent")
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	find := func(g Gomega, about, reason string) *eventsv1.Event {
+		var list eventsv1.EventList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		for i, e := range list.Items {
+			if e.Regarding.Name == about && e.Reason == reason {
+				return &list.Items[i]
+			}
+		}
+		return nil
+	}
+	var made, broken *eventsv1.Event
+	g.Eventually(func(g Gomega) *eventsv1.Event { made = find(g, "child", "ChildMade"); return made }, timeout).ShouldNot(BeNil())
+	g.Expect(made.Regarding.Kind).To(Equal("ConfigMap"))
+	g.Expect(made.Related).NotTo(BeNil())
+	g.Expect(made.Related.Name).To(Equal("parent"))
+	g.Expect(made.Note).To(Equal("made by parent"))
+	g.Expect(made.ReportingController).To(Equal("my-operator"))
+	g.Eventually(func(g Gomega) *eventsv1.Event { broken = find(g, "parent", "Broken"); return broken }, timeout).ShouldNot(BeNil())
+	g.Expect(broken.Type).To(Equal(handlers.EventWarning))
+	g.Expect(broken.Note).To(Equal("something broke"))
+}
+
+func TestEventsOffPostsNoEventsAtAll(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		c.Info("Greeted", "hello")
+		c.Log.Info("a log line")
+		return nil, nil
+	}, handlers.ID("greet"))
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		return nil, handlers.Permanent(errors.New("no")) // gopf's own HandlerFailed Event
+	}, handlers.ID("fail"))
+	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) {
+		o.Reconcile.EventsOff = true
+		o.Reconcile.LogEvents = gopfreconcile.LogEventsInfo
+	})
+
+	obj := newExample(ns, "quiet")
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	waitHandled(g, client.ObjectKeyFromObject(obj))
+	g.Consistently(func(g Gomega) []string { return eventReasons(g, ns, obj.Name) }, 2*time.Second).Should(BeEmpty())
+}
+
+func TestAnInvalidEventComponentIsASetupError(t *testing.T) {
+	mgr, err := newManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, recording(&envtest.Calls{}, nil))
+	err = gopfreconcile.Setup(mgr, reg, gopfreconcile.Options{EventComponent: "not a name"})
+	if err == nil || !strings.Contains(err.Error(), `EventComponent "not a name"`) {
+		t.Fatalf("Setup error = %v, want one naming the EventComponent", err)
+	}
 }

@@ -334,6 +334,8 @@ func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log lo
 	x := &contract.Extras{Post: func(eventType, reason, message string) {
 		// The API server rejects Events with longer messages.
 		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
+	}, PostAbout: func(other client.Object, eventType, reason, message string) {
+		k.recorder.Eventf(other, obj, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
 	}}
 	k.shared.set.BindCause(c, x)
 	c.Log = k.bridgeLogs(log, x)
@@ -648,11 +650,16 @@ func (k *kindController) objectFor(r *contract.Handler, obj client.Object) (clie
 // send applies one JSON merge patch, to the status subresource or the main
 // resource. obj is updated from the response.
 func (k *kindController) send(ctx context.Context, obj client.Object, body map[string]any, status bool) error {
+	return k.sendAs(ctx, obj, types.MergePatchType, body, status)
+}
+
+// sendAs sends body as a patch of type pt to the object or its status.
+func (k *kindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status bool) error {
 	data, err := jsonMarshal(body)
 	if err != nil {
 		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	p := client.RawPatch(types.MergePatchType, data)
+	p := client.RawPatch(pt, data)
 	if status {
 		err = k.writer.Status().Patch(ctx, obj, p)
 	} else {

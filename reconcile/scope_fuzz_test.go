@@ -56,9 +56,11 @@ func FuzzNamespacePatterns(f *testing.F) {
 			t.Errorf("%q: cluster-scoped objects are out of scope", list)
 		}
 		if s != nil {
-			for _, p := range s.patterns {
-				if _, err := path.Match(strings.TrimPrefix(p, "!"), ns); err != nil {
-					t.Errorf("%q: the accepted pattern %q fails on %q: %v", list, p, ns, err)
+			for _, globs := range s.patterns {
+				for _, p := range globs {
+					if _, err := path.Match(strings.TrimPrefix(p, "!"), ns); err != nil {
+						t.Errorf("%q: the accepted pattern %q fails on %q: %v", list, p, ns, err)
+					}
 				}
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-func TestNamespacePatternsRightmostMatchWins(t *testing.T) {
+func TestNamespacePatternsAreDecidedAsKopfDecidesThem(t *testing.T) {
 	cases := []struct {
 		patterns []string
 		in, out  []string
@@ -23,7 +24,15 @@ func TestNamespacePatternsRightmostMatchWins(t *testing.T) {
 		{[]string{"app-*,!app-pr-*"}, []string{"app-live", "app-x"}, []string{"app-pr-1", "other"}},
 		{[]string{"!kube-*"}, []string{"default", "app"}, []string{"kube-system"}},
 		{[]string{"a", "b"}, []string{"a", "b"}, []string{"c"}},
-		{[]string{"team-?", "!team-x", "team-x"}, []string{"team-x", "team-a"}, []string{"team-ab"}},
+		// Kopf's own examples: the first glob decides what is in play.
+		{[]string{"myapp-*, !*-pr-*, *pr-123"}, []string{"myapp-test", "myapp-pr-123"}, []string{"myapp-pr-456", "otherapp-pr-123"}},
+		{[]string{"!*-pr-*, *pr-123"}, []string{"myapp-test", "otherapp-pr-123", "anyapp-anything"}, []string{"myapp-pr-456"}},
+		// Several patterns are or-ed: the second alone means "all but app-pr-*".
+		{[]string{"app-*", "!app-pr-*"}, []string{"app-x", "other", "app-pr-1"}, nil},
+		// Within one pattern, a later plain name brings back only what the
+		// first one matched.
+		{[]string{"a,b"}, []string{"a"}, []string{"b"}},
+		{[]string{"team-?,!team-x,team-x"}, []string{"team-x", "team-a"}, []string{"team-ab"}},
 		{nil, []string{"anything"}, nil},
 	}
 	for _, tc := range cases {
@@ -33,16 +42,16 @@ func TestNamespacePatternsRightmostMatchWins(t *testing.T) {
 		}
 		for _, ns := range tc.in {
 			if !s.includes(ns) {
-				t.Errorf("%v: %q should be in scope", tc.patterns, ns)
+				t.Errorf("%q: %q should be in scope", tc.patterns, ns)
 			}
 		}
 		for _, ns := range tc.out {
 			if s.includes(ns) {
-				t.Errorf("%v: %q should be out of scope", tc.patterns, ns)
+				t.Errorf("%q: %q should be out of scope", tc.patterns, ns)
 			}
 		}
 		if !s.includes("") {
-			t.Errorf("%v: cluster-scoped objects are always in scope", tc.patterns)
+			t.Errorf("%q: cluster-scoped objects are always in scope", tc.patterns)
 		}
 	}
 	if _, err := newScope([]string{"bad["}); err == nil {
@@ -51,10 +60,20 @@ func TestNamespacePatternsRightmostMatchWins(t *testing.T) {
 }
 
 func TestCacheNamespacesOnlyForPlainNames(t *testing.T) {
-	for patterns, want := range map[string]int{"a,b": 2, "a,b*": 0, "!a": 0, "": 0} {
-		got, err := CacheNamespaces([]string{patterns})
-		if err != nil || len(got) != want {
-			t.Errorf("CacheNamespaces(%q) = %v, %v; want %d names", patterns, got, err, want)
+	for _, tc := range []struct {
+		patterns []string
+		want     []string
+	}{
+		{[]string{"a", "b"}, []string{"a", "b"}},
+		{[]string{"a,b"}, []string{"a"}}, // b is never in scope
+		{[]string{"a", "a"}, []string{"a"}},
+		{[]string{"a,b*"}, nil},
+		{[]string{"!a"}, nil},
+		{[]string{""}, nil},
+	} {
+		got, err := CacheNamespaces(tc.patterns)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("CacheNamespaces(%q) = %q, %v; want %q", tc.patterns, got, err, tc.want)
 		}
 	}
 }

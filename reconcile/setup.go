@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -94,13 +95,27 @@ type Options struct {
 	// LogEvents posts handler log lines as Events. Default: LogEventsOff.
 	LogEvents LogEvents
 
+	// EventsOff turns off every Event gopf posts, as Kopf's
+	// posting.enabled = False: those handlers post (Cause.Post, Info, Warn,
+	// Exception, PostAbout), the LogEvents bridge, and gopf's own
+	// (HandlerFailed, StateTooLarge, BadStoredState). Default: false.
+	EventsOff bool
+
+	// EventComponent is the reporting component (reportingController) of
+	// the Events gopf posts, Kopf's posting.reporting_component. client-go
+	// derives the reporting instance from it as <component>-<hostname>;
+	// there is no separate setting for it. Default: "gopf".
+	EventComponent string
+
 	// Memo is the operator-wide default of every object's memo: each object
 	// starts with a shallow copy of it on first sight.
 	Memo map[string]any
 
 	// Namespaces limits the operator to namespaces matching these patterns
 	// (see CacheNamespaces): plain names, globs with * and ?, and negations
-	// with a leading !, the rightmost match winning, e.g. "app-*,!app-pr-*".
+	// with a leading !, e.g. "app-*,!app-pr-*", decided as Kopf decides
+	// them: within one pattern the first glob says which namespaces are in
+	// play, and a namespace is handled if any pattern accepts it.
 	// Default: all namespaces.
 	Namespaces []string
 
@@ -149,6 +164,9 @@ func (o Options) withDefaults() Options {
 	if o.ConsistencyTimeout <= 0 {
 		o.ConsistencyTimeout = 5 * time.Second
 	}
+	if o.EventComponent == "" {
+		o.EventComponent = "gopf"
+	}
 	return o
 }
 
@@ -162,6 +180,9 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 		return err
 	}
 	opts = opts.withDefaults()
+	if problems := validation.IsQualifiedName(opts.EventComponent); len(problems) > 0 {
+		return fmt.Errorf("gopf: EventComponent %q is not a valid reporting component: %s", opts.EventComponent, strings.Join(problems, "; "))
+	}
 	if opts.Peering != nil {
 		if err := opts.Peering.validate(); err != nil {
 			return err
@@ -343,7 +364,7 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	}
 	kc.reader = mgr.GetCache()
 	kc.writer = mgr.GetClient()
-	kc.recorder = mgr.GetEventRecorder("gopf")
+	kc.recorder = eventRecorder(mgr, opts)
 	kc.shared = sh
 	kc.scheme = mgr.GetScheme()
 	kc.wake = make(chan event.GenericEvent, 1024)

@@ -14,6 +14,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -96,7 +98,7 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 			return nil, nil, fmt.Errorf("%s: decoding the old object: %w", h.reg, err)
 		}
 	}
-	if !h.selects(obj) {
+	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj) {
 		return nil, nil, nil
 	}
 	mutate := rv.mutating && (op == handlers.OperationCreate || op == handlers.OperationUpdate)
@@ -215,4 +217,23 @@ func deny(code int32, message string) admission.Response {
 // friends) for a code, as the API server gives it.
 func reasonFor(code int32) metav1.StatusReason {
 	return apierrors.NewGenericServerResponse(int(code), "", schema.GroupResource{}, "", "", 0, false).ErrStatus.Reason
+}
+
+// fieldSelects applies an admission handler's Field and Value filters to
+// the request's object, as Kopf does: without Value, the field must be
+// there; with Value, its value (or its absence) must match.
+func fieldSelects(o spec.Options, obj client.Object) bool {
+	if o.Field == nil {
+		return true
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return false
+	}
+	v, found, err := unstructured.NestedFieldNoCopy(raw, o.Field...)
+	found = found && err == nil
+	if o.Value == nil {
+		return found
+	}
+	return o.Value.Match(v, found)
 }

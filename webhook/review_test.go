@@ -256,3 +256,28 @@ func TestDenialsCarryTheStatusReasonTheAPIServerWouldGive(t *testing.T) {
 		}
 	}
 }
+
+func TestFieldAndValueFiltersSelectAdmissionRequestsAsInKopf(t *testing.T) {
+	reg := handlers.NewRegistry()
+	var calls []string
+	add := func(id string, opts ...handlers.AdmissionOption) {
+		handlers.OnValidate(reg, func(ctx context.Context, cm *corev1.ConfigMap, a *cmAdmission) error {
+			calls = append(calls, id)
+			return nil
+		}, append(opts, handlers.ID(id))...)
+	}
+	add("has-a", handlers.Field("data.a"))
+	add("has-missing", handlers.Field("data.missing"))
+	add("a-is-1", handlers.Field("data.a"), handlers.Value("1"))
+	add("a-is-2", handlers.Field("data.a"), handlers.Value("2"))
+	add("missing-absent", handlers.Field("data.missing"), handlers.Value(handlers.Absent))
+	add("label-as-keys", handlers.Field([]string{"metadata", "labels", "app"}), handlers.Value("web"))
+
+	resp := reviewerFor(t, reg, false).Handle(context.Background(), request(admissionv1.Create, configMap, ""))
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	if got := strings.Join(calls, ","); got != "has-a,a-is-1,missing-absent,label-as-keys" {
+		t.Errorf("calls = %s, want the handlers whose field filters match", got)
+	}
+}

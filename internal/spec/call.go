@@ -13,6 +13,9 @@ import (
 type Extras[C, A any] struct {
 	// Post posts an Event about the object; nil where there is no object.
 	Post func(eventType, reason, message string)
+	// PostAbout posts an Event about another object, related to the
+	// handled one; nil where there is no object.
+	PostAbout func(obj client.Object, eventType, reason, message string)
 
 	// Result returns the result a handler of the object has (what earlier
 	// handlers of the same reconcile returned, over what is stored), and
