@@ -58,7 +58,10 @@ func startControlPlane(assets, crdDir, dir string) (*controlPlane, error) {
 		Set("audit-policy-file", policy).
 		Set("audit-log-path", auditLog).
 		Set("audit-log-format", "json").
-		Set("audit-log-mode", "blocking")
+		Set("audit-log-mode", "blocking").
+		// Never rotate: the log is read by offset, and a run at 10,000
+		// objects writes more than the default 100 MB.
+		Set("audit-log-maxsize", "1000000")
 	admin, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane with binaries from %s: %w", assets, err)
