@@ -76,9 +76,11 @@ type ManagerOptions struct {
 	// handled. This bounds how long a silently stalled stream (a proxy or
 	// load balancer that lost its way to the API server but keeps the
 	// connection) leaves the operator blind, as Kopf's
-	// settings.watching.inactivity_timeout does. The API server sends
-	// idle watches a bookmark about once a minute, so in the steady state
-	// the bound costs no request. Default (0):
+	// settings.watching.inactivity_timeout does. Watches that deliver
+	// events or bookmarks cost nothing more; a watch of a kind that stays
+	// idle for longer than the bound, with no bookmark, is opened again
+	// once per bound (one request, from the last resourceVersion, never a
+	// list). Default (0):
 	// DefaultWatchInactivityTimeout, 2 minutes. Negative: no bound; a
 	// silent stream then lasts until the API server ends the watch (client-go
 	// asks for 5 to 10 minutes).

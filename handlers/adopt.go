@@ -24,6 +24,11 @@ import (
 //     spec.jobTemplate.spec.template, as in Deployments, StatefulSets,
 //     DaemonSets, Jobs and CronJobs).
 //
+// Where the API server enforces blockOwnerDeletion
+// (OwnerReferencesPermissionEnforcement), creating the child needs update
+// on the owner's <resource>/finalizers: declare the creation on the
+// handler with Uses(child, "create"), and --print-rbac grants both.
+//
 // The owner needs its apiVersion and kind: objects gopf hands to handlers
 // carry them. child may be typed or unstructured. Adopt fails if the child
 // already has a different controller.
