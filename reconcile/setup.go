@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"strings"
 	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/gopf-dev/gopf/internal/contract"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -348,6 +350,7 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	kc.scheme = mgr.GetScheme()
 	kc.wake = make(chan event.GenericEvent, 1024)
 	kc.log = mgr.GetLogger().WithValues("controller", kc.name)
+	kc.kopf.log = kc.log
 	kc.memory = newMemories(opts.Memo)
 	kc.cache = mgr.GetCache()
 	return kc, nil
@@ -374,7 +377,7 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 		finalizer: opts.Prefix + "/finalizer",
 		newObject: newObject,
 	}
-	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: gvk.Kind, essenceOf: kc.essenceText, log: kc.log}
+	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: gvk.Kind, essenceOf: kc.essenceText, log: logr.Discard()}
 	switch {
 	case opts.Storage == StorageKopf:
 		kc.store, kc.finalizer = kc.kopf, opts.KopfFinalizer
