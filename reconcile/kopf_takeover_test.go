@@ -90,7 +90,8 @@ func recreate(t *testing.T, ns string, u *unstructured.Unstructured) *unstructur
 // kopfHandlers are the handlers of testdata/kopf-state/handlers.py, with
 // Kopf's ids, recording their calls; flaky_fn fails as it did under Kopf.
 // Level handlers (seen, seen_configmap) record the reconciles, so that a
-// test knows gopf has looked at its object.
+// test knows gopf has looked at its object; without reconciled, the
+// registry has only the handlers of handlers.py.
 func kopfHandlers(cs *envtest.Calls, reconciled *envtest.Calls) *handlers.Registry {
 	reg := handlers.NewRegistry()
 	result := func(v map[string]any) handlers.HandlerFunc[*kopfv1.KopfExample] {
@@ -126,6 +127,9 @@ func kopfHandlers(cs *envtest.Calls, reconciled *envtest.Calls) *handlers.Regist
 		cs.Record(c)
 		return nil, nil
 	}, handlers.ID("cm_delete"), handlers.Labels{"capture": "yes"})
+	if reconciled == nil {
+		return reg
+	}
 	handlers.OnReconcile(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (reconcile.Result, error) {
 		reconciled.Record(c)
 		return reconcile.Result{}, nil
