@@ -329,3 +329,32 @@ func resourceVersions(list *kopfv1.KopfExampleList) map[string]string {
 	}
 	return out
 }
+
+func TestTheStatusCommandSaysAnObjectKopfHandledHasKopfsState(t *testing.T) {
+	g := NewWithT(t)
+	env := envtest.New(t, scheme)
+	// As Kopf left it: see reconcile/testdata/kopf-state/kopfexample-created.yaml.
+	obj := &kopfv1.KopfExample{
+		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "created",
+			Annotations: map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"a","items":["x"]}}` + "\n"},
+			Finalizers:  []string{"kopf.zalando.org/KopfFinalizerMarker"}},
+		Spec: kopfv1.KopfExampleSpec{Field: "a", Items: []string{"x"}},
+	}
+	g.Expect(env.Client.Create(env.Ctx, obj)).To(Succeed())
+
+	table := runCommand(t, "status", "-n", env.Namespace)
+	g.Expect(tableRows(t, table)["created"]).To(MatchRegexp(`done\s+done: create_fn; idle: delete_fn\s+kopf.zalando.org/KopfFinalizerMarker$`), table)
+	plan := runCommand(t, "plan", "-n", env.Namespace)
+	g.Expect(tableRows(t, plan)["created"]).To(MatchRegexp(`done\s+nothing: every handler is done$`), plan)
+
+	var list struct {
+		Items []reconcile.ObjectStatus `json:"items"`
+	}
+	g.Expect(json.Unmarshal([]byte(runCommand(t, "status", "-o", "json", "-n", env.Namespace)), &list)).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1))
+	st := list.Items[0]
+	g.Expect(st.StateSource).To(Equal("annotations kopf.zalando.org/* (Kopf's format)"))
+	g.Expect(st.Handled).To(BeTrue())
+	g.Expect(st.Finalizers).To(Equal([]reconcile.FinalizerStatus{{Name: "kopf.zalando.org/KopfFinalizerMarker", Owner: "kopf",
+		Why: "Kopf's, which gopf answers for as for its own: held for delete handler delete_fn"}}))
+}

@@ -6,15 +6,23 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
@@ -82,7 +90,8 @@ func recreate(t *testing.T, ns string, u *unstructured.Unstructured) *unstructur
 // kopfHandlers are the handlers of testdata/kopf-state/handlers.py, with
 // Kopf's ids, recording their calls; flaky_fn fails as it did under Kopf.
 // Level handlers (seen, seen_configmap) record the reconciles, so that a
-// test knows gopf has looked at its object.
+// test knows gopf has looked at its object; without reconciled, the
+// registry has only the handlers of handlers.py.
 func kopfHandlers(cs *envtest.Calls, reconciled *envtest.Calls) *handlers.Registry {
 	reg := handlers.NewRegistry()
 	result := func(v map[string]any) handlers.HandlerFunc[*kopfv1.KopfExample] {
@@ -118,6 +127,9 @@ func kopfHandlers(cs *envtest.Calls, reconciled *envtest.Calls) *handlers.Regist
 		cs.Record(c)
 		return nil, nil
 	}, handlers.ID("cm_delete"), handlers.Labels{"capture": "yes"})
+	if reconciled == nil {
+		return reg
+	}
 	handlers.OnReconcile(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (reconcile.Result, error) {
 		reconciled.Record(c)
 		return reconcile.Result{}, nil
@@ -279,4 +291,47 @@ func TestTakingOverFromKopfARetryWaitsForTheDelayKopfSet(t *testing.T) {
 	g.Expect(reconciled.WaitCount(context.Background(), "seen", 1)).To(Succeed())
 	g.Consistently(func() map[string]int { return callsBut(cs) }, settle).Should(BeEmpty(), "flaky_fn is due in an hour, as Kopf set it")
 	g.Expect(requests.Writes("kopfexamples")).To(BeZero(), "waiting for a retry writes nothing")
+}
+
+func TestTakingOverFromKopfWarnsInTheOperatorsLogOfAHandlerItDoesNotHave(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	recreateAsKopfLeftIt(t, ns, "kopfexample-flaky.yaml")
+	var mu sync.Mutex
+	var logs []string
+	log := funcr.New(func(_, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		logs = append(logs, args)
+	}, funcr.Options{})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 log,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (any, error) { return nil, nil }, handlers.ID("create_fn"))
+	g.Expect(gopfreconcile.Setup(mgr, reg, gopfreconcile.Options{})).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	g.Eventually(func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(logs)
+	}, timeout).Should(ContainElement(And(
+		ContainSubstring("names a handler this operator does not have"),
+		ContainSubstring(`"controller"="gopf-kopfexample.`),
+		ContainSubstring("flaky_fn"))), "the warning reaches the controller's log")
 }

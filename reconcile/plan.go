@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -202,12 +201,12 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *kindController) error {
 	}
 	pk := &plannedKind{k: k, resource: mapping.Resource, stores: layers(k.store)}
 	if p.generic {
-		status, annotations := statusStorage{field: p.opts.StatusField}, annotationStorage{prefix: p.opts.Prefix}
+		// gopf's other place goes right after its own, before Kopf's.
+		var other storage = statusStorage{field: p.opts.StatusField}
 		if _, inStatus := pk.stores[0].(statusStorage); inStatus {
-			pk.stores = append(pk.stores, annotations)
-		} else {
-			pk.stores = append(pk.stores, status)
+			other = annotationStorage{prefix: p.opts.Prefix}
 		}
+		pk.stores = slices.Insert(pk.stores, 1, other)
 	}
 	p.kinds = append(p.kinds, pk)
 	return nil
@@ -216,8 +215,12 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *kindController) error {
 // layers lists the places a storage reads state from, in the order it
 // reads them, so that the planner can say which one held an object's
 // state (ObjectStatus.StateSource). A storage that falls back to another
-// place when its own is empty is listed as its layers.
+// place when its own is empty is listed as its layers: gopf's own storage,
+// then Kopf's state on objects gopf takes over.
 func layers(s storage) []storage {
+	if f, ok := s.(kopfFallback); ok {
+		return []storage{f.storage, f.kopf}
+	}
 	return []storage{s}
 }
 
@@ -516,7 +519,7 @@ func (pl *objectPlan) handlers() {
 	t, k := pl.t, pl.t.k
 	change, level, spawn := k.selected(k.change, t.obj, t.raw), k.selected(k.level, t.obj, t.raw), k.selected(k.spawned, t.obj, t.raw)
 	pl.selected = len(change)+len(level)+len(spawn) > 0
-	hasFinalizer := controllerutil.ContainsFinalizer(t.obj, k.finalizer)
+	hasFinalizer := k.holds(t.obj)
 	for _, r := range change {
 		if r.Kind == spec.KindDelete && !r.Options.Optional {
 			pl.wantsFinalizer = true
@@ -534,9 +537,9 @@ func (pl *objectPlan) handlers() {
 		pl.idle(change)
 		pl.do(Action{Do: ActionNothing, Text: "nothing: the object is being deleted and gopf's finalizer is not on it"})
 	default:
-		if pl.wantsFinalizer != hasFinalizer {
+		if k.finalizerOutOfDate(t.obj, pl.wantsFinalizer) {
 			verb, text := ActionAddFinalizer, "add finalizer "+k.finalizer
-			if hasFinalizer {
+			if !pl.wantsFinalizer {
 				verb, text = ActionRemoveFinalizer, "remove finalizer "+k.finalizer
 			}
 			pl.do(Action{Do: verb, Text: text})
@@ -594,7 +597,9 @@ func (pl *objectPlan) deletion(change, spawn []*contract.Handler) {
 		runs := reasonOf(r) == handlers.ReasonDelete || reasonOf(r) == handlers.ReasonResume && r.Options.Deleted && t.known != nil
 		if runs && !pl.entry(handlers.ReasonDelete, &entry{reg: r, opts: r.Options}) {
 			finished = false
-			waits = waits || pl.byID[r.Options.ID].State == HandlerRetrying
+			// A retry that is due runs now, like a first call.
+			h := pl.byID[r.Options.ID]
+			waits = waits || h.State == HandlerRetrying && h.NextAttempt != nil
 		}
 	}
 	for _, r := range spawn {
@@ -612,11 +617,37 @@ func (pl *objectPlan) deletion(change, spawn []*contract.Handler) {
 	switch {
 	case finished:
 		pl.releases = true
-		pl.do(Action{Do: ActionReleaseFinalizer, Text: "release finalizer " + t.k.finalizer})
+		pl.do(Action{Do: ActionReleaseFinalizer, Text: "release " + pl.held()})
 	case !waits:
 		// The delete handlers run now; the finalizer goes if they finish.
-		pl.do(Action{Do: ActionReleaseFinalizer, Text: "release finalizer " + t.k.finalizer + " once they are done"})
+		pl.do(Action{Do: ActionReleaseFinalizer, Text: "release " + pl.held() + " once they are done"})
 	}
+}
+
+// held names the finalizers by which gopf holds the object: its own, and
+// Kopf's, which setFinalizer releases with it.
+func (pl *objectPlan) held() string {
+	var names []string
+	for _, name := range pl.t.obj.GetFinalizers() {
+		switch owner := pl.finalizerOwner(name); owner {
+		case "gopf":
+			names = append(names, "finalizer "+name)
+		case "kopf":
+			names = append(names, "Kopf's finalizer "+name)
+		}
+	}
+	return strings.Join(names, " and ")
+}
+
+// finalizerOwner is FinalizerStatus.Owner of a finalizer of the object.
+func (pl *objectPlan) finalizerOwner(name string) string {
+	switch name {
+	case pl.t.k.finalizer:
+		return "gopf"
+	case pl.t.k.opts.KopfFinalizer:
+		return "kopf"
+	}
+	return "other"
 }
 
 // entry plans one handler of a cause, from its progress record as runEntry
@@ -698,21 +729,25 @@ func (pl *objectPlan) lastFailure(id string) *Failure {
 
 // finalizers explains each finalizer on the object.
 func (pl *objectPlan) finalizers(generic bool) {
-	k := pl.t.k
 	for _, name := range pl.t.obj.GetFinalizers() {
-		f := FinalizerStatus{Name: name, Owner: "other", Why: "another controller's: gopf leaves it alone"}
-		if name == k.finalizer {
-			f.Owner = "gopf"
-			f.Why = pl.finalizerReason(generic)
+		f := FinalizerStatus{Name: name, Owner: pl.finalizerOwner(name), Why: "another controller's: gopf leaves it alone"}
+		switch f.Owner {
+		case "gopf":
+			f.Why = "gopf's: " + pl.finalizerReason(generic, true)
+		case "kopf":
+			f.Why = "Kopf's, which gopf answers for as for its own: " + pl.finalizerReason(generic, false)
 		}
 		pl.out.Finalizers = append(pl.out.Finalizers, f)
 	}
 }
 
-func (pl *objectPlan) finalizerReason(generic bool) string {
+// finalizerReason says why gopf holds the object by a finalizer; own is
+// whether the finalizer is gopf's, which it removes from a live object that
+// no handler needs, where Kopf's stays until the object is deleted.
+func (pl *objectPlan) finalizerReason(generic, own bool) string {
 	k := pl.t.k
 	if generic {
-		return "gopf's: held while delete handlers, timers or daemons of the operator need the object"
+		return "held while delete handlers, timers or daemons of the operator need the object"
 	}
 	var why []string
 	for _, h := range pl.out.Handlers {
@@ -729,11 +764,13 @@ func (pl *objectPlan) finalizerReason(generic bool) string {
 	}
 	switch {
 	case pl.releases:
-		return "gopf's: the delete path is done; released on start"
+		return "the delete path is done; released on start"
 	case len(why) > 0:
-		return "gopf's: held for " + strings.Join(why, ", ")
+		return "held for " + strings.Join(why, ", ")
+	case !own:
+		return "no handler needs it; it goes when the object is deleted"
 	}
-	return "gopf's: no handler needs it any more; removed on start"
+	return "no handler needs it any more; removed on start"
 }
 
 // summary is the object's state in one word, the worst of its handlers'.

@@ -126,7 +126,9 @@ type Failure struct {
 // FinalizerStatus is one finalizer on an object and why it is there.
 type FinalizerStatus struct {
 	Name string `json:"name"`
-	// Owner is "gopf" for gopf's own finalizer, "other" for the rest.
+	// Owner is "gopf" for gopf's own finalizer, "kopf" for that of the Kopf
+	// operator gopf takes over from (Options.KopfFinalizer), "other" for the
+	// rest.
 	Owner string `json:"owner"`
 	Why   string `json:"why"`
 }

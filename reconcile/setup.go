@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -369,6 +370,7 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	kc.scheme = mgr.GetScheme()
 	kc.wake = make(chan event.GenericEvent, 1024)
 	kc.log = mgr.GetLogger().WithValues("controller", kc.name)
+	kc.kopf.log = kc.log
 	kc.memory = newMemories(opts.Memo)
 	kc.cache = mgr.GetCache()
 	return kc, nil
@@ -395,7 +397,7 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 		finalizer: opts.Prefix + "/finalizer",
 		newObject: newObject,
 	}
-	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: gvk.Kind, essenceOf: kc.essenceText, log: kc.log}
+	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: gvk.Kind, essenceOf: kc.essenceText, log: logr.Discard()}
 	switch {
 	case opts.Storage == StorageKopf:
 		kc.store, kc.finalizer = kc.kopf, opts.KopfFinalizer

@@ -31,8 +31,5 @@ in docs/reliability.md is checked against those records after every run
 The load scenario creates GOPF_FAULTS_N objects (default 300); set it to
 5000 for the figure the issue asks for (best without -race). With -short
 only the quick scenarios run.
-
-Scenarios that show a real engine bug are skipped with "known: ..." and
-listed in docs/reliability.md as failing; GOPF_FAULTS_KNOWN=1 runs them.
 */
 package faults

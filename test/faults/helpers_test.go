@@ -3,7 +3,6 @@ package faults_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -134,15 +133,6 @@ func eventNotes(g Gomega, obj client.Object) []string {
 		out = append(out, e.Reason+": "+e.Note)
 	}
 	return out
-}
-
-// knownBug skips the rest of a test that shows an engine bug, unless
-// GOPF_FAULTS_KNOWN is set (then it runs, and fails).
-func knownBug(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("GOPF_FAULTS_KNOWN") == "" {
-		t.Skip("known: " + why + " (GOPF_FAULTS_KNOWN=1 runs it)")
-	}
 }
 
 // call is one handler call, as a callLog keeps it.
