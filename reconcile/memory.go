@@ -18,10 +18,7 @@ type memory struct {
 	resumed   bool     // resume handlers are done (or do not apply) in this process
 	warned    bool     // a Warning Event about bad stored state was posted
 	tooLarge  bool     // a Warning Event about a write refused as too large was posted
-	// settled is the resourceVersion of the object as gopf last finished
-	// with it (handled, stored, nothing due), or "".
-	settled string
-	memo    spec.Memo
+	memo      spec.Memo
 }
 
 // consistencyWait returns how long to wait for the cache to show gopf's last

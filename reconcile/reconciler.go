@@ -105,14 +105,6 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	mem := k.memory.get(req.NamespacedName, obj.GetUID())
-	if mem.settled != "" && mem.settled == obj.GetResourceVersion() && k.settles() {
-		// This very version of the object is one gopf finished with (as a
-		// rule the response to its own last write, coming back as a watch
-		// event): nothing to do, and no need to look.
-		mem.written = nil
-		return reconcile.Result{}, nil
-	}
-	mem.settled = ""
 	t := &turn{k: k, log: log, obj: obj, now: time.Now(), store: k.storage(), mem: mem}
 	if err := t.refresh(); err != nil {
 		return reconcile.Result{}, err
@@ -177,26 +169,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	if t.requeue > 0 && (res.RequeueAfter == 0 || t.requeue < res.RequeueAfter) {
 		res.RequeueAfter = t.requeue
 	}
-	if !deleting && levelErr == nil && res.RequeueAfter == 0 && len(t.st.Progress) == 0 && t.st.Essence == t.essence {
-		t.mem.settled = t.obj.GetResourceVersion() // as read, or as gopf's last write left it
-	}
 	return res, levelErr
-}
-
-// settles reports whether a version of an object that gopf finished with
-// needs no further look: the kind has no level handlers (they run on every
-// reconcile), no timers or daemons (they follow every reconcile), and no
-// When predicates (they may answer differently for the same object).
-func (k *kindController) settles() bool {
-	if len(k.level) > 0 || len(k.spawned) > 0 {
-		return false
-	}
-	for _, r := range k.change {
-		if r.Options.When != nil {
-			return false
-		}
-	}
-	return true
 }
 
 // wantsFinalizer is gopf's finalizer policy for a live object: it holds

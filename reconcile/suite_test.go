@@ -1,9 +1,6 @@
 package reconcile_test
 
 import (
-	"github.com/go-logr/logr"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"context"
 	"testing"
 
@@ -43,10 +40,6 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			cfg = cp.Config
-			// Operators log through controller-runtime's logger; set it, as
-			// gopf.Main does (with the logger left unset, the field handler
-			// test hangs: a known bug, see the closing note of this change).
-			logf.SetLogger(logr.Discard())
 			k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 			return err
 		},
