@@ -62,10 +62,11 @@ func runTransform(fn func(map[string]any), obj map[string]any) (err error) {
 // (status false) or of its status (status true; body is {"status": ...}).
 // With final (what transformed returned: body's changes are in it) it sends
 // a JSON patch from raw to final for that part instead, guarded by a test of
-// obj's resourceVersion; nothing when the part did not change.
-func (k *kindController) sendPart(ctx context.Context, obj client.Object, raw, final, body map[string]any, status bool) error {
+// obj's resourceVersion; nothing when the part did not change. whole is
+// as for sendAs.
+func (k *kindController) sendPart(ctx context.Context, obj client.Object, raw, final, body map[string]any, status, whole bool) error {
 	if final == nil {
-		return k.send(ctx, obj, body, status)
+		return k.send(ctx, obj, body, status, whole)
 	}
 	base, err := asJSON(raw)
 	if err != nil {
@@ -85,7 +86,7 @@ func (k *kindController) sendPart(ctx context.Context, obj client.Object, raw, f
 		return nil
 	}
 	ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()}}, ops...)
-	return k.sendAs(ctx, obj, types.JSONPatchType, ops, status)
+	return k.sendAs(ctx, obj, types.JSONPatchType, ops, status, whole)
 }
 
 // without returns a shallow copy of m without key.

@@ -149,9 +149,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 			if err := k.setFinalizer(ctx, obj, want); err != nil {
 				return reconcile.Result{}, err
 			}
-			if err := t.refreshMetadata(); err != nil {
-				return reconcile.Result{}, err
-			}
+			t.refreshMetadata()
 		}
 		// 3. and 4. The cause, and its handlers; timers and daemons follow
 		// the selection.
@@ -231,25 +229,27 @@ func (t *turn) refresh() error {
 	return nil
 }
 
-// refreshMetadata re-reads the object's metadata after gopf's own finalizer
-// patch changed obj. That patch is guarded by the resourceVersion, so
-// nothing else changed: the essence stays and the rest of the object need
-// not be converted again.
-func (t *turn) refreshMetadata() error {
-	a, ok := t.obj.(metav1.ObjectMetaAccessor)
-	if !ok {
-		return t.refresh()
+// refreshMetadata takes into t.raw what gopf's own finalizer patch changed
+// in obj: its finalizers and resourceVersion. That patch is guarded by the
+// resourceVersion, so nothing else changed: the essence stays and the
+// object need not be converted again.
+func (t *turn) refreshMetadata() {
+	old, _ := t.raw["metadata"].(map[string]any)
+	meta := make(map[string]any, len(old)+1)
+	for key, v := range old {
+		meta[key] = v
 	}
-	meta, ok := a.GetObjectMeta().(*metav1.ObjectMeta)
-	if !ok {
-		return t.refresh()
+	meta["resourceVersion"] = t.obj.GetResourceVersion()
+	if finalizers := t.obj.GetFinalizers(); len(finalizers) > 0 {
+		list := make([]any, len(finalizers))
+		for i, f := range finalizers {
+			list[i] = f
+		}
+		meta["finalizers"] = list
+	} else {
+		delete(meta, "finalizers")
 	}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(meta)
-	if err != nil {
-		return fmt.Errorf("converting the metadata of %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
-	}
-	t.raw["metadata"] = raw
-	return nil
+	t.raw["metadata"] = meta
 }
 
 // loadState reads the stored state. State that cannot be read is reported
@@ -364,20 +364,30 @@ func (k *kindController) finalizerOutOfDate(obj client.Object, want bool) bool {
 // the object's resourceVersion, so other controllers' finalizers are never
 // lost. Removing it from an object being deleted (its delete handlers are
 // done) removes Kopf's too, in the same patch. A conflict is returned, and
-// the reconcile is retried.
+// the reconcile is retried. The patch is built directly (the finalizer list
+// and the resourceVersion) and only the response's metadata is read back
+// into obj.
 func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	orig := obj.DeepCopyObject().(client.Object)
+	finalizers := obj.GetFinalizers()
 	if on {
-		controllerutil.AddFinalizer(obj, k.finalizer)
+		finalizers = append(finalizers[:len(finalizers):len(finalizers)], k.finalizer)
 	} else {
-		controllerutil.RemoveFinalizer(obj, k.finalizer)
-		if obj.GetDeletionTimestamp() != nil {
-			controllerutil.RemoveFinalizer(obj, k.opts.KopfFinalizer)
+		kept := make([]string, 0, len(finalizers))
+		for _, f := range finalizers {
+			if f != k.finalizer && !(f == k.opts.KopfFinalizer && obj.GetDeletionTimestamp() != nil) {
+				kept = append(kept, f)
+			}
 		}
+		finalizers = kept
 	}
-	err := k.writer.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	list := make([]any, len(finalizers))
+	for i, f := range finalizers {
+		list[i] = f
+	}
+	body := map[string]any{"metadata": map[string]any{"finalizers": list, "resourceVersion": obj.GetResourceVersion()}}
+	err := k.sendAs(ctx, obj, types.MergePatchType, body, false, false)
 	if err != nil && !(apierrors.IsNotFound(err) && !on) {
 		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", map[bool]string{true: "adding", false: "removing"}[on], k.finalizer, k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -440,7 +450,11 @@ func (t *turn) write(ctx context.Context) (err error) {
 	}
 	objectPatch, statusPatch := k.split(&t.patch)
 	if len(statusPatch) > 0 || final != nil && k.hasStatus {
-		if err := k.sendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true); err != nil {
+		// The response is read whole only while it may show that the API
+		// server drops gopf's state from status (storageFallback).
+		_, inStatus := baseStorage(t.store).(statusStorage)
+		whole := stateChanged && inStatus && !k.statusKept.Load()
+		if err := k.sendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
 			return err
 		}
 		if stateChanged {
@@ -455,7 +469,7 @@ func (t *turn) write(ctx context.Context) (err error) {
 		}
 	}
 	if len(objectPatch) > 0 || final != nil {
-		if err := k.sendPart(ctx, t.obj, t.raw, final, objectPatch, false); err != nil {
+		if err := k.sendPart(ctx, t.obj, t.raw, final, objectPatch, false, false); err != nil {
 			return err
 		}
 	}
@@ -521,12 +535,12 @@ func (k *kindController) sendPatch(ctx context.Context, obj client.Object, p *sp
 	}
 	objectPatch, statusPatch := k.split(p)
 	if len(statusPatch) > 0 || final != nil && k.hasStatus {
-		if err := k.sendPart(ctx, obj, raw, final, map[string]any{"status": statusPatch}, true); err != nil {
+		if err := k.sendPart(ctx, obj, raw, final, map[string]any{"status": statusPatch}, true, false); err != nil {
 			return err
 		}
 	}
 	if len(objectPatch) > 0 || final != nil {
-		return k.sendPart(ctx, obj, raw, final, objectPatch, false)
+		return k.sendPart(ctx, obj, raw, final, objectPatch, false, false)
 	}
 	return nil
 }
@@ -621,27 +635,60 @@ func (k *kindController) objectFor(r *contract.Handler, obj client.Object) (clie
 }
 
 // send applies one JSON merge patch, to the status subresource or the main
-// resource. obj is updated from the response.
-func (k *kindController) send(ctx context.Context, obj client.Object, body map[string]any, status bool) error {
-	return k.sendAs(ctx, obj, types.MergePatchType, body, status)
+// resource; see sendAs for whole.
+func (k *kindController) send(ctx context.Context, obj client.Object, body map[string]any, status, whole bool) error {
+	return k.sendAs(ctx, obj, types.MergePatchType, body, status, whole)
 }
 
-// sendAs sends body as a patch of type pt to the object or its status.
-func (k *kindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status bool) error {
+// sendAs sends body as a patch of type pt to the object or its status. With
+// whole, obj is replaced by the response; otherwise only the response's
+// metadata is requested (the API server's PartialObjectMetadata form, far
+// cheaper to decode than the object) and copied into obj, which is what
+// gopf reads after a write.
+func (k *kindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status, whole bool) error {
 	data, err := jsonMarshal(body)
 	if err != nil {
 		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	p := client.RawPatch(pt, data)
+	target := obj
+	var meta *metav1.PartialObjectMetadata
+	if !whole {
+		meta = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
+		meta.SetGroupVersionKind(k.gvk)
+		target = meta
+	}
 	if status {
-		err = k.writer.Status().Patch(ctx, obj, p)
+		err = k.writer.Status().Patch(ctx, target, p)
 	} else {
-		err = k.writer.Patch(ctx, obj, p)
+		err = k.writer.Patch(ctx, target, p)
 	}
 	if err != nil {
 		return fmt.Errorf("patching %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
+	if meta != nil {
+		copyMetadata(obj, &meta.ObjectMeta)
+	}
 	return nil
+}
+
+// copyMetadata sets what a patch's response says of obj's metadata.
+func copyMetadata(obj client.Object, from *metav1.ObjectMeta) {
+	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			kept := m.ManagedFields // the cache's choice, not the response's
+			*m = *from
+			m.ManagedFields = kept
+			return
+		}
+	}
+	obj.SetResourceVersion(from.ResourceVersion)
+	obj.SetGeneration(from.Generation)
+	obj.SetFinalizers(from.Finalizers)
+	obj.SetLabels(from.Labels)
+	obj.SetAnnotations(from.Annotations)
+	obj.SetOwnerReferences(from.OwnerReferences)
+	obj.SetDeletionTimestamp(from.DeletionTimestamp)
 }
 
 func (k *kindController) storage() storage {
