@@ -76,7 +76,7 @@ func AppendOwnerReference(owner, child client.Object, opts ...AppendOption) erro
 		return fmt.Errorf("append owner reference: %w", err)
 	}
 	if err := appendOwnerReference(child, ref, d.forced); err != nil {
-		return fmt.Errorf("append owner reference: %w", err)
+		return fmt.Errorf("append owner reference: %s: %w", describe(child), err)
 	}
 	return nil
 }
@@ -160,7 +160,7 @@ func appendOwnerReference(child client.Object, ref metav1.OwnerReference, forced
 			refs[i], replaced = ref, true
 		case isController(ref) && isController(r):
 			if !forced {
-				return fmt.Errorf("%s is already controlled by %s %s (Forced takes it over)", describe(child), r.Kind, r.Name)
+				return fmt.Errorf("already controlled by %s %s (Forced takes it over)", r.Kind, r.Name)
 			}
 			refs[i].Controller = nil
 		}
