@@ -1,28 +1,49 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// podTemplates are where Adopt puts the owner's labels inside a child
+// unless Nested says otherwise: the pod templates of Deployments,
+// ReplicaSets, StatefulSets, DaemonSets and Jobs, and of CronJobs.
+var podTemplates = [][]string{
+	{"spec", "template"},
+	{"spec", "jobTemplate", "spec", "template"},
+}
 
 // Adopt makes child belong to owner, the way Kopf's adopt does, before the
 // child is created:
 //
 //   - a controller owner reference to owner (blocking the owner's deletion
 //     until the child is gone), so the garbage collector removes the child
-//     with its owner;
-//   - the owner's namespace, if the child has none and the owner has one;
-//   - a name prefix "<owner name>-" (generateName), if the child has neither
-//     a name nor a generateName;
+//     with its owner (AppendOwnerReference);
+//   - the owner's namespace, if the child has none and the owner has one
+//     (AdjustNamespace);
+//   - a name prefix "<owner name>-" (generateName), or with Strict the
+//     owner's name itself, if the child has neither a name nor a
+//     generateName (HarmonizeNaming);
 //   - the owner's labels, where the child does not set them itself, on the
-//     child and on the pod templates inside it (spec.template and
-//     spec.jobTemplate.spec.template, as in Deployments, StatefulSets,
-//     DaemonSets, Jobs and CronJobs).
+//     child and on the objects at the Nested paths inside it (Label).
+//
+// Forced overwrites what the child already has: its name, namespace and
+// labels, and another owner's controller reference (which stays as a plain
+// owner reference). Without Forced, a child controlled by another owner is
+// an error, where Kopf adds a second controller reference that the API
+// server then refuses.
+//
+// Unlike Kopf's, Adopt labels the pod templates inside workloads
+// (spec.template and spec.jobTemplate.spec.template) unless Nested names
+// other paths: the pods are what selectors, network policies and cost
+// reports look at, and a Kopf port almost always passes
+// nested="spec.template". Kopf's namespace adjustment with forced=True
+// clears a child's namespace when the owner is cluster-scoped; Adopt keeps
+// it, as a namespaced child cannot be created without one.
 //
 // Where the API server enforces blockOwnerDeletion
 // (OwnerReferencesPermissionEnforcement), creating the child needs update
@@ -30,97 +51,61 @@ import (
 // handler with Uses(child, "create"), and --print-rbac grants both.
 //
 // The owner needs its apiVersion and kind: objects gopf hands to handlers
-// carry them. child may be typed or unstructured. Adopt fails if the child
-// already has a different controller.
-func Adopt(owner, child client.Object) error {
-	gvk := owner.GetObjectKind().GroupVersionKind()
-	if gvk.Kind == "" || gvk.Version == "" {
-		return errors.New("adopt: the owner has no apiVersion/kind set")
-	}
-	if owner.GetName() == "" || owner.GetUID() == "" {
-		return errors.New("adopt: the owner has no name or uid (is it stored yet?)")
-	}
-	ref := metav1.OwnerReference{
-		APIVersion:         gvk.GroupVersion().String(),
-		Kind:               gvk.Kind,
-		Name:               owner.GetName(),
-		UID:                owner.GetUID(),
-		Controller:         ptrTrue(),
-		BlockOwnerDeletion: ptrTrue(),
-	}
-	refs := child.GetOwnerReferences()
-	replaced := false
-	for i, r := range refs {
-		switch {
-		case r.UID == owner.GetUID():
-			refs[i], replaced = ref, true
-		case r.Controller != nil && *r.Controller:
-			return fmt.Errorf("adopt: %s is already controlled by %s %s", child.GetName(), r.Kind, r.Name)
-		}
-	}
-	if !replaced {
-		refs = append(refs, ref)
-	}
-	child.SetOwnerReferences(refs)
-	if child.GetNamespace() == "" && owner.GetNamespace() != "" {
-		child.SetNamespace(owner.GetNamespace())
-	}
-	if child.GetName() == "" && child.GetGenerateName() == "" {
-		child.SetGenerateName(owner.GetName() + "-")
-	}
-	labels := owner.GetLabels()
-	if len(labels) == 0 {
-		return nil
-	}
-	child.SetLabels(withDefaults(child.GetLabels(), labels))
-	return labelTemplates(child, labels)
+// carry them. child may be typed or unstructured. When Adopt fails, the
+// child is left unchanged.
+func Adopt(owner, child client.Object, opts ...AdoptOption) error {
+	return AdoptAll(owner, []client.Object{child}, opts...)
 }
 
-// labelTemplates adds labels to the pod templates inside a workload.
-func labelTemplates(child client.Object, labels map[string]string) error {
-	u, isUnstructured := child.(*unstructured.Unstructured)
-	var content map[string]any
-	if isUnstructured {
-		content = u.Object
-	} else {
-		var err error
-		if content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(child); err != nil {
-			return fmt.Errorf("adopt: %w", err)
+// AdoptAll is Adopt for several children (Kopf's adopt of a list): typed
+// ones, unstructured ones, or client.Objects of both. Either all of them are
+// adopted or, with an error naming the first child that cannot be, none is
+// changed.
+func AdoptAll[O client.Object](owner client.Object, children []O, opts ...AdoptOption) error {
+	d, err := childOptions(opts)
+	if err != nil {
+		return fmt.Errorf("adopt: %w", err)
+	}
+	if !d.nestedSet {
+		d.nested = podTemplates
+	}
+	ref, err := ownerReference(owner, d)
+	if err != nil {
+		return fmt.Errorf("adopt: %w", err)
+	}
+	which := func(i int, child client.Object) string {
+		if len(children) == 1 {
+			return describe(child)
+		}
+		return fmt.Sprintf("children[%d] (%s)", i, describe(child))
+	}
+	for i, child := range children {
+		if v := reflect.ValueOf(child); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
+			return fmt.Errorf("adopt: children[%d] is nil", i)
+		}
+		// A trial on a copy first, so that a failure changes nothing.
+		if err := adopt(owner, child.DeepCopyObject().(client.Object), ref, d); err != nil {
+			return fmt.Errorf("adopt: %s: %w", which(i, child), err)
 		}
 	}
-	changed := false
-	for _, path := range [][]string{
-		{"spec", "template", "metadata", "labels"},
-		{"spec", "jobTemplate", "spec", "template", "metadata", "labels"},
-	} {
-		parent := path[:len(path)-2] // the template itself
-		if _, found, _ := unstructured.NestedMap(content, parent...); !found {
-			continue
-		}
-		existing, _, _ := unstructured.NestedStringMap(content, path...)
-		if err := unstructured.SetNestedStringMap(content, withDefaults(existing, labels), path...); err != nil {
-			return fmt.Errorf("adopt: %w", err)
-		}
-		changed = true
-	}
-	if changed && !isUnstructured {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, child); err != nil {
-			return fmt.Errorf("adopt: %w", err)
+	for i, child := range children {
+		if err := adopt(owner, child, ref, d); err != nil {
+			return fmt.Errorf("adopt: %s: %w", which(i, child), err)
 		}
 	}
 	return nil
 }
 
-// withDefaults returns m with the entries of defaults it lacks.
-func withDefaults(m, defaults map[string]string) map[string]string {
-	out := make(map[string]string, len(m)+len(defaults))
-	for k, v := range defaults {
-		out[k] = v
+// adopt is Adopt for one child and a ready owner reference.
+func adopt(owner, child client.Object, ref metav1.OwnerReference, d *childDraft) error {
+	if err := appendOwnerReference(child, ref, d.forced); err != nil {
+		return err
 	}
-	for k, v := range m {
-		out[k] = v
+	harmonizeNaming(child, owner.GetName(), d.strict, d.forced)
+	if ns := owner.GetNamespace(); ns != "" && (d.forced || child.GetNamespace() == "") {
+		child.SetNamespace(ns)
 	}
-	return out
+	return label(child, owner.GetLabels(), d.nested, d.forced)
 }
 
 func ptrTrue() *bool { t := true; return &t }
