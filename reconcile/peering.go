@@ -219,11 +219,12 @@ func (p *peering) Start(ctx context.Context) error {
 	sent := map[string]peer{} // by the namespace of the peering object
 	for {
 		found, wait := p.decide(ctx)
+		due := !time.Now().Before(next)
+		if due {
+			next = time.Now().Add(renew)
+		}
 		if !p.opts.Stealth {
-			p.announce(ctx, found, sent, !time.Now().Before(next))
-			if !time.Now().Before(next) {
-				next = time.Now().Add(renew)
-			}
+			p.announce(ctx, found, sent, due)
 		}
 		if until := time.Until(next); wait <= 0 || until < wait {
 			wait = until
