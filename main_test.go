@@ -209,8 +209,8 @@ func TestFreezeAndResumeReadKopfsFlags(t *testing.T) {
 		command string
 		args    []string
 	}{
-		{"freeze", []string{"--lifetime", "60"}},                     // no peering
-		{"freeze", []string{"--peering", "ops"}},                     // no lifetime
+		{"freeze", []string{"--lifetime", "60"}},                      // no peering
+		{"freeze", []string{"--peering", "ops"}},                      // no lifetime
 		{"freeze", []string{"--peering", "ops", "--lifetime", "ten"}}, // not a lifetime
 		{"freeze", []string{"--peering", "ops", "--lifetime", "60", "-n", "a", "-A"}},
 		{"freeze", []string{"--peering", "ops", "--lifetime", "60", "-n", "app-["}},
