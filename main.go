@@ -1,11 +1,13 @@
 package gopf
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,6 +98,7 @@ type flags struct {
 	allNamespaces          bool
 	peeringName, peeringNS string
 	standalone, dev        bool
+	stealth                bool
 	priority               int
 	lifetime               time.Duration
 	logFormat              string
@@ -125,11 +128,14 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.Var(&f.namespaces, "n", "Short for --namespace.")
 	fs.BoolVar(&f.allNamespaces, "all-namespaces", false, "Handle all namespaces (the default when no --namespace is given).")
 	fs.BoolVar(&f.allNamespaces, "A", false, "Short for --all-namespaces.")
-	fs.StringVar(&f.peeringName, "peering", "", "Take part in the peering of this name: only the live operator with the highest priority works. Default: no peering.")
-	fs.StringVar(&f.peeringNS, "peering-namespace", "", "Use a namespaced KopfPeering in this namespace instead of a ClusterKopfPeering.")
+	fs.StringVar(&f.peeringName, "peering", "", "Take part in the peering of this name: only the live operator with the highest priority works, and the operator pauses while the peering object does not exist. Default: the peering named default if its object exists, else none. With --namespace, the KopfPeering in each served namespace; else the ClusterKopfPeering.")
+	fs.StringVar(&f.peeringName, "P", "", "Short for --peering.")
+	fs.StringVar(&f.peeringNS, "peering-namespace", "", "Use the KopfPeering in this one namespace instead.")
 	fs.BoolVar(&f.standalone, "standalone", false, "Do not take part in peering, even with --peering.")
+	fs.BoolVar(&f.stealth, "peering-stealth", false, "Take part in peering without announcing this operator: write nothing to the peering object, and pause while any other peer is alive.")
 	fs.BoolVar(&f.dev, "dev", false, fmt.Sprintf("Development run: peering priority %d, so that this operator pauses the one deployed in the cluster.", reconcile.DevPriority))
 	fs.IntVar(&f.priority, "priority", 0, "Peering priority of this operator.")
+	fs.IntVar(&f.priority, "p", 0, "Short for --priority.")
 	fs.DurationVar(&f.lifetime, "peering-lifetime", time.Minute, "How long this operator's peering entry lives unless renewed.")
 	fs.StringVar(&f.kopfPrefix, "kopf-prefix", "", "The annotation prefix of the Kopf operator this one takes over from, whose state it continues (default "+reconcile.DefaultKopfPrefix+").")
 	fs.StringVar(&f.logFormat, "log-format", "text", "Log format: text or json.")
@@ -210,11 +216,21 @@ func (f *flags) engineOptions(opts reconcile.Options) reconcile.Options {
 	if len(f.namespaces) > 0 {
 		opts.Namespaces = f.namespaces
 	}
-	if f.peeringName != "" && !f.standalone {
-		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS, Priority: f.priority, Lifetime: f.lifetime}
-		if f.dev {
-			opts.Peering.Priority = reconcile.DevPriority
+	switch {
+	case f.standalone:
+		opts.Peering = nil
+	case f.peeringName != "" || opts.Peering == nil:
+		// As Kopf: without --peering, the peering named default if its
+		// object exists (Optional), else none.
+		p := &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS, Priority: f.priority, Lifetime: f.lifetime, Stealth: f.stealth}
+		if p.Name == "" {
+			p.Name, p.Optional = "default", true
 		}
+		p.PerNamespace = p.Namespace == "" && len(f.namespaces) > 0
+		if f.dev {
+			p.Priority = reconcile.DevPriority
+		}
+		opts.Peering = p
 	}
 	return opts
 }
@@ -304,17 +320,9 @@ func rbac(reg *handlers.Registry, scheme *runtime.Scheme, f *flags) error {
 
 // runFreeze implements the freeze and resume commands.
 func runFreeze(name, command string, args []string) error {
-	fs := flag.NewFlagSet(name+" "+command, flag.ContinueOnError)
-	peeringName := fs.String("peering", "", "The peering to freeze or resume (required).")
-	peeringNS := fs.String("peering-namespace", "", "The namespace of a KopfPeering; default: the ClusterKopfPeering.")
-	lifetime := fs.Duration("lifetime", time.Hour, "freeze: how long the operators stay paused.")
-	priority := fs.Int("priority", 100, "freeze: the priority of the freeze; operators below it pause.")
-	identity := fs.String("id", "freeze@"+hostname(), "The identity the freeze is written under.")
-	if err := fs.Parse(args); err != nil {
+	fc, err := parseFreeze(name, command, args)
+	if err != nil {
 		return err
-	}
-	if *peeringName == "" {
-		return errors.New(command + " needs --peering")
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -324,12 +332,92 @@ func runFreeze(name, command string, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := reconcile.PeeringOptions{Name: *peeringName, Namespace: *peeringNS, Identity: *identity}
-	ctx := ctrl.SetupSignalHandler()
-	if command == "freeze" {
-		return reconcile.Freeze(ctx, c, opts, *priority, *lifetime)
+	return fc.do(ctrl.SetupSignalHandler(), c)
+}
+
+// freezeCommand is a parsed freeze or resume command: which peering
+// objects it writes to (Kopf's -n/-A: the KopfPeering in each matching
+// namespace, else the ClusterKopfPeering) and what.
+type freezeCommand struct {
+	resume     bool
+	peering    string
+	namespaces []string
+	freeze     reconcile.FreezeOptions
+}
+
+// parseFreeze reads the flags of freeze and resume, which are Kopf's.
+func parseFreeze(name, command string, args []string) (*freezeCommand, error) {
+	fs := flag.NewFlagSet(name+" "+command, flag.ContinueOnError)
+	fc := &freezeCommand{resume: command == "resume"}
+	var namespaces multiFlag
+	var all, dev bool
+	lifetime := secondsFlag(-1)
+	fs.StringVar(&fc.peering, "peering", "", "The peering to "+command+" (required).")
+	fs.StringVar(&fc.peering, "P", "", "Short for --peering.")
+	fs.Var(&namespaces, "namespace", "Write to the KopfPeering in each namespace matching these patterns (as the operator's --namespace); repeatable. Default: the ClusterKopfPeering.")
+	fs.Var(&namespaces, "n", "Short for --namespace.")
+	fs.BoolVar(&all, "all-namespaces", false, "Write to the ClusterKopfPeering (the default).")
+	fs.BoolVar(&all, "A", false, "Short for --all-namespaces.")
+	fs.StringVar(&fc.freeze.Identity, "id", "freeze@"+hostname(), "The identity the freeze is written under; resume removes the entry of this identity.")
+	fs.StringVar(&fc.freeze.Identity, "i", "freeze@"+hostname(), "Short for --id.")
+	if !fc.resume {
+		fs.Var(&lifetime, "lifetime", "How long the operators stay paused: seconds, as Kopf takes it, or a duration such as 10m (required).")
+		fs.Var(&lifetime, "t", "Short for --lifetime.")
+		fs.IntVar(&fc.freeze.Priority, "priority", 100, "The priority of the freeze; operators below it pause.")
+		fs.IntVar(&fc.freeze.Priority, "p", 100, "Short for --priority.")
+		fs.BoolVar(&dev, "dev", false, fmt.Sprintf("Freeze with priority %d, as a development run has.", reconcile.DevPriority))
+		fs.StringVar(&fc.freeze.Message, "message", "", "Why: written into the peering entry and shown in the paused operators' logs.")
+		fs.StringVar(&fc.freeze.Message, "m", "", "Short for --message.")
 	}
-	return reconcile.Unfreeze(ctx, c, opts)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, fmt.Errorf("%s: unexpected arguments %q", command, fs.Args())
+	case fc.peering == "":
+		return nil, errors.New(command + " needs --peering")
+	case all && len(namespaces) > 0:
+		return nil, errors.New("give --namespace or --all-namespaces, not both")
+	case !fc.resume && lifetime < 0:
+		return nil, errors.New("freeze needs --lifetime")
+	}
+	if _, err := reconcile.CacheNamespaces(namespaces); err != nil {
+		return nil, err
+	}
+	fc.namespaces = namespaces
+	fc.freeze.Lifetime = time.Duration(lifetime)
+	if dev {
+		fc.freeze.Priority = reconcile.DevPriority
+	}
+	return fc, nil
+}
+
+// do writes the freeze, or removes it.
+func (fc *freezeCommand) do(ctx context.Context, c client.Client) error {
+	if fc.resume {
+		return reconcile.Unfreeze(ctx, c, fc.peering, fc.namespaces, fc.freeze.Identity)
+	}
+	return reconcile.Freeze(ctx, c, fc.peering, fc.namespaces, fc.freeze)
+}
+
+// secondsFlag is a duration given as Kopf's whole seconds ("600") or as a
+// Go duration ("10m").
+type secondsFlag time.Duration
+
+func (s *secondsFlag) String() string { return time.Duration(*s).String() }
+
+func (s *secondsFlag) Set(v string) error {
+	if n, err := strconv.Atoi(v); err == nil {
+		*s = secondsFlag(time.Duration(n) * time.Second)
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("not seconds nor a duration: %q", v)
+	}
+	*s = secondsFlag(d)
+	return nil
 }
 
 func buildScheme(addToScheme []func(*runtime.Scheme) error) (*runtime.Scheme, error) {

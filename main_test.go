@@ -135,3 +135,90 @@ func TestWatchInactivityTimeoutFlagBecomesTheManagerOption(t *testing.T) {
 		t.Error("check accepted a negative watch inactivity timeout")
 	}
 }
+
+func TestWithoutPeeringFlagsTheDefaultPeeringIsUsedIfItExists(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want *reconcile.PeeringOptions // Lifetime left out
+	}{
+		{nil, &reconcile.PeeringOptions{Name: "default", Optional: true}},
+		{[]string{"--standalone"}, nil},
+		{[]string{"--standalone", "--peering", "ops"}, nil},
+		{[]string{"-P", "ops", "-p", "7"}, &reconcile.PeeringOptions{Name: "ops", Priority: 7}},
+		{[]string{"--dev"}, &reconcile.PeeringOptions{Name: "default", Optional: true, Priority: reconcile.DevPriority}},
+		{[]string{"-n", "team-a", "-n", "team-b", "--peering", "ops"}, &reconcile.PeeringOptions{Name: "ops", PerNamespace: true}},
+		{[]string{"-n", "team-a", "--peering-namespace", "ops-ns"}, &reconcile.PeeringOptions{Name: "default", Optional: true, Namespace: "ops-ns"}},
+		{[]string{"-A", "--peering", "ops", "--peering-stealth"}, &reconcile.PeeringOptions{Name: "ops", Stealth: true}},
+	} {
+		fs, f := newFlags("op")
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		got := f.engineOptions(reconcile.Options{}).Peering
+		if got != nil {
+			got.Lifetime = 0
+		}
+		if (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Errorf("%q: peering %+v, want %+v", c.args, got, c.want)
+		}
+	}
+}
+
+func TestAPeeringSetInCodeIsKeptUnlessTheFlagsNameOne(t *testing.T) {
+	inCode := reconcile.Options{Peering: &reconcile.PeeringOptions{Name: "from-code"}}
+	fs, f := newFlags("op")
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.engineOptions(inCode).Peering; got == nil || got.Name != "from-code" {
+		t.Errorf("peering = %+v, want the one set in code", got)
+	}
+	fs, f = newFlags("op")
+	if err := fs.Parse([]string{"--standalone"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.engineOptions(inCode).Peering; got != nil {
+		t.Errorf("--standalone kept peering %+v", got)
+	}
+}
+
+func TestFreezeAndResumeReadKopfsFlags(t *testing.T) {
+	fc, err := parseFreeze("op", "freeze", []string{"-P", "ops", "-n", "team-*", "-n", "infra", "-t", "600", "-m", "upgrading", "-i", "me", "-p", "50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := reconcile.FreezeOptions{Identity: "me", Priority: 50, Lifetime: 10 * time.Minute, Message: "upgrading"}
+	if fc.resume || fc.peering != "ops" || len(fc.namespaces) != 2 || fc.freeze != want {
+		t.Errorf("freeze = %+v", fc)
+	}
+	fc, err = parseFreeze("op", "freeze", []string{"--peering", "ops", "--lifetime", "90s", "--dev", "-A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc.freeze.Lifetime != 90*time.Second || fc.freeze.Priority != reconcile.DevPriority || fc.namespaces != nil {
+		t.Errorf("freeze = %+v", fc)
+	}
+	fc, err = parseFreeze("op", "resume", []string{"--peering", "ops", "-n", "team-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fc.resume || len(fc.namespaces) != 1 {
+		t.Errorf("resume = %+v", fc)
+	}
+	for _, c := range []struct {
+		command string
+		args    []string
+	}{
+		{"freeze", []string{"--lifetime", "60"}},                      // no peering
+		{"freeze", []string{"--peering", "ops"}},                      // no lifetime
+		{"freeze", []string{"--peering", "ops", "--lifetime", "ten"}}, // not a lifetime
+		{"freeze", []string{"--peering", "ops", "--lifetime", "60", "-n", "a", "-A"}},
+		{"freeze", []string{"--peering", "ops", "--lifetime", "60", "-n", "app-["}},
+		{"resume", []string{"--peering", "ops", "--message", "m"}}, // resume has no message
+		{"resume", []string{"--peering", "ops", "extra"}},
+	} {
+		if _, err := parseFreeze("op", c.command, c.args); err == nil {
+			t.Errorf("%s %q was accepted", c.command, c.args)
+		}
+	}
+}

@@ -269,8 +269,8 @@ func TestAJoiningOperatorWaitsForAPeerThatNeverConfirmsOnlyUpToItsLimit(t *testi
 	ns := newNamespace(t)
 	peering := newPeeringObject(t)
 	// A lower peer that writes only Kopf's fields, as a Kopf operator does.
-	kopf := gopfreconcile.PeeringOptions{Name: peering, Identity: "kopf-operator"}
-	g.Expect(gopfreconcile.Freeze(ctx, k8s, kopf, 0, 2*time.Minute)).To(Succeed())
+	kopf := gopfreconcile.FreezeOptions{Identity: "kopf-operator", Lifetime: 2 * time.Minute}
+	g.Expect(gopfreconcile.Freeze(ctx, k8s, peering, nil, kopf)).To(Succeed())
 
 	began := time.Now()
 	runOperator(t, ns, tagging("gopf"), peered(peering, 100))

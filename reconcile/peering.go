@@ -8,12 +8,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/user"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,8 +45,31 @@ type PeeringOptions struct {
 	// Name of the peering object. Required.
 	Name string
 	// Namespace of a KopfPeering object; empty means the cluster-scoped
-	// ClusterKopfPeering.
+	// ClusterKopfPeering (unless PerNamespace).
 	Namespace string
+	// PerNamespace uses the KopfPeering of Name in each namespace the
+	// operator serves (Options.Namespaces; all namespaces if empty), as
+	// Kopf does for an operator limited to namespaces: the operator pauses
+	// if any of them says so, and announces itself in each. Without
+	// Optional, a served namespace given by a plain name must have the
+	// object; of namespaces matched by globs, those without one are left
+	// out (Kopf would pause until each has one). Excludes Namespace.
+	PerNamespace bool
+	// Optional is Kopf's auto-detection (its peering is not "mandatory"):
+	// while no peering object of Name exists, or the peering kinds are not
+	// installed when the operator starts, the operator runs standalone
+	// instead of pausing, and it joins the peering when the object appears.
+	// Main sets it for the peering named "default" when --peering is not
+	// given.
+	Optional bool
+	// Stealth makes the operator take part without announcing itself: it
+	// writes nothing to the peering object (no entry, no removal of expired
+	// entries) and pauses while any other live peer is there, whatever its
+	// priority, since the others cannot know that they should pause for it.
+	// Peers joining cannot wait for its running handlers either. Priority
+	// must be 0. Kopf's settings.peering.stealth is another thing: it only
+	// silences the keep-alive log lines, which gopf never logs.
+	Stealth bool
 	// Priority of this operator; the highest live priority works. Default 0.
 	// A development run (`--dev`) uses DevPriority.
 	Priority int
@@ -74,6 +99,12 @@ func (p *PeeringOptions) validate() error {
 	}
 	if p.Lifetime < 0 {
 		return errors.New("gopf: the peering lifetime cannot be negative")
+	}
+	if p.PerNamespace && p.Namespace != "" {
+		return errors.New("gopf: a peering is either in one namespace (Namespace) or in each served namespace (PerNamespace), not both")
+	}
+	if p.Stealth && p.Priority != 0 {
+		return fmt.Errorf("gopf: a stealth peer pauses for every live peer, so its priority (%d) would not count; leave it 0", p.Priority)
 	}
 	return nil
 }
@@ -112,6 +143,9 @@ type peer struct {
 	LastSeen string `json:"lastseen"`
 	Paused   bool   `json:"paused,omitempty"`
 	Busy     bool   `json:"busy,omitempty"`
+	// Message says why a freeze was written (freeze --message); Kopf
+	// ignores it.
+	Message string `json:"message,omitempty"`
 }
 
 // settled reports whether a lower-priority peer can no longer be handling
@@ -123,7 +157,7 @@ func (p peer) alive(now time.Time) bool {
 	return err == nil && now.Before(seen.Add(time.Duration(p.Lifetime)*time.Second))
 }
 
-// peering keeps this operator's entry alive in the peering object, watches
+// peering keeps this operator's entry alive in the peering objects, watches
 // the others', and pauses or resumes the operator. It runs whether or not
 // this replica holds a leader-election lease.
 type peering struct {
@@ -137,18 +171,17 @@ type peering struct {
 	// waitingSince is when this operator began to wait for lower-priority
 	// peers to settle; zero when it is not waiting.
 	waitingSince time.Time
+	// alone is set while an optional peering has no object, so that the
+	// change is logged once.
+	alone bool
 }
 
 func newPeering(mgr manager.Manager, sh *shared, opts PeeringOptions, log logr.Logger) *peering {
 	opts = opts.withDefaults()
-	kind := "ClusterKopfPeering"
-	if opts.Namespace != "" {
-		kind = "KopfPeering"
-	}
 	return &peering{
 		opts: opts, sh: sh, cache: mgr.GetCache(), writer: mgr.GetClient(),
 		log:  log.WithName("peering").WithValues("peering", opts.Name, "identity", opts.Identity, "priority", opts.Priority),
-		gvk:  schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: kind},
+		gvk:  peeringKind(opts),
 		poke: make(chan struct{}, 1),
 	}
 }
@@ -156,13 +189,19 @@ func newPeering(mgr manager.Manager, sh *shared, opts PeeringOptions, log logr.L
 // NeedLeaderElection is false: peering decides between operators by itself.
 func (p *peering) NeedLeaderElection() bool { return false }
 
-// Start renews this operator's entry and re-decides on every change of the
-// peering object until the manager stops; then it removes its entry.
+// Start renews this operator's entries and re-decides on every change of the
+// peering objects until the manager stops; then it removes its entries.
 func (p *peering) Start(ctx context.Context) error {
 	p.sh.gate.pause("waiting for the peering object")
 	peeringState.WithLabelValues(p.opts.Name).Set(1)
 	inf, err := p.cache.GetInformer(ctx, p.object(), cache.BlockUntilSynced(false))
 	if err != nil {
+		if p.opts.Optional && meta.IsNoMatchError(err) {
+			p.log.Info("the peering kinds are not installed: running standalone", "kind", p.gvk.Kind)
+			p.sh.gate.resume()
+			peeringState.WithLabelValues(p.opts.Name).Set(0)
+			return nil
+		}
 		return fmt.Errorf("gopf: watching peering objects: %w", err)
 	}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -176,20 +215,21 @@ func (p *peering) Start(ctx context.Context) error {
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
 
 	renew := p.opts.Lifetime / 2
-	next := time.Now()
-	var sent *peer
+	next := time.Now().Add(renew)
+	sent := map[string]peer{} // by the namespace of the peering object
 	for {
-		wait := p.decide(ctx)
-		// The entry is renewed in time, and at once when the flags change.
-		me := p.entry()
-		if !time.Now().Before(next) || sent == nil || me.Paused != sent.Paused || me.Busy != sent.Busy {
-			p.touch(ctx, &me)
-			sent, next = &me, time.Now().Add(renew)
+		found, wait := p.decide(ctx)
+		due := !time.Now().Before(next)
+		if due {
+			next = time.Now().Add(renew)
+		}
+		if !p.opts.Stealth {
+			p.announce(ctx, found, sent, due)
 		}
 		if until := time.Until(next); wait <= 0 || until < wait {
 			wait = until
 		}
-		if me.Busy && wait > busyPoll {
+		if p.sh.gate.paused() != "" && p.sh.busy.Load() > 0 && wait > busyPoll {
 			wait = busyPoll
 		}
 		t := time.NewTimer(wait)
@@ -203,11 +243,32 @@ func (p *peering) Start(ctx context.Context) error {
 			if !p.sh.idle(writeTimeout + 20*time.Second) {
 				p.log.Info("WARNING: handlers still running when leaving the peering")
 			}
-			p.touch(context.WithoutCancel(ctx), nil)
+			for ns := range sent {
+				p.touch(context.WithoutCancel(ctx), ns, nil)
+			}
 			return nil
 		case <-p.poke:
 			t.Stop()
 		case <-t.C:
+		}
+	}
+}
+
+// announce writes this operator's entry to the peering objects found (in
+// the namespaces named): to all of them when renew is set, else to those
+// not written yet and those whose flags changed. sent remembers what was
+// written where.
+func (p *peering) announce(ctx context.Context, found []string, sent map[string]peer, renew bool) {
+	me := p.entry()
+	for _, ns := range found {
+		if last, ok := sent[ns]; renew || !ok || last.Paused != me.Paused || last.Busy != me.Busy {
+			p.touch(ctx, ns, &me)
+			sent[ns] = me
+		}
+	}
+	for ns := range sent {
+		if !slices.Contains(found, ns) {
+			delete(sent, ns) // the object is gone, and the entry with it
 		}
 	}
 }
@@ -231,71 +292,135 @@ func (p *peering) wake() {
 	}
 }
 
-func (p *peering) object() *unstructured.Unstructured {
+// object is the peering object of PeeringOptions.Namespace.
+func (p *peering) object() *unstructured.Unstructured { return p.objectIn(p.opts.Namespace) }
+
+// objectIn is the peering object in namespace ns ("" for the cluster-scoped
+// one).
+func (p *peering) objectIn(ns string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(p.gvk)
 	u.SetName(p.opts.Name)
-	u.SetNamespace(p.opts.Namespace)
+	u.SetNamespace(ns)
 	return u
 }
 
-// touch writes (or, with nil, removes) this operator's entry.
-func (p *peering) touch(ctx context.Context, me *peer) {
-	if err := writePeer(ctx, p.writer, p.object(), p.opts.Identity, me); err != nil && !apierrors.IsNotFound(err) {
-		p.log.Error(err, "cannot renew this operator's peering entry")
+// touch writes (or, with nil, removes) this operator's entry in the peering
+// object of namespace ns.
+func (p *peering) touch(ctx context.Context, ns string, me *peer) {
+	if err := writePeer(ctx, p.writer, p.objectIn(ns), p.opts.Identity, me); err != nil && !apierrors.IsNotFound(err) {
+		p.log.Error(err, "cannot renew this operator's peering entry", "namespace", ns)
 	}
 }
 
-// decide reads the peering object, pauses or resumes the operator, removes
-// expired entries, and returns when to look again (when a blocking peer
-// expires), or 0 for "at the next renewal".
-func (p *peering) decide(ctx context.Context) time.Duration {
-	obj := p.object()
-	err := p.cache.Get(ctx, types.NamespacedName{Namespace: p.opts.Namespace, Name: p.opts.Name}, obj)
-	if err != nil {
-		reason := "the peering object " + p.opts.Name + " does not exist"
-		if !apierrors.IsNotFound(err) {
-			reason = "the peering object cannot be read: " + err.Error()
+// objects lists the peering objects this operator takes part in, from the
+// cache, sorted by namespace.
+func (p *peering) objects(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
+	var opts []client.ListOption
+	if p.opts.Namespace != "" {
+		opts = append(opts, client.InNamespace(p.opts.Namespace))
+	}
+	if err := p.cache.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for i := range list.Items {
+		o := &list.Items[i]
+		if o.GetName() == p.opts.Name && (!p.opts.PerNamespace || p.sh.scope.includes(o.GetNamespace())) {
+			out = append(out, o)
 		}
-		p.pause(reason)
-		return time.Second
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetNamespace() < out[j].GetNamespace() })
+	return out, nil
+}
+
+// missing says why a mandatory peering lacks its objects, or "".
+func (p *peering) missing(objs []*unstructured.Unstructured) string {
+	if p.opts.Optional {
+		return ""
+	}
+	switch {
+	case p.opts.PerNamespace:
+		var absent []string
+		for _, ns := range p.sh.scope.literal() {
+			if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetNamespace() == ns }) {
+				absent = append(absent, ns)
+			}
+		}
+		if len(absent) > 0 {
+			return fmt.Sprintf("the peering object %s does not exist in namespaces %s", p.opts.Name, strings.Join(absent, ", "))
+		}
+		if len(objs) == 0 {
+			return fmt.Sprintf("no served namespace has a peering object %s", p.opts.Name)
+		}
+	case len(objs) == 0:
+		return fmt.Sprintf("the peering object %s does not exist", p.opts.Name)
+	}
+	return ""
+}
+
+// decide reads the peering objects, pauses or resumes the operator, removes
+// expired entries, and returns the namespaces of the objects found and when
+// to look again (when a blocking peer expires), or 0 for "at the next
+// renewal".
+func (p *peering) decide(ctx context.Context) ([]string, time.Duration) {
+	objs, err := p.objects(ctx)
+	if err != nil {
+		p.pause("the peering objects cannot be read: " + err.Error())
+		return nil, time.Second
 	}
 	now := time.Now()
-	status, _ := obj.Object["status"].(map[string]any)
-	var higher, equal, unsettled, expired []string
+	var found, higher, equal, unsettled []string
 	var wait time.Duration
-	for id, raw := range status {
-		if id == p.opts.Identity || raw == nil {
-			continue
+	for _, obj := range objs {
+		found = append(found, obj.GetNamespace())
+		status, _ := obj.Object["status"].(map[string]any)
+		var expired []string
+		for id, raw := range status {
+			if id == p.opts.Identity || raw == nil {
+				continue
+			}
+			var other peer
+			if data, err := json.Marshal(raw); err != nil || json.Unmarshal(data, &other) != nil {
+				continue
+			}
+			if !other.alive(now) {
+				expired = append(expired, id)
+				continue
+			}
+			seen, _ := parseKopfTime(other.LastSeen)
+			left := seen.Add(time.Duration(other.Lifetime) * time.Second).Sub(now)
+			name := id
+			if other.Message != "" {
+				name += fmt.Sprintf(" (%q)", other.Message)
+			}
+			if p.opts.PerNamespace {
+				name += " in " + obj.GetNamespace()
+			}
+			switch {
+			case p.opts.Stealth || other.Priority > p.opts.Priority:
+				higher = append(higher, name)
+			case other.Priority == p.opts.Priority:
+				equal = append(equal, name)
+			case !other.settled():
+				unsettled = append(unsettled, name) // woken by its next change
+				continue
+			default:
+				continue
+			}
+			if wait == 0 || left < wait {
+				wait = left
+			}
 		}
-		var other peer
-		if data, err := json.Marshal(raw); err != nil || json.Unmarshal(data, &other) != nil {
-			continue
-		}
-		if !other.alive(now) {
-			expired = append(expired, id)
-			continue
-		}
-		seen, _ := parseKopfTime(other.LastSeen)
-		left := seen.Add(time.Duration(other.Lifetime) * time.Second).Sub(now)
-		switch {
-		case other.Priority > p.opts.Priority:
-			higher = append(higher, id)
-		case other.Priority == p.opts.Priority:
-			equal = append(equal, id)
-		case !other.settled():
-			unsettled = append(unsettled, id) // woken by its next change
-			continue
-		default:
-			continue
-		}
-		if wait == 0 || left < wait {
-			wait = left
-		}
-	}
-	for _, id := range expired {
-		if err := writePeer(ctx, p.writer, obj, id, nil); err == nil {
-			p.log.Info("removed an expired peer", "peer", id)
+		for _, id := range expired {
+			if p.opts.Stealth {
+				break // a stealth peer writes nothing
+			}
+			if err := writePeer(ctx, p.writer, obj, id, nil); err == nil {
+				p.log.Info("removed an expired peer", "peer", id, "namespace", obj.GetNamespace())
+			}
 		}
 	}
 	sort.Strings(higher)
@@ -304,7 +429,12 @@ func (p *peering) decide(ctx context.Context) time.Duration {
 	if len(higher) > 0 || len(equal) > 0 || len(unsettled) == 0 {
 		p.waitingSince = time.Time{}
 	}
-	switch {
+	switch missing := p.missing(objs); {
+	case missing != "":
+		p.pause(missing)
+		return found, time.Second
+	case len(higher) > 0 && p.opts.Stealth:
+		p.pause("a stealth operator pauses while other peers are alive: " + strings.Join(higher, ", "))
 	case len(higher) > 0:
 		p.pause("peers with a higher priority are alive: " + strings.Join(higher, ", "))
 	case len(equal) > 0:
@@ -312,13 +442,19 @@ func (p *peering) decide(ctx context.Context) time.Duration {
 	case len(unsettled) > 0 && p.waitForSettling(now, &wait):
 		p.pause("waiting for peers with a lower priority to pause and finish their handlers: " + strings.Join(unsettled, ", "))
 	default:
+		if alone := len(objs) == 0; alone != p.alone {
+			p.alone = alone
+			if alone {
+				p.log.Info("no peering object of this name: running standalone until one appears")
+			}
+		}
 		if was := p.sh.gate.paused(); was != "" {
 			p.log.Info("resuming: no peer with a higher or equal priority is alive")
 		}
 		p.sh.gate.resume()
 		peeringState.WithLabelValues(p.opts.Name).Set(0)
 	}
-	return wait
+	return found, wait
 }
 
 // waitForSettling reports whether to keep waiting for lower-priority peers
@@ -355,11 +491,11 @@ func (p *peering) pause(reason string) {
 func writePeer(ctx context.Context, c client.Client, obj *unstructured.Unstructured, id string, entry *peer) error {
 	var value any
 	if entry != nil {
-		// A merge patch merges maps: flags that are off are nulled, or a
+		// A merge patch merges maps: fields that are off are nulled, or a
 		// stored "busy": true would outlive the patch.
 		value = map[string]any{
 			"priority": entry.Priority, "lifetime": entry.Lifetime, "lastseen": entry.LastSeen,
-			"paused": trueOrNil(entry.Paused), "busy": trueOrNil(entry.Busy),
+			"paused": trueOrNil(entry.Paused), "busy": trueOrNil(entry.Busy), "message": stringOrNil(entry.Message),
 		}
 	}
 	data, err := json.Marshal(map[string]any{"status": map[string]any{id: value}})
@@ -377,25 +513,101 @@ func trueOrNil(b bool) any {
 	return nil
 }
 
-// Freeze writes a fake peer with the given priority into a peering object for
-// lifetime, pausing every operator of that peering with a lower priority
-// (the `freeze` command); Unfreeze removes it again.
-func Freeze(ctx context.Context, c client.Client, opts PeeringOptions, priority int, lifetime time.Duration) error {
-	opts = opts.withDefaults()
-	p := &peering{opts: opts, gvk: peeringKind(opts)}
-	entry := &peer{Priority: priority, Lifetime: int(lifetime.Seconds() + 0.5), LastSeen: time.Now().UTC().Format(time.RFC3339)}
-	return writePeer(ctx, c, p.object(), opts.Identity, entry)
+func stringOrNil(s string) any {
+	if s != "" {
+		return s
+	}
+	return nil
 }
 
-// Unfreeze removes the fake peer Freeze wrote with the same identity.
-func Unfreeze(ctx context.Context, c client.Client, opts PeeringOptions) error {
-	opts = opts.withDefaults()
-	p := &peering{opts: opts, gvk: peeringKind(opts)}
-	return writePeer(ctx, c, p.object(), opts.Identity, nil)
+// FreezeOptions describe the fake peer that the freeze command writes.
+type FreezeOptions struct {
+	// Identity the entry is written under; resume removes it by the same
+	// identity. Required.
+	Identity string
+	// Priority of the freeze: operators of a lower priority pause.
+	Priority int
+	// Lifetime after which the freeze ends by itself. Required, at least
+	// a second.
+	Lifetime time.Duration
+	// Message says why, for whoever reads the peering object and the
+	// paused operators' logs. Optional.
+	Message string
+}
+
+// Freeze writes a fake peer into the peering objects of name, pausing every
+// operator of that peering with a lower priority for f.Lifetime (the
+// `freeze` command). With no namespaces, it writes to the ClusterKopfPeering;
+// else to the KopfPeering in each namespace the patterns match (as
+// Options.Namespaces reads them): a namespace given by its plain name must
+// have one, and globs must match at least one.
+func Freeze(ctx context.Context, c client.Client, name string, namespaces []string, f FreezeOptions) error {
+	if f.Identity == "" {
+		return errors.New("gopf: a freeze needs an identity")
+	}
+	if f.Lifetime < time.Second {
+		return fmt.Errorf("gopf: a freeze needs a lifetime of at least a second, not %s", f.Lifetime)
+	}
+	entry := &peer{Priority: f.Priority, Lifetime: int(f.Lifetime.Seconds() + 0.5), LastSeen: time.Now().UTC().Format(time.RFC3339), Message: f.Message}
+	return writeEach(ctx, c, name, namespaces, f.Identity, entry)
+}
+
+// Unfreeze removes the fake peer Freeze wrote under identity from the same
+// peering objects (the `resume` command).
+func Unfreeze(ctx context.Context, c client.Client, name string, namespaces []string, identity string) error {
+	if identity == "" {
+		return errors.New("gopf: resume needs the identity of the freeze")
+	}
+	return writeEach(ctx, c, name, namespaces, identity, nil)
+}
+
+// writeEach writes one entry to each peering object Freeze describes.
+func writeEach(ctx context.Context, c client.Client, name string, namespaces []string, id string, entry *peer) error {
+	if name == "" {
+		return errors.New("gopf: the name of the peering is required")
+	}
+	sc, err := newScope(namespaces)
+	if err != nil {
+		return fmt.Errorf("gopf: %w", err)
+	}
+	p := &peering{opts: PeeringOptions{Name: name, PerNamespace: sc != nil}}
+	p.gvk = peeringKind(p.opts)
+	var targets []string
+	switch literal := sc.literal(); {
+	case sc == nil:
+		targets = []string{""}
+	case literal != nil:
+		targets = literal
+	default:
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
+		if err := c.List(ctx, list); err != nil {
+			return fmt.Errorf("gopf: listing the peering objects: %w", err)
+		}
+		for _, o := range list.Items {
+			if o.GetName() == name && sc.includes(o.GetNamespace()) {
+				targets = append(targets, o.GetNamespace())
+			}
+		}
+		if len(targets) == 0 {
+			return fmt.Errorf("gopf: no namespace matching %s has a peering object %s", strings.Join(namespaces, " "), name)
+		}
+	}
+	var errs []error
+	for _, ns := range targets {
+		if err := writePeer(ctx, c, p.objectIn(ns), id, entry); err != nil {
+			where := "cluster-wide"
+			if ns != "" {
+				where = "in namespace " + ns
+			}
+			errs = append(errs, fmt.Errorf("gopf: peering %s %s: %w", name, where, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func peeringKind(opts PeeringOptions) schema.GroupVersionKind {
-	if opts.Namespace != "" {
+	if opts.Namespace != "" || opts.PerNamespace {
 		return schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfPeering"}
 	}
 	return schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "ClusterKopfPeering"}

@@ -30,6 +30,10 @@ type PeerStatus struct {
 	// for that before it handles objects. Kopf ignores it.
 	// +optional
 	Busy bool `json:"busy,omitempty"`
+	// Message says why a freeze (the freeze command's --message) pauses
+	// the operators. Kopf ignores it.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ClusterKopfPeering coordinates operators that watch the whole cluster.
