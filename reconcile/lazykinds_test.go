@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/reconcile"
 )
 
 // crdClient talks to the API server with a scheme that knows CRDs.
@@ -118,4 +120,16 @@ func TestKindWhoseCRDAppearsLaterIsHandledAndStopsAndStartsWithIt(t *testing.T) 
 	g.Eventually(func() error { return k8s.Create(ctx, widget("second")) }, timeout).Should(Succeed())
 	g.Eventually(handled("second"), timeout).Should(Equal("second"))
 	g.Expect(created.Load()).To(Equal(calls + 1))
+}
+
+func TestThePlannerLeavesOutKindsTheClusterDoesNotServeYet(t *testing.T) {
+	g := NewWithT(t)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) { return nil, nil },
+		handlers.ForKind("absent.gopf.dev", "v1", "Widget"), handlers.ID("widget"))
+	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.ID("example"))
+	p, err := reconcile.NewPlanner(cfg, scheme, reg, reconcile.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Kinds()).To(ConsistOf(kopfv1.GroupVersion.WithKind("KopfExample")))
+	g.Expect(p.Plan(context.Background(), reconcile.Selection{Namespace: newNamespace(t)}, func(*reconcile.ObjectStatus) error { return nil })).To(Succeed())
 }
