@@ -116,10 +116,6 @@ func TestBadRegistrationsFailAtSetupNamingTheHandler(t *testing.T) {
 			register: func(r *handlers.Registry) { handlers.OnCreate[*kopfv1.KopfExample](r, nil, handlers.ID("broken")) },
 			want:     []string{`"broken"`, "nil", "create_test.go"},
 		},
-		"unknown kind": {
-			register: func(r *handlers.Registry) { handlers.OnCreate(r, noop, handlers.ForKind("nope.dev", "v1", "Missing")) },
-			want:     []string{`"create_fn"`, "Missing", "not served"},
-		},
 		"unknown resource": {
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, noop, handlers.ForResource("widgets.nope.dev")) },
 			want:     []string{`"create_fn"`, "widgets.nope.dev"},

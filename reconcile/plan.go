@@ -90,7 +90,8 @@ func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry
 	if err != nil {
 		return nil, err
 	}
-	kinds, err := kindsOf(reg, scheme, mapper, func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error) {
+	// Kinds the API server does not serve yet have no objects to plan for.
+	kinds, _, err := kindsOf(reg, scheme, mapper, func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error) {
 		return describeKind(mapper, disco, gvk, objectMaker(gvk, proto), p.opts)
 	})
 	if err != nil {

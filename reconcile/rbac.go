@@ -62,6 +62,11 @@ var (
 //   - what handlers declared with Uses, on the kinds they named; "get" or
 //     "list" also get "list" and "watch" (the operator's client reads
 //     from the informer cache).
+//   - get, list and watch on customresourcedefinitions
+//     (apiextensions.k8s.io) when a handled kind may not be served when the
+//     operator starts, so that the operator waits for its CRD: a kind the
+//     mapper does not know (its resource name is then guessed, see below),
+//     or, with no mapper, any kind that is not built in.
 //   - create and patch on events, in the core group and events.k8s.io.
 //   - get, create and update on leases (coordination.k8s.io) for leader
 //     election. Deployments usually grant these with a Role in the
@@ -75,8 +80,8 @@ var (
 //
 // scheme maps typed handlers' Go types to kinds; nil means client-go's
 // scheme (built-in kinds only). mapper maps kinds to resource names. A
-// mapper of a reachable cluster (the manager's) gives exact names and fails
-// for kinds the cluster does not serve. With a nil mapper, Permissions
+// mapper of a reachable cluster (the manager's) gives exact names; a
+// ForResource name it does not know is an error. With a nil mapper, Permissions
 // works offline: plural resource names are guessed from kind names with
 // meta.UnsafeGuessKindToResource (right for the built-in kinds and most
 // CRDs, wrong for a CRD with an irregular plural, such as people), and an
@@ -139,6 +144,9 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if res.lazy {
+		need.add("", schema.GroupResource{Group: crdResource.Group, Resource: crdResource.Resource}, readVerbs...)
 	}
 	need.add("", schema.GroupResource{Resource: "events"}, eventVerbs...)
 	need.add("", schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, eventVerbs...)
@@ -229,41 +237,83 @@ func (s permissionSet) rules() []rbacv1.PolicyRule {
 type resolver struct {
 	scheme *runtime.Scheme
 	mapper meta.RESTMapper
+	lazy   bool // a handled kind may not be served when the operator starts
 }
 
 // handled returns the resource a registration handles; see spec.ResolveKind,
-// which does the same for a running manager.
+// which does the same for a running manager. A handled kind that may not be
+// served when the operator starts is one the operator waits for (see
+// lazyKinds), which needs a watch on CustomResourceDefinitions: handled
+// records it in res.lazy.
 func (res *resolver) handled(r *contract.Handler) (schema.GroupResource, error) {
-	switch o := r.Options; {
-	case !r.Unstructured:
-		return res.object(r.NewObject())
-	case !o.GVK.Empty():
-		return res.kind(o.GVK)
-	default:
+	o := r.Options
+	if r.Unstructured && o.GVK.Empty() {
 		return res.resource(o.Resource)
 	}
+	gvk := o.GVK
+	if !r.Unstructured {
+		var err error
+		if gvk, err = res.gvkOf(r.NewObject()); err != nil {
+			return schema.GroupResource{}, err
+		}
+	}
+	gr, served, err := res.lookup(gvk)
+	if err != nil {
+		return gr, err
+	}
+	if !served {
+		res.lazy = true
+	}
+	return gr, nil
 }
 
 // object returns the resource of a typed object (by its Go type) or of an
-// unstructured one (by the kind set in it).
+// unstructured one (by the kind set in it), which the cluster must serve
+// if there is a mapper.
 func (res *resolver) object(obj client.Object) (schema.GroupResource, error) {
-	gvk, err := apiutil.GVKForObject(obj, res.scheme)
+	gvk, err := res.gvkOf(obj)
 	if err != nil {
-		return schema.GroupResource{}, fmt.Errorf("the Go type %T is not in the scheme (add its package's AddToScheme): %w", obj, err)
+		return schema.GroupResource{}, err
 	}
 	return res.kind(gvk)
 }
 
-func (res *resolver) kind(gvk schema.GroupVersionKind) (schema.GroupResource, error) {
-	if res.mapper == nil {
-		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		return plural.GroupResource(), nil
-	}
-	mapping, err := res.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+func (res *resolver) gvkOf(obj client.Object) (schema.GroupVersionKind, error) {
+	gvk, err := apiutil.GVKForObject(obj, res.scheme)
 	if err != nil {
-		return schema.GroupResource{}, fmt.Errorf("kind %s is not served by the API server (is its CRD installed?): %w", gvk, err)
+		return gvk, fmt.Errorf("the Go type %T is not in the scheme (add its package's AddToScheme): %w", obj, err)
 	}
-	return mapping.Resource.GroupResource(), nil
+	return gvk, nil
+}
+
+// kind returns the resource of a kind the cluster serves, or its guessed
+// name offline.
+func (res *resolver) kind(gvk schema.GroupVersionKind) (schema.GroupResource, error) {
+	gr, served, err := res.lookup(gvk)
+	if err == nil && !served && res.mapper != nil {
+		err = fmt.Errorf("kind %s is not served by the API server (is its CRD installed?)", gvk)
+	}
+	return gr, err
+}
+
+// lookup returns the resource of a kind from the mapper, or guessed from
+// its name when the mapper does not know it or there is none; served says
+// whether the kind is known to be served (offline: whether it is built
+// in).
+func (res *resolver) lookup(gvk schema.GroupVersionKind) (gr schema.GroupResource, served bool, err error) {
+	if res.mapper != nil {
+		mapping, err := res.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err == nil {
+			return mapping.Resource.GroupResource(), true, nil
+		}
+		if !meta.IsNoMatchError(err) {
+			return gr, false, fmt.Errorf("kind %s: %w", gvk, err)
+		}
+	} else {
+		_, served = clientgoscheme.Scheme.AllKnownTypes()[gvk]
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural.GroupResource(), served, nil
 }
 
 // apiVersionName matches Kubernetes API version names such as v1 and v2beta1.

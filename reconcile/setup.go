@@ -173,9 +173,12 @@ func (o Options) withDefaults() Options {
 
 // Setup compiles the registrations of reg into one controller per watched
 // kind and adds them to mgr. It fails, naming the handler, for a bad
-// registration, a Go type missing from the manager's scheme, or a kind the
-// API server does not serve. Setup asks the API server which kinds exist, so
-// it needs a reachable API server.
+// registration, a Go type missing from the manager's scheme, or a
+// ForResource name the API server does not serve. A kind that is known (a
+// Go type in the scheme, or ForKind) but not served yet, because its CRD is
+// not installed, is logged and waited for: its handlers start when the CRD
+// is established and stop when it is deleted (see lazyKinds). Setup asks
+// the API server which kinds exist, so it needs a reachable API server.
 func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err := reg.Err(); err != nil {
 		return err
@@ -205,7 +208,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err := setupActivities(mgr, reg, sh, opts); err != nil {
 		return err
 	}
-	kinds, err := kindsOf(reg, mgr.GetScheme(), mgr.GetRESTMapper(), func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error) {
+	kinds, pending, err := kindsOf(reg, mgr.GetScheme(), mgr.GetRESTMapper(), func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error) {
 		return newKindController(mgr, disco, gvk, proto, opts, sh)
 	})
 	if err != nil {
@@ -216,19 +219,48 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 			return err
 		}
 	}
+	if len(pending) > 0 {
+		for _, p := range pending {
+			for _, r := range p.handlers {
+				if r.Kind == spec.KindIndex {
+					if sh.indexes.Get(r.Options.ID) != nil {
+						return fmt.Errorf("gopf: %s: an index of that name exists already", r)
+					}
+					spec.AddIndex(sh.indexes, r.Options.ID)
+				}
+			}
+		}
+		if err := mgr.Add(newLazyKinds(mgr, disco, pending, opts, sh)); err != nil {
+			return fmt.Errorf("gopf: adding the kinds not served yet: %w", err)
+		}
+	}
 	return nil
 }
 
 // kindsOf groups the object handlers of reg by the kind they resolve to,
 // kinds in the order of their first registration; newKind makes the
-// controller of a kind from that first registration. Errors name the
-// handler.
-func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMapper, newKind func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error)) ([]*kindController, error) {
+// controller of a kind from that first registration. A kind that is known
+// (by a Go type in the scheme or ForKind) but not served by the API server
+// is pending: its handlers wait for its CRD (see lazyKinds). Errors name
+// the handler.
+func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMapper, newKind func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error)) ([]*kindController, []*pendingKind, error) {
 	var errs []error
 	byKind := map[schema.GroupVersionKind]*kindController{}
+	waiting := map[schema.GroupVersionKind]*pendingKind{}
 	var order []*kindController
+	var pending []*pendingKind
 	for _, r := range contract.SetOf(reg).Handlers(objectKinds...) {
 		gvk, _, err := spec.ResolveKind(r, scheme, mapper)
+		if err != nil && meta.IsNoMatchError(err) && !gvk.Empty() {
+			p, ok := waiting[gvk]
+			if !ok {
+				p = &pendingKind{gvk: gvk}
+				waiting[gvk] = p
+				pending = append(pending, p)
+			}
+			p.handlers = append(p.handlers, r)
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
 			continue
@@ -244,7 +276,7 @@ func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMap
 		}
 		kc.add(r)
 	}
-	return order, errors.Join(errs...)
+	return order, pending, errors.Join(errs...)
 }
 
 // start adds the kind's watcher (event handlers and indexes), spawner
