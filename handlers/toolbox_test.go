@@ -28,12 +28,12 @@ func TestIndexKeepsEachObjectsEntriesAndDropsThemWithIt(t *testing.T) {
 	if ix == nil || spec.AddIndex(indexes, "by_app") != ix {
 		t.Fatal("adding an index again does not return the existing one")
 	}
-	spec.SetEntries(ix, "ns/a", map[string]any{"db": "a", "all": 1})
-	spec.SetEntries(ix, "ns/b", map[string]any{"db": "b", "all": 2})
+	spec.SetEntries(ix, "ns/a", map[any]any{"db": "a", "all": 1})
+	spec.SetEntries(ix, "ns/b", map[any]any{"db": "b", "all": 2})
 	if got := fmt.Sprint(ix.Get("db")); got != "[a b]" {
 		t.Errorf("Get(db) = %s", got)
 	}
-	spec.SetEntries(ix, "ns/a", map[string]any{"web": "a"}) // a moves from db to web
+	spec.SetEntries(ix, "ns/a", map[any]any{"web": "a"}) // a moves from db to web
 	if got := fmt.Sprint(ix.Get("db"), ix.Keys()); got != "[b] [all db web]" {
 		t.Errorf("after the move: %s", got)
 	}
