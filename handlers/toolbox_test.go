@@ -47,6 +47,36 @@ func TestIndexKeepsEachObjectsEntriesAndDropsThemWithIt(t *testing.T) {
 	}
 }
 
+func TestIndexRefsReadKeysOfAnyComparableTypeAndFlatIndexesTyped(t *testing.T) {
+	type key struct {
+		Namespace string
+		Port      int
+	}
+	reg := handlers.NewRegistry()
+	byPort := handlers.OnIndex(reg, "by_port", func(*corev1.Service) map[key]int { return nil })
+	flat := handlers.OnFlatIndex(reg, "names", func(*corev1.Service) string { return "" })
+	indexes := spec.NewIndexes()
+	if byPort.Get(indexes, key{"ns", 80}) != nil || byPort.Keys(indexes) != nil || byPort.Len(indexes) != 0 {
+		t.Error("an index that does not exist is not empty")
+	}
+	spec.SetEntries(spec.AddIndex(indexes, "by_port"), "ns/b", map[any]any{key{"ns", 80}: 2, key{"ns", 443}: 2})
+	spec.SetEntries(indexes.Get("by_port"), "ns/a", map[any]any{key{"ns", 80}: 1})
+	spec.SetEntries(spec.AddIndex(indexes, "names"), "ns/b", map[any]any{nil: "b"})
+	spec.SetEntries(indexes.Get("names"), "ns/a", map[any]any{nil: "a"})
+	if got := fmt.Sprint(byPort.Get(indexes, key{"ns", 80}), byPort.Keys(indexes), byPort.Len(indexes)); got != "[1 2] [{ns 443} {ns 80}] 2" {
+		t.Errorf("by_port: Get, Keys, Len = %s", got)
+	}
+	if got := indexes.Get("by_port").Get(struct {
+		Namespace string
+		Port      int
+	}{"ns", 80}); got != nil {
+		t.Errorf("a key of another type found %v", got)
+	}
+	if got := fmt.Sprint(flat.Get(indexes, nil), flat.Keys(indexes)); got != "[a b] [<nil>]" {
+		t.Errorf("flat index: Get(nil), Keys = %s", got)
+	}
+}
+
 func TestAdoptSetsOwnerNamespacePrefixAndLabelsDownToPodTemplates(t *testing.T) {
 	owner := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod", UID: "u1", Labels: map[string]string{"team": "a", "tier": "x"}}}
 	owner.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
