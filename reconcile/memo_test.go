@@ -21,17 +21,22 @@ type appKey struct {
 	Namespace, App string
 }
 
-func TestObjectMemosStartAsCopiesOfTheOperatorMemoThatStartupFilled(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(t)
-	for i, app := range []string{"db", "db", "web"} {
+// createPods creates a pod per app label value, named pod-0, pod-1, ...
+func createPods(g Gomega, ns string, apps ...string) {
+	for i, app := range apps {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{"app": app}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example"}}},
 		}
-		g.Expect(k8s.Create(ctx, pod)).To(Succeed())
+		g.Expect(k8s.Create(context.Background(), pod)).To(Succeed())
 	}
+}
+
+func TestObjectMemosStartAsCopiesOfTheOperatorMemoThatStartupFilled(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createPods(g, ns, "db", "db", "web")
 
 	reg := handlers.NewRegistry()
 	byApp := handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod) map[appKey]string {
