@@ -7,6 +7,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
@@ -19,12 +20,13 @@ func TestAdmissionHandlersGetTheObjectsMemoOrACopyOfTheOperatorsAndTheIndexes(t 
 	reg := handlers.NewRegistry()
 	type seen struct {
 		memo   *handlers.Memo
+		client client.Client
 		region any
 		values []any
 	}
 	var calls []seen
 	handlers.OnValidate(reg, func(ctx context.Context, cm *corev1.ConfigMap, a *cmAdmission) error {
-		calls = append(calls, seen{memo: a.Memo, region: a.Memo.Get("region"), values: a.Indexes.Get("by_port").Get(8080)})
+		calls = append(calls, seen{memo: a.Memo, client: a.Client, region: a.Memo.Get("region"), values: a.Indexes.Get("by_port").Get(8080)})
 		a.Memo.Set("region", "set by "+string(a.Operation))
 		return nil
 	}, handlers.Operations(handlers.OperationCreate, handlers.OperationUpdate))
@@ -43,8 +45,9 @@ func TestAdmissionHandlersGetTheObjectsMemoOrACopyOfTheOperatorsAndTheIndexes(t 
 		}
 		return nil
 	})
+	managers := &struct{ client.Client }{} // stands for the manager's client
 	for _, h := range rv.hooks {
-		h.op, h.gvk = op, gvk
+		h.op, h.gvk, h.client = op, gvk, managers
 	}
 
 	for _, req := range []struct {
@@ -71,6 +74,9 @@ func TestAdmissionHandlersGetTheObjectsMemoOrACopyOfTheOperatorsAndTheIndexes(t 
 		t.Errorf("the object's memo has region %v, want what the UPDATE handler set", got)
 	}
 	for _, c := range calls {
+		if c.client != managers {
+			t.Errorf("the handler got client %v, want the manager's", c.client)
+		}
 		if len(c.values) != 1 || c.values[0] != "svc" {
 			t.Errorf("the index under the int key 8080 gave %v, want [svc]", c.values)
 		}
