@@ -83,6 +83,20 @@ type AdmissionRequest struct {
 	// above leave out (such as the options object of a CONNECT request).
 	Raw *admissionv1.AdmissionRequest
 
+	// Memo is the object's memo, the one its other handlers share, when the
+	// operator has handled the object (or seen it in an index) already. On
+	// CREATE, and for objects the operator does not know, it is a shallow
+	// copy of the operator memo that lasts for this request only, as in
+	// Kopf. All handlers of one request share it.
+	Memo *Memo
+	// Indexes are the operator's indexes, by name; see OnIndex. Unlike
+	// object handlers, admission handlers may be called before the indexes
+	// have seen their initial lists.
+	Indexes *Indexes
+	// Client is the manager's client: reads come from its cache, writes go
+	// to the API server.
+	Client client.Client
+
 	x *extras // the engine's side of the call: the warnings
 }
 

@@ -68,7 +68,9 @@ type Cause struct {
 	Client client.Client
 	// Memo is the object's in-memory scratchpad, shared by its handlers;
 	// for operator-level handlers (OnStartup, OnCleanup, OnProbe), the
-	// operator's.
+	// operator's. An object's memo starts as a shallow copy of the
+	// operator's, as in Kopf: what startup handlers put there, every object
+	// gets; what a handler sets in an object's memo stays there.
 	Memo *Memo
 
 	// Retry counts earlier attempts of this handler for this cause: 0 on the
@@ -237,7 +239,13 @@ type Patch = spec.Patch
 // Memo is a per-object scratchpad kept in the operator's memory (never
 // stored on the object), with Get, Set and Update: every handler of one
 // object sees the same Memo until the object is gone or the operator
-// restarts. It is safe for concurrent use.
+// restarts. The operator has one too, for the operator-level handlers,
+// with reconcile.Options.Memo as its starting content. An object's memo
+// starts as a shallow copy of the operator memo, taken when the object is
+// first seen after the startup handlers finished: later changes to the
+// operator memo's keys do not reach objects seen before, but a value both
+// hold (a map, a channel, a pointer) is the same value. It is safe for
+// concurrent use.
 type Memo = spec.Memo
 
 // Diff is the list of changes from Cause.Old to Cause.New, sorted by path.
@@ -275,9 +283,13 @@ const (
 )
 
 // Indexes are the operator's indexes, by name: Get(name) returns one (nil if
-// there is no index of that name). See OnIndex.
+// there is no index of that name; a nil Index reads as empty). See OnIndex,
+// and IndexRef for typed access.
 type Indexes = spec.Indexes
 
 // Index maps keys to the values objects contributed under them: Get(key),
-// Keys() and Len(). It is safe for concurrent use.
+// Keys() and Len(). Keys are of the comparable type the index function
+// used (the key of a flat index, see OnFlatIndex, is nil), and Get needs a
+// key of that very type: Get(int64(1)) finds nothing under the int 1. It is
+// safe for concurrent use.
 type Index = spec.Index

@@ -161,6 +161,34 @@ func ExampleOnIndex() {
 	// Output: <nil>
 }
 
+// A flat index collects one value per object, with no keys: its one key
+// is nil. The IndexRef that OnFlatIndex returns reads it typed.
+func ExampleOnFlatIndex() {
+	reg := handlers.NewRegistry()
+	nodeNames := handlers.OnFlatIndex(reg, "node-names", func(node *corev1.Node) string { return node.Name })
+	handlers.OnCreate(reg, func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
+		return map[string]any{"nodes": nodeNames.Get(c.Indexes, nil)}, nil // []string
+	})
+	fmt.Println(reg.Err())
+	// Output: <nil>
+}
+
+// Index keys of any comparable type, read typed through the IndexRef that
+// OnIndex returns.
+func ExampleIndexRef() {
+	type podKey struct{ Namespace, App string }
+	reg := handlers.NewRegistry()
+	byApp := handlers.OnIndex(reg, "pods-by-app", func(pod *corev1.Pod) map[podKey]string {
+		return map[podKey]string{{pod.Namespace, pod.Labels["app"]}: pod.Name}
+	})
+	handlers.OnCreate(reg, func(ctx context.Context, svc *corev1.Service, c *handlers.Cause) (any, error) {
+		pods := byApp.Get(c.Indexes, podKey{svc.Namespace, svc.Spec.Selector["app"]}) // []string
+		return map[string]any{"pods": pods}, nil
+	})
+	fmt.Println(byApp.Name(), reg.Err())
+	// Output: pods-by-app <nil>
+}
+
 // Operator-level handlers: a startup handler that fills the operator's
 // memo before any object is handled, a cleanup handler for a graceful stop,
 // and a probe for the health checks.

@@ -411,7 +411,7 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 		{name: "OnEvent(nil)", id: "event_fn", want: "the handler function is nil",
 			register: func(r *handlers.Registry) { handlers.OnEvent[*corev1.Pod](r, nil) }},
 		{name: "OnIndex(nil)", id: "by_x", want: "the handler function is nil",
-			register: func(r *handlers.Registry) { handlers.OnIndex[*corev1.Pod](r, "by_x", nil) }},
+			register: func(r *handlers.Registry) { handlers.OnIndex[*corev1.Pod, string, any](r, "by_x", nil) }},
 		{name: "OnStartup(nil)", id: "startup_fn", want: "the handler function is nil",
 			register: func(r *handlers.Registry) { handlers.OnStartup(r, nil) }},
 		{name: "OnCleanup(nil)", id: "cleanup_fn", want: "the handler function is nil",

@@ -28,12 +28,12 @@ func TestIndexKeepsEachObjectsEntriesAndDropsThemWithIt(t *testing.T) {
 	if ix == nil || spec.AddIndex(indexes, "by_app") != ix {
 		t.Fatal("adding an index again does not return the existing one")
 	}
-	spec.SetEntries(ix, "ns/a", map[string]any{"db": "a", "all": 1})
-	spec.SetEntries(ix, "ns/b", map[string]any{"db": "b", "all": 2})
+	spec.SetEntries(ix, "ns/a", map[any]any{"db": "a", "all": 1})
+	spec.SetEntries(ix, "ns/b", map[any]any{"db": "b", "all": 2})
 	if got := fmt.Sprint(ix.Get("db")); got != "[a b]" {
 		t.Errorf("Get(db) = %s", got)
 	}
-	spec.SetEntries(ix, "ns/a", map[string]any{"web": "a"}) // a moves from db to web
+	spec.SetEntries(ix, "ns/a", map[any]any{"web": "a"}) // a moves from db to web
 	if got := fmt.Sprint(ix.Get("db"), ix.Keys()); got != "[b] [all db web]" {
 		t.Errorf("after the move: %s", got)
 	}
@@ -44,6 +44,36 @@ func TestIndexKeepsEachObjectsEntriesAndDropsThemWithIt(t *testing.T) {
 	}
 	if (*handlers.Indexes)(nil).Get("by_app") != nil {
 		t.Error("a nil Indexes has an index")
+	}
+}
+
+func TestIndexRefsReadKeysOfAnyComparableTypeAndFlatIndexesTyped(t *testing.T) {
+	type key struct {
+		Namespace string
+		Port      int
+	}
+	reg := handlers.NewRegistry()
+	byPort := handlers.OnIndex(reg, "by_port", func(*corev1.Service) map[key]int { return nil })
+	flat := handlers.OnFlatIndex(reg, "names", func(*corev1.Service) string { return "" })
+	indexes := spec.NewIndexes()
+	if byPort.Get(indexes, key{"ns", 80}) != nil || byPort.Keys(indexes) != nil || byPort.Len(indexes) != 0 {
+		t.Error("an index that does not exist is not empty")
+	}
+	spec.SetEntries(spec.AddIndex(indexes, "by_port"), "ns/b", map[any]any{key{"ns", 80}: 2, key{"ns", 443}: 2})
+	spec.SetEntries(indexes.Get("by_port"), "ns/a", map[any]any{key{"ns", 80}: 1})
+	spec.SetEntries(spec.AddIndex(indexes, "names"), "ns/b", map[any]any{nil: "b"})
+	spec.SetEntries(indexes.Get("names"), "ns/a", map[any]any{nil: "a"})
+	if got := fmt.Sprint(byPort.Get(indexes, key{"ns", 80}), byPort.Keys(indexes), byPort.Len(indexes)); got != "[1 2] [{ns 443} {ns 80}] 2" {
+		t.Errorf("by_port: Get, Keys, Len = %s", got)
+	}
+	if got := indexes.Get("by_port").Get(struct {
+		Namespace string
+		Port      int
+	}{"ns", 80}); got != nil {
+		t.Errorf("a key of another type found %v", got)
+	}
+	if got := fmt.Sprint(flat.Get(indexes, nil), flat.Keys(indexes)); got != "[a b] [<nil>]" {
+		t.Errorf("flat index: Get(nil), Keys = %s", got)
 	}
 }
 

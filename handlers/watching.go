@@ -42,20 +42,100 @@ func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption)
 }
 
 // IndexFunc maps an object to index entries: for each key, the value this
-// object contributes under it. A nil or empty map puts the object in no key.
-type IndexFunc[T client.Object] func(obj T) map[string]any
+// object contributes under it. Keys are of any comparable type (strings,
+// numbers, structs of them, as Kopf's any hashable key); a nil or empty map
+// puts the object in no key.
+type IndexFunc[T client.Object, K comparable, V any] func(obj T) map[K]V
 
 // OnIndex registers an in-memory index named name over the selected objects
 // of type T: for every key, the values all objects contributed under it. It
 // is kept up to date on every event, and an object's entries go when the
-// object goes or stops matching the filters. Handlers of every kind read it
-// as c.Indexes.Get(name). No change handler runs before every index has
-// seen the initial list of its kind. An index function cannot fail; a panic
-// in it is logged and leaves the object's entries as they were.
-func OnIndex[T client.Object](r *Registry, name string, fn IndexFunc[T], opts ...IndexOption) {
+// object goes or stops matching the filters. Handlers of every kind —
+// change, timer, daemon, event and index handlers, admission handlers, and
+// the operator-level OnStartup, OnCleanup and OnProbe — read it as
+// c.Indexes.Get(name) (a.Indexes for admission handlers), or typed through
+// the IndexRef that OnIndex returns. No object handler runs before every
+// index has seen the initial list of its kind; operator-level and admission
+// handlers get no such promise (startup handlers run while the indexes
+// fill). An index function cannot fail; a panic in it is logged and leaves
+// the object's entries as they were.
+func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn IndexFunc[T, K, V], opts ...IndexOption) IndexRef[K, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
-		call = func(_ context.Context, obj T, _ *Cause) (any, error) { return fn(obj), nil }
+		call = func(_ context.Context, obj T, _ *Cause) (any, error) {
+			entries := fn(obj)
+			if len(entries) == 0 {
+				return map[any]any(nil), nil
+			}
+			out := make(map[any]any, len(entries))
+			for k, v := range entries {
+				out[k] = v
+			}
+			return out, nil
+		}
 	}
 	registerCall(r, spec.KindIndex, fn, call, apply(opts, set(func(d *draft) { d.ID = name })))
+	return IndexRef[K, V]{name: name}
 }
+
+// OnFlatIndex registers an in-memory index named name that collects one
+// value per selected object of type T, with no keys to look them up by:
+// Kopf's index of an index function that returns something other than a
+// dict. Its one key is nil, so c.Indexes.Get(name).Get(nil) (or the
+// returned IndexRef's Get with nil) lists every object's value. It behaves
+// as OnIndex otherwise; to leave an object out, filter it out.
+func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T) V, opts ...IndexOption) IndexRef[any, V] {
+	var call HandlerFunc[T]
+	if fn != nil {
+		call = func(_ context.Context, obj T, _ *Cause) (any, error) { return map[any]any{nil: fn(obj)}, nil }
+	}
+	registerCall(r, spec.KindIndex, fn, call, apply(opts, set(func(d *draft) { d.ID = name })))
+	return IndexRef[any, V]{name: name}
+}
+
+// IndexRef names an index registered by OnIndex or OnFlatIndex and reads
+// it with the key and value types of its index function, so that no type
+// assertions are needed:
+//
+//	podsByNode := handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod) map[string]string {
+//		return map[string]string{pod.Spec.NodeName: pod.Name}
+//	})
+//	...
+//	names := podsByNode.Get(c.Indexes, node.Name) // []string
+type IndexRef[K comparable, V any] struct {
+	name string
+}
+
+// Name returns the index's name.
+func (r IndexRef[K, V]) Name() string { return r.name }
+
+// Get returns the values under key in the index of ixs, ordered by the
+// objects that contributed them (namespace/name), or nil.
+func (r IndexRef[K, V]) Get(ixs *Indexes, key K) []V {
+	values := ixs.Get(r.name).Get(key)
+	if values == nil {
+		return nil
+	}
+	out := make([]V, len(values))
+	for i, v := range values {
+		out[i], _ = v.(V) // a nil value of an interface type V stays the zero V
+	}
+	return out
+}
+
+// Keys returns the keys that have values in the index of ixs, in the order
+// of Index.Keys.
+func (r IndexRef[K, V]) Keys(ixs *Indexes) []K {
+	keys := ixs.Get(r.name).Keys()
+	if keys == nil {
+		return nil
+	}
+	out := make([]K, len(keys))
+	for i, k := range keys {
+		out[i], _ = k.(K)
+	}
+	return out
+}
+
+// Len returns the number of keys that have values in the index of ixs.
+func (r IndexRef[K, V]) Len(ixs *Indexes) int { return ixs.Get(r.name).Len() }

@@ -19,6 +19,7 @@ type memory struct {
 	warned    bool     // a Warning Event about bad stored state was posted
 	tooLarge  bool     // a Warning Event about a write refused as too large was posted
 	memo      spec.Memo
+	seeded    bool // memo has the operator memo's keys
 }
 
 // consistencyWait returns how long to wait for the cache to show gopf's last
@@ -50,16 +51,24 @@ type unsaved struct {
 
 // memories holds the memory of every object seen. An object's memory is used
 // only by the one reconcile that handles the object at a time.
+//
+// An object's memo starts as a shallow copy of the operator memo, as in
+// Kopf, taken when the object is first seen after the startup handlers
+// finished (so it holds what they put there). Index functions run while the
+// startup handlers still run (Kopf starts watching only after them), and
+// admission requests can come then too: an object they see first gets the
+// operator memo's keys at its first sight after startup, except the keys
+// its memo has by then.
 type memories struct {
 	mu       sync.Mutex
 	m        map[types.NamespacedName]*memory
-	defaults map[string]any
+	operator *shared // nil: memos start empty
 }
 
-// newMemories returns an empty set; every object's memo starts as a shallow
-// copy of defaults.
-func newMemories(defaults map[string]any) *memories {
-	return &memories{m: map[types.NamespacedName]*memory{}, defaults: defaults}
+// newMemories returns an empty set; objects' memos are seeded from the
+// operator memo of sh.
+func newMemories(sh *shared) *memories {
+	return &memories{m: map[types.NamespacedName]*memory{}, operator: sh}
 }
 
 // get returns the memory of the object, new if the object is new or was
@@ -70,16 +79,44 @@ func (ms *memories) get(key types.NamespacedName, uid types.UID) *memory {
 	m, ok := ms.m[key]
 	if !ok || m.uid != uid {
 		m = &memory{uid: uid}
-		for k, v := range ms.defaults {
-			m.memo.Set(k, v)
-		}
 		ms.m[key] = m
 	}
+	ms.seed(m)
 	return m
+}
+
+// find returns the memo of the object if it has a memory, or nil; uid ""
+// stands for whichever object has that name.
+func (ms *memories) find(key types.NamespacedName, uid types.UID) *spec.Memo {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m, ok := ms.m[key]
+	if !ok || uid != "" && m.uid != uid {
+		return nil
+	}
+	ms.seed(m)
+	return &m.memo
+}
+
+// seed gives m's memo the operator memo's keys once the startup handlers
+// are done.
+func (ms *memories) seed(m *memory) {
+	if m.seeded || ms.operator == nil || !ms.operator.gate.hasStarted() {
+		return
+	}
+	spec.SeedMemo(&m.memo, ms.operator.memo)
+	m.seeded = true
 }
 
 func (ms *memories) forget(key types.NamespacedName) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	delete(ms.m, key)
+}
+
+// hasStarted reports whether the startup handlers are done.
+func (g *gate) hasStarted() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started
 }

@@ -108,8 +108,10 @@ type Options struct {
 	// there is no separate setting for it. Default: "gopf".
 	EventComponent string
 
-	// Memo is the operator-wide default of every object's memo: each object
-	// starts with a shallow copy of it on first sight.
+	// Memo is the operator memo's starting content: operator-level handlers
+	// (OnStartup, OnCleanup, OnProbe) see it, startup handlers add to it,
+	// and every object's memo starts as a shallow copy of it, taken when the
+	// object is first seen after the startup handlers finished.
 	Memo map[string]any
 
 	// Namespaces limits the operator to namespaces matching these patterns
@@ -201,9 +203,9 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("gopf: %w", err)
 	}
-	sh := &shared{set: contract.SetOf(reg), indexes: spec.NewIndexes(), gate: &gate{}, scope: sc, memo: &spec.Memo{}, client: mgr.GetClient()}
-	for k, v := range opts.Memo {
-		sh.memo.Set(k, v)
+	sh, err := newShared(mgr, reg, sc, opts)
+	if err != nil {
+		return err
 	}
 	if err := setupActivities(mgr, reg, sh, opts); err != nil {
 		return err
@@ -403,7 +405,8 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	kc.wake = make(chan event.GenericEvent, 1024)
 	kc.log = mgr.GetLogger().WithValues("controller", kc.name)
 	kc.kopf.log = kc.log
-	kc.memory = newMemories(opts.Memo)
+	kc.memory = newMemories(sh)
+	sh.operator.AddObjectMemos(gvk, kc.memory.find)
 	kc.cache = mgr.GetCache()
 	return kc, nil
 }

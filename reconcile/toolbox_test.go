@@ -62,13 +62,7 @@ func TestIndexesAreReadyBeforeHandlersAndFollowTheirObjects(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
-	for i, app := range []string{"db", "db", "web"} {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{"app": app}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example"}}},
-		}
-		g.Expect(k8s.Create(ctx, pod)).To(Succeed())
-	}
+	createPods(g, ns, "db", "db", "web")
 	reg := handlers.NewRegistry()
 	handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod) map[string]any {
 		return map[string]any{pod.Labels["app"]: pod.Name}

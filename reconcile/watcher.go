@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,8 +12,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -22,8 +23,9 @@ import (
 // whether each index has seen the initial list of its kind.
 type shared struct {
 	set      *contract.Set
-	indexes  *spec.Indexes
-	memo     *spec.Memo // the operator-level handlers' memo
+	operator *spec.Operator // what the webhook engine shares
+	indexes  *spec.Indexes  // operator.Indexes
+	memo     *spec.Memo     // operator.Memo: the operator-level handlers' memo
 	client   client.Client
 	gate     *gate
 	scope    *scope
@@ -31,6 +33,27 @@ type shared struct {
 	watchers []*watcher      // those that feed indexes
 	ctx      context.Context // the manager's, once it runs
 	busy     atomic.Int64    // reconciles, timer runs and daemons in progress
+}
+
+// newShared makes what the controllers of reg on mgr share, with the
+// operator memo and indexes the webhook engine shares too (see
+// spec.Operator), and forgets those when the manager stops.
+func newShared(mgr manager.Manager, reg *handlers.Registry, sc *scope, opts Options) (*shared, error) {
+	set := contract.SetOf(reg)
+	op := set.OperatorOf(mgr)
+	for k, v := range opts.Memo {
+		op.Memo.Set(k, v)
+	}
+	sh := &shared{set: set, operator: op, indexes: op.Indexes, gate: &gate{}, scope: sc, memo: op.Memo, client: mgr.GetClient()}
+	forget := manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		set.DropOperator(mgr)
+		return nil
+	})
+	if err := mgr.Add(forget); err != nil {
+		return nil, fmt.Errorf("gopf: adding the operator's memory: %w", err)
+	}
+	return sh, nil
 }
 
 // operatorCall builds the call of an operator-level handler: the
@@ -155,7 +178,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 		if err != nil {
 			continue // the object keeps its previous entries
 		}
-		entries, _ := out.(map[string]any)
+		entries, _ := out.(map[any]any)
 		spec.SetEntries(ix, key.String(), entries)
 	}
 	if !w.k.shared.scope.includes(obj.GetNamespace()) {

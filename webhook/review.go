@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+
 	"github.com/gopf-dev/gopf/internal/contract"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,11 +51,12 @@ func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission
 	current := original
 	var warnings []string
 	var failures []error
+	memos := memosOf(&req.AdmissionRequest, original)
 	for _, h := range rv.hooks {
 		if !h.handles(op, req.SubResource) {
 			continue
 		}
-		next, warns, err := rv.run(ctx, h, &req.AdmissionRequest, current)
+		next, warns, err := rv.run(ctx, h, &req.AdmissionRequest, current, memos.get(h))
 		warnings = append(warnings, warns...)
 		if err != nil {
 			failures = append(failures, err)
@@ -77,7 +80,7 @@ func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission
 // run calls one handler on the object current (JSON). For a mutator on
 // CREATE or UPDATE, it returns the object with the handler's changes, or
 // nil when the handler changed nothing or was not called.
-func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, current []byte) ([]byte, []string, error) {
+func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, current []byte, memo *spec.Memo) ([]byte, []string, error) {
 	op := handlers.Operation(req.Operation)
 	// Objects decode as the API server decodes them, keys case-sensitively:
 	// encoding/json would let a "Spec" or "dAtA" the API server ignores
@@ -122,6 +125,11 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 		Log:         log,
 		Patch:       &handlers.Patch{},
 		Raw:         req,
+		Memo:        memo,
+		Client:      h.client,
+	}
+	if h.op != nil {
+		areq.Indexes = h.op.Indexes
 	}
 	review := &contract.Extras{}
 	h.set.BindRequest(areq, review)
@@ -146,6 +154,57 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 		return nil, review.Warnings, fmt.Errorf("%s: applying the changes: %w", h.reg, err)
 	}
 	return next, review.Warnings, nil
+}
+
+// requestMemos finds the memos the handlers of one admission request get:
+// per kind, the object's memo if the reconcile engine knows the object, as
+// Kopf gives; else (always on CREATE, where Kopf gives a throw-away memo) a
+// shallow copy of the operator memo that the object does not keep.
+type requestMemos struct {
+	key   types.NamespacedName
+	uid   types.UID // "" on CONNECT: the object's, whatever it is
+	fresh bool      // CREATE: no object yet
+	byGVK map[schema.GroupVersionKind]*spec.Memo
+}
+
+// memosOf prepares the memos of a request whose object (the stored one on
+// DELETE) is raw.
+func memosOf(req *admissionv1.AdmissionRequest, raw []byte) *requestMemos {
+	ms := &requestMemos{
+		key:   types.NamespacedName{Namespace: req.Namespace, Name: req.Name},
+		fresh: handlers.Operation(req.Operation) == handlers.OperationCreate,
+		byGVK: map[schema.GroupVersionKind]*spec.Memo{},
+	}
+	if handlers.Operation(req.Operation) != handlers.OperationConnect {
+		var meta struct {
+			Metadata struct {
+				UID types.UID `json:"uid"`
+			} `json:"metadata"`
+		}
+		_ = json.Unmarshal(raw, &meta) // an object without a uid has no memory
+		ms.uid = meta.Metadata.UID
+		ms.fresh = ms.fresh || ms.uid == ""
+	}
+	return ms
+}
+
+// get returns the memo for h's kind.
+func (ms *requestMemos) get(h *hook) *spec.Memo {
+	if m, ok := ms.byGVK[h.gvk]; ok {
+		return m
+	}
+	var m *spec.Memo
+	if h.op != nil && !ms.fresh {
+		m = h.op.ObjectMemo(h.gvk, ms.key, ms.uid)
+	}
+	if m == nil {
+		m = &spec.Memo{}
+		if h.op != nil {
+			spec.SeedMemo(m, h.op.Memo)
+		}
+	}
+	ms.byGVK[h.gvk] = m
+	return m
 }
 
 // call runs the handler, turning a panic into an error.

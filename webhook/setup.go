@@ -24,7 +24,9 @@ import (
 // hook is one admission handler, resolved against the API server.
 type hook struct {
 	reg        *contract.Handler
-	set        *contract.Set // the registry's, which binds a request to its extras
+	set        *contract.Set  // the registry's, which binds a request to its extras
+	op         *spec.Operator // memos and indexes shared with the reconcile engine
+	client     client.Client  // the manager's
 	gvk        schema.GroupVersionKind
 	resource   string // plural resource name
 	namespaced bool
@@ -136,6 +138,8 @@ func resolveHooks(mgr manager.Manager, set *contract.Set, regs []*contract.Handl
 		h := &hook{
 			reg:        r,
 			set:        set,
+			op:         set.OperatorOf(mgr),
+			client:     mgr.GetClient(),
 			gvk:        gvk,
 			resource:   mapping.Resource.Resource,
 			namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace,

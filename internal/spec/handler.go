@@ -56,9 +56,10 @@ type Set[C, A any] struct {
 	BindCause   func(c C, x *Extras[C, A])
 	BindRequest func(a A, x *Extras[C, A])
 
-	mu       sync.Mutex
-	handlers []*Handler[C, A]
-	errs     []error
+	mu        sync.Mutex
+	handlers  []*Handler[C, A]
+	errs      []error
+	operators map[any]*Operator // by manager; see OperatorOf
 }
 
 // Add validates h against the handlers before it (with problems found

@@ -38,6 +38,27 @@ func (m *Memo) Update(key string, fn func(old any) any) {
 	m.m[key] = fn(m.m[key])
 }
 
+// SeedMemo gives dst every key of src that dst does not have, with src's
+// value: a shallow copy that keeps what dst holds already.
+func SeedMemo(dst, src *Memo) {
+	src.mu.Lock()
+	snapshot := make(map[string]any, len(src.m))
+	for k, v := range src.m {
+		snapshot[k] = v
+	}
+	src.mu.Unlock()
+	dst.mu.Lock()
+	defer dst.mu.Unlock()
+	if dst.m == nil {
+		dst.m = make(map[string]any, len(snapshot))
+	}
+	for k, v := range snapshot {
+		if _, ok := dst.m[k]; !ok {
+			dst.m[k] = v
+		}
+	}
+}
+
 // DiffOp is the kind of one change in a Diff.
 type DiffOp string
 
@@ -93,23 +114,28 @@ func AddIndex(s *Indexes, name string) *Index {
 	if ix, ok := s.m[name]; ok {
 		return ix
 	}
-	ix := &Index{byKey: map[string]map[string]any{}, byObject: map[string]map[string]any{}}
+	ix := &Index{byKey: map[any]map[string]any{}, byObject: map[string][]any{}}
 	s.m[name] = ix
 	return ix
 }
 
-// Index maps keys to the values objects contributed under them. It is safe
-// for concurrent use; an update costs in proportion to the keys of the one
+// Index maps keys to the values objects contributed under them. Keys are
+// of any comparable type; a flat index has the one key nil. It is safe for
+// concurrent use; an update costs in proportion to the keys of the one
 // object it concerns.
 type Index struct {
 	mu       sync.RWMutex
-	byKey    map[string]map[string]any // key → object → value
-	byObject map[string]map[string]any // object → key → value
+	byKey    map[any]map[string]any // key → object → value
+	byObject map[string][]any       // object → its keys
 }
 
 // Get returns the values under key, ordered by the objects that contributed
-// them (namespace/name), or nil.
-func (ix *Index) Get(key string) []any {
+// them (namespace/name), or nil. The key must be of the type the index
+// function used: the int 1 is not the int64 1.
+func (ix *Index) Get(key any) []any {
+	if ix == nil {
+		return nil
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	entries := ix.byKey[key]
@@ -128,31 +154,48 @@ func (ix *Index) Get(key string) []any {
 	return out
 }
 
-// Keys returns the keys that have values, sorted.
-func (ix *Index) Keys() []string {
+// Keys returns the keys that have values, sorted by how fmt prints them
+// (%v), and by type where two print alike; string keys sort as strings.
+func (ix *Index) Keys() []any {
+	if ix == nil {
+		return nil
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	keys := make([]string, 0, len(ix.byKey))
+	keys := make([]any, 0, len(ix.byKey))
 	for k := range ix.byKey {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sortKeys(keys)
 	return keys
+}
+
+// sortKeys sorts index keys as Index.Keys returns them.
+func sortKeys(keys []any) {
+	printed := make(map[any]string, len(keys))
+	for _, k := range keys {
+		printed[k] = fmt.Sprintf("%v\x00%T", k, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return printed[keys[i]] < printed[keys[j]] })
 }
 
 // Len returns the number of keys that have values.
 func (ix *Index) Len() int {
+	if ix == nil {
+		return 0
+	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	return len(ix.byKey)
 }
 
 // SetEntries replaces what one object (namespace/name) contributes to ix;
-// no entries removes its contribution.
-func SetEntries(ix *Index, object string, entries map[string]any) {
+// no entries removes its contribution. The keys come from a Go map, so they
+// are comparable.
+func SetEntries(ix *Index, object string, entries map[any]any) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	for k := range ix.byObject[object] {
+	for _, k := range ix.byObject[object] {
 		delete(ix.byKey[k], object)
 		if len(ix.byKey[k]) == 0 {
 			delete(ix.byKey, k)
@@ -162,9 +205,9 @@ func SetEntries(ix *Index, object string, entries map[string]any) {
 	if len(entries) == 0 {
 		return
 	}
-	own := make(map[string]any, len(entries))
+	own := make([]any, 0, len(entries))
 	for k, v := range entries {
-		own[k] = v
+		own = append(own, k)
 		if ix.byKey[k] == nil {
 			ix.byKey[k] = map[string]any{}
 		}

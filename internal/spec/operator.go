@@ -1,0 +1,68 @@
+package spec
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Operator is what the engines of one registry on one manager share, so
+// that admission handlers see what the reconcile engine keeps: the
+// operator's memo (which the startup handlers fill and which seeds every
+// object's memo), the indexes, and the memos of the objects the engine has
+// seen. It is safe for concurrent use.
+type Operator struct {
+	// Memo is the operator's memo.
+	Memo *Memo
+	// Indexes are the operator's indexes.
+	Indexes *Indexes
+
+	mu    sync.RWMutex
+	memos map[schema.GroupVersionKind]func(key types.NamespacedName, uid types.UID) *Memo
+}
+
+// AddObjectMemos lets ObjectMemo find the memos of a kind's objects with
+// find, which returns nil for an object the engine has not seen.
+func (o *Operator) AddObjectMemos(gvk schema.GroupVersionKind, find func(key types.NamespacedName, uid types.UID) *Memo) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.memos[gvk] = find
+}
+
+// ObjectMemo returns the memo of the object, or nil if the reconcile
+// engine does not know it (or does not handle its kind).
+func (o *Operator) ObjectMemo(gvk schema.GroupVersionKind, key types.NamespacedName, uid types.UID) *Memo {
+	o.mu.RLock()
+	find := o.memos[gvk]
+	o.mu.RUnlock()
+	if find == nil {
+		return nil
+	}
+	return find(key, uid)
+}
+
+// OperatorOf returns the Operator of the set on one manager (owner, a
+// comparable value such as the manager itself), new on first use: both
+// engines call it during setup and get the same one.
+func (s *Set[C, A]) OperatorOf(owner any) *Operator {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if op, ok := s.operators[owner]; ok {
+		return op
+	}
+	if s.operators == nil {
+		s.operators = map[any]*Operator{}
+	}
+	op := &Operator{Memo: &Memo{}, Indexes: NewIndexes(), memos: map[schema.GroupVersionKind]func(types.NamespacedName, types.UID) *Memo{}}
+	s.operators[owner] = op
+	return op
+}
+
+// DropOperator forgets the Operator of the set on owner, once the manager
+// has stopped.
+func (s *Set[C, A]) DropOperator(owner any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.operators, owner)
+}
