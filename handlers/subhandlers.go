@@ -28,7 +28,7 @@ type SubFunc func(ctx context.Context, c *Cause) (any, error)
 // options. Register is for change handlers only: elsewhere it logs an error
 // and the sub-handler does not run. To run sub-handlers within the call
 // instead, see Execute.
-func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any, error), opts ...SubOption) {
+func (c *Cause) Register(id string, fn SubFunc, opts ...SubOption) {
 	if c.x == nil {
 		c.x = &extras{SubsAllowed: true}
 	}
