@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -97,47 +95,6 @@ type Cause struct {
 
 	x *extras // the engine's side of the call: Events, sub-handlers
 }
-
-// Register adds a sub-handler for this call: a function run after the
-// calling handler returns, with its own id (<parent-id>/<id>), its own
-// progress and retries, and its result in status.<parent-id>/<id>. The
-// parent is called again on later reconciles while any sub-handler is
-// unfinished, so it must register the same sub-handlers every time and do
-// nothing else with side effects. A sub-handler runs for the same object and
-// cause as its parent, so it takes no filters; it takes the error policy
-// options. Register is for change handlers only: elsewhere it logs an error
-// and the sub-handler does not run.
-func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any, error), opts ...SubOption) {
-	if c.x == nil {
-		c.x = &extras{SubsAllowed: true}
-	}
-	if !c.x.SubsAllowed {
-		c.Log.Error(errSubsOnlyForChanges, "sub-handler not run", "subhandler", id)
-		return
-	}
-	d := apply(opts)
-	d.ID = c.HandlerID + "/" + id
-	problems := d.problems
-	switch {
-	case id == "":
-		problems = append(problems, "a sub-handler has an empty id")
-	case fn == nil:
-		problems = append(problems, fmt.Sprintf("sub-handler %q is nil", d.ID))
-	}
-	for _, other := range c.x.Subs {
-		if other.Options.ID == d.ID {
-			problems = append(problems, fmt.Sprintf("sub-handler id %q is registered twice", d.ID))
-		}
-	}
-	h := &handler{Kind: spec.KindSub, Options: d.Options, Source: callerSource()}
-	h.Call = func(ctx context.Context, _ client.Object, sc *Cause) (any, error) { return fn(ctx, sc) }
-	for i, p := range problems {
-		problems[i] = fmt.Sprintf("%s: %s", h, p)
-	}
-	c.x.AddSub(h, problems...)
-}
-
-var errSubsOnlyForChanges = errors.New("Cause.Register is for change handlers only")
 
 // Result returns the result of the handler with the given id for this
 // object, as it will be stored in status.<id> (decoded JSON), and whether

@@ -252,6 +252,16 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 	}
 	e.cause = e.callReason(purpose)
 	c, x := t.newCall(e, rec)
+	var waiting *time.Time // when the first sub-handler Execute left unfinished is due
+	if x.SubsAllowed {
+		x.Execute = func(ctx context.Context, subs []*contract.Handler) spec.SubsOutcome {
+			out := t.executeSubs(ctx, purpose, e, subs, records)
+			if due := t.now.Add(out.Due); len(out.Unfinished) > 0 && (waiting == nil || due.Before(*waiting)) {
+				waiting = &due
+			}
+			return out
+		}
+	}
 	began := time.Now()
 	h := e.reg
 	if e.sub != nil {
@@ -262,6 +272,14 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 		err = t.checkResult(id, result)
 	}
 	handlerDuration.WithLabelValues(t.k.name, id).Observe(time.Since(began).Seconds())
+	if waiting != nil && waitsForSubs(err) {
+		// As with registered sub-handlers: the parent waits for its
+		// children without a failed attempt, and is called again, with
+		// them, when the first one is due.
+		t.keepResult(id, result)
+		rec.Delayed = waiting
+		return false
+	}
 	if err == nil {
 		subs, subErr := x.Subs, x.SubErr()
 		if subErr != nil {
@@ -303,6 +321,32 @@ func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *ent
 		}
 	}
 	return done, next
+}
+
+// executeSubs runs the sub-handlers a parent's call gives Cause.Execute,
+// and tells how they stand.
+func (t *turn) executeSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler, records map[string]*progress) spec.SubsOutcome {
+	var out spec.SubsOutcome
+	if done, next := t.runSubs(ctx, purpose, parent, subs, records); !done {
+		out.Due = next.Sub(t.now)
+	}
+	for _, s := range subs {
+		id := s.Options.ID
+		switch rec := records[id]; {
+		case !rec.finished():
+			out.Unfinished = append(out.Unfinished, id)
+		case rec.Failure:
+			out.Failed = append(out.Failed, spec.SubFailure{ID: id, Message: rec.Message})
+		}
+	}
+	return out
+}
+
+// waitsForSubs reports whether a parent's error says it waits for the
+// sub-handlers Cause.Execute left unfinished, rather than failing.
+func waitsForSubs(err error) bool {
+	var perm *handlers.PermanentError
+	return errors.Is(err, handlers.ErrSubHandlersUnfinished) && !errors.As(err, &perm)
 }
 
 func (e *entry) reason() handlers.Reason { return reasonOf(e.reg) }

@@ -1,8 +1,10 @@
 package spec
 
 import (
+	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -27,6 +29,14 @@ type Extras[C, A any] struct {
 	Subs        []*Handler[C, A]
 	subProblems []string
 
+	// Execute runs sub-handlers within the call, in order (Kopf's
+	// kopf.execute): those not finished and due, with their progress kept
+	// as the progress of registered sub-handlers is. It is nil where the
+	// engine cannot run sub-handlers (see SubsAllowed).
+	Execute func(ctx context.Context, subs []*Handler[C, A]) SubsOutcome
+	// executed are the ids of the sub-handlers Execute was given so far.
+	executed map[string]bool
+
 	// Warnings are the warnings an admission handler added.
 	Warnings []string
 
@@ -43,6 +53,63 @@ func (x *Extras[C, A]) AddSub(h *Handler[C, A], problems ...string) {
 		return
 	}
 	x.Subs = append(x.Subs, h)
+}
+
+// Used reports whether the call used a sub-handler id already, with
+// AddSub or Claim.
+func (x *Extras[C, A]) Used(id string) bool {
+	if x.executed[id] {
+		return true
+	}
+	for _, h := range x.Subs {
+		if h.Options.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Claim reserves a sub-handler id for Execute; it reports false when the
+// call used the id already.
+func (x *Extras[C, A]) Claim(id string) bool {
+	if x.Used(id) {
+		return false
+	}
+	if x.executed == nil {
+		x.executed = map[string]bool{}
+	}
+	x.executed[id] = true
+	return true
+}
+
+// SubsOutcome is how the sub-handlers given to Extras.Execute stand after
+// it ran them.
+type SubsOutcome struct {
+	// Unfinished are the ids of those that are neither done nor failed for
+	// good, in the order given.
+	Unfinished []string
+	// Due is how long until the first unfinished one is due again.
+	Due time.Duration
+	// Failed are those that failed for good, in the order given.
+	Failed []SubFailure
+}
+
+// SubFailure is a sub-handler that failed for good, with its last error.
+type SubFailure struct {
+	ID      string
+	Message string
+}
+
+// TakeSubs returns the sub-handlers the call registered so far, or what
+// was wrong with them, and forgets them, so that the engine does not run
+// them again when the call returns.
+func (x *Extras[C, A]) TakeSubs() ([]*Handler[C, A], error) {
+	subs, err := x.Subs, x.SubErr()
+	x.Subs, x.subProblems = nil, nil
+	for _, h := range subs {
+		x.Claim(h.Options.ID)
+	}
+	return subs, err
 }
 
 // SubErr reports the bad sub-handler registrations of the call, or nil.
