@@ -109,6 +109,7 @@ type flags struct {
 	printRBAC              bool
 	checkRBAC              string
 	qps                    float64
+	fs                     *flag.FlagSet // to tell the flags given from defaults
 	burst                  int
 	kopfPrefix             string
 	keepManagedFields      bool
@@ -117,6 +118,7 @@ type flags struct {
 func newFlags(name string) (*flag.FlagSet, *flags) {
 	f := &flags{zap: zap.Options{Development: true}}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	f.fs = fs
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to (e.g. :8443); 0 disables it. Probe results are served there at /probes.")
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics (and /probes) over HTTPS to callers whose bearer token the API server authenticates and authorizes (get on the path); false serves plain HTTP to anyone.")
 	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "A directory with tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change. Default: a self-signed certificate.")
@@ -219,7 +221,27 @@ func (f *flags) engineOptions(opts reconcile.Options) reconcile.Options {
 	switch {
 	case f.standalone:
 		opts.Peering = nil
-	case f.peeringName != "" || opts.Peering == nil:
+	case f.peeringName == "" && opts.Peering != nil:
+		// The peering set in code, with the peering flags given on the
+		// command line over it.
+		p := *opts.Peering
+		f.fs.Visit(func(fl *flag.Flag) {
+			switch fl.Name {
+			case "peering-namespace":
+				p.Namespace = f.peeringNS
+			case "priority", "p":
+				p.Priority = f.priority
+			case "peering-lifetime":
+				p.Lifetime = f.lifetime
+			case "peering-stealth":
+				p.Stealth = f.stealth
+			}
+		})
+		if f.dev {
+			p.Priority = reconcile.DevPriority
+		}
+		opts.Peering = &p
+	default:
 		// As Kopf: without --peering, the peering named default if its
 		// object exists (Optional), else none.
 		p := &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS, Priority: f.priority, Lifetime: f.lifetime, Stealth: f.stealth}

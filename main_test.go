@@ -164,7 +164,7 @@ func TestWithoutPeeringFlagsTheDefaultPeeringIsUsedIfItExists(t *testing.T) {
 	}
 }
 
-func TestAPeeringSetInCodeIsKeptUnlessTheFlagsNameOne(t *testing.T) {
+func TestAPeeringSetInCodeTakesThePeeringFlagsGiven(t *testing.T) {
 	inCode := reconcile.Options{Peering: &reconcile.PeeringOptions{Name: "from-code"}}
 	fs, f := newFlags("op")
 	if err := fs.Parse(nil); err != nil {
@@ -172,6 +172,24 @@ func TestAPeeringSetInCodeIsKeptUnlessTheFlagsNameOne(t *testing.T) {
 	}
 	if got := f.engineOptions(inCode).Peering; got == nil || got.Name != "from-code" {
 		t.Errorf("peering = %+v, want the one set in code", got)
+	}
+	fs, f = newFlags("op")
+	if err := fs.Parse([]string{"-p", "7", "--peering-lifetime", "2m", "--peering-stealth", "--peering-namespace", "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	want := reconcile.PeeringOptions{Name: "from-code", Namespace: "ops", Priority: 7, Lifetime: 2 * time.Minute, Stealth: true}
+	if got := f.engineOptions(inCode).Peering; got == nil || *got != want {
+		t.Errorf("peering = %+v, want the one set in code with the flags given over it, %+v", got, want)
+	}
+	if inCode.Peering.Priority != 0 {
+		t.Errorf("the options set in code were changed: %+v", inCode.Peering)
+	}
+	fs, f = newFlags("op")
+	if err := fs.Parse([]string{"--dev"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.engineOptions(inCode).Peering; got == nil || got.Priority != reconcile.DevPriority || got.Lifetime != 0 {
+		t.Errorf("peering = %+v, want the one set in code with the development priority", got)
 	}
 	fs, f = newFlags("op")
 	if err := fs.Parse([]string{"--standalone"}); err != nil {
