@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -40,9 +41,9 @@ type ManagerOptions struct {
 	// negations (see reconcile.CacheNamespaces).
 	Engine reconcile.Options
 
-	// QPS and Burst cap the requests the manager's clients send per second
-	// (client-side rate limit). Zero keeps the rest.Config's value; a
-	// negative QPS lifts the limit. Main sets them from --kube-api-qps and
+	// QPS and Burst cap the requests the manager's clients, together, send
+	// per second (client-side rate limit, one token bucket). Zero keeps the
+	// rest.Config's value; a negative QPS lifts the limit. Main sets them from --kube-api-qps and
 	// --kube-api-burst (500 and 1000).
 	QPS   float32
 	Burst int
@@ -141,6 +142,12 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	}
 	if opts.Burst != 0 {
 		cfg.Burst = opts.Burst
+	}
+	if cfg.QPS > 0 && cfg.RateLimiter == nil {
+		// One bucket for all of the manager's clients (typed, unstructured,
+		// metadata; every kind), so that the ceiling holds for the operator
+		// as a whole rather than per client and kind.
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	}
 	switch t := opts.WatchInactivityTimeout; {
 	case t == 0:
