@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -220,7 +219,7 @@ func metricsOptions(opts ManagerOptions) (metricsserver.Options, error) {
 	}
 	mo.SecureServing = true
 	mo.CertDir = opts.MetricsCertDir
-	mo.FilterProvider = filters.WithAuthenticationAndAuthorization
+	mo.FilterProvider = metricsAuth
 	// HTTP/2 stays off, as in kubebuilder's scaffold: its stream
 	// multiplexing made the endpoint open to rapid-reset attacks
 	// (CVE-2023-44487) for nothing a scraper needs.
