@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/reconcile"
 )
 
 func TestHandlersForACategoryOrASelectorHandleEveryKindTheyChooseIncludingLaterOnes(t *testing.T) {
@@ -74,4 +76,19 @@ func TestHandlersForACategoryOrASelectorHandleEveryKindTheyChooseIncludingLaterO
 	g.Expect(result(groupOther, "gadget")(g)).To(BeEmpty())
 	g.Expect(result(groupA, "chosen")(g)).To(BeEmpty())
 	g.Expect(result(groupLater, "chosen")(g)).To(BeEmpty())
+}
+
+func TestPermissionsOfHandlersForACategoryWatchCRDsAndGrantNothingOnUnknownKinds(t *testing.T) {
+	g := NewWithT(t)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) { return nil, nil },
+		handlers.ForCategory("gadgets"))
+	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rules).To(Equal([]rbacv1.PolicyRule{
+		rule("", "events", "create", "patch"),
+		rule("apiextensions.k8s.io", "customresourcedefinitions", "get", "list", "watch"),
+		rule("coordination.k8s.io", "leases", "create", "get", "update"),
+		rule("events.k8s.io", "events", "create", "patch"),
+	}))
 }
