@@ -342,7 +342,7 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 			}},
 		{name: "ForResource on a typed handler", id: "createFn", want: "ForKind and ForResource are only for unstructured handlers",
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, createFn, handlers.ForResource("pods")) }},
-		{name: "unstructured without ForKind", id: "unstructuredFn", want: "an unstructured handler needs ForKind, ForResource, ForCategory or ForKinds",
+		{name: "unstructured without ForKind", id: "unstructuredFn", want: "an unstructured handler needs ForKind or ForResource to say which objects it is for, or ForCategory or ForKinds",
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, unstructuredFn) }},
 		{name: "unstructured with ForKind and ForResource", id: "unstructuredFn", want: "give ForKind or ForResource, not both",
 			register: func(r *handlers.Registry) {

@@ -236,7 +236,7 @@ func optionProblems(h *handler) []string {
 			if h.Kind.Admission() || h.Kind == spec.KindIndex {
 				problems = append(problems, "an unstructured handler needs ForKind or ForResource to say which objects it is for")
 			} else {
-				problems = append(problems, "an unstructured handler needs ForKind, ForResource, ForCategory or ForKinds to say which objects it is for")
+				problems = append(problems, "an unstructured handler needs ForKind or ForResource to say which objects it is for, or ForCategory or ForKinds for several kinds")
 			}
 		case h.Unstructured && hasKind && hasResource:
 			problems = append(problems, "give ForKind or ForResource, not both")
