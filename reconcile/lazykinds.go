@@ -223,27 +223,7 @@ func (l *lazyKinds) resolveSelected(ctx context.Context) error {
 		}
 		failed = partial.Groups
 	}
-	wanted := map[schema.GroupVersionKind][]*contract.Handler{}
-	for _, list := range lists {
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, r := range list.APIResources {
-			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") {
-				continue // a subresource, or a kind that cannot be watched
-			}
-			gvk := gv.WithKind(r.Kind)
-			if l.explicit[gvk.GroupKind()] {
-				continue
-			}
-			for _, h := range l.selected {
-				if h.Options.Kinds.Selects(gvk, r.Categories) {
-					wanted[gvk] = append(wanted[gvk], h)
-				}
-			}
-		}
-	}
+	wanted := choose(lists, l.selected, l.explicit)
 	l.mu.Lock()
 	running := maps.Clone(l.chosen)
 	l.mu.Unlock()
@@ -273,6 +253,35 @@ func (l *lazyKinds) resolveSelected(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// choose returns the kinds among the served ones (lists, as discovery
+// gives them) that the selectors of the handlers selected choose, each
+// with the handlers that chose it in their order. Subresources, kinds that
+// cannot be listed and watched, and the explicit kinds are never chosen.
+func choose(lists []*metav1.APIResourceList, selected []*contract.Handler, explicit map[schema.GroupKind]bool) map[schema.GroupVersionKind][]*contract.Handler {
+	wanted := map[schema.GroupVersionKind][]*contract.Handler{}
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") {
+				continue
+			}
+			gvk := gv.WithKind(r.Kind)
+			if explicit[gvk.GroupKind()] {
+				continue
+			}
+			for _, h := range selected {
+				if h.Options.Kinds.Selects(gvk, r.Categories) {
+					wanted[gvk] = append(wanted[gvk], h)
+				}
+			}
+		}
+	}
+	return wanted
 }
 
 // start starts a served lazy kind, unless it runs.
