@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -77,6 +78,8 @@ var optionTable = []struct {
 	{"Uses", handlers.Uses(&corev1.ConfigMap{}, "create"), allButIndexAndSub},
 	{"ForKind", handlers.ForKind("", "v1", "Pod"), forObjects},
 	{"ForResource", handlers.ForResource("pods"), forObjects},
+	{"ForCategory", handlers.ForCategory("all"), "create update delete resume reconcile timer daemon event"},
+	{"ForKinds", handlers.ForKinds(func(schema.GroupVersionKind) bool { return true }), "create update delete resume reconcile timer daemon event"},
 	{"When", handlers.When(func(*corev1.Pod) bool { return true }), forObjects},
 	{"Labels", handlers.Labels{}, forObjects},
 	{"Annotations", handlers.Annotations{}, forObjects},
@@ -339,7 +342,7 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 			}},
 		{name: "ForResource on a typed handler", id: "createFn", want: "ForKind and ForResource are only for unstructured handlers",
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, createFn, handlers.ForResource("pods")) }},
-		{name: "unstructured without ForKind", id: "unstructuredFn", want: "an unstructured handler needs ForKind or ForResource",
+		{name: "unstructured without ForKind", id: "unstructuredFn", want: "an unstructured handler needs ForKind or ForResource to say which objects it is for, or ForCategory or ForKinds",
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, unstructuredFn) }},
 		{name: "unstructured with ForKind and ForResource", id: "unstructuredFn", want: "give ForKind or ForResource, not both",
 			register: func(r *handlers.Registry) {
@@ -348,6 +351,28 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 		{name: "ForKind without a version", id: "unstructuredFn", want: "needs a version and a kind",
 			register: func(r *handlers.Registry) {
 				handlers.OnCreate(r, unstructuredFn, handlers.ForKind("apps", "", "Deployment"))
+			}},
+
+		{name: "ForCategory on a typed handler", id: "createFn", want: "ForCategory and ForKinds are only for unstructured handlers",
+			register: func(r *handlers.Registry) { handlers.OnCreate(r, createFn, handlers.ForCategory("all")) }},
+		{name: "ForKinds on a typed handler", id: "createFn", want: "ForCategory and ForKinds are only for unstructured handlers",
+			register: func(r *handlers.Registry) {
+				handlers.OnCreate(r, createFn, handlers.ForKinds(func(schema.GroupVersionKind) bool { return true }))
+			}},
+		{name: "ForCategory with ForKind", id: "unstructuredFn", want: "give ForKind or ForResource, or ForCategory or ForKinds, not both",
+			register: func(r *handlers.Registry) {
+				handlers.OnCreate(r, unstructuredFn, handlers.ForCategory("all"), handlers.ForKind("", "v1", "Pod"))
+			}},
+		{name: "ForCategory without a name", id: "unstructuredFn", want: "ForCategory needs a category name",
+			register: func(r *handlers.Registry) { handlers.OnCreate(r, unstructuredFn, handlers.ForCategory("")) }},
+		{name: "ForKinds without a function", id: "unstructuredFn", want: "ForKinds needs a non-nil function",
+			register: func(r *handlers.Registry) { handlers.OnCreate(r, unstructuredFn, handlers.ForKinds(nil)) }},
+		{name: "two ForKinds handlers with one id", id: "u", want: `id "u" is already used`,
+			before: func(r *handlers.Registry) {
+				handlers.OnCreate(r, unstructuredFn, handlers.ID("u"), handlers.ForKinds(func(schema.GroupVersionKind) bool { return true }))
+			},
+			register: func(r *handlers.Registry) {
+				handlers.OnCreate(r, unstructuredFn, handlers.ID("u"), handlers.ForKinds(func(schema.GroupVersionKind) bool { return false }))
 			}},
 
 		// Timers, daemons and level handlers.

@@ -285,6 +285,56 @@ func ForResource(name string) KindSetting {
 	return KindSetting{setting: set(func(d *draft) { d.Resource = name })}
 }
 
+// KindsSetting makes an unstructured handler a handler of several kinds at
+// once, chosen among the kinds the API server serves. Change, level, timer,
+// daemon and event handlers take it; an index (filled from one kind) and
+// admission handlers (whose webhook rules are written at start) do not.
+type KindsSetting struct {
+	setting
+	forChanges
+	forSpawned
+	forReconcile
+	forEvent
+}
+
+// ForCategory makes an unstructured handler handle every served kind in the
+// category name, as Kopf's category= does: the categories a CRD lists in
+// spec.names.categories, or "all" for the built-in kinds that kubectl get
+// all shows. The kinds are looked up with discovery when the operator
+// starts and again whenever a CustomResourceDefinition is created, changed
+// or deleted: a kind that joins the category is handled from then on, one
+// that leaves it or stops being served is no longer handled. Each kind gets
+// a controller of its own, and the handler gets its objects as
+// *unstructured.Unstructured of that kind. A kind that has handlers of its
+// own (by Go type, ForKind or ForResource) is left to those. Permissions
+// cannot know the kinds; see reconcile.Permissions.
+func ForCategory(name string) KindsSetting {
+	return KindsSetting{setting: set(func(d *draft) {
+		if name == "" {
+			d.problem("ForCategory needs a category name")
+			return
+		}
+		d.Kinds = &spec.KindSelector{Category: name}
+	})}
+}
+
+// ForKinds makes an unstructured handler handle every served kind for which
+// match returns true, as Kopf's callable selectors and kopf.EVERYTHING
+// (a match that always returns true) do. match sees the preferred version
+// of each served kind that can be listed and watched, built-in kinds too;
+// it must be quick and must not block. Otherwise ForKinds is as
+// ForCategory: looked up at start and whenever a CRD changes, one
+// controller per kind, kinds with handlers of their own left to those.
+func ForKinds(match func(schema.GroupVersionKind) bool) KindsSetting {
+	return KindsSetting{setting: set(func(d *draft) {
+		if match == nil {
+			d.problem("ForKinds needs a non-nil function")
+			return
+		}
+		d.Kinds = &spec.KindSelector{Match: match}
+	})}
+}
+
 // ErrorSetting is an option of a handler's error policy. Change handlers,
 // timers, daemons, operator-level handlers and sub-handlers take it; the
 // engine applies one policy to all of them (see package reconcile).

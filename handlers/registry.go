@@ -230,14 +230,22 @@ func optionProblems(h *handler) []string {
 		if h.NewObject() == nil {
 			problems = append(problems, "the object type must be a non-nil pointer type such as *v1.Pod")
 		}
-		hasKind, hasResource := !o.GVK.Empty(), o.Resource != ""
+		hasKind, hasResource, hasKinds := !o.GVK.Empty(), o.Resource != "", o.Kinds != nil
 		switch {
-		case h.Unstructured && !hasKind && !hasResource:
-			problems = append(problems, "an unstructured handler needs ForKind or ForResource to say which objects it is for")
+		case h.Unstructured && !hasKind && !hasResource && !hasKinds:
+			if h.Kind.Admission() || h.Kind == spec.KindIndex {
+				problems = append(problems, "an unstructured handler needs ForKind or ForResource to say which objects it is for")
+			} else {
+				problems = append(problems, "an unstructured handler needs ForKind or ForResource to say which objects it is for, or ForCategory or ForKinds for several kinds")
+			}
 		case h.Unstructured && hasKind && hasResource:
 			problems = append(problems, "give ForKind or ForResource, not both")
+		case h.Unstructured && hasKinds && (hasKind || hasResource):
+			problems = append(problems, "give ForKind or ForResource, or ForCategory or ForKinds, not both")
 		case !h.Unstructured && (hasKind || hasResource):
 			problems = append(problems, "ForKind and ForResource are only for unstructured handlers; a typed handler's kind comes from its Go type")
+		case !h.Unstructured && hasKinds:
+			problems = append(problems, "ForCategory and ForKinds are only for unstructured handlers: a typed handler's kind comes from its Go type, and objects of several kinds arrive as *unstructured.Unstructured")
 		}
 		if hasKind && (o.GVK.Version == "" || o.GVK.Kind == "") {
 			problems = append(problems, fmt.Sprintf("kind %q needs a version and a kind", o.GVK))
@@ -282,12 +290,22 @@ func sameObjects(a, b *handler) bool {
 		return false
 	}
 	if a.Unstructured {
-		return a.Options.GVK == b.Options.GVK && a.Options.Resource == b.Options.Resource
+		return a.Options.GVK == b.Options.GVK && a.Options.Resource == b.Options.Resource && sameSelector(a.Options.Kinds, b.Options.Kinds)
 	}
 	if a.NewObject == nil || b.NewObject == nil {
 		return a.NewObject == nil && b.NewObject == nil
 	}
 	return reflect.TypeOf(a.NewObject()) == reflect.TypeOf(b.NewObject())
+}
+
+// sameSelector reports whether two kind selectors may choose the same
+// kinds: both absent, the same category, or both functions (which cannot
+// be compared, so that their ids must differ).
+func sameSelector(a, b *spec.KindSelector) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Category == b.Category
 }
 
 // literalName matches the runtime names of function literals: pkg.fn.func1,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +40,15 @@ import (
 // informer removed from the manager's cache, so that no watch keeps failing
 // against a resource that is gone. A CRD created again starts the kind
 // again, with a fresh controller.
+//
+// Handlers with a kind selector (ForCategory, ForKinds) are run the same
+// way: after any change of a CRD, lazyKinds asks discovery for the
+// preferred version of every served kind that can be listed and watched,
+// and each kind a selector chooses, unless the registry has handlers of its
+// own for it, becomes a lazy kind with the handlers that chose it. A kind
+// no longer chosen or served is stopped; one chosen by other handlers than
+// before is restarted with them. A group whose discovery failed keeps its
+// kinds as they were.
 
 // crdResource is the resource of CustomResourceDefinitions.
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -56,7 +67,14 @@ type lazyKinds struct {
 	opts  Options
 	sh    *shared
 	kinds []*lazyKind
-	log   logr.Logger
+	// selected are the handlers with a kind selector; explicit the kinds
+	// with handlers of their own, which selectors leave alone; chosen the
+	// kinds the selectors chose, guarded by mu (the gate reads it).
+	selected []*contract.Handler
+	explicit map[schema.GroupKind]bool
+	mu       sync.Mutex
+	chosen   map[schema.GroupVersionKind]*lazyKind
+	log      logr.Logger
 	// minPeriod is the least time between two rounds of discovery, so that
 	// a burst of CRD changes costs one round; retry is the first delay after
 	// a discovery error, doubled up to maxRetry.
@@ -80,15 +98,15 @@ type runningKind struct {
 	done   sync.WaitGroup
 }
 
-func newLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, pending []*pendingKind, opts Options, sh *shared) *lazyKinds {
+func newLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, pending []*pendingKind, selected []*contract.Handler, explicit map[schema.GroupKind]bool, opts Options, sh *shared) *lazyKinds {
 	l := &lazyKinds{mgr: mgr, disco: disco, opts: opts, sh: sh, log: mgr.GetLogger().WithName("gopf").WithName("kinds"),
+		selected: selected, explicit: explicit, chosen: map[schema.GroupVersionKind]*lazyKind{},
 		minPeriod: time.Second, retry: 5 * time.Second, maxRetry: 5 * time.Minute, signal: make(chan struct{}, 1)}
 	for _, p := range pending {
-		lk := &lazyKind{pendingKind: *p}
-		l.kinds = append(l.kinds, lk)
+		l.kinds = append(l.kinds, &lazyKind{pendingKind: *p})
 		l.log.Info("kind is not served by the API server yet; its handlers start when its CRD is established", "kind", p.gvk.String())
-		sh.gate.whenOpened(func() { lk.wakeAll() })
 	}
+	sh.gate.whenOpened(l.wakeAll)
 	return l
 }
 
@@ -185,7 +203,85 @@ func (l *lazyKinds) resolve(ctx context.Context) error {
 			l.stop(lk, "its CRD was removed")
 		}
 	}
+	if len(l.selected) > 0 {
+		if err := l.resolveSelected(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// resolveSelected asks discovery for the served kinds, and starts, stops or
+// restarts the kinds the selectors choose.
+func (l *lazyKinds) resolveSelected(ctx context.Context) error {
+	lists, err := l.disco.ServerPreferredResources()
+	var failed map[schema.GroupVersion]error
+	if err != nil {
+		var partial *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &partial) {
+			return fmt.Errorf("discovering the served kinds: %w", err)
+		}
+		failed = partial.Groups
+	}
+	wanted := choose(lists, l.selected, l.explicit)
+	l.mu.Lock()
+	running := maps.Clone(l.chosen)
+	l.mu.Unlock()
+	for gvk, lk := range running {
+		if _, unknown := failed[gvk.GroupVersion()]; unknown {
+			continue
+		}
+		if hs, ok := wanted[gvk]; ok && slices.Equal(hs, lk.handlers) {
+			continue
+		}
+		l.stop(lk, "no handler chooses it any more, or it is not served")
+		l.mu.Lock()
+		delete(l.chosen, gvk)
+		l.mu.Unlock()
+	}
+	var errs []error
+	for _, gvk := range slices.SortedFunc(maps.Keys(wanted), func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) }) {
+		l.mu.Lock()
+		lk := l.chosen[gvk]
+		if lk == nil {
+			lk = &lazyKind{pendingKind: pendingKind{gvk: gvk, handlers: wanted[gvk]}}
+			l.chosen[gvk] = lk
+		}
+		l.mu.Unlock()
+		if err := l.start(ctx, lk); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// choose returns the kinds among the served ones (lists, as discovery
+// gives them) that the selectors of the handlers selected choose, each
+// with the handlers that chose it in their order. Subresources, kinds that
+// cannot be listed and watched, and the explicit kinds are never chosen.
+func choose(lists []*metav1.APIResourceList, selected []*contract.Handler, explicit map[schema.GroupKind]bool) map[schema.GroupVersionKind][]*contract.Handler {
+	wanted := map[schema.GroupVersionKind][]*contract.Handler{}
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") {
+				continue
+			}
+			gvk := gv.WithKind(r.Kind)
+			if explicit[gvk.GroupKind()] {
+				continue
+			}
+			for _, h := range selected {
+				if h.Options.Kinds.Selects(gvk, r.Categories) {
+					wanted[gvk] = append(wanted[gvk], h)
+				}
+			}
+		}
+	}
+	return wanted
 }
 
 // start starts a served lazy kind, unless it runs.
@@ -269,8 +365,27 @@ func (l *lazyKinds) stop(lk *lazyKind, why string) {
 
 // stopAll stops every lazy kind, as the manager stops.
 func (l *lazyKinds) stopAll() {
-	for _, lk := range l.kinds {
+	for _, lk := range l.all() {
 		l.stop(lk, "the operator stops")
+	}
+}
+
+// all returns the lazy kinds: those waited for, then those chosen.
+func (l *lazyKinds) all() []*lazyKind {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := slices.Clone(l.kinds)
+	for _, lk := range l.chosen {
+		out = append(out, lk)
+	}
+	return out
+}
+
+// wakeAll reconciles every object of the running lazy kinds, when the gate
+// opens again.
+func (l *lazyKinds) wakeAll() {
+	for _, lk := range l.all() {
+		lk.wakeAll()
 	}
 }
 

@@ -66,7 +66,8 @@ var (
 //     (apiextensions.k8s.io) when a handled kind may not be served when the
 //     operator starts, so that the operator waits for its CRD: a kind the
 //     mapper does not know (its resource name is then guessed, see below),
-//     or, with no mapper, any kind that is not built in.
+//     or, with no mapper, any kind that is not built in; and when a
+//     handler chooses its kinds with ForCategory or ForKinds.
 //   - create and patch on events, in the core group and events.k8s.io.
 //   - get, create and update on leases (coordination.k8s.io) for leader
 //     election. Deployments usually grant these with a Role in the
@@ -74,6 +75,15 @@ var (
 //   - with admission handlers (OnValidate, OnMutate): get, create, update
 //     and delete on validating- and mutatingwebhookconfigurations, which
 //     gopf keeps up to date.
+//
+// The kinds a ForCategory or ForKinds handler chooses are not known
+// before the operator runs, and change as CRDs come and go, so Permissions
+// grants nothing on them (a wildcard rule would grant far more than is
+// used). Grant, on each kind the selector is meant to choose, what a
+// handler of that kind needs (see above): get, list and watch; patch on
+// the kind and its status; update on its finalizers for delete handlers,
+// timers and daemons. A chosen kind the operator may not watch stops its
+// controller with an error in the operator's log.
 //
 // What a handler does with its client (creating children, reading
 // secrets) is known only as far as it is declared with handlers.Uses.
@@ -101,6 +111,12 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 	var errs []error
 	set := contract.SetOf(reg)
 	for _, r := range set.Handlers(objectKinds...) {
+		if r.Options.Kinds != nil {
+			// Which kinds a selector chooses is known only to the cluster,
+			// and changes with it: the operator watches CRDs to find out.
+			res.lazy = true
+			continue
+		}
 		gr, err := res.handled(r)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))

@@ -179,7 +179,10 @@ func (o Options) withDefaults() Options {
 // ForResource name the API server does not serve. A kind that is known (a
 // Go type in the scheme, or ForKind) but not served yet, because its CRD is
 // not installed, is logged and waited for: its handlers start when the CRD
-// is established and stop when it is deleted (see lazyKinds). Setup asks
+// is established and stop when it is deleted (see lazyKinds). Handlers
+// with ForCategory or ForKinds get the kinds they choose the same way, once
+// the operator runs: each chosen kind that has no handlers of its own gets
+// a controller, started and stopped as kinds come and go. Setup asks
 // the API server which kinds exist, so it needs a reachable API server.
 func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err := reg.Err(); err != nil {
@@ -221,7 +224,15 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 			return err
 		}
 	}
-	if len(pending) > 0 {
+	selected := selectedOf(reg)
+	if len(pending)+len(selected) > 0 {
+		explicit := map[schema.GroupKind]bool{}
+		for _, kc := range kinds {
+			explicit[kc.gvk.GroupKind()] = true
+		}
+		for _, p := range pending {
+			explicit[p.gvk.GroupKind()] = true
+		}
 		for _, p := range pending {
 			for _, r := range p.handlers {
 				if r.Kind == spec.KindIndex {
@@ -232,11 +243,23 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 				}
 			}
 		}
-		if err := mgr.Add(newLazyKinds(mgr, disco, pending, opts, sh)); err != nil {
-			return fmt.Errorf("gopf: adding the kinds not served yet: %w", err)
+		if err := mgr.Add(newLazyKinds(mgr, disco, pending, selected, explicit, opts, sh)); err != nil {
+			return fmt.Errorf("gopf: adding the kinds not served yet or chosen among those served: %w", err)
 		}
 	}
 	return nil
+}
+
+// selectedOf returns the object handlers of reg that choose their kinds
+// among those served (ForCategory, ForKinds), which kindsOf leaves out.
+func selectedOf(reg *handlers.Registry) []*contract.Handler {
+	var out []*contract.Handler
+	for _, r := range contract.SetOf(reg).Handlers(objectKinds...) {
+		if r.Options.Kinds != nil {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // kindsOf groups the object handlers of reg by the kind they resolve to,
@@ -252,6 +275,9 @@ func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMap
 	var order []*kindController
 	var pending []*pendingKind
 	for _, r := range contract.SetOf(reg).Handlers(objectKinds...) {
+		if r.Options.Kinds != nil {
+			continue // see selectedOf
+		}
 		gvk, _, err := spec.ResolveKind(r, scheme, mapper)
 		if err != nil && meta.IsNoMatchError(err) && !gvk.Empty() {
 			p, ok := waiting[gvk]

@@ -1,5 +1,12 @@
 package spec
 
+import (
+	"slices"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
 // Kind is the kind of a handler: what it is registered for and how the
 // engine runs it.
 type Kind int
@@ -65,3 +72,31 @@ func (k Kind) Admission() bool { return k == KindValidate || k == KindMutate }
 // Resource reports whether handlers of the kind are for objects of a kind
 // (everything but activities and sub-handlers, which inherit their parent's).
 func (k Kind) Resource() bool { return k >= KindCreate && k <= KindIndex || k.Admission() }
+
+// KindSelector chooses the kinds of an unstructured handler among those the
+// API server serves, as Kopf's category= and callable selectors do. Exactly
+// one of Category and Match is set.
+type KindSelector struct {
+	// Category selects the kinds listed in that category by discovery
+	// (a CRD's spec.names.categories; "all" for many built-in kinds).
+	Category string
+	// Match selects the kinds for which it returns true.
+	Match func(schema.GroupVersionKind) bool
+}
+
+// Selects reports whether s chooses a served kind gvk whose discovery
+// categories are categories.
+func (s *KindSelector) Selects(gvk schema.GroupVersionKind, categories []string) bool {
+	if s.Match != nil {
+		return s.Match(gvk)
+	}
+	return slices.Contains(categories, s.Category)
+}
+
+// String describes the selector in messages.
+func (s *KindSelector) String() string {
+	if s.Match != nil {
+		return "kinds chosen by a function"
+	}
+	return "kinds of category " + strconv.Quote(s.Category)
+}

@@ -23,6 +23,8 @@ type Options struct {
 	// GVK or Resource name the kind of an unstructured handler's objects.
 	GVK      schema.GroupVersionKind
 	Resource string
+	// Kinds, instead, chooses several kinds among those served.
+	Kinds *KindSelector
 
 	// Labels, Annotations, When, Field and Value select objects; Old and
 	// New filter a changed field's old and new value. Field is the field's
