@@ -382,11 +382,8 @@ func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on
 		}
 		finalizers = kept
 	}
-	list := make([]any, len(finalizers))
-	for i, f := range finalizers {
-		list[i] = f
-	}
-	body := map[string]any{"metadata": map[string]any{"finalizers": list, "resourceVersion": obj.GetResourceVersion()}}
+	// Never nil: an empty list is sent as [], not null.
+	body := map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion()}}
 	err := k.sendAs(ctx, obj, types.MergePatchType, body, false, false)
 	if err != nil && !(apierrors.IsNotFound(err) && !on) {
 		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", map[bool]string{true: "adding", false: "removing"}[on], k.finalizer, k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
