@@ -54,8 +54,10 @@ vet: ## Run go vet.
 	$(GO) vet ./...
 
 .PHONY: test
+# Each Go benchmark runs once too (-benchtime 1x), so that `make bench-go`
+# cannot break unnoticed; its figures mean nothing under the race detector.
 test: manifests generate vet envtest kustomize ## Run all tests (unit and envtest integration) with the race detector.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -race -count=1 -timeout 20m ./...
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -race -count=1 -bench . -benchtime 1x -timeout 20m ./...
 
 # The fuzz targets of the decoders of untrusted input, as package:target.
 # `make test` runs their seeds (testdata/fuzz and f.Add) like any test.

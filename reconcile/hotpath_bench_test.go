@@ -46,6 +46,16 @@ type benchServer struct {
 }
 
 func (s *benchServer) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if meta, ok := obj.(*metav1.PartialObjectMetadata); ok { // gopf's writes read back metadata only
+		switch stored := s.obj.(type) {
+		case *kopfv1.KopfExample:
+			meta.ObjectMeta = *stored.ObjectMeta.DeepCopy()
+		case *unstructured.Unstructured:
+			m, _ := stored.Object["metadata"].(map[string]any)
+			return runtime.DefaultUnstructuredConverter.FromUnstructured(m, &meta.ObjectMeta)
+		}
+		return nil
+	}
 	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(s.obj.DeepCopyObject()).Elem())
 	return nil
 }
@@ -156,6 +166,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	} else {
 		k.newObject = func() client.Object { return &kopfv1.KopfExample{} }
 	}
+	k.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: benchGVK.Kind, essenceOf: k.essenceText, log: logr.Discard()}
 	for _, r := range set.Handlers(objectKinds...) {
 		k.add(r)
 	}

@@ -147,6 +147,9 @@ func (t *turn) fitState() {
 	if t.st.Essence == "" && len(t.st.Progress) == 0 {
 		return
 	}
+	if len(t.results) == 0 && sameState(t.st, t.loaded) {
+		return // stored as it is: nothing is written, so nothing needs to fit
+	}
 	results := 0
 	for _, r := range t.results {
 		data, _ := jsonMarshal(r)

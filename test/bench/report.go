@@ -50,7 +50,7 @@ func requestList(p *PhaseResult) string {
 	}
 	s := strings.Join(parts, ", ")
 	if p.Failed > 0 {
-		s += fmt.Sprintf(" (%d failed)", p.Failed)
+		s += fmt.Sprintf("; %d of them failed", p.Failed) // a failure is counted per phase, not per request kind
 	}
 	if s == "" {
 		return "none"
