@@ -176,11 +176,11 @@ reconcile (essence, stored state, selection, cause). They hold the engine's own 
 
 ## Larger runs
 
-The scale scenario takes its size from ` + "`-scale-n`" + ` (and its rounds from ` + "`-scale-rounds`" + `). A run at
-50,000 objects, on its own and with its own report:
+The scale scenario takes its size from ` + "`-scale-n`" + ` (and its rounds from ` + "`-scale-rounds`" + `).
+` + "`make bench-50k`" + ` runs it alone at 50,000 objects and writes its own report, ` + "`BENCHMARKS-50k.md`" + `:
 
-    KUBEBUILDER_ASSETS=bin/k8s/1.37.0-linux-amd64 go run ./test/bench/cmd/bench \
-        -scenario scale -scale-n 50000 -phase-timeout 30m -markdown BENCHMARKS-50k.md
+    go run ./test/bench/cmd/bench -scenario scale -scale-n 50000 -phase-timeout 30m \
+        -markdown BENCHMARKS-50k.md -json bin/bench/results-50k.json
 
 It keeps 50,000 objects in the API server and in each operator's cache and takes about five
 times as long as the scale scenario at 10,000.
