@@ -159,14 +159,13 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 		reader: server, writer: server, hasStatus: true, finalizer: opts.Prefix + "/finalizer",
 		shared: &shared{set: set, indexes: spec.NewIndexes(), gate: &gate{started: true}, scope: sc, memo: &spec.Memo{}},
 		log:    logr.Discard(), memory: newMemories(nil),
-		store: statusStorage{field: opts.StatusField},
 	}
+	k.chooseStorage()
 	if unstructuredObjects {
 		k.newObject = func() client.Object { u := &unstructured.Unstructured{}; u.SetGroupVersionKind(benchGVK); return u }
 	} else {
 		k.newObject = func() client.Object { return &kopfv1.KopfExample{} }
 	}
-	k.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: benchGVK.Kind, essenceOf: k.essenceText, log: logr.Discard()}
 	for _, r := range set.Handlers(objectKinds...) {
 		k.add(r)
 	}

@@ -431,8 +431,7 @@ func (t *turn) write(ctx context.Context) (err error) {
 			t.st.Essence = string(data)
 		}
 	}
-	t.fitState()
-	stateChanged := !sameState(t.st, t.loaded)
+	stateChanged := t.fitState()
 	if stateChanged {
 		if err := t.store.save(&t.patch, t.raw, t.st); err != nil {
 			if errors.Is(err, errStateTooLarge) {

@@ -458,16 +458,23 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 		finalizer: opts.Prefix + "/finalizer",
 		newObject: newObject,
 	}
-	kc.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: gvk.Kind, essenceOf: kc.essenceText, log: logr.Discard()}
+	kc.chooseStorage()
+	return kc, nil
+}
+
+// chooseStorage sets where the controller keeps its state, from its
+// options and whether the kind has a status subresource.
+func (k *kindController) chooseStorage() {
+	opts := k.opts
+	k.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: k.gvk.Kind, essenceOf: k.essenceText, log: logr.Discard()}
 	switch {
 	case opts.Storage == StorageKopf:
-		kc.store, kc.finalizer = kc.kopf, opts.KopfFinalizer
-	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && hasStatus:
-		kc.store = kopfFallback{statusStorage{field: opts.StatusField}, kc.kopf}
+		k.store, k.finalizer = k.kopf, opts.KopfFinalizer
+	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.hasStatus:
+		k.store = kopfFallback{statusStorage{field: opts.StatusField}, k.kopf}
 	default:
-		kc.store = kopfFallback{annotationStorage{prefix: opts.Prefix}, kc.kopf}
+		k.store = kopfFallback{annotationStorage{prefix: opts.Prefix}, k.kopf}
 	}
-	return kc, nil
 }
 
 // objectMaker returns the constructor of the objects of a kind: the Go type

@@ -140,16 +140,22 @@ func (t *turn) fits(st *state, base int) bool {
 	return base+len(st.encode()) <= objectSizeBudget && !errors.Is(t.store.save(&scratch, t.raw, st), errStateTooLarge)
 }
 
-// fitState puts the state about to be saved in the form that fits: compact
-// when the full form would take the object over the budget, full again
-// when it fits and the state is written anyway.
-func (t *turn) fitState() {
-	if t.st.Essence == "" && len(t.st.Progress) == 0 {
-		return
+// fitState puts the state about to be saved in the form that fits (see
+// fitForm) and reports whether it differs from the stored state, that is,
+// whether it is to be written.
+func (t *turn) fitState() (changed bool) {
+	changed = !sameState(t.st, t.loaded)
+	if !changed && len(t.results) == 0 || t.st.Essence == "" && len(t.st.Progress) == 0 {
+		return changed // nothing is written, or nothing large: nothing needs to fit
 	}
-	if len(t.results) == 0 && sameState(t.st, t.loaded) {
-		return // stored as it is: nothing is written, so nothing needs to fit
-	}
+	t.fitForm()
+	return !sameState(t.st, t.loaded)
+}
+
+// fitForm makes the state compact when the full form would take the object
+// over the budget, and full again when it fits and the state is written
+// anyway.
+func (t *turn) fitForm() {
 	results := 0
 	for _, r := range t.results {
 		data, _ := jsonMarshal(r)
