@@ -16,6 +16,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // KopfExampleSpec is the desired state of a KopfExample.
@@ -70,6 +71,30 @@ func (s KopfExampleSpec) MarshalJSON() ([]byte, error) {
 	return json.Marshal(obj)
 }
 
+// ToUnstructuredWithError returns the spec as unstructured content, the
+// value MarshalJSON encodes. runtime.DefaultUnstructuredConverter uses it
+// instead of encoding the spec to JSON and decoding it again.
+func (s KopfExampleSpec) ToUnstructuredWithError() (any, error) {
+	obj, err := extraToUnstructured(s.Extra, kopfExampleSpecKeys...)
+	if err != nil {
+		return nil, fmt.Errorf("converting KopfExample spec: %w", err)
+	}
+	if s.Duration != "" {
+		obj["duration"] = s.Duration
+	}
+	if s.Field != "" {
+		obj["field"] = s.Field
+	}
+	if len(s.Items) > 0 {
+		items := make([]any, len(s.Items))
+		for i, item := range s.Items {
+			items[i] = item
+		}
+		obj["items"] = items
+	}
+	return obj, nil
+}
+
 // UnmarshalJSON decodes a JSON object, filling the typed fields from their
 // keys and putting every other key into Extra. A JSON null leaves s unchanged.
 func (s *KopfExampleSpec) UnmarshalJSON(data []byte) error {
@@ -104,6 +129,17 @@ type KopfExampleStatus struct {
 // MarshalJSON encodes the Extra fields as one JSON object.
 func (s KopfExampleStatus) MarshalJSON() ([]byte, error) {
 	return json.Marshal(extraToObject(s.Extra))
+}
+
+// ToUnstructuredWithError returns the status as unstructured content, the
+// value MarshalJSON encodes, without a detour through JSON for the whole
+// status.
+func (s KopfExampleStatus) ToUnstructuredWithError() (any, error) {
+	obj, err := extraToUnstructured(s.Extra)
+	if err != nil {
+		return nil, fmt.Errorf("converting KopfExample status: %w", err)
+	}
+	return obj, nil
 }
 
 // UnmarshalJSON decodes a JSON object, putting every key into Extra. A JSON
@@ -173,6 +209,26 @@ func extraToObject(extra map[string]apiextensionsv1.JSON, skip ...string) map[st
 		delete(obj, k)
 	}
 	return obj
+}
+
+// extraToUnstructured decodes the entries of extra, minus those whose key is
+// in skip, into unstructured content: numbers become int64 or float64, as
+// the Kubernetes decoders make them. Entries with no raw bytes become nil.
+func extraToUnstructured(extra map[string]apiextensionsv1.JSON, skip ...string) (map[string]any, error) {
+	obj := make(map[string]any, len(extra)+len(skip))
+	for k, v := range extra {
+		if slices.Contains(skip, k) {
+			continue
+		}
+		var value any
+		if len(v.Raw) > 0 {
+			if err := utiljson.Unmarshal(v.Raw, &value); err != nil {
+				return nil, fmt.Errorf("field %q: %w", k, err)
+			}
+		}
+		obj[k] = value
+	}
+	return obj, nil
 }
 
 // objectToExtra turns the remaining keys of a decoded object into an Extra

@@ -17,6 +17,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // sampleJSON is Kopf's sample object plus two fields unknown to the Go types.
@@ -256,6 +257,51 @@ func TestUnstructuredRoundTrip(t *testing.T) {
 		t.Fatalf("Marshal: %v", err)
 	}
 	assertSameJSON(t, out, []byte(sampleJSON))
+}
+
+// TestToUnstructuredMatchesJSON checks that the direct conversion of spec
+// and status gives the content that encoding the object to JSON and decoding
+// it again gives.
+func TestToUnstructuredMatchesJSON(t *testing.T) {
+	var sample KopfExample
+	if err := json.Unmarshal([]byte(sampleJSON), &sample); err != nil {
+		t.Fatalf("Unmarshal: %v", err)
+	}
+	raw := func(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(s)} }
+	for name, obj := range map[string]*KopfExample{
+		"sample": &sample,
+		"empty":  {},
+		"typed keys in Extra": {Spec: KopfExampleSpec{Field: "typed", Extra: map[string]apiextensionsv1.JSON{
+			"field": raw(`"extra"`), "items": raw(`[1]`), "duration": raw(`"2m"`), "kept": raw(`true`),
+		}}},
+		"numbers and nulls": {Status: KopfExampleStatus{Extra: map[string]apiextensionsv1.JSON{
+			"float": raw(`1.5`), "int": raw(`-3`), "null": raw(`null`), "empty": {},
+			"nested": raw(`{"list":[1,2.5,"x",null,{"deep":[]}]}`),
+		}}},
+	} {
+		got, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatalf("%s: ToUnstructured: %v", name, err)
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatalf("%s: Marshal: %v", name, err)
+		}
+		var want map[string]any
+		if err := utiljson.Unmarshal(data, &want); err != nil {
+			t.Fatalf("%s: Unmarshal: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: ToUnstructured gives\n%#v\nJSON gives\n%#v", name, got, want)
+		}
+	}
+}
+
+func TestToUnstructuredRejectsInvalidExtra(t *testing.T) {
+	obj := &KopfExample{Status: KopfExampleStatus{Extra: map[string]apiextensionsv1.JSON{"bad": {Raw: []byte(`{`)}}}}
+	if _, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+		t.Error("ToUnstructured accepted a status field holding invalid JSON")
+	}
 }
 
 func TestDeepCopyIsIndependent(t *testing.T) {
