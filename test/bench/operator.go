@@ -82,8 +82,8 @@ type process struct {
 // startProcess runs the operator binary with the flags every operator
 // gets and its own args, as the user of kubeconfig, with its output going
 // to logPath. If reconcilesPath is set, the operator writes its progress
-// there (see package reconciles).
-func startProcess(bin string, args []string, kubeconfig string, handlers, concurrency int, logPath, reconcilesPath string, prof profiles) (*process, error) {
+// there until it has seen objects objects (see package reconciles).
+func startProcess(bin string, args []string, kubeconfig string, handlers, concurrency int, logPath, reconcilesPath string, objects int, prof profiles) (*process, error) {
 	out, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -102,6 +102,7 @@ func startProcess(bin string, args []string, kubeconfig string, handlers, concur
 		profiling.EnvCPUProfile+"="+prof.cpu,
 		profiling.EnvHeapProfile+"="+prof.heap,
 		reconciles.EnvFile+"="+reconcilesPath,
+		reconciles.EnvObjects+"="+strconv.Itoa(objects),
 	)
 	cmd.Stdout, cmd.Stderr = out, out
 	// The operator must not outlive the benchmark.

@@ -81,7 +81,7 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
 	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), id: id, op: op, sc: sc,
 		user: user, kube: kubeconfig, track: track, handled: map[string]time.Duration{}}
-	if r.proc, err = r.start(id, prof); err != nil {
+	if r.proc, err = r.start(id, prof, false); err != nil {
 		return nil, err
 	}
 	r.started = r.proc.started
@@ -132,14 +132,16 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	return rr, nil
 }
 
-// start starts the run's operator; name names its output files.
-func (r *run) start(name string, prof profiles) (*process, error) {
+// start starts the run's operator; name names its output files. A
+// restarted operator reports its progress until it has seen every object
+// (see package reconciles): the restart phase waits for that.
+func (r *run) start(name string, prof profiles, restarted bool) (*process, error) {
 	var progress string
-	if r.sc.Restart {
+	if restarted {
 		progress = filepath.Join(r.b.work, name+".reconciles")
 	}
 	return startProcess(r.b.bins[r.op.Package], r.op.Args, r.kube, r.sc.Handlers, r.b.opts.MaxConcurrentReconciles,
-		filepath.Join(r.b.work, name+".log"), progress, prof)
+		filepath.Join(r.b.work, name+".log"), progress, len(r.track.names), prof)
 }
 
 // restart stops the operator and starts a new process, which finds every
@@ -161,7 +163,7 @@ func (r *run) restart(ctx context.Context) error {
 	if prof.cpu != "" {
 		prof = profiles{cpu: strings.TrimSuffix(prof.cpu, ".cpu.pprof") + "-restarted.cpu.pprof"}
 	}
-	if r.proc, err = r.start(r.id+"-restarted", prof); err != nil {
+	if r.proc, err = r.start(r.id+"-restarted", prof, true); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, restartTimeout)

@@ -3,6 +3,7 @@ package reconciles
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,12 @@ import (
 // EnvFile names the environment variable with the file to write snapshots
 // to. Unset: none are written.
 const EnvFile = "GOPF_BENCH_RECONCILES"
+
+// EnvObjects names the environment variable with the number of objects
+// the operator is to see: once a snapshot shows it idle after as many
+// reconciles, no more are written. Unset or 0: snapshots are written for
+// the life of the process.
+const EnvObjects = "GOPF_BENCH_RECONCILES_OBJECTS"
 
 // Interval is how often the snapshot is written.
 const Interval = 50 * time.Millisecond
@@ -32,29 +39,41 @@ type Snapshot struct {
 func (s Snapshot) Idle(n int) bool { return s.Reconciles >= int64(n) && s.Queued == 0 && s.Active == 0 }
 
 // Start writes a snapshot every Interval to the file EnvFile names, if it
-// names one, for the life of the process. Problems are reported on stderr
-// and never stop the operator.
+// names one, until the operator has seen EnvObjects objects. Reading the
+// metrics registry costs CPU, which is why it stops. Problems are reported
+// on stderr and never stop the operator.
 func Start() {
 	path := os.Getenv(EnvFile)
 	if path == "" {
 		return
 	}
+	objects, err := strconv.Atoi(os.Getenv(EnvObjects))
+	if err != nil && os.Getenv(EnvObjects) != "" {
+		fmt.Fprintln(os.Stderr, "reconciles:", EnvObjects, err)
+		return
+	}
 	go func() {
-		for range time.Tick(Interval) {
-			if err := write(path); err != nil {
+		tick := time.NewTicker(Interval)
+		defer tick.Stop()
+		for range tick.C {
+			s, err := write(path)
+			if err != nil {
 				fmt.Fprintln(os.Stderr, "reconciles:", err)
+				return
+			}
+			if objects > 0 && s.Idle(objects) {
 				return
 			}
 		}
 	}()
 }
 
-func write(path string) error {
+func write(path string) (Snapshot, error) {
+	var s Snapshot
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
-		return err
+		return s, err
 	}
-	var s Snapshot
 	for _, f := range families {
 		var into *int64
 		switch f.GetName() {
@@ -80,9 +99,9 @@ func write(path string) error {
 	}
 	tmp := path + ".partial"
 	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d %d\n", s.Reconciles, s.Queued, s.Active), 0o644); err != nil {
-		return err
+		return s, err
 	}
-	return os.Rename(tmp, path)
+	return s, os.Rename(tmp, path)
 }
 
 // Read returns the last snapshot written to path.
