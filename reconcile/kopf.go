@@ -111,6 +111,9 @@ type found struct {
 func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
+	if !s.mayHold(obj, annotations) {
+		return &found{}, nil
+	}
 	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
 	f := &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
 	claimed := map[string]bool{}
@@ -197,6 +200,20 @@ func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 		}
 	}
 	return f, nil
+}
+
+// mayHold reports whether obj has anything where Kopf keeps its state: an
+// annotation under the prefix, or status.kopf.progress. Most objects have
+// nothing there, and scan is then spared its work.
+func (s *kopfStore) mayHold(obj, annotations map[string]any) bool {
+	for key := range annotations {
+		if len(key) > len(s.prefix) && key[len(s.prefix)] == '/' && strings.HasPrefix(key, s.prefix) {
+			return true
+		}
+	}
+	status, _ := obj["status"].(map[string]any)
+	kopfStatus, _ := status["kopf"].(map[string]any)
+	return kopfStatus["progress"] != nil
 }
 
 // subID returns the id of a sub-handler record written under name (the

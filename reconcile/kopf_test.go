@@ -114,6 +114,21 @@ func TestKopfProgressInStatusIsReadWhenNoAnnotationHoldsIt(t *testing.T) {
 	}
 }
 
+func TestKopfProgressOnlyInStatusIsRead(t *testing.T) {
+	obj := fromJSON(t, `{"metadata":{"annotations":{"other.example.com/x":"y"}},
+		"status":{"kopf":{"progress":{"update_fn":{"started":"2026-11-23T03:08:19.5+00:00","retries":3}}}}}`)
+	st, err := newKopfStore(kopfExampleIDs, logr.Discard()).load(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Progress["update_fn"]; got == nil || got.Retries != 3 {
+		t.Errorf("update_fn = %+v; want status's record (retries 3)", got)
+	}
+	if st, err := newKopfStore(kopfExampleIDs, logr.Discard()).load(fromJSON(t, `{"metadata":{"annotations":{"kopf.zalando.orgx/y":"z"}},"status":{"kopf":{}}}`)); st != nil || err != nil {
+		t.Errorf("an object with nothing of Kopf's loads as %+v, %v", st, err)
+	}
+}
+
 func TestKopfRecordsOfSubHandlersAreFoundUnderTheirParent(t *testing.T) {
 	obj := fromJSON(t, `{"metadata":{"annotations":{
 		"kopf.zalando.org/create_fn.child.a":"{\"started\":\"2026-11-23T03:08:19+00:00\",\"purpose\":\"create\",\"retries\":1,\"success\":true,\"failure\":false}"}}}`)
