@@ -43,7 +43,7 @@ type Options struct {
 	// that do not say. Default: 1000.
 	Objects int
 	// Idle is how long the objects are left alone between the create and
-	// the update phase. Default: 10 s.
+	// the update phase. Default: 5 s.
 	Idle time.Duration
 	// Scenarios run in this order. Default: Basic, ManyHandlers and Scale.
 	Scenarios []Scenario
@@ -85,7 +85,7 @@ func (o Options) withDefaults() Options {
 		o.Objects = 1000
 	}
 	if o.Idle <= 0 {
-		o.Idle = 10 * time.Second
+		o.Idle = 5 * time.Second
 	}
 	if len(o.Scenarios) == 0 {
 		o.Scenarios = []Scenario{Basic, ManyHandlers, Scale}

@@ -6,7 +6,7 @@
 //
 // `make bench` runs it with the defaults and writes BENCHMARKS.md:
 //
-//	go run ./test/bench/cmd/bench [-n 1000] [-idle 10s] [-scenario all]
+//	go run ./test/bench/cmd/bench [-n 1000] [-idle 5s] [-scenario all]
 //	    [-rounds 3] [-scale-n 10000] [-scale-rounds 1]
 //	    [-json bin/bench/results.json] [-markdown BENCHMARKS.md]
 //	    [-profile-dir DIR] [-workdir DIR]

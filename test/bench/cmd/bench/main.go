@@ -37,7 +37,7 @@ func run() error {
 	scale := bench.Scale
 	flag.IntVar(&scale.Objects, "scale-n", scale.Objects, "objects per phase in the scale scenario")
 	flag.IntVar(&scale.Rounds, "scale-rounds", scale.Rounds, "rounds of the scale scenario")
-	flag.DurationVar(&opts.Idle, "idle", 10*time.Second, "how long the objects stay idle between create and update")
+	flag.DurationVar(&opts.Idle, "idle", 5*time.Second, "how long the objects stay idle between create and update")
 	flag.StringVar(&scenario, "scenario", "all", "basic, many-handlers, scale or all; a comma-separated list runs several")
 	flag.IntVar(&opts.Rounds, "rounds", 3, "runs per operator of basic and many-handlers; the medians are compared")
 	flag.IntVar(&opts.Workers, "workers", 32, "requests the load generator has in flight")
