@@ -2,12 +2,12 @@ package reconcile
 
 import (
 	"context"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 

@@ -1,10 +1,11 @@
 package reconcile
 
 import (
-	"github.com/gopf-dev/gopf/internal/spec"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // jsonValue decodes a JSON value written in a test; "" stands for nothing

@@ -1,8 +1,9 @@
 package reconcile
 
 import (
-	"github.com/gopf-dev/gopf/internal/spec"
 	"strings"
+
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // lastAppliedAnnotation is kubectl's copy of the last applied object; it is

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"fmt"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"sort"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
 )
 
 // LogEvents says which lines that handlers log through Cause.Log are also

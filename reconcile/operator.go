@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"net/http"
 	"path"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 

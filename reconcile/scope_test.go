@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"sync"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 

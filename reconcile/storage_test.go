@@ -2,12 +2,12 @@ package reconcile
 
 import (
 	"errors"
-	"github.com/gopf-dev/gopf/internal/spec"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // The two places gopf keeps its state, with their default names.
