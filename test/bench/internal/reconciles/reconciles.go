@@ -47,10 +47,13 @@ func Start() {
 	if path == "" {
 		return
 	}
-	objects, err := strconv.Atoi(os.Getenv(EnvObjects))
-	if err != nil && os.Getenv(EnvObjects) != "" {
-		fmt.Fprintln(os.Stderr, "reconciles:", EnvObjects, err)
-		return
+	objects := 0
+	if v := os.Getenv(EnvObjects); v != "" {
+		var err error
+		if objects, err = strconv.Atoi(v); err != nil {
+			fmt.Fprintln(os.Stderr, "reconciles:", EnvObjects, err)
+			return
+		}
 	}
 	go func() {
 		tick := time.NewTicker(Interval)
