@@ -47,6 +47,9 @@ func (m *memory) wrote(st *state) {
 type unsaved struct {
 	st      *state
 	results map[string]any
+	// patch is the handlers' own patch (nil if they made none), which st
+	// describes: it is sent again with st.
+	patch *spec.Patch
 }
 
 // memories holds the memory of every object seen. An object's memory is used
@@ -119,4 +122,21 @@ func (g *gate) hasStarted() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.started
+}
+
+// clonePatch copies a handler patch, so that what a failed write carried
+// is kept apart from the turn's patch, which results and state join. The
+// top-level keys of a patch are single field names, as Set made them.
+func clonePatch(p *spec.Patch) *spec.Patch {
+	out := &spec.Patch{}
+	for key, v := range spec.ObjectPatch(p) {
+		_ = out.Set(key, deepCopyJSON(v))
+	}
+	for key, v := range spec.StatusPatch(p) {
+		spec.MergeStatus(out, key, deepCopyJSON(v))
+	}
+	for _, fn := range spec.Transforms(p) {
+		_ = out.Transform(fn)
+	}
+	return out
 }
