@@ -39,7 +39,7 @@ type turn struct {
 	patch    spec.Patch
 	results  map[string]any // handler id → result, merged into status
 	flushing bool           // the turn sends a failed write again (see flush)
-	requeue time.Duration  // the soonest retry, 0 for none
+	requeue  time.Duration  // the soonest retry, 0 for none
 }
 
 // entry is one handler (or sub-handler) scheduled in this turn.
