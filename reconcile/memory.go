@@ -23,12 +23,18 @@ type memory struct {
 }
 
 // consistencyWait returns how long to wait for the cache to show gopf's last
-// write, or 0 if it shows it (or waiting longer makes no sense).
-func (m *memory) consistencyWait(s storage, obj map[string]any, timeout time.Duration) time.Duration {
+// write, or 0 if it shows it (or waiting longer makes no sense). A write
+// can be two requests (status, then the object); when the written state
+// says a cause is done with the object as the handlers patched it, the
+// cache shows the write once it shows both that state and that essence
+// (essence is the object's current one), so that the handlers' own patch
+// is never taken for a change.
+func (m *memory) consistencyWait(s storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
 	if m.written == nil {
 		return 0
 	}
-	if saved(s, obj, m.written) {
+	done := m.written.Essence != "" && len(m.written.Progress) == 0 && !isCompact(m.written.Essence)
+	if saved(s, obj, m.written) && (!done || m.written.Essence == essence) {
 		m.written = nil
 		return 0
 	}

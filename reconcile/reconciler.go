@@ -115,7 +115,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 
 	// Wait (without blocking the worker) for the cache to show our own last
 	// write, so that one change is never handled twice.
-	if wait := t.mem.consistencyWait(t.store, t.raw, k.opts.ConsistencyTimeout); wait > 0 {
+	if wait := t.mem.consistencyWait(t.store, t.raw, t.essence, k.opts.ConsistencyTimeout); wait > 0 {
 		log.V(1).Info("waiting for the cache to catch up with gopf's last write", "wait", wait)
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
