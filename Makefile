@@ -38,8 +38,9 @@ manifests: controller-gen ## Generate CRDs (config/crd/bases) and RBAC (config/r
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./reconcile/...;./webhook/...;$(OPERATOR)/..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
-generate: controller-gen ## Generate DeepCopy methods for the API types.
+generate: controller-gen ## Generate DeepCopy methods for the API types, and the test kinds (test/kinds) with their CRDs.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" crd paths="./test/kinds/..." output:crd:dir=test/kinds/crd
 
 .PHONY: grafana
 grafana: ## Generate the Grafana dashboard (config/grafana) and the alerts (config/prometheus/gopf-alerts.yaml) from gopf's metric definitions.
