@@ -11,8 +11,11 @@ of the operator's writes refused by the API server (409, 500, 504) or held
 back; another writer racing gopf's writes; handlers armed to fail for a
 while, to fail for good, or to patch their own object. Run carries a
 sequence out on one class of kind (Classes: a CRD whose status keeps
-unknown fields, KopfExample; unstructured handlers on it; built-in kinds
-with a status, Pod and Namespace, and without, ConfigMap), with the
+unknown fields, KopfExample; unstructured handlers on it; CRDs with a
+typed, structural status as kubebuilder scaffolds them, Widget, and
+cluster-scoped, ClusterWidget; a CRD without a status subresource, Gadget;
+built-in kinds with a status, Pod and Namespace, and without, ConfigMap;
+the CRDs of package test/kinds), with the
 operator keeping its state in one storage (reconcile.Options.Storage), and
 records what happened: the writes of the test's client, the calls of the
 handlers and how they ended, the operator's writes that did not land (seen

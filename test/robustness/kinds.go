@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +15,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/test/kinds"
 )
 
 // The label and finalizer keys the suite uses.
@@ -54,6 +57,8 @@ type Class struct {
 	// specPath and watchedPath are where OpSpec and OpWatched write;
 	// a path of nil means the kind's own setter (see setSpec).
 	specPath, watchedPath []string
+	// watchedInt says the watched field is a number: "w7" is written as 7.
+	watchedInt bool
 	// template returns the object's fixed content (e.g. a Pod's container).
 	template func(u *unstructured.Unstructured)
 	// register adds the handlers to reg, typed or unstructured.
@@ -86,6 +91,24 @@ var Classes = []Class{
 			opts.kind = &k
 			registerTyped[*unstructured.Unstructured](reg, h, opts)
 		},
+	},
+	{
+		Name: "Widget", GVK: kinds.GroupVersion.WithKind("Widget"), Resource: "widgets", Status: true,
+		specPath: []string{"spec", "color"}, watchedPath: []string{"spec", "size"}, watchedInt: true,
+		Skip:     map[reconcile.Storage]string{reconcile.StorageStatus: "a typed status drops unknown fields: there is no status.gopf to keep state in"},
+		register: registerTyped[*kinds.Widget],
+	},
+	{
+		Name: "ClusterWidget", GVK: kinds.GroupVersion.WithKind("ClusterWidget"), Resource: "clusterwidgets", Status: true, Cluster: true,
+		specPath: []string{"spec", "color"}, watchedPath: []string{"spec", "size"}, watchedInt: true,
+		Skip:     map[reconcile.Storage]string{reconcile.StorageStatus: "a typed status drops unknown fields: there is no status.gopf to keep state in"},
+		register: registerTyped[*kinds.ClusterWidget],
+	},
+	{
+		Name: "Gadget", GVK: kinds.GroupVersion.WithKind("Gadget"), Resource: "gadgets",
+		specPath: []string{"spec", "color"}, watchedPath: []string{"spec", "size"}, watchedInt: true,
+		Skip:     map[reconcile.Storage]string{reconcile.StorageStatus: "a Gadget has no status subresource, and its typed status drops unknown fields"},
+		register: registerTyped[*kinds.Gadget],
 	},
 	{
 		Name: "ConfigMap", GVK: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: "configmaps",
@@ -139,7 +162,17 @@ func (k Class) setSpec(obj map[string]any, v string) {
 // versions returns the values the generator wrote that obj shows.
 func (k Class) versions(obj map[string]any) Versions {
 	label, _, _ := unstructured.NestedString(obj, "metadata", "labels", ChangeLabel)
-	watched, _, _ := unstructured.NestedString(obj, k.watchedPath...)
+	var watched string
+	if k.watchedInt {
+		switch n := nested(obj, k.watchedPath).(type) {
+		case int64:
+			watched = "w" + strconv.FormatInt(n, 10)
+		case float64: // decoded from a typed object's JSON
+			watched = "w" + strconv.FormatInt(int64(n), 10)
+		}
+	} else {
+		watched, _, _ = unstructured.NestedString(obj, k.watchedPath...)
+	}
 	return Versions{Spec: k.spec(obj), Label: label, Watched: watched}
 }
 
@@ -147,7 +180,18 @@ func (k Class) versions(obj map[string]any) Versions {
 func (k Class) setVersions(obj map[string]any, v Versions) {
 	k.setSpec(obj, v.Spec)
 	_ = unstructured.SetNestedField(obj, v.Label, "metadata", "labels", ChangeLabel)
+	if k.watchedInt {
+		n, _ := strconv.ParseInt(strings.TrimPrefix(v.Watched, "w"), 10, 64)
+		_ = unstructured.SetNestedField(obj, n, k.watchedPath...)
+		return
+	}
 	_ = unstructured.SetNestedField(obj, v.Watched, k.watchedPath...)
+}
+
+// nested returns the value at path, or nil.
+func nested(obj map[string]any, path []string) any {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	return v
 }
 
 // newObject returns a new object of the class with the values v.

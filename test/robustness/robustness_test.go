@@ -15,17 +15,18 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/test/kinds"
 	"github.com/gopf-dev/gopf/test/robustness"
 )
 
 var (
 	cfg    *rest.Config
-	scheme = envtest.NewScheme(kopfv1.AddToScheme)
+	scheme = envtest.NewScheme(kopfv1.AddToScheme, kinds.AddToScheme)
 )
 
 func TestMain(m *testing.M) {
 	envtest.MainWith(m, envtest.MainOptions{
-		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}},
+		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases", kinds.CRDDir()}},
 		BeforeTests: func(cp *envtest.ControlPlane) error {
 			cfg = cp.Config
 			return nil
