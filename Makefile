@@ -77,6 +77,16 @@ fuzz: envtest ## Fuzz each decoder for FUZZTIME (default 1m) each.
 	  KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $(FUZZ_FLAGS) $${t%%:*} || exit 1; \
 	done
 
+# The robustness suite (test/robustness) on random sequences: seeds from the
+# clock, kinds and storages chosen by the seed, until GOPF_ROBUSTNESS_DURATION
+# is up or a sequence breaks the contract (its seed and the command that runs
+# it again are printed). `make test` runs the suite's fixed seeds.
+GOPF_ROBUSTNESS_DURATION ?= 30m
+
+.PHONY: robustness
+robustness: envtest ## Run random robustness sequences for GOPF_ROBUSTNESS_DURATION (default 30m); prints how many sequences and operations ran.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" GOPF_ROBUSTNESS_DURATION=$(GOPF_ROBUSTNESS_DURATION) $(GO) test -race -count=1 -v -timeout 0 -run '^TestRandomSequences$$' ./test/robustness
+
 ##@ Build
 
 .PHONY: build

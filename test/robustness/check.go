@@ -1,0 +1,318 @@
+package robustness
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Violation is one breach of the contract that Check found.
+type Violation struct {
+	// Rule names the promise broken, such as "create once".
+	Rule string
+	// Object is the object's name.
+	Object string
+	// Message says what happened.
+	Message string
+}
+
+func (v Violation) String() string { return fmt.Sprintf("%s: %s: %s", v.Rule, v.Object, v.Message) }
+
+// The rules Check enforces, as Violation.Rule names them.
+const (
+	RuleCreateOnce     = "create once"
+	RuleCreateDone     = "create done"
+	RuleUpdateLost     = "update lost"
+	RuleUpdateSpurious = "update for no change"
+	RuleDeleteOnce     = "delete once"
+	RuleResumeOnce     = "resume once per process"
+	RuleFinalizer      = "no finalizer left"
+	RuleForeign        = "other finalizers kept"
+	RuleWrites         = "write budget"
+)
+
+// Check judges a history against Kopf's contract, as gopf promises it, and
+// returns every breach it finds, or none. It is a pure function of the
+// history:
+//
+//   - create handlers finish (succeed or fail for good) exactly once per
+//     object lifetime (UID): an object that lived to the end had one, and no
+//     create handler ran again after one finished;
+//   - update handlers see every change: an object whose values at the end
+//     differ from what its create handler saw had an update handler finish
+//     on exactly those values (changes in between may coalesce), and the
+//     field handler finished on the watched field's final value;
+//   - an update handler never runs for no change of the values the generator
+//     writes: not for gopf's own writes, and not for a patch a handler made
+//     to its own object;
+//   - delete handlers finish exactly once for every deleted object a handler
+//     had seen, and never for an object that was not deleted;
+//   - resume handlers finish at most once per process for each object that
+//     was handled before the process started, and exactly once in the last
+//     process for those that were not deleted since; never for an object
+//     that was not handled before the process started;
+//   - a deleted object keeps none of gopf's finalizers, and the
+//     finalizer another writer put on an object is still there;
+//   - the operator's writes about an object stay within the budget of
+//     reconcile/doc.go: WritesPerCall per handler call, one for a
+//     handler's own patch, the finalizer's addition and removal, and one
+//     more for each write refused and each change by another writer.
+//
+// A handler that finished may run again when the write of its outcome did
+// not land: Kopf's promise is at least once then, and so is gopf's. A
+// repeat is excused when a write about the object was refused between the
+// two calls, except an update handler that sees no change after a create
+// handler: that is a patch dropped while its outcome was kept.
+func Check(h History) []Violation {
+	events := slices.Clone(h.Events)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].At.Before(events[j].At) })
+	var out []Violation
+	for _, name := range objectNames(h) {
+		o := objectHistory{name: name, final: h.Final[name], h: h}
+		for i, e := range events {
+			if e.Object == name {
+				o.events = append(o.events, i)
+			}
+		}
+		o.all = events
+		out = append(out, o.check()...)
+	}
+	return out
+}
+
+// objectNames lists the objects of a history, sorted.
+func objectNames(h History) []string {
+	seen := map[string]bool{}
+	for _, e := range h.Events {
+		if e.Object != "" {
+			seen[e.Object] = true
+		}
+	}
+	for name := range h.Final {
+		seen[name] = true
+	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// objectHistory is one object's share of a history.
+type objectHistory struct {
+	name   string
+	final  Final
+	h      History
+	all    []Event // every event, in time order
+	events []int   // indices into all of this object's events
+}
+
+func (o objectHistory) check() []Violation {
+	var out []Violation
+	add := func(rule, format string, args ...any) {
+		out = append(out, Violation{Rule: rule, Object: o.name, Message: fmt.Sprintf(format, args...)})
+	}
+	deleted := o.index(func(e Event) bool { return e.Kind == EventDelete }) >= 0
+	calls := o.filter(func(e Event) bool { return e.Kind == EventCall })
+	finished := func(handler string) []int {
+		return o.filter(func(e Event) bool {
+			return e.Kind == EventCall && e.Handler == handler && e.Outcome.finished()
+		})
+	}
+
+	// Create once per lifetime.
+	creates := finished(HandlerCreate)
+	if len(creates) > 0 {
+		first := creates[0]
+		for _, i := range o.filter(func(e Event) bool { return e.Kind == EventCall && e.Handler == HandlerCreate }) {
+			if i > first && !o.refusedBetween(first, i) {
+				add(RuleCreateOnce, "the create handler ran again after it had finished (event %d, finished at event %d) with no refused write in between", i, first)
+				break
+			}
+		}
+	}
+	alive := !deleted && o.final.Exists
+	if alive && len(creates) == 0 {
+		add(RuleCreateDone, "the object lived to the end and no create handler finished for it")
+	}
+
+	// Every change reaches the update handlers; none that is not a change.
+	if alive && len(creates) > 0 {
+		seen := o.all[creates[0]].Versions
+		want := o.final.Versions
+		if seen != want && !o.anyFinished(HandlerUpdate, func(v Versions) bool { return v == want }) {
+			add(RuleUpdateLost, "the object ended at %s, its create handler saw %s, and no update handler finished on %s", want, seen, want)
+		}
+		if !o.anyFinished(HandlerField, func(v Versions) bool { return v.Watched == want.Watched }) {
+			add(RuleUpdateLost, "the watched field ended at %q and no field handler finished on it", want.Watched)
+		}
+	}
+	changes := o.filter(func(e Event) bool {
+		return e.Kind == EventCall && (e.Handler == HandlerCreate || e.Handler == HandlerUpdate) && e.Outcome.finished()
+	})
+	for k := 1; k < len(changes); k++ {
+		prev, cur := o.all[changes[k-1]], o.all[changes[k]]
+		if cur.Handler != HandlerUpdate || cur.Versions != prev.Versions {
+			continue
+		}
+		if prev.Handler == HandlerUpdate && o.refusedBetween(changes[k-1], changes[k]) {
+			continue
+		}
+		add(RuleUpdateSpurious, "the update handler finished on %s (event %d), what the %s handler had already finished on (event %d)", cur.Versions, changes[k], prev.Handler, changes[k-1])
+	}
+	fields := finished(HandlerField)
+	for k := 1; k < len(fields); k++ {
+		prev, cur := o.all[fields[k-1]], o.all[fields[k]]
+		if cur.Versions.Watched == prev.Versions.Watched && !o.refusedBetween(fields[k-1], fields[k]) {
+			add(RuleUpdateSpurious, "the field handler finished twice on %q (events %d and %d)", cur.Versions.Watched, fields[k-1], fields[k])
+		}
+	}
+
+	// Delete once.
+	deletes := finished(HandlerDelete)
+	switch {
+	case !deleted && len(o.filter(func(e Event) bool { return e.Kind == EventCall && e.Handler == HandlerDelete })) > 0:
+		add(RuleDeleteOnce, "a delete handler ran for an object that was not deleted")
+	case deleted && len(deletes) == 0 && len(calls) > 0:
+		add(RuleDeleteOnce, "the object was deleted after handlers had seen it, and no delete handler finished")
+	case len(deletes) > 1 && !o.refusedBetween(deletes[0], deletes[1]):
+		add(RuleDeleteOnce, "the delete handler finished %d times (events %v) with no refused write in between", len(deletes), deletes)
+	}
+
+	out = append(out, o.checkResume()...)
+
+	// Finalizers.
+	if deleted {
+		left := slices.DeleteFunc(slices.Clone(o.final.Finalizers), func(f string) bool { return !slices.Contains(o.h.Finalizers, f) })
+		switch {
+		case o.h.Terminating && len(left) > 0:
+			add(RuleFinalizer, "the object was deleted and still has gopf's finalizers %v", left)
+		case !o.h.Terminating && o.final.Exists:
+			add(RuleFinalizer, "the object was deleted and is still there, with finalizers %v", o.final.Finalizers)
+		}
+	}
+	if o.final.Exists && o.final.ForeignFinalizer && !slices.Contains(o.final.Finalizers, ForeignFinalizer) {
+		add(RuleForeign, "another writer's finalizer %s is gone (finalizers: %v)", ForeignFinalizer, o.final.Finalizers)
+	}
+
+	// Writes.
+	if budget := o.budget(len(calls)); o.final.Writes > budget {
+		add(RuleWrites, "the operator wrote %d times about the object, over the budget of %d (%d handler calls)", o.final.Writes, budget, len(calls))
+	}
+	return out
+}
+
+// checkResume checks the resume handlers' calls, process by process.
+func (o objectHistory) checkResume() []Violation {
+	var out []Violation
+	add := func(format string, args ...any) {
+		out = append(out, Violation{Rule: RuleResumeOnce, Object: o.name, Message: fmt.Sprintf(format, args...)})
+	}
+	var starts []int
+	for i, e := range o.all {
+		if e.Kind == EventStart {
+			starts = append(starts, i)
+		}
+	}
+	for n, s := range starts {
+		p := o.all[s].Process
+		handled := o.handledBefore(s)
+		resumes := o.filter(func(e Event) bool {
+			return e.Kind == EventCall && e.Handler == HandlerResume && e.Process == p && e.Outcome.finished()
+		})
+		deletedSince := false
+		for _, i := range o.events {
+			if i > s && o.all[i].Kind == EventDelete {
+				deletedSince = true
+			}
+		}
+		last := n == len(starts)-1
+		switch {
+		case !handled && len(resumes) > 0:
+			add("process %d resumed an object that was not handled before it started (event %d)", p, resumes[0])
+		case len(resumes) > 1 && !o.refusedBetween(resumes[0], resumes[1]):
+			add("process %d finished the resume handler %d times (events %v)", p, len(resumes), resumes)
+		case handled && last && !deletedSince && o.final.Exists && len(resumes) == 0:
+			add("the object was handled before process %d started, and that process never resumed it", p)
+		}
+	}
+	return out
+}
+
+// handledBefore reports whether the object's create handler had finished
+// before event s, it was not deleted before s, and no write about it was
+// refused since the create finished (the outcome may not have landed).
+func (o objectHistory) handledBefore(s int) bool {
+	created := -1
+	for _, i := range o.events {
+		if i >= s {
+			break
+		}
+		e := o.all[i]
+		switch {
+		case e.Kind == EventDelete:
+			return false
+		case e.Kind == EventCall && e.Handler == HandlerCreate && e.Outcome.finished() && created < 0:
+			created = i
+		}
+	}
+	return created >= 0 && !o.refusedBetween(created, s)
+}
+
+// budget is how many writes about the object the operator may send.
+func (o objectHistory) budget(calls int) int {
+	n := o.h.WritesPerCall*calls + 2 // the finalizer comes and goes
+	for _, i := range o.events {
+		e := o.all[i]
+		switch {
+		case e.Kind == EventRefused, e.Kind == EventConflict:
+			n++
+		case e.Kind == EventCall && e.Patched:
+			n++
+		}
+	}
+	return n
+}
+
+// anyFinished reports whether a call of handler finished on values match
+// accepts.
+func (o objectHistory) anyFinished(handler string, match func(Versions) bool) bool {
+	for _, i := range o.events {
+		e := o.all[i]
+		if e.Kind == EventCall && e.Handler == handler && e.Outcome.finished() && match(e.Versions) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedBetween reports whether a write about the object was refused
+// between events i and j.
+func (o objectHistory) refusedBetween(i, j int) bool {
+	for _, k := range o.events {
+		if k > i && k < j && o.all[k].Kind == EventRefused {
+			return true
+		}
+	}
+	return false
+}
+
+// filter returns the indices of the object's events that keep accepts.
+func (o objectHistory) filter(keep func(Event) bool) []int {
+	var out []int
+	for _, i := range o.events {
+		if keep(o.all[i]) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// index returns the first of the object's events that match accepts, or -1.
+func (o objectHistory) index(match func(Event) bool) int {
+	if f := o.filter(match); len(f) > 0 {
+		return f[0]
+	}
+	return -1
+}

@@ -1,0 +1,192 @@
+package robustness
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// history builds a history from events given in order, one millisecond
+// apart, with one object "obj0" as final says.
+type history struct {
+	h    History
+	tick time.Time
+}
+
+func newHistory() *history {
+	return &history{h: History{Final: map[string]Final{}, Finalizers: []string{"gopf.dev/finalizer"}, WritesPerCall: 1}, tick: time.Unix(0, 0)}
+}
+
+func (b *history) add(e Event) *history {
+	b.tick = b.tick.Add(time.Millisecond)
+	e.At = b.tick
+	if e.Kind != EventStart && e.Kind != EventStop && e.Object == "" {
+		e.Object = "obj0"
+	}
+	b.h.Events = append(b.h.Events, e)
+	return b
+}
+
+func (b *history) start(p int) *history { return b.add(Event{Kind: EventStart, Process: p}) }
+func (b *history) stop(p int) *history  { return b.add(Event{Kind: EventStop, Process: p}) }
+func (b *history) write(v Versions) *history {
+	return b.add(Event{Kind: EventWrite, Versions: v})
+}
+func (b *history) call(p int, handler string, v Versions) *history {
+	return b.add(Event{Kind: EventCall, Process: p, Handler: handler, Versions: v, Outcome: Succeeded})
+}
+
+// final sets how obj0 ended, with writes within any budget.
+func (b *history) final(f Final) History {
+	b.h.Final["obj0"] = f
+	return b.h
+}
+
+var (
+	v1 = Versions{Spec: "s1", Label: "l1", Watched: "w1"}
+	v2 = Versions{Spec: "s2", Label: "l1", Watched: "w1"}
+)
+
+// rules returns the rules of the violations.
+func rules(vs []Violation) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Rule)
+	}
+	return out
+}
+
+func TestCheckAcceptsAHistoryThatKeepsTheContract(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		stop(1).write(v2).start(2).
+		call(2, HandlerUpdate, v2).call(2, HandlerResume, v2).
+		final(Final{Exists: true, Versions: v2, Writes: 4})
+	if v := Check(h); len(v) > 0 {
+		t.Fatalf("violations in a sound history: %v", v)
+	}
+}
+
+func TestCheckReportsACreateHandlerRunTwice(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		stop(1).start(2).
+		call(2, HandlerCreate, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 3})
+	v := Check(h)
+	if !strings.Contains(strings.Join(rules(v), ","), RuleCreateOnce) {
+		t.Fatalf("want a %q violation, got %v", RuleCreateOnce, v)
+	}
+	// The restarted process also never resumed the handled object.
+	if !strings.Contains(strings.Join(rules(v), ","), RuleResumeOnce) {
+		t.Fatalf("want a %q violation, got %v", RuleResumeOnce, v)
+	}
+}
+
+func TestCheckExcusesARepeatAfterARefusedWrite(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(Event{Kind: EventRefused, Detail: "PATCH kopfexamples/status: 500"}).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 3})
+	if v := Check(h); len(v) > 0 {
+		t.Fatalf("a repeat after a refused write is at least once, as Kopf has it; got %v", v)
+	}
+}
+
+func TestCheckReportsAnUpdateLost(t *testing.T) {
+	// The spec changed while no operator ran; the new process ran the
+	// create handler on the new spec and no update handler.
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		stop(1).write(v2).start(2).
+		call(2, HandlerCreate, v2).
+		final(Final{Exists: true, Versions: v2, Writes: 3})
+	v := Check(h)
+	if !strings.Contains(strings.Join(rules(v), ","), RuleUpdateLost) {
+		t.Fatalf("want a %q violation, got %v", RuleUpdateLost, v)
+	}
+}
+
+func TestCheckReportsAnUpdateForAHandlersOwnPatch(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		add(Event{Kind: EventCall, Process: 1, Handler: HandlerCreate, Versions: v1, Outcome: Succeeded, Patched: true}).
+		call(1, HandlerField, v1).
+		add(Event{Kind: EventRefused, Detail: "PATCH kopfexamples: 409"}).
+		call(1, HandlerUpdate, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 4})
+	v := Check(h)
+	if got := strings.Join(rules(v), ","); got != RuleUpdateSpurious {
+		t.Fatalf("want one %q violation, got %v", RuleUpdateSpurious, v)
+	}
+}
+
+func TestCheckReportsAStuckFinalizer(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(Event{Kind: EventDelete}).
+		call(1, HandlerDelete, v1).
+		final(Final{Exists: true, Versions: v1, Finalizers: []string{"gopf.dev/finalizer"}, Writes: 3})
+	v := Check(h)
+	if got := strings.Join(rules(v), ","); got != RuleFinalizer {
+		t.Fatalf("want one %q violation, got %v", RuleFinalizer, v)
+	}
+	// A namespace stays terminating: only gopf's finalizer counts.
+	h.Terminating = true
+	h.Final["obj0"] = Final{Exists: true, Versions: v1, Finalizers: []string{"kubernetes"}, Writes: 3}
+	if v := Check(h); len(v) > 0 {
+		t.Fatalf("a terminating object without gopf's finalizer: want no violation, got %v", v)
+	}
+}
+
+func TestCheckReportsADeleteHandlerRunTwiceOrNever(t *testing.T) {
+	twice := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(Event{Kind: EventDelete}).
+		call(1, HandlerDelete, v1).call(1, HandlerDelete, v1).
+		final(Final{Writes: 4})
+	never := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(Event{Kind: EventDelete}).
+		final(Final{Writes: 3})
+	for name, h := range map[string]History{"twice": twice, "never": never} {
+		if got := strings.Join(rules(Check(h)), ","); got != RuleDeleteOnce {
+			t.Errorf("%s: want one %q violation, got %v", name, RuleDeleteOnce, Check(h))
+		}
+	}
+}
+
+func TestCheckReportsWritesOverTheBudget(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 5})
+	if got := strings.Join(rules(Check(h)), ","); got != RuleWrites {
+		t.Fatalf("want one %q violation, got %v", RuleWrites, Check(h))
+	}
+}
+
+func TestCheckReportsAnotherWritersFinalizerRemoved(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		add(Event{Kind: EventConflict}).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		final(Final{Exists: true, Versions: v1, ForeignFinalizer: true, Finalizers: []string{"gopf.dev/finalizer"}, Writes: 3})
+	if got := strings.Join(rules(Check(h)), ","); got != RuleForeign {
+		t.Fatalf("want one %q violation, got %v", RuleForeign, Check(h))
+	}
+}
+
+func TestGenerateGivesTheSameSequenceForTheSameSeed(t *testing.T) {
+	a, b := Generate(42).String(), Generate(42).String()
+	if a != b {
+		t.Fatalf("seed 42 gave two sequences:\n%s\n---\n%s", a, b)
+	}
+	if a == Generate(43).String() {
+		t.Fatalf("seeds 42 and 43 gave the same sequence")
+	}
+	for seed := uint64(0); seed < 200; seed++ {
+		s := Generate(seed)
+		if last := s[len(s)-1].Kind; last == OpStop || last == OpFaults {
+			t.Fatalf("seed %d ends with %s: a run could not settle", seed, last)
+		}
+	}
+}

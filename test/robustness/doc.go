@@ -1,0 +1,55 @@
+/*
+Package robustness checks gopf's core promise, Kopf's contract, the way
+etcd's robustness tests and Jepsen check theirs: random operations against
+a real API server, recorded as a history, and a checker that judges the
+history.
+
+A seed gives a sequence of operations (Generate): objects created, their
+spec, a label and a watched field changed, objects deleted; the operator
+stopped and started again, or restarted while a handler runs; a fraction
+of the operator's writes refused by the API server (409, 500, 504) or held
+back; another writer racing gopf's writes; handlers armed to fail for a
+while, to fail for good, or to patch their own object. Run carries a
+sequence out on one class of kind (Classes: a CRD whose status keeps
+unknown fields, KopfExample; unstructured handlers on it; CRDs with a
+typed, structural status as kubebuilder scaffolds them, Widget, and
+cluster-scoped, ClusterWidget; a CRD without a status subresource, Gadget;
+built-in kinds with a status, Pod and Namespace, and without, ConfigMap;
+the CRDs of package test/kinds), with the
+operator keeping its state in one storage (reconcile.Options.Storage), and
+records what happened: the writes of the test's client, the calls of the
+handlers and how they ended, the operator's writes that did not land (seen
+by a fault proxy, package faults, between the operator and the API
+server), and the objects at the end.
+
+Check is a pure function of that history and has tests of its own. It
+holds gopf to: create handlers once per object lifetime, update handlers
+once per change they are due (changes may coalesce; never for gopf's own
+writes or for a handler's own patch), delete handlers once, resume
+handlers once per process for every object handled before it started, no
+finalizer of gopf's left on a deleted object, other finalizers kept, and
+the operator's writes within reconcile/doc.go's budget. A handler may run
+again after a write of its outcome was refused: at least once, as in Kopf.
+
+Two ways to run it:
+
+	go test ./test/robustness            # part of `make test`
+
+runs one sequence per class of kind and storage, with fixed seeds, in
+about three minutes with -race on two cores. A failure prints the seed,
+the violations, the sequence, the history, and the command that runs that
+sequence again:
+
+	GOPF_ROBUSTNESS_SEED=<seed> go test ./test/robustness -run 'TestSequences/<class>/<storage>$'
+
+	make robustness                      # GOPF_ROBUSTNESS_DURATION=30m by default
+
+runs TestRandomSequences: seeds from the clock, each picking its class
+and storage, one sequence after another for GOPF_ROBUSTNESS_DURATION, and
+prints at the end how many sequences and operations ran. It stops at the
+first sequence that breaks the contract.
+
+Storages that cannot work on a kind are skipped, saying why (Class.Skip):
+StorageStatus needs a status that keeps status.gopf.
+*/
+package robustness

@@ -1,0 +1,244 @@
+package robustness
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+)
+
+// OpKind says what an Op does.
+type OpKind string
+
+// The operations a sequence is made of.
+const (
+	// OpCreate creates object Object with fresh values.
+	OpCreate OpKind = "create"
+	// OpSpec, OpLabel and OpWatched change the object's spec, its label,
+	// or the field the field handler watches, to a fresh value.
+	OpSpec    OpKind = "update-spec"
+	OpLabel   OpKind = "update-label"
+	OpWatched OpKind = "update-watched"
+	// OpDelete deletes the object.
+	OpDelete OpKind = "delete"
+	// OpConflict is another writer: it adds its own finalizer to the
+	// object, or removes it, with an update racing gopf's writes.
+	OpConflict OpKind = "conflicting-writer"
+	// OpArm makes the next call of Handler on the object behave as
+	// Behaviour says.
+	OpArm OpKind = "arm"
+	// OpStop stops the operator (gracefully: running reconciles finish);
+	// OpStart starts a new one, with nothing in memory.
+	OpStop  OpKind = "stop"
+	OpStart OpKind = "start"
+	// OpRestartInHandler waits until the handler armed with BehaveBlock is
+	// running, then restarts the operator under it.
+	OpRestartInHandler OpKind = "restart-in-handler"
+	// OpFaults makes the API server refuse a fraction of the operator's
+	// writes (Fault says how) until OpHeal.
+	OpFaults OpKind = "refuse-writes"
+	OpHeal   OpKind = "heal"
+	// OpSettle waits until the operator has nothing left to do.
+	OpSettle OpKind = "settle"
+)
+
+// Behaviour is what an armed handler does on its next call.
+type Behaviour string
+
+// The behaviours of an armed handler.
+const (
+	// BehaveTemporary fails with a temporary error Times times.
+	BehaveTemporary Behaviour = "fail-temporarily"
+	// BehavePermanent fails for good.
+	BehavePermanent Behaviour = "fail-for-good"
+	// BehavePatch succeeds and patches its own object (a label).
+	BehavePatch Behaviour = "patch-own-object"
+	// BehaveBlock runs until the operator stops.
+	BehaveBlock Behaviour = "block"
+)
+
+// Fault is how the API server refuses writes during OpFaults.
+type Fault string
+
+// The faults of OpFaults.
+const (
+	Fault409     Fault = "409"
+	Fault500     Fault = "500"
+	FaultTimeout Fault = "timeout" // 504, the API server's own timeout
+	FaultSlow    Fault = "slow"    // held for a while, then forwarded
+)
+
+// Op is one step of a sequence.
+type Op struct {
+	Kind      OpKind
+	Object    int // the object's number
+	Handler   string
+	Behaviour Behaviour
+	Times     int
+	Fault     Fault
+}
+
+func (op Op) String() string {
+	switch op.Kind {
+	case OpArm:
+		s := fmt.Sprintf("arm %s on obj%d: %s", op.Handler, op.Object, op.Behaviour)
+		if op.Behaviour == BehaveTemporary {
+			s += fmt.Sprintf(" x%d", op.Times)
+		}
+		return s
+	case OpStop, OpStart, OpRestartInHandler, OpHeal, OpSettle:
+		return string(op.Kind)
+	case OpFaults:
+		return fmt.Sprintf("%s %s", op.Kind, op.Fault)
+	}
+	return fmt.Sprintf("%s obj%d", op.Kind, op.Object)
+}
+
+// Sequence is the operations one seed gives, in order.
+type Sequence []Op
+
+func (s Sequence) String() string {
+	parts := make([]string, len(s))
+	for i, op := range s {
+		parts[i] = fmt.Sprintf("%2d %s", i, op)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Generate returns the sequence of operations of seed: two to four
+// objects created, changed, deleted, around operator stops and restarts,
+// refused writes, another writer, and handlers armed to fail or patch.
+// The same seed gives the same sequence. The sequence ends with the
+// operator running and the faults healed, so a run can settle.
+func Generate(seed uint64) Sequence {
+	g := &generator{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), running: true}
+	objects := 2 + g.rng.IntN(3)
+	steps := 10 + g.rng.IntN(10)
+	for len(g.ops) < steps {
+		g.step(objects)
+	}
+	if g.faulty {
+		g.add(Op{Kind: OpHeal})
+	}
+	if !g.running {
+		g.add(Op{Kind: OpStart})
+	}
+	return g.ops
+}
+
+// generator keeps what the sequence so far did, so that every operation it
+// adds can be carried out.
+type generator struct {
+	rng     *rand.Rand
+	ops     Sequence
+	created []bool // by object number
+	deleted []bool
+	running bool
+	faulty  bool
+}
+
+func (g *generator) add(op Op) { g.ops = append(g.ops, op) }
+
+// step adds one operation (or an armed handler and its trigger).
+func (g *generator) step(objects int) {
+	for len(g.created) < objects {
+		g.created = append(g.created, false)
+		g.deleted = append(g.deleted, false)
+	}
+	live := g.live()
+	switch r := g.rng.IntN(100); {
+	case r < 18 || len(live) == 0:
+		if obj := g.unborn(); obj >= 0 {
+			g.maybeArm(obj, HandlerCreate)
+			g.add(Op{Kind: OpCreate, Object: obj})
+			g.created[obj] = true
+			g.afterTrigger()
+		} else if len(live) == 0 {
+			g.add(Op{Kind: OpSettle})
+		}
+	case r < 50:
+		obj := live[g.rng.IntN(len(live))]
+		kind := []OpKind{OpSpec, OpLabel, OpWatched}[g.rng.IntN(3)]
+		handler := HandlerUpdate
+		if kind == OpWatched && g.rng.IntN(2) == 0 {
+			handler = HandlerField
+		}
+		g.maybeArm(obj, handler)
+		g.add(Op{Kind: kind, Object: obj})
+		g.afterTrigger()
+	case r < 60:
+		obj := live[g.rng.IntN(len(live))]
+		g.maybeArm(obj, HandlerDelete)
+		g.add(Op{Kind: OpDelete, Object: obj})
+		g.deleted[obj] = true
+		g.afterTrigger()
+	case r < 67:
+		g.add(Op{Kind: OpConflict, Object: live[g.rng.IntN(len(live))]})
+	case r < 80:
+		if g.running {
+			g.add(Op{Kind: OpStop})
+		} else {
+			g.add(Op{Kind: OpStart})
+		}
+		g.running = !g.running
+	case r < 88:
+		if g.faulty {
+			g.add(Op{Kind: OpHeal})
+		} else {
+			g.add(Op{Kind: OpFaults, Fault: []Fault{Fault409, Fault500, FaultTimeout, FaultSlow}[g.rng.IntN(4)]})
+		}
+		g.faulty = !g.faulty
+	default:
+		g.add(Op{Kind: OpSettle})
+	}
+}
+
+// maybeArm arms the handler a trigger will call, now and then. A handler
+// blocks only while the operator runs, as the restart under it needs.
+func (g *generator) maybeArm(obj int, handler string) {
+	if g.rng.IntN(100) >= 35 {
+		return
+	}
+	behaviours := []Behaviour{BehaveTemporary, BehavePermanent, BehavePatch}
+	if g.running && !g.faulty {
+		behaviours = append(behaviours, BehaveBlock)
+	}
+	if handler == HandlerDelete {
+		// A delete handler that fails for good lets the object go, as Kopf
+		// does; one that patches its object patches an object going away.
+		behaviours = []Behaviour{BehaveTemporary, BehavePermanent}
+		if g.running && !g.faulty {
+			behaviours = append(behaviours, BehaveBlock)
+		}
+	}
+	b := behaviours[g.rng.IntN(len(behaviours))]
+	g.add(Op{Kind: OpArm, Object: obj, Handler: handler, Behaviour: b, Times: 1 + g.rng.IntN(3)})
+}
+
+// afterTrigger restarts the operator under a handler the last arm made
+// block.
+func (g *generator) afterTrigger() {
+	if n := len(g.ops); n >= 2 && g.ops[n-2].Kind == OpArm && g.ops[n-2].Behaviour == BehaveBlock {
+		g.add(Op{Kind: OpRestartInHandler})
+	}
+}
+
+// live returns the objects created and not deleted.
+func (g *generator) live() []int {
+	var out []int
+	for i := range g.created {
+		if g.created[i] && !g.deleted[i] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// unborn returns an object not created yet, or -1.
+func (g *generator) unborn() int {
+	for i, c := range g.created {
+		if !c {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,146 @@
+package robustness
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Versions are the values the generator gives an object's three kinds of
+// change: its spec, a label, and the field a field handler watches. Each
+// write of the generator sets a value never used before ("s3", "l2", "w5"),
+// so a handler's view of the object says which changes it saw.
+type Versions struct {
+	Spec, Label, Watched string
+}
+
+func (v Versions) String() string { return v.Spec + "/" + v.Label + "/" + v.Watched }
+
+// EventKind says what an Event records.
+type EventKind string
+
+// The kinds of events a history holds.
+const (
+	// EventWrite: the generator's client created or changed an object;
+	// Versions are the object's after the write.
+	EventWrite EventKind = "write"
+	// EventDelete: the generator's client deleted an object.
+	EventDelete EventKind = "delete"
+	// EventConflict: another writer changed the object's metadata (a
+	// finalizer of its own), racing gopf's writes.
+	EventConflict EventKind = "conflict"
+	// EventStart: operator process Process started (its caches in sync).
+	EventStart EventKind = "start"
+	// EventStop: operator process Process stopped.
+	EventStop EventKind = "stop"
+	// EventCall: a handler returned; Versions are what it saw.
+	EventCall EventKind = "call"
+	// EventRefused: a write of the operator about the object did not land
+	// (refused by the API server or the fault proxy, or cut off).
+	EventRefused EventKind = "refused"
+)
+
+// Outcome is how a handler call ended.
+type Outcome string
+
+// The outcomes of a handler call.
+const (
+	// Succeeded: the handler returned no error.
+	Succeeded Outcome = "ok"
+	// FailedForGood: the handler returned a permanent error.
+	FailedForGood Outcome = "failed"
+	// Retrying: the handler returned a temporary error.
+	Retrying Outcome = "retry"
+	// Interrupted: the operator stopped while the handler ran.
+	Interrupted Outcome = "interrupted"
+)
+
+// finished reports whether the call ends the handler's work on its cause.
+func (o Outcome) finished() bool { return o == Succeeded || o == FailedForGood }
+
+// The handler ids of the suite's registry.
+const (
+	HandlerCreate = "create"
+	HandlerUpdate = "update"
+	HandlerField  = "field"
+	HandlerDelete = "delete"
+	HandlerResume = "resume"
+)
+
+// Event is one entry of a History.
+type Event struct {
+	At      time.Time
+	Kind    EventKind
+	Object  string // the object's name; "" for operator starts and stops
+	UID     string
+	Process int // the operator process: of EventStart, EventStop, EventCall
+
+	Versions Versions // EventWrite, EventCall
+	Handler  string   // EventCall
+	Reason   string   // EventCall: the cause's reason
+	Outcome  Outcome  // EventCall
+	Patched  bool     // EventCall: the handler patched its own object
+	Detail   string   // EventRefused: the request and its status
+}
+
+func (e Event) String() string {
+	switch e.Kind {
+	case EventStart, EventStop:
+		return fmt.Sprintf("%s process %d", e.Kind, e.Process)
+	case EventCall:
+		s := fmt.Sprintf("call %s(%s) on %s by process %d saw %s: %s", e.Handler, e.Reason, e.Object, e.Process, e.Versions, e.Outcome)
+		if e.Patched {
+			s += " (patched its object)"
+		}
+		return s
+	case EventWrite:
+		return fmt.Sprintf("write %s: %s", e.Object, e.Versions)
+	case EventRefused:
+		return fmt.Sprintf("refused write on %s: %s", e.Object, e.Detail)
+	}
+	return fmt.Sprintf("%s %s", e.Kind, e.Object)
+}
+
+// Final is what an object looked like once the run had settled.
+type Final struct {
+	// Exists is false when the object is gone.
+	Exists bool
+	// UID is the object's UID.
+	UID string
+	// Finalizers are the object's finalizers.
+	Finalizers []string
+	// Versions are the object's values at the end.
+	Versions Versions
+	// ForeignFinalizer says whether the other writer's finalizer is meant
+	// to be on the object: gopf must not have removed it.
+	ForeignFinalizer bool
+	// Writes counts the operator's write requests about the object, refused
+	// ones included.
+	Writes int
+}
+
+// History is what one run recorded: the events in the order they happened,
+// and the objects as they were at the end. Check judges it.
+type History struct {
+	Events []Event
+	Final  map[string]Final // by object name
+	// Finalizers are the finalizers gopf may put on objects.
+	Finalizers []string
+	// Terminating: deleted objects stay, terminating, and only need to be
+	// rid of gopf's finalizers (Namespaces: envtest has no namespace
+	// controller).
+	Terminating bool
+	// WritesPerCall is the budget of writes a handler call may cost: 1 where
+	// results and state go out in one request, 2 where state goes to
+	// annotations and results to status.
+	WritesPerCall int
+}
+
+// Format lists the events, one a line, for a failure message.
+func (h History) Format() string {
+	var b strings.Builder
+	for i, e := range h.Events {
+		fmt.Fprintf(&b, "  %3d %s\n", i, e)
+	}
+	return b.String()
+}
