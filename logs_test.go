@@ -26,13 +26,14 @@ type logLine struct {
 	error bool
 	msg   string
 	err   error
+	kv    string // the key-value pairs, printed
 }
 
 func (l logLine) String() string {
 	if l.error {
-		return fmt.Sprintf("ERROR %s: %v", l.msg, l.err)
+		return fmt.Sprintf("ERROR %s: %v %s", l.msg, l.err, l.kv)
 	}
-	return l.msg
+	return l.msg + " " + l.kv
 }
 
 // add records a line.
@@ -81,14 +82,14 @@ func (s recordingSink) Init(info logr.RuntimeInfo) { s.next.Init(info) }
 func (s recordingSink) Enabled(int) bool           { return true }
 
 func (s recordingSink) Info(level int, msg string, kv ...any) {
-	s.r.add(logLine{msg: msg})
+	s.r.add(logLine{msg: msg, kv: fmt.Sprint(kv...)})
 	if s.next.Enabled(level) {
 		s.next.Info(level, msg, kv...)
 	}
 }
 
 func (s recordingSink) Error(err error, msg string, kv ...any) {
-	s.r.add(logLine{error: true, msg: msg, err: err})
+	s.r.add(logLine{error: true, msg: msg, err: err, kv: fmt.Sprint(kv...)})
 	s.next.Error(err, msg, kv...)
 }
 
@@ -100,12 +101,19 @@ func (s recordingSink) WithName(name string) logr.LogSink {
 	return recordingSink{r: s.r, next: s.next.WithName(name)}
 }
 
-// contains reports whether a line with msg was logged after mark.
-func (r *logRecord) contains(mark int, msg string) bool {
+// find returns the first line logged after mark whose message contains
+// msg, and whether there is one.
+func (r *logRecord) find(mark int, msg string) (logLine, bool) {
 	for _, l := range r.since(mark, false) {
 		if strings.Contains(l.msg, msg) {
-			return true
+			return l, true
 		}
 	}
-	return false
+	return logLine{}, false
+}
+
+// contains reports whether a line with msg was logged after mark.
+func (r *logRecord) contains(mark int, msg string) bool {
+	_, ok := r.find(mark, msg)
+	return ok
 }

@@ -26,6 +26,7 @@ func TestWritesCountsOnlyChangingVerbs(t *testing.T) {
 	c.add("PATCH", "kopfexamples/status", false)
 	c.add("POST", "events", false)
 	c.add("PUT", "kopfexamplesets", false)
+	c.add("POST", "selfsubjectrulesreviews", false)
 	if got := c.Writes("kopfexamples", "kopfexamples/status"); got != 1 {
 		t.Errorf("Writes(kopfexamples) = %d, want 1: the object's own writes, not its status's nor another resource's", got)
 	}
