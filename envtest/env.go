@@ -61,8 +61,9 @@ type Env struct {
 // Run gives a test, in one call, what it needs to exercise an operator: a
 // client, a new namespace, and the handlers of reg running in an operator
 // limited to that namespace (set opts.Namespaces to watch others, e.g. "*"
-// for all). The operator's scheme is opts.Scheme (default: client-go's
-// built-in kinds), and so is the client's. Handlers are retried after
+// for all; until then Env.Client refuses to create objects elsewhere). The
+// operator's scheme is opts.Scheme (default: that of opts.Main, else
+// client-go's built-in kinds), and so is the client's. Handlers are retried after
 // DefaultBackoff unless opts say otherwise. Run fails the test if any of
 // this cannot be done.
 //
