@@ -335,3 +335,35 @@ func TestGopfImportsFormTheirOwnGroupBeforeTheProjects(t *testing.T) {
 		t.Errorf("want a blank line between gopf's group and go/v4's marker:\n%s", out)
 	}
 }
+
+// Kubebuilder writes PROJECT's layout at init only, and during a command it
+// names the running plugin first in the request's config: edit must read
+// the file to tell the user to name gopf on later commands.
+func TestEditTellsHowToUseGopfInLaterCommandsWhenTheLayoutLacksIt(t *testing.T) {
+	const gomod = "module example.com/demo\n\nrequire github.com/gopf-dev/gopf v0.3.0\n"
+	for _, tt := range []struct {
+		layout   string
+		wantNote bool
+	}{
+		{"layout:\n- go.kubebuilder.io/v4\n", true},
+		{"layout:\n- go.kubebuilder.io/v4\n- gopf/v1-alpha\n", false},
+	} {
+		var notes strings.Builder
+		opts := testOpts()
+		opts.Notes = &notes
+		resp := Handle(&protocol.Request{
+			Command: protocol.CommandEdit,
+			Config:  &protocol.Config{Repo: "example.com/demo", Layout: []byte(`["gopf/v1-alpha","go.kubebuilder.io/v4"]`)},
+			Universe: map[string]string{
+				"go.mod": gomod, mainPath: wiredMain(t), setupEnvtestPath: setupEnvtestScript,
+				"PROJECT": "domain: example.com\n" + tt.layout + "repo: example.com/demo\nversion: \"3\"\n",
+			},
+		}, opts)
+		if resp.Error {
+			t.Fatal(resp.ErrorMsgs)
+		}
+		if got := strings.Contains(notes.String(), "--plugins go/v4,gopf/v1-alpha"); got != tt.wantNote {
+			t.Errorf("layout %q: note %v, want %v: %q", tt.layout, got, tt.wantNote, notes.String())
+		}
+	}
+}

@@ -34,6 +34,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/gopf-dev/gopf/cmd/kubebuilder-gopf/internal/protocol"
 )
 
@@ -231,11 +233,27 @@ func (s *session) wire(init bool) error {
 // later commands. Kubebuilder runs the plugins of the PROJECT file's
 // layout when a command names none, and it writes the layout itself at
 // init only: a plugin's answer cannot change it (kubebuilder saves its own
-// copy of the PROJECT file after the plugins ran).
+// copy of the PROJECT file after the plugins ran). The layout is read from
+// the PROJECT file on disk: the request's config names the plugin running
+// the command first whether the file lists it or not.
 func (s *session) noteLayout() {
-	// The layout is a list of plugin keys (or one key, in old PROJECT files).
-	if p, err := loadProject(s.req); err != nil || strings.Contains(string(p.Layout), `"`+PluginKey+`"`) {
+	var onDisk struct {
+		Layout any `json:"layout"`
+	}
+	if err := yaml.Unmarshal([]byte(s.req.Universe["PROJECT"]), &onDisk); err != nil || onDisk.Layout == nil {
 		return
+	}
+	switch l := onDisk.Layout.(type) {
+	case string:
+		if l == PluginKey {
+			return
+		}
+	case []any:
+		for _, key := range l {
+			if key == PluginKey {
+				return
+			}
+		}
 	}
 	s.note("the PROJECT file's layout does not name %s, and kubebuilder does not let a plugin add it after init: "+
 		"give --plugins go/v4,%s to each later \"kubebuilder create api\" and \"kubebuilder create webhook\" "+
