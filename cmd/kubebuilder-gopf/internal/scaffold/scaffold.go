@@ -7,11 +7,13 @@
 //     gopf registry up on go/v4's manager (the user's flags and manager
 //     options stay), and the Makefile provides envtest's control plane
 //     through hack/setup-envtest.sh, which builds it from the Go module
-//     proxy when the usual download is out of reach.
+//     proxy when the usual download is out of reach. edit also tidies
+//     go.mod, which go/v4 does after init only.
 //   - create api replaces go/v4's empty Reconciler of the kind with gopf
 //     handlers (create, update, delete and a level reconcile, with RBAC
 //     markers) registered in cmd/main.go, and its test with an envtest test
-//     of the handlers.
+//     of the handlers. Handlers of kinds the project does not define
+//     (built-in ones) select their objects by a label and keep no finalizer.
 //   - create webhook replaces go/v4's defaulter and validator with gopf
 //     admission handlers (handlers.OnMutate, handlers.OnValidate) served at
 //     gopf's paths, and its tests with an envtest suite that reaches them
