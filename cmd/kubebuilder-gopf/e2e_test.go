@@ -75,7 +75,7 @@ func TestScaffoldedProjectsRunTheirHandlers(t *testing.T) {
 		}
 	}
 	ctrllog.SetLogger(logr.Discard()) // envtest's own logging is of no use here
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cp := startControlPlane(t, assets)
 	certDir, caPool := webhookCert(t)
