@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // The projects the captured kubebuilder commands scaffold, with gopf's
@@ -72,7 +74,8 @@ func TestScaffoldedProjectsRunTheirHandlers(t *testing.T) {
 			t.Skipf("no %s on PATH", tool)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctrllog.SetLogger(logr.Discard()) // envtest's own logging is of no use here
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cp := startControlPlane(t, assets)
 	certDir, caPool := webhookCert(t)
@@ -99,7 +102,7 @@ func TestScaffoldedProjectsRunTheirHandlers(t *testing.T) {
 		cp.installCRDs(t, filepath.Join(p.dir, "config", "crd", "bases"))
 
 		m := p.startManager(cp, certDir, caPool)
-		db := cp.create(t, ctx, "db.example.com/v1", "Database", "scaffolded", nil)
+		db := cp.create(t, ctx, "db.example.com/v1", "Database", "scaffolded", nil, map[string]any{"spec": map[string]any{}})
 		m.waitForLog(t, "Database created", db.GetName())
 		cp.deleteAndWait(t, ctx, db) // gopf's finalizer goes once the delete handler has run
 		m.review(t, "/mutate/db.example.com/v1/database", db, "databases")
@@ -125,7 +128,7 @@ func TestScaffoldedProjectsRunTheirHandlers(t *testing.T) {
 		cp.installCRDs(t, filepath.Join(p.dir, "config", "crd", "bases"))
 
 		m := p.startManager(cp, certDir, caPool)
-		db := cp.create(t, ctx, "db.example.com/v1", "Database", "edited", nil)
+		db := cp.create(t, ctx, "db.example.com/v1", "Database", "edited", nil, map[string]any{"spec": map[string]any{}})
 		m.waitForLog(t, "Database created, said gopf", db.GetName())
 		m.review(t, "/mutate-db-example-com-v1-database", db, "databases")
 		m.review(t, "/validate-db-example-com-v1-database", db, "databases")
@@ -141,7 +144,7 @@ func TestScaffoldedProjectsRunTheirHandlers(t *testing.T) {
 		}
 
 		m := p.startManager(cp, certDir, caPool)
-		picked := cp.create(t, ctx, "v1", "ConfigMap", "picked", map[string]string{"example.com/managed": "true"})
+		picked := cp.create(t, ctx, "v1", "ConfigMap", "picked", map[string]string{"example.com/managed": "true"}, nil)
 		m.waitForLog(t, "ConfigMap created", picked.GetName())
 		if err := cp.client.Get(ctx, client.ObjectKeyFromObject(picked), picked); err != nil {
 			t.Fatal(err)
@@ -200,10 +203,14 @@ func (cp *controlPlane) installCRDs(t *testing.T, dir string) {
 	}
 }
 
-// create creates an object of the kind in namespace default.
-func (cp *controlPlane) create(t *testing.T, ctx context.Context, apiVersion, kind, name string, labels map[string]string) *unstructured.Unstructured {
+// create creates an object of the kind in namespace default, with the
+// fields of content besides its metadata.
+func (cp *controlPlane) create(t *testing.T, ctx context.Context, apiVersion, kind, name string, labels map[string]string, content map[string]any) *unstructured.Unstructured {
 	t.Helper()
-	obj := &unstructured.Unstructured{}
+	obj := &unstructured.Unstructured{Object: content}
+	if obj.Object == nil {
+		obj.Object = map[string]any{}
+	}
 	obj.SetAPIVersion(apiVersion)
 	obj.SetKind(kind)
 	obj.SetNamespace("default")
