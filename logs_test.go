@@ -65,9 +65,9 @@ func (r *logRecord) since(mark int, errors bool) []logLine {
 
 // logger returns a logger that records into r.
 func (r *logRecord) logger() logr.Logger {
-	next := logr.Discard().GetSink()
+	next := logr.Discard()
 	if os.Getenv("GOPF_TEST_LOG") != "" {
-		next = zap.New(zap.UseDevMode(true)).GetSink()
+		next = zap.New(zap.UseDevMode(true))
 	}
 	return logr.New(recordingSink{r: r, next: next})
 }
@@ -75,17 +75,15 @@ func (r *logRecord) logger() logr.Logger {
 // recordingSink records every line and passes it on to next.
 type recordingSink struct {
 	r    *logRecord
-	next logr.LogSink
+	next logr.Logger
 }
 
-func (s recordingSink) Init(info logr.RuntimeInfo) { s.next.Init(info) }
-func (s recordingSink) Enabled(int) bool           { return true }
+func (s recordingSink) Init(logr.RuntimeInfo) {}
+func (s recordingSink) Enabled(int) bool      { return true }
 
 func (s recordingSink) Info(level int, msg string, kv ...any) {
 	s.r.add(logLine{msg: msg, kv: fmt.Sprint(kv...)})
-	if s.next.Enabled(level) {
-		s.next.Info(level, msg, kv...)
-	}
+	s.next.V(level).Info(msg, kv...)
 }
 
 func (s recordingSink) Error(err error, msg string, kv ...any) {
