@@ -656,7 +656,7 @@ func TestEachOptionLandsInTheResolvedOptions(t *testing.T) {
 			handlers.OnCreate(r, podFn, handlers.When(func(p *corev1.Pod) bool { return p.Name == "yes" }))
 		},
 		check: func(o spec.Options) bool {
-			return o.When(named("yes")) && !o.When(named("no")) && !o.When(&corev1.ConfigMap{})
+			return o.When(named("yes"), nil) && !o.When(named("no"), nil) && !o.When(&corev1.ConfigMap{}, nil)
 		},
 	}, {
 		name: "Labels and Annotations add up",

@@ -31,7 +31,7 @@ type Options struct {
 	// path as keys (nil for none).
 	Labels      map[string]Filter
 	Annotations map[string]Filter
-	When        func(obj client.Object) bool
+	When        func(obj client.Object, ixs *Indexes) bool
 	Field       []string
 	Value       *Filter
 	Old         *Filter
