@@ -66,3 +66,15 @@ func matchField(o spec.Options, ov any, oldOK bool, nv any, newOK bool) bool {
 // changeOfField reports whether handlers of the kind narrowed to a field
 // run for changes of that field (update and field handlers).
 func changeOfField(k spec.Kind) bool { return k == spec.KindUpdate || k == spec.KindField }
+
+// hasEntry reports whether entries has one of the handler id: a resume
+// handler that shares its id with an update handler (Kopf's stacked
+// decorators) runs as that update handler when both would run.
+func hasEntry(entries []*entry, id string) bool {
+	for _, e := range entries {
+		if e.reg.Options.ID == id {
+			return true
+		}
+	}
+	return false
+}
