@@ -107,7 +107,7 @@ func TestAdmissionFiltersSelectByLabelsAnnotationsAndWhen(t *testing.T) {
 	)
 	o := onlyAdmission(t, r).Options
 	selects := func(obj *corev1.Pod) bool { // as the webhook engine applies the filters
-		return spec.MatchMetadata(o.Labels, obj.GetLabels()) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations()) && o.When(obj)
+		return spec.MatchMetadata(o.Labels, obj.GetLabels(), nil) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations(), nil) && o.When(obj, nil)
 	}
 	pod := func(name string, labels, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}

@@ -208,3 +208,36 @@ func ExampleOnStartup() {
 	fmt.Println(reg.Err())
 	// Output: <nil>
 }
+
+// An unstructured handler of a kind named by resource, as kubectl names it:
+// "secrets.v1." is the core group's Secrets (the empty group after the
+// version's dot), "deployments.v1.apps" would be the apps group's. Kinds
+// chosen by configuration (a flag, a config file) have no Go type:
+// UsesResource (or UsesKind) declares what the handler does with them, so
+// that --print-rbac grants it.
+func ExampleForResource() {
+	resource := "secrets.v1." // from the operator's configuration
+	reg := handlers.NewRegistry()
+	handlers.OnUpdate(reg, func(ctx context.Context, s *unstructured.Unstructured, c *handlers.Cause) (any, error) {
+		c.Log.Info("secret changed", "type", s.Object["type"])
+		return nil, nil
+	}, handlers.ForResource(resource), handlers.UsesResource(resource, "create", "update", "delete"))
+	fmt.Println(reg.Err())
+	// Output: <nil>
+}
+
+// A filter that reads an index: ConfigMaps are handled only when a Secret
+// names them in its annotation example.com/configmap.
+func ExampleWhenWithIndexes() {
+	reg := handlers.NewRegistry()
+	wanted := handlers.OnIndex(reg, "wanted", func(s *corev1.Secret) map[string]string {
+		return map[string]string{s.Annotations["example.com/configmap"]: s.Name}
+	})
+	handlers.OnCreate(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+		return map[string]any{"namedBy": wanted.Get(c.Indexes, cm.Name)}, nil
+	}, handlers.WhenWithIndexes(func(cm *corev1.ConfigMap, ixs *handlers.Indexes) bool {
+		return len(wanted.Get(ixs, cm.Name)) > 0
+	}))
+	fmt.Println(reg.Err())
+	// Output: <nil>
+}

@@ -12,8 +12,9 @@ import (
 )
 
 // Filter matches one value: of a label, an annotation or a field. Make one
-// with Equal or Func, or use Present or Absent. The zero Filter matches
-// everything; Match(value, present) applies it.
+// with Equal, Func or FuncWithIndexes, or use Present or Absent. The zero
+// Filter matches everything; Match(value, present) applies it, and
+// MatchWith(value, present, ixs) with the operator's indexes.
 type Filter = spec.Filter
 
 var (
@@ -32,6 +33,12 @@ func Equal(v any) Filter { return spec.Equal(v) }
 // label and annotation values come as strings, field values as decoded JSON.
 func Func(fn func(value any) bool) Filter { return spec.Func(fn) }
 
+// FuncWithIndexes matches the values fn accepts, as Func, and gives fn the
+// operator's indexes, as Kopf gives its filter callbacks the indexes: a
+// label or a field can be matched against what an index holds. See
+// WhenWithIndexes for what the indexes hold when a filter runs.
+func FuncWithIndexes(fn func(value any, ixs *Indexes) bool) Filter { return spec.FuncWithIndexes(fn) }
+
 // FilterSetting is an option that selects objects. Every handler kind that
 // is for objects takes it; an object no handler of its kind selects is left
 // alone completely: no finalizer, no stored state, no log lines.
@@ -41,8 +48,9 @@ type FilterSetting struct {
 }
 
 // Labels selects objects by their labels. Each value is a string (the exact
-// label value), a Filter (Present, Absent, Equal, Func), or a
-// func(string) bool. All entries must match. For admission handlers, the
+// label value), a Filter (Present, Absent, Equal, Func, FuncWithIndexes), a
+// func(string) bool, or a func(string, *Indexes) bool that also reads the
+// operator's indexes (see WhenWithIndexes). All entries must match. For admission handlers, the
 // entries the API server can evaluate go into the webhook's object selector.
 // Like a FilterSetting, every handler kind that is for objects takes it.
 type Labels map[string]any
@@ -103,10 +111,41 @@ func When[T client.Object](fn func(obj T) bool) FilterSetting {
 	if fn == nil {
 		return FilterSetting{setting: rejected("When(nil) is not a filter")}
 	}
+	return WhenWithIndexes(func(obj T, _ *Indexes) bool { return fn(obj) })
+}
+
+// WhenWithIndexes is When with the operator's indexes: Kopf's when= callback
+// that reads an index, such as a filter that admits only the objects some
+// other kind's objects name:
+//
+//	targets := handlers.OnIndex(reg, "targets", func(s *corev1.Secret) map[string]bool {
+//		return map[string]bool{s.Annotations["example.com/target"]: true}
+//	})
+//	handlers.OnUpdate(reg, sync, handlers.WhenWithIndexes(func(cm *corev1.ConfigMap, ixs *handlers.Indexes) bool {
+//		return targets.Len(ixs) > 0 && len(targets.Get(ixs, cm.Name)) > 0
+//	}))
+//
+// Filters read the indexes as they are when the filter runs:
+//   - The filters of change, level, timer and daemon handlers run only once
+//     every index has seen the initial list of its kind, so at start they
+//     see every object the indexes were filled from.
+//   - The filters of index functions (and the index functions themselves)
+//     run while the indexes fill: at start another index may still lack
+//     objects of its kind. The filters of event handlers and admission
+//     handlers get no promise either.
+//   - A change of an index does not evaluate other objects' filters again
+//     (as in Kopf): an object that starts (or stops) matching because an
+//     index changed is matched anew at its next event, such as its next
+//     change or the informer's resync (the cache's SyncPeriod). It then counts as created if it was never
+//     handled, as any object that starts matching.
+func WhenWithIndexes[T client.Object](fn func(obj T, ixs *Indexes) bool) FilterSetting {
+	if fn == nil {
+		return FilterSetting{setting: rejected("WhenWithIndexes(nil) is not a filter")}
+	}
 	return FilterSetting{setting: set(func(d *draft) {
-		d.When = func(obj client.Object) bool {
+		d.When = func(obj client.Object, ixs *Indexes) bool {
 			typed, ok := obj.(T)
-			return ok && fn(typed)
+			return ok && fn(typed, ixs)
 		}
 	})}
 }

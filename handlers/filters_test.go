@@ -136,3 +136,82 @@ func TestSubHandlersOutsideChangeHandlersAreAnErrorThatIsLogged(t *testing.T) {
 		t.Fatalf("logged %q, want one error naming the sub-handler", logged)
 	}
 }
+
+// listedIn returns indexes with one index "listed" whose key "names" holds
+// the given names.
+func listedIn(names ...string) *handlers.Indexes {
+	ixs := spec.NewIndexes()
+	ix := spec.AddIndex(ixs, "listed")
+	for _, n := range names {
+		spec.SetEntries(ix, "ns/"+n, map[any]any{"names": n})
+	}
+	return ixs
+}
+
+func listed(ixs *handlers.Indexes, name string) bool {
+	for _, v := range ixs.Get("listed").Get("names") {
+		if v == name {
+			return true
+		}
+	}
+	return false
+}
+
+func TestFiltersThatReadIndexesSeeTheIndexesTheyAreGiven(t *testing.T) {
+	r := handlers.NewRegistry()
+	handlers.OnCreate(r, createFn, handlers.ID("filtered"),
+		handlers.Labels{"app": func(v string, ixs *handlers.Indexes) bool { return listed(ixs, v) }},
+		handlers.Annotations{"team": handlers.FuncWithIndexes(func(v any, ixs *handlers.Indexes) bool { s, _ := v.(string); return listed(ixs, s) })},
+		handlers.WhenWithIndexes(func(p *corev1.Pod, ixs *handlers.Indexes) bool { return listed(ixs, p.Name) }))
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	o := handlers.HandlersOf(r)[0].Options
+	ixs := listedIn("web", "shop", "pod-1")
+	pod := &corev1.Pod{}
+	pod.Name = "pod-1"
+	if !o.Labels["app"].MatchWith("web", true, ixs) || o.Labels["app"].MatchWith("db", true, ixs) {
+		t.Error("a label function filter does not look the value up in the index")
+	}
+	if !o.Annotations["team"].MatchWith("shop", true, ixs) || o.Annotations["team"].MatchWith("shop", true, listedIn()) {
+		t.Error("FuncWithIndexes does not look the value up in the index")
+	}
+	if o.Labels["app"].Match("web", true) {
+		t.Error("Match, which has no indexes, found a value in them")
+	}
+	if !o.When(pod, ixs) || o.When(pod, listedIn("pod-2")) {
+		t.Error("WhenWithIndexes does not look the object up in the index")
+	}
+}
+
+func TestWhenWithIndexesNilIsABadRegistration(t *testing.T) {
+	r := handlers.NewRegistry()
+	handlers.OnCreate(r, createFn, handlers.WhenWithIndexes[*corev1.Pod](nil))
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "WhenWithIndexes(nil) is not a filter") {
+		t.Fatalf("error = %v, want one naming WhenWithIndexes(nil)", err)
+	}
+}
+
+func TestIndexFunctionsThatReadIndexesGetTheOperatorsIndexes(t *testing.T) {
+	r := handlers.NewRegistry()
+	handlers.OnIndexWithIndexes(r, "named", func(p *corev1.Pod, ixs *handlers.Indexes) map[string]bool {
+		return map[string]bool{p.Name: listed(ixs, p.Name)}
+	})
+	handlers.OnFlatIndexWithIndexes(r, "flat", func(p *corev1.Pod, ixs *handlers.Indexes) int { return ixs.Get("listed").Len() })
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	pod.Name = "pod-1"
+	c := handlers.CauseWith(r, "named", &handlers.Extras{})
+	c.Indexes = listedIn("pod-1")
+	hs := handlers.HandlersOf(r)
+	out, err := hs[0].Call(context.Background(), pod, c)
+	if err != nil || out.(map[any]any)["pod-1"] != true {
+		t.Errorf("index entries = %v, %v; want pod-1: true, read from the index given in Cause.Indexes", out, err)
+	}
+	out, err = hs[1].Call(context.Background(), pod, c)
+	if err != nil || out.(map[any]any)[nil] != 1 {
+		t.Errorf("flat index entries = %v, %v; want nil: 1", out, err)
+	}
+}

@@ -76,11 +76,14 @@ var optionTable = []struct {
 	{"ID", handlers.ID("x"), allButIndexAndSub},
 	{"WithParam", handlers.WithParam(1), allButIndexAndSub},
 	{"Uses", handlers.Uses(&corev1.ConfigMap{}, "create"), allButIndexAndSub},
+	{"UsesKind", handlers.UsesKind("", "v1", "ConfigMap", "create"), allButIndexAndSub},
+	{"UsesResource", handlers.UsesResource("configmaps", "create"), allButIndexAndSub},
 	{"ForKind", handlers.ForKind("", "v1", "Pod"), forObjects},
 	{"ForResource", handlers.ForResource("pods"), forObjects},
 	{"ForCategory", handlers.ForCategory("all"), "create update delete resume reconcile timer daemon event"},
 	{"ForKinds", handlers.ForKinds(func(schema.GroupVersionKind) bool { return true }), "create update delete resume reconcile timer daemon event"},
 	{"When", handlers.When(func(*corev1.Pod) bool { return true }), forObjects},
+	{"WhenWithIndexes", handlers.WhenWithIndexes(func(*corev1.Pod, *handlers.Indexes) bool { return true }), forObjects},
 	{"Labels", handlers.Labels{}, forObjects},
 	{"Annotations", handlers.Annotations{}, forObjects},
 	{"Field", handlers.Field("spec.a"), forObjects},
@@ -322,16 +325,16 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 		// Ids.
 		{name: `ID("")`, id: "createFn", want: `ID("") is not an id; leave the option out for the default`,
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, createFn, handlers.ID("")) }},
-		{name: "duplicate id", id: "same", want: `id "same" is already used by the handler registered at `,
+		{name: "duplicate id", id: "same", want: `id "same" is already used by the create handler registered at `,
 			before:   func(r *handlers.Registry) { handlers.OnCreate(r, createFn, handlers.ID("same")) },
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, createFn, handlers.ID("same")) }},
-		{name: "duplicate id of another change handler kind", id: "x", want: `id "x" is already used by the handler registered at `,
+		{name: "duplicate id of another change handler kind", id: "x", want: `id "x" is already used by the create handler registered at `,
 			before:   func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.ID("x")) },
 			register: func(r *handlers.Registry) { handlers.OnTimer(r, time.Minute, podFn, handlers.ID("x")) }},
-		{name: "duplicate default id", id: "createFn", want: `id "createFn" is already used by the handler registered at `,
+		{name: "duplicate default id", id: "createFn", want: `id "createFn" is already used by the create handler registered at `,
 			before:   func(r *handlers.Registry) { handlers.OnCreate(r, createFn) },
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, createFn) }},
-		{name: "duplicate activity id", id: "activityFn", want: `id "activityFn" is already used by the handler registered at `,
+		{name: "duplicate activity id", id: "activityFn", want: `id "activityFn" is already used by the startup handler registered at `,
 			before:   func(r *handlers.Registry) { handlers.OnStartup(r, activityFn) },
 			register: func(r *handlers.Registry) { handlers.OnStartup(r, activityFn) }},
 
@@ -656,7 +659,7 @@ func TestEachOptionLandsInTheResolvedOptions(t *testing.T) {
 			handlers.OnCreate(r, podFn, handlers.When(func(p *corev1.Pod) bool { return p.Name == "yes" }))
 		},
 		check: func(o spec.Options) bool {
-			return o.When(named("yes")) && !o.When(named("no")) && !o.When(&corev1.ConfigMap{})
+			return o.When(named("yes"), nil) && !o.When(named("no"), nil) && !o.When(&corev1.ConfigMap{}, nil)
 		},
 	}, {
 		name: "Labels and Annotations add up",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -233,7 +234,8 @@ func WithParam(param any) CommonSetting {
 // registration, reconcile.Permissions (and so --print-rbac and
 // --check-rbac) grants the verbs beside what gopf itself needs. obj is an
 // empty object of the kind: typed, or unstructured with its apiVersion and
-// kind set. Repeat the option for more kinds.
+// kind set; UsesKind and UsesResource name a kind without an object. Repeat
+// the option for more kinds.
 //
 // Two verbs bring others. The operator's client reads from the informer
 // cache, which lists and watches the kind: "get" and "list" also grant
@@ -245,12 +247,41 @@ func Uses(obj client.Object, verbs ...string) CommonSetting {
 	if obj == nil || len(verbs) == 0 {
 		return CommonSetting{setting: rejected("Uses needs an object of the kind and at least one verb")}
 	}
+	return uses("Uses", spec.Use{Object: obj}, verbs)
+}
+
+// UsesKind is Uses for a kind named by group, version and kind, as ForKind
+// names one: for kinds chosen by configuration, which have no Go type. Use
+// "" as the group of core kinds.
+func UsesKind(group, version, kind string, verbs ...string) CommonSetting {
+	if version == "" || kind == "" || len(verbs) == 0 {
+		return CommonSetting{setting: rejected("UsesKind needs a version, a kind and at least one verb")}
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
+	return uses("UsesKind", spec.Use{Object: obj}, verbs)
+}
+
+// UsesResource is Uses for a kind named by resource, as ForResource names
+// one ("secrets.v1." for core Secrets, "deployments.apps"): for kinds chosen
+// by configuration, such as the resource name an unstructured handler is
+// registered with. The name is resolved when the permissions are computed;
+// one that resolves to nothing is an error then.
+func UsesResource(name string, verbs ...string) CommonSetting {
+	if name == "" || len(verbs) == 0 {
+		return CommonSetting{setting: rejected("UsesResource needs a resource name and at least one verb")}
+	}
+	return uses("UsesResource", spec.Use{Resource: name}, verbs)
+}
+
+// uses checks the verbs of a use and makes it an option.
+func uses(option string, use spec.Use, verbs []string) CommonSetting {
 	for _, v := range verbs {
 		if !rbacVerbs[v] {
-			return CommonSetting{setting: rejected(fmt.Sprintf("Uses: %q is not an RBAC verb of objects (get, list, watch, create, update, patch, delete, deletecollection)", v))}
+			return CommonSetting{setting: rejected(fmt.Sprintf("%s: %q is not an RBAC verb of objects (get, list, watch, create, update, patch, delete, deletecollection)", option, v))}
 		}
 	}
-	use := spec.Use{Object: obj, Verbs: append([]string(nil), verbs...)}
+	use.Verbs = append([]string(nil), verbs...)
 	return CommonSetting{setting: set(func(d *draft) { d.Uses = append(d.Uses, use) })}
 }
 
@@ -278,7 +309,9 @@ func ForKind(group, version, kind string) KindSetting {
 
 // ForResource names the kind of an unstructured handler by resource name,
 // as kubectl takes it: "kopfexamples", "kopfexamples.kopf.dev" or
-// "kopfexamples.v1.kopf.dev" (plural or singular). It is resolved with the
+// "kopfexamples.v1.kopf.dev" (plural or singular). Core kinds have the
+// empty group: "secrets", or "secrets.v1." with a version (the trailing dot
+// ends the empty group name). It is resolved with the
 // manager's REST mapper at setup; a name that resolves to nothing is an
 // error then.
 func ForResource(name string) KindSetting {

@@ -213,12 +213,28 @@ func (r *Registry) add(h *handler, fn any, nilFn bool, problems []string) {
 		all = append(all, problems...)
 		all = append(all, optionProblems(h)...)
 		for _, other := range earlier {
-			if other.Options.ID == h.Options.ID && idSpace(other.Kind) == idSpace(h.Kind) && sameObjects(other, h) {
-				all = append(all, fmt.Sprintf("id %q is already used by the handler registered at %s", h.Options.ID, other.Source))
+			if other.Options.ID == h.Options.ID && idSpace(other.Kind) == idSpace(h.Kind) && sameObjects(other, h) && !stacked(other.Kind, h.Kind) {
+				all = append(all, fmt.Sprintf("id %q is already used by the %s handler registered at %s "+
+					"(only one resume, one create and one update handler may share an id, as Kopf's stacked decorators do)",
+					h.Options.ID, other.Kind, other.Source))
 			}
 		}
 		return all
 	})
+}
+
+// stacked reports whether handlers of kinds a and b may share an id, as
+// Kopf's @kopf.on.resume, @kopf.on.create and @kopf.on.update stacked on
+// one function do: they are of different kinds among resume, create and
+// update, which never run for one cause (an update of an object that
+// changed while the operator was down runs a resume handler too; of two
+// that share an id, only the update handler runs then, as in Kopf). They
+// share the progress record and the result field status.<id>.
+func stacked(a, b spec.Kind) bool {
+	changing := func(k spec.Kind) bool {
+		return k == spec.KindResume || k == spec.KindCreate || k == spec.KindUpdate
+	}
+	return a != b && changing(a) && changing(b)
 }
 
 // optionProblems checks a handler's options against each other and its

@@ -130,3 +130,49 @@ func TestTimerSchedulesThatCannotWorkAreBadRegistrations(t *testing.T) {
 		}
 	}
 }
+
+// Kopf's @kopf.on.resume, @kopf.on.create and @kopf.on.update stacked on one
+// function share its id; so do gopf's registrations of those kinds.
+func TestStackedResumeCreateAndUpdateRegistrationsShareOneID(t *testing.T) {
+	r := handlers.NewRegistry()
+	handlers.OnResume(r, createFn)
+	handlers.OnCreate(r, createFn)
+	handlers.OnUpdate(r, createFn)
+	handlers.OnResume(r, createFn, handlers.ID("named"))
+	handlers.OnCreate(r, createFn, handlers.ID("named"))
+	if err := r.Err(); err != nil {
+		t.Fatalf("stacked registrations: %v", err)
+	}
+	if got := strings.Join(ids(r), " "); got != "createFn createFn createFn named named" {
+		t.Errorf("ids = %s, want createFn three times and named twice", got)
+	}
+}
+
+func TestSharedIDsThatCanRunForOneCauseAreBadRegistrations(t *testing.T) {
+	cases := map[string]func(r *handlers.Registry){
+		"two create handlers": func(r *handlers.Registry) { handlers.OnCreate(r, createFn) },
+		"an update after the stacked three": func(r *handlers.Registry) {
+			handlers.OnUpdate(r, createFn, handlers.ID("createFn"), handlers.Field("spec.hostname"))
+		},
+		"a field handler":  func(r *handlers.Registry) { handlers.OnField(r, "spec.a", createFn, handlers.ID("createFn")) },
+		"a delete handler": func(r *handlers.Registry) { handlers.OnDelete(r, createFn) },
+		"a timer":          func(r *handlers.Registry) { handlers.OnTimer(r, time.Minute, createFn) },
+	}
+	for name, register := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := handlers.NewRegistry()
+			handlers.OnResume(r, createFn)
+			handlers.OnCreate(r, createFn)
+			handlers.OnUpdate(r, createFn)
+			if err := r.Err(); err != nil {
+				t.Fatal(err)
+			}
+			register(r)
+			err := r.Err()
+			if err == nil || !strings.Contains(err.Error(), `id "createFn" is already used by the `) ||
+				!strings.Contains(err.Error(), "only one resume, one create and one update handler may share an id") {
+				t.Fatalf("error = %v, want one saying the id is taken and which kinds may share one", err)
+			}
+		})
+	}
+}

@@ -60,10 +60,25 @@ type IndexFunc[T client.Object, K comparable, V any] func(obj T) map[K]V
 // fill). An index function cannot fail; a panic in it is logged and leaves
 // the object's entries as they were.
 func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn IndexFunc[T, K, V], opts ...IndexOption) IndexRef[K, V] {
+	var with func(obj T, ixs *Indexes) map[K]V
+	if fn != nil {
+		with = func(obj T, _ *Indexes) map[K]V { return fn(obj) }
+	}
+	return OnIndexWithIndexes(r, name, with, opts...)
+}
+
+// OnIndexWithIndexes is OnIndex for an index function that reads the
+// operator's indexes (other indexes, or this one as it is before the
+// object's entries are replaced), as Kopf's index functions may: for
+// example, an index of the objects that some other index names. Index
+// functions run while the indexes fill, so at start another index may still
+// lack objects of its kind; a change of another index does not run the
+// function again for objects that had no event (see WhenWithIndexes).
+func OnIndexWithIndexes[T client.Object, K comparable, V any](r *Registry, name string, fn func(obj T, ixs *Indexes) map[K]V, opts ...IndexOption) IndexRef[K, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
-		call = func(_ context.Context, obj T, _ *Cause) (any, error) {
-			entries := fn(obj)
+		call = func(_ context.Context, obj T, c *Cause) (any, error) {
+			entries := fn(obj, c.Indexes)
 			if len(entries) == 0 {
 				return map[any]any(nil), nil
 			}
@@ -85,9 +100,21 @@ func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn 
 // returned IndexRef's Get with nil) lists every object's value. It behaves
 // as OnIndex otherwise; to leave an object out, filter it out.
 func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T) V, opts ...IndexOption) IndexRef[any, V] {
+	var with func(obj T, ixs *Indexes) V
+	if fn != nil {
+		with = func(obj T, _ *Indexes) V { return fn(obj) }
+	}
+	return OnFlatIndexWithIndexes(r, name, with, opts...)
+}
+
+// OnFlatIndexWithIndexes is OnFlatIndex for a function that reads the
+// operator's indexes, as OnIndexWithIndexes.
+func OnFlatIndexWithIndexes[T client.Object, V any](r *Registry, name string, fn func(obj T, ixs *Indexes) V, opts ...IndexOption) IndexRef[any, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
-		call = func(_ context.Context, obj T, _ *Cause) (any, error) { return map[any]any{nil: fn(obj)}, nil }
+		call = func(_ context.Context, obj T, c *Cause) (any, error) {
+			return map[any]any{nil: fn(obj, c.Indexes)}, nil
+		}
 	}
 	registerCall(r, spec.KindIndex, fn, call, apply(opts, set(func(d *draft) { d.ID = name })))
 	return IndexRef[any, V]{name: name}

@@ -14,9 +14,10 @@ import (
 // and new value filters are checked per cause, where both values are known.
 //
 // raw is obj as a JSON-like map, or nil: then it is converted only if a
-// value filter needs it.
-func selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
-	if !spec.MatchMetadata(r.Options.Labels, obj.GetLabels()) || !spec.MatchMetadata(r.Options.Annotations, obj.GetAnnotations()) {
+// value filter needs it. ixs are the operator's indexes, which filters may
+// read as they are now (handlers.WhenWithIndexes says when they are full).
+func selects(r *contract.Handler, obj client.Object, raw map[string]any, ixs *spec.Indexes) bool {
+	if !spec.MatchMetadata(r.Options.Labels, obj.GetLabels(), ixs) || !spec.MatchMetadata(r.Options.Annotations, obj.GetAnnotations(), ixs) {
 		return false
 	}
 	if o := r.Options; o.Field != nil && (o.Value != nil || !changeOfField(r.Kind)) {
@@ -33,11 +34,11 @@ func selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 			}
 		}
 		v, ok := lookup(raw, o.Field)
-		if o.Value == nil && !ok || o.Value != nil && !o.Value.Match(v, ok) {
+		if o.Value == nil && !ok || o.Value != nil && !o.Value.MatchWith(v, ok, ixs) {
 			return false
 		}
 	}
-	return r.Options.When == nil || r.Options.When(obj)
+	return r.Options.When == nil || r.Options.When(obj, ixs)
 }
 
 // fieldValues returns a field's value in the old and new essence (nil and
@@ -65,3 +66,15 @@ func matchField(o spec.Options, ov any, oldOK bool, nv any, newOK bool) bool {
 // changeOfField reports whether handlers of the kind narrowed to a field
 // run for changes of that field (update and field handlers).
 func changeOfField(k spec.Kind) bool { return k == spec.KindUpdate || k == spec.KindField }
+
+// hasEntry reports whether entries has one of the handler id: a resume
+// handler that shares its id with an update handler (Kopf's stacked
+// decorators) runs as that update handler when both would run.
+func hasEntry(entries []*entry, id string) bool {
+	for _, e := range entries {
+		if e.reg.Options.ID == id {
+			return true
+		}
+	}
+	return false
+}

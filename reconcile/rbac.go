@@ -149,9 +149,9 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 	}
 	for _, r := range set.Handlers() {
 		for _, use := range r.Options.Uses {
-			gr, err := res.object(use.Object)
+			gr, err := useResource(res, use)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("gopf: %s: Uses %T: %w", r, use.Object, err))
+				errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
 				continue
 			}
 			need.add("", gr, use.Verbs...)
@@ -177,6 +177,22 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 		}
 	}
 	return need.rules(), nil
+}
+
+// useResource resolves the kind a Uses option named.
+func useResource(res *resolver, use spec.Use) (schema.GroupResource, error) {
+	if use.Resource != "" {
+		gr, err := res.resource(use.Resource)
+		if err != nil {
+			return gr, fmt.Errorf("UsesResource %q: %w", use.Resource, err)
+		}
+		return gr, nil
+	}
+	gr, err := res.object(use.Object)
+	if err != nil {
+		return gr, fmt.Errorf("Uses %T: %w", use.Object, err)
+	}
+	return gr, nil
 }
 
 // createsObjects reports whether a handler declared that it creates

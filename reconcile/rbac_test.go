@@ -365,3 +365,40 @@ func TestKubebuilderMarkersWriteTheRulesAsControllerGenReadsThem(t *testing.T) {
 			"// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,resourceNames=op-lock,verbs=get;update\n" +
 			"// +kubebuilder:rbac:urls=/metrics,verbs=get\n"))
 }
+
+// A kind chosen by configuration has no Go type: UsesKind and UsesResource
+// name it as ForKind and ForResource do, and --print-rbac grants the verbs.
+func TestPermissionsGrantWhatHandlersDeclareWithUsesKindAndUsesResource(t *testing.T) {
+	g := NewWithT(t)
+	reg := handlers.NewRegistry()
+	handlers.OnEvent(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) error { return nil },
+		handlers.ForResource("secrets.v1."), handlers.UsesResource("secrets.v1.", "create", "update", "delete"),
+		handlers.UsesKind("apps", "v1", "Deployment", "patch"))
+	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rules).To(ContainElements(
+		rule("", "secrets", "create", "delete", "get", "list", "update", "watch"),
+		rule("apps", "deployments", "patch"),
+	))
+}
+
+func TestUsesKindAndUsesResourceRejectWhatNamesNoKindOrVerb(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opt  handlers.CommonSetting
+		want string
+	}{
+		"no resource":          {handlers.UsesResource("", "get"), "UsesResource needs a resource name"},
+		"no verb":              {handlers.UsesResource("secrets"), "UsesResource needs a resource name and at least one verb"},
+		"unknown verb":         {handlers.UsesResource("secrets", "read"), `UsesResource: "read" is not an RBAC verb`},
+		"no kind":              {handlers.UsesKind("apps", "v1", "", "get"), "UsesKind needs a version, a kind"},
+		"unresolvable":         {handlers.UsesResource("widgets", "get"), `UsesResource "widgets"`},
+		"kind with a bad verb": {handlers.UsesKind("", "v1", "Secret", "*"), `UsesKind: "*" is not an RBAC verb`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			reg := handlers.NewRegistry()
+			handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), tc.opt)
+			_, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+			NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
+}

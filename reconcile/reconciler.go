@@ -368,10 +368,10 @@ func (k *kindController) selected(regs []*contract.Handler, obj client.Object, r
 // is obj as a JSON-like map, or nil to have it converted when needed.
 func (k *kindController) selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 	if r.Options.When == nil {
-		return selects(r, obj, raw)
+		return selects(r, obj, raw, k.shared.indexes)
 	}
 	typed, err := k.objectFor(r, obj)
-	return err == nil && selects(r, typed, raw)
+	return err == nil && selects(r, typed, raw, k.shared.indexes)
 }
 
 // holds reports whether obj carries gopf's finalizer or that of the Kopf

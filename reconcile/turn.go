@@ -98,7 +98,7 @@ func (t *turn) changeEntries(selected []*contract.Handler, purpose handlers.Reas
 	}
 	if withResume {
 		for _, r := range selected {
-			if reasonOf(r) == handlers.ReasonResume {
+			if reasonOf(r) == handlers.ReasonResume && !hasEntry(entries, r.Options.ID) { // stacked on an update: once
 				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence})
 			}
 		}

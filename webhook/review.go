@@ -101,7 +101,7 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 			return nil, nil, fmt.Errorf("%s: decoding the old object: %w", h.reg, err)
 		}
 	}
-	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj) {
+	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj, h.indexes()) {
 		return nil, nil, nil
 	}
 	mutate := rv.mutating && (op == handlers.OperationCreate || op == handlers.OperationUpdate)
@@ -281,7 +281,7 @@ func reasonFor(code int32) metav1.StatusReason {
 // fieldSelects applies an admission handler's Field and Value filters to
 // the request's object, as Kopf does: without Value, the field must be
 // there; with Value, its value (or its absence) must match.
-func fieldSelects(o spec.Options, obj client.Object) bool {
+func fieldSelects(o spec.Options, obj client.Object, ixs *spec.Indexes) bool {
 	if o.Field == nil {
 		return true
 	}
@@ -294,5 +294,5 @@ func fieldSelects(o spec.Options, obj client.Object) bool {
 	if o.Value == nil {
 		return found
 	}
-	return o.Value.Match(v, found)
+	return o.Value.MatchWith(v, found, ixs)
 }

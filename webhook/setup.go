@@ -171,9 +171,18 @@ func (h *hook) handles(op handlers.Operation, subResource string) bool {
 // selects reports whether the handler's label and annotation filters and
 // its When predicate accept obj (given in the handler's Go type).
 func (h *hook) selects(obj client.Object) bool {
-	o := h.reg.Options
-	return spec.MatchMetadata(o.Labels, obj.GetLabels()) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations()) &&
-		(o.When == nil || o.When(obj))
+	o, ixs := h.reg.Options, h.indexes()
+	return spec.MatchMetadata(o.Labels, obj.GetLabels(), ixs) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations(), ixs) &&
+		(o.When == nil || o.When(obj, ixs))
+}
+
+// indexes are the operator's indexes, for filters that read them (nil
+// before the webhook has an operator).
+func (h *hook) indexes() *spec.Indexes {
+	if h.op == nil {
+		return nil
+	}
+	return h.op.Indexes
 }
 
 // kindPath is the path of all validating or mutating handlers of a kind.

@@ -31,7 +31,7 @@ type Options struct {
 	// path as keys (nil for none).
 	Labels      map[string]Filter
 	Annotations map[string]Filter
-	When        func(obj client.Object) bool
+	When        func(obj client.Object, ixs *Indexes) bool
 	Field       []string
 	Value       *Filter
 	Old         *Filter
@@ -89,8 +89,10 @@ type Watch struct {
 // Use is one kind a handler works with through its client, and the RBAC
 // verbs it needs on it.
 type Use struct {
-	// Object is an empty object of the kind.
+	// Object is an empty object of the kind; nil when Resource names it.
 	Object client.Object
+	// Resource names the kind by resource, as ForResource does.
+	Resource string
 	// Verbs are RBAC verbs, such as "create" and "patch".
 	Verbs []string
 }
