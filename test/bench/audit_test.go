@@ -53,3 +53,18 @@ func TestAuditLogCountsEachRequestOnceWithItsResource(t *testing.T) {
 		t.Errorf("after the line was completed, other has %d requests, want 2", n)
 	}
 }
+
+func TestReviewsAreRequestsNotWrites(t *testing.T) {
+	for _, r := range []request{
+		{verb: "create", resource: "selfsubjectrulesreviews"},
+		{verb: "create", resource: "subjectaccessreviews"},
+		{verb: "create", resource: "tokenreviews"},
+	} {
+		if r.isWrite() {
+			t.Errorf("%+v counts as a write; a review stores nothing", r)
+		}
+	}
+	if !(request{verb: "create", resource: "kopfexamples"}).isWrite() {
+		t.Error("creating a KopfExample is not counted as a write")
+	}
+}
