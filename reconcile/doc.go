@@ -16,10 +16,12 @@ server — and:
     When filters accept the object. An object no handler selects is left alone completely: no
     finalizer, no stored state, no log line. When it starts matching later it
     has no stored state and is handled as created.
- 2. keeps the finalizer <prefix>/finalizer on it exactly while a
-    non-optional delete handler selects it. The finalizer is added (and
-    persisted) before any create handler runs, with a merge patch guarded by
-    resourceVersion, so other controllers' finalizers are never clobbered.
+ 2. keeps the finalizer <prefix>/finalizer on it exactly while something
+    needs it: a non-optional delete handler that selects it, or a selected
+    timer or daemon that has not finished for good. The finalizer is added
+    (and persisted) before any create handler runs, with a merge patch
+    guarded by resourceVersion, so other controllers' finalizers are never
+    clobbered.
  3. computes the essence (everything but status and most metadata; labels and
     annotations kept minus gopf's own and kubectl's last-applied
     configuration; field paths handlers name, such as status.phase, kept) and
@@ -36,7 +38,8 @@ server — and:
 
 A reconcile writes at most one status patch and one object patch (plus the
 finalizer patch when the finalizer comes or goes). Results are written only
-when they change what status holds; state only when it changed. Idle objects
+when they change what status holds; state only when it changed. Results the
+kind's status cannot keep (see below) are not sent at all. Idle objects
 and resyncs cost nothing. In Kopf's create/update/delete scenario (one
 handler each, returning a value) gopf writes 2 requests per create
 (finalizer; results with state), 1 per update and 1 per delete; a temporary
@@ -45,15 +48,37 @@ RequeueAfter, never by touching the object.
 
 # Where state lives
 
-The default keeps the state in the object's status (status.gopf:
-lastHandled, the essence as JSON, and progress, the records of unfinished
-handlers) when the kind has a status subresource, so that results and state
-go out in one request; that is what makes the budget above possible. Kinds
-without a status subresource keep it in annotations (<prefix>/last-handled-
-configuration and <prefix>/progress). If the API server drops status.gopf (a
-status schema that does not keep unknown fields, as for Pods or most typed
-CRDs), the engine notices from the response, logs a warning and keeps that
-kind's state in annotations from then on.
+The default (StorageAuto) keeps the state in the object's status
+(status.gopf: lastHandled, the essence as JSON, and progress, the records of
+unfinished handlers) when the kind's status can keep it, so that results and
+state go out in one request; that is what makes the budget above possible.
+Other kinds keep it in annotations (<prefix>/last-handled-configuration and
+<prefix>/progress). Which one is decided per kind when its controller is set
+up, before its first write, and is the same at every start: status when the
+kind has a status subresource, the API server keeps status.gopf (a CRD whose
+schema declares it, or keeps unknown fields there with
+x-kubernetes-preserve-unknown-fields; built-in kinds such as Pods and
+Namespaces do not) and, for typed handlers, the Go type has room for it (a
+typed status as kubebuilder scaffolds it has not). Setup reads the kind's
+CustomResourceDefinition for that (get on customresourcedefinitions); when
+it cannot, it goes by the Go type, and if the API server then drops the
+state anyway (a CRD changed while the operator runs) the kind moves to
+annotations, with one warning for the kind that says what dropped it.
+
+Loading reads every place gopf may have written — its chosen place, its
+other place, then the state of a Kopf operator gopf takes over from — and
+uses the first that holds readable state, so an object keeps its history
+when its kind's place changes (state an older gopf kept in annotations, a
+CRD whose schema changed, another Storage option). The next write of the
+state puts it in the chosen place and removes the other copies: a copy in
+annotations in that write, a copy in status in the write after (the status
+patch goes first, and the state must never be nowhere).
+
+Results go to status.<handler id>. Where the kind's status cannot keep a
+handler's results (a typed status that does not declare the field, a
+built-in kind), they are not sent, and a warning, once per kind and
+handler, names the field to declare in the CRD and the Go type. On such a
+kind a create without a finalizer costs one write: the state's annotations.
 
 # Large objects
 
@@ -96,6 +121,17 @@ retried (their errors are logged), probes are called again by the next
 health check, and OnReconcile errors requeue the object with
 controller-runtime's rate limiter.
 
+# Failed writes
+
+A write that fails (a 500, a conflict, a timeout) after handlers ran keeps
+their outcome in memory: the state, their results and their own patch
+(Cause.Patch: labels, spec, SetStatus, Transform), which the state
+describes. The next reconcile of the object sends all of it again, on the
+object as it is then, before anything else, and calls no handler for it;
+the reconcile after that goes on from the stored state. The state is never
+stored without the patch it describes, so a handler's own change is never
+taken for an update.
+
 # Decisions where Kopf's behaviour was not kept
 
 A change that arrives while an update handler is still retrying is not hidden
@@ -110,9 +146,11 @@ Results of delete handlers are not written: the object is going away.
 
 Stored state that cannot be read (hand-edited, truncated, foreign) is logged,
 reported once per object and process with a BadStoredState Warning Event, and
-treated as absent: the object is handled as new, which runs its create
-handlers again rather than silently skipping a handler, and the state is
-rewritten.
+passed over: readable state in another place (gopf's other place, or the
+state of the Kopf operator gopf takes over from) is used instead; with none,
+the object is handled as new, which runs its create handlers again rather
+than silently skipping a handler. Either way the next write of the state
+replaces the unreadable one.
 */
 package reconcile
 

@@ -506,7 +506,9 @@ func (t *turn) write(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if stateChanged {
+	if stateChanged || own != nil {
+		// The next reconcile waits for the cache to show this write: the
+		// state, and the object as the handlers' patch left it.
 		t.mem.wrote(t.st)
 	}
 	return nil

@@ -102,3 +102,34 @@ func TestCreateHandlersRunOnceOnEveryKindOfObjectAcrossRestarts(t *testing.T) {
 		g.Expect(cs.Count(k.name+"_create")).To(Equal(1), "%s: the change reached the create handler", k.name)
 	}
 }
+
+// An older gopf moved kinds to annotations in memory when status dropped
+// its state; a kind whose status keeps it may therefore carry its objects'
+// state in annotations. Such an object is not new: it is resumed, and its
+// next write moves the state to status.
+func TestStateAnOlderGopfKeptInAnnotationsIsReadAndMovedToStatus(t *testing.T) {
+	g := NewWithT(t)
+	env := envtest.New(t, scheme)
+	ctx := env.Ctx
+	var cs envtest.Calls
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, recording(&cs, nil), handlers.ID("create"))
+	handlers.OnUpdate(reg, recording(&cs, nil), handlers.ID("update"))
+	handlers.OnResume(reg, recording(&cs, nil), handlers.ID("resume"))
+
+	obj := newExample(env.Namespace, "moved")
+	obj.Annotations = map[string]string{"gopf.dev/last-handled-configuration": `{"spec":{"field":"value","items":["item1","item2"]}}`}
+	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	env.Start(reg, envtest.OperatorOptions{})
+
+	g.Eventually(func() int { return cs.Count("resume") }, timeout).Should(Equal(1))
+	g.Expect(cs.Count("create")).To(Equal(0), "an object whose state sits in annotations looked new")
+	patchSpec(g, obj, `{"field":"changed"}`)
+	g.Eventually(func() int { return cs.Count("update") }, timeout).Should(Equal(1))
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "lastHandled") }, timeout).Should(ContainSubstring(`"changed"`))
+	g.Eventually(func(g Gomega) map[string]string {
+		g.Expect(env.Client.Get(ctx, key, obj)).To(Succeed())
+		return obj.Annotations
+	}, timeout).ShouldNot(HaveKey("gopf.dev/last-handled-configuration"))
+}

@@ -35,10 +35,14 @@ type Storage int
 
 const (
 	// StorageAuto keeps the state in status.<StatusField> when the kind has
-	// a status subresource (so results and state cost one request
-	// together), and in annotations otherwise. The default.
+	// a status subresource and its status keeps that field: the API server
+	// (the CRD's schema declares it or keeps unknown fields there; built-in
+	// kinds do not) and, for typed handlers, the Go type. Results and state
+	// then cost one request together. Other kinds keep it in annotations.
+	// Decided per kind at setup; see chooseStorage. The default.
 	StorageAuto Storage = iota
-	// StorageStatus always keeps the state in status.<StatusField>.
+	// StorageStatus always keeps the state in status.<StatusField>. Setup
+	// fails for a kind whose status cannot keep it.
 	StorageStatus
 	// StorageAnnotations always keeps the state in annotations under
 	// Prefix; results still go to status, so a create costs one more write.
@@ -74,8 +78,10 @@ type Options struct {
 
 	// KopfPrefix is the annotation prefix of the Kopf operator this one
 	// takes over from (the prefix of Kopf's progress and diff-base
-	// storages). An object that carries no state of gopf's is handled from
-	// the state that operator left: an object Kopf handled is not handled
+	// storages). An object that carries no readable state of gopf's is
+	// handled from the state that operator left (state of gopf's that
+	// cannot be read is still reported, see the package documentation):
+	// an object Kopf handled is not handled
 	// again, an unfinished cause continues with Kopf's retry counts and
 	// delays. With StorageKopf, gopf keeps its state there. Default:
 	// DefaultKopfPrefix.

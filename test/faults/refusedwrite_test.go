@@ -10,10 +10,10 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/test/faults"
-	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 )
 
 // A handler's own patch (here a label) goes out with the state that
