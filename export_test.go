@@ -2,13 +2,20 @@ package gopf
 
 import (
 	"context"
+	"io"
+
+	"k8s.io/client-go/rest"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // StatusCommand lets the external tests run the status and plan commands
 // against a control plane of their own.
-var StatusCommand = statusCommand
+func StatusCommand(ctx context.Context, stdout, stderr io.Writer, cfg *rest.Config, reg *handlers.Registry, mo MainOptions, name, command string, args []string) error {
+	return statusCommand(ctx, stdout, stderr, func() (*rest.Config, error) { return cfg, nil }, reg, mo, name, command, args)
+}
 
 // FreezeCommand lets the external tests run the freeze and resume commands
 // against a control plane of their own.

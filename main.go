@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,13 @@ import (
 // configurations, or keep a plain controller-runtime server (certificates
 // from cert-manager, static configurations).
 //
+// When the manager starts, SetupWithManager checks once that the
+// manager's user may do what the handlers need (see CheckPermissions) and
+// logs what is missing, as the ClusterRole --print-rbac writes and as
+// kubebuilder markers; the manager starts either way, and a failure to ask
+// is logged, not fatal. To stop instead, call CheckPermissions before
+// starting the manager.
+//
 // opts, if given, are the engine's options (storage, backoff, memo, ...).
 func SetupWithManager(mgr manager.Manager, reg *handlers.Registry, opts ...reconcile.Options) error {
 	var o reconcile.Options
@@ -41,6 +49,9 @@ func SetupWithManager(mgr manager.Manager, reg *handlers.Registry, opts ...recon
 		o = opts[0]
 	}
 	if err := reconcile.Setup(mgr, reg, o); err != nil {
+		return err
+	}
+	if err := mgr.Add(permissionCheck{mgr: mgr, reg: reg, opts: o}); err != nil {
 		return err
 	}
 	return webhook.Setup(mgr, reg)
@@ -106,7 +117,7 @@ type flags struct {
 	watchInactivity        time.Duration
 	zap                    zap.Options
 	webhook                webhook.Options
-	printRBAC              bool
+	printRBAC              rbacFormat
 	checkRBAC              string
 	qps                    float64
 	fs                     *flag.FlagSet // to tell the flags given from defaults
@@ -148,7 +159,7 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.BoolVar(&f.keepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
 	f.zap.BindFlags(fs)
 	f.webhook.BindFlags(fs)
-	fs.BoolVar(&f.printRBAC, "print-rbac", false, "Print the ClusterRole the handlers need (manager-role-gopf) as YAML and exit.")
+	fs.Var(&f.printRBAC, "print-rbac", "Print the permissions the handlers need and exit: as a ClusterRole (manager-role-gopf) in YAML, or with --print-rbac=markers as kubebuilder RBAC markers for a project's controller file.")
 	fs.StringVar(&f.checkRBAC, "check-rbac", "", "Check that the Roles and ClusterRoles in this YAML file grant what the handlers need; print what is missing and exit, with status 1 if anything is.")
 	return fs, f
 }
@@ -175,8 +186,8 @@ func run(reg *handlers.Registry, mo MainOptions, name string, args []string) err
 	if err != nil {
 		return err
 	}
-	if f.printRBAC || f.checkRBAC != "" {
-		return rbac(reg, scheme, f)
+	if f.printRBAC != "" || f.checkRBAC != "" {
+		return rbac(os.Stdout, reg, scheme, f)
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -309,20 +320,26 @@ func (f *flags) encoder() zap.Opts {
 	}
 }
 
-// rbac implements --print-rbac and --check-rbac; it needs no cluster.
-func rbac(reg *handlers.Registry, scheme *runtime.Scheme, f *flags) error {
+// rbac implements --print-rbac and --check-rbac, writing to w; it needs no
+// cluster.
+func rbac(w io.Writer, reg *handlers.Registry, scheme *runtime.Scheme, f *flags) error {
 	rules, err := reconcile.Permissions(reg, scheme, nil)
 	if err != nil {
 		return err
 	}
-	if f.printRBAC {
+	if f.printRBAC != "" {
 		// Leader election is granted by its own namespaced Role; a
 		// ClusterRole would let the operator write any Lease.
-		out, err := reconcile.ClusterRoleYAML("manager-role-gopf", reconcile.WithoutLeaderElection(rules))
+		rules = reconcile.WithoutLeaderElection(rules)
+		if f.printRBAC == rbacMarkers {
+			_, err = io.WriteString(w, reconcile.KubebuilderMarkers(rules))
+			return err
+		}
+		out, err := reconcile.ClusterRoleYAML("manager-role-gopf", rules)
 		if err != nil {
 			return err
 		}
-		_, err = os.Stdout.Write(out)
+		_, err = w.Write(out)
 		return err
 	}
 	data, err := os.ReadFile(f.checkRBAC)
@@ -336,9 +353,38 @@ func rbac(reg *handlers.Registry, scheme *runtime.Scheme, f *flags) error {
 	if missing := reconcile.MissingPermissions(rules, granted); len(missing) > 0 {
 		return fmt.Errorf("%s lacks %d permissions the handlers need:\n  %s", f.checkRBAC, len(missing), strings.Join(missing, "\n  "))
 	}
-	fmt.Printf("%s grants everything the handlers need\n", f.checkRBAC)
+	fmt.Fprintf(w, "%s grants everything the handlers need\n", f.checkRBAC)
 	return nil
 }
+
+// rbacFormat is the value of --print-rbac: "" (do not print), rbacYAML
+// (--print-rbac alone) or rbacMarkers.
+type rbacFormat string
+
+const (
+	rbacYAML    rbacFormat = "yaml"
+	rbacMarkers rbacFormat = "markers"
+)
+
+func (r *rbacFormat) String() string { return string(*r) }
+
+// Set takes yaml or markers, and true (the flag alone) for yaml.
+func (r *rbacFormat) Set(v string) error {
+	switch v {
+	case "true", string(rbacYAML):
+		*r = rbacYAML
+	case string(rbacMarkers):
+		*r = rbacMarkers
+	case "false":
+		*r = ""
+	default:
+		return fmt.Errorf("--print-rbac is yaml or markers, not %q", v)
+	}
+	return nil
+}
+
+// IsBoolFlag lets --print-rbac stand alone.
+func (r *rbacFormat) IsBoolFlag() bool { return true }
 
 // runFreeze implements the freeze and resume commands.
 func runFreeze(name, command string, args []string) error {

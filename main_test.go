@@ -1,11 +1,17 @@
 package gopf
 
 import (
+	"context"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -238,5 +244,35 @@ func TestFreezeAndResumeReadKopfsFlags(t *testing.T) {
 		if _, err := parseFreeze("op", c.command, c.args); err == nil {
 			t.Errorf("%s %q was accepted", c.command, c.args)
 		}
+	}
+}
+
+func TestPrintRBACWritesAClusterRoleOrKubebuilderMarkers(t *testing.T) {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) { return nil, nil }, handlers.ID("create"))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--print-rbac"}, "kind: ClusterRole"},
+		{[]string{"--print-rbac=yaml"}, "kind: ClusterRole"},
+		{[]string{"--print-rbac=markers"}, "// +kubebuilder:rbac:groups=core,resources=configmaps,verbs=get;list;patch;watch\n"},
+	} {
+		fs, f := newFlags("op")
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		if err := rbac(&out, reg, clientgoscheme.Scheme, f); err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("%q printed\n%s\nwant %q in it", c.args, out.String(), c.want)
+		}
+	}
+	fs, _ := newFlags("op")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse([]string{"--print-rbac=json"}); err == nil {
+		t.Error("--print-rbac=json was accepted")
 	}
 }

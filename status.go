@@ -84,18 +84,22 @@ func (f *statusFlags) selection(positional []string) (reconcile.Selection, error
 // runStatus implements the status and plan commands on the cluster of
 // KUBECONFIG (or in-cluster config).
 func runStatus(reg *handlers.Registry, mo MainOptions, name, command string, args []string) error {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("finding the cluster (set KUBECONFIG or run in a cluster): %w", err)
+	cluster := func() (*rest.Config, error) {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			return nil, fmt.Errorf("finding the cluster (set KUBECONFIG or run in a cluster): %w", err)
+		}
+		return cfg, nil
 	}
-	return statusCommand(ctrl.SetupSignalHandler(), os.Stdout, os.Stderr, cfg, reg, mo, name, command, args)
+	return statusCommand(ctrl.SetupSignalHandler(), os.Stdout, os.Stderr, cluster, reg, mo, name, command, args)
 }
 
 // statusCommand is the status command (or, with command "plan", the dry
 // run of a start): it lists the objects of the operator's kinds and tells
 // where each handler stands, or what the operator would do on start. It
-// writes nothing to the cluster.
-func statusCommand(ctx context.Context, stdout, stderr io.Writer, cfg *rest.Config, reg *handlers.Registry, mo MainOptions, name, command string, args []string) error {
+// writes nothing to the cluster. cluster is asked for the cluster only
+// once the flags are read, so that -h and bad flags need none.
+func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func() (*rest.Config, error), reg *handlers.Registry, mo MainOptions, name, command string, args []string) error {
 	fs := flag.NewFlagSet(name+" "+command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -122,6 +126,10 @@ func statusCommand(ctx context.Context, stdout, stderr io.Writer, cfg *rest.Conf
 	opts := mo.Engine
 	if f.peeringName != "" {
 		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS}
+	}
+	cfg, err := cluster()
+	if err != nil {
+		return err
 	}
 	planner, err := reconcile.NewPlanner(cfg, scheme, reg, opts)
 	if err != nil {

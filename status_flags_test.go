@@ -1,10 +1,16 @@
 package gopf
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"io"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 func TestStatusFlagsMayComeAfterTheKindAndName(t *testing.T) {
@@ -40,6 +46,23 @@ func TestStatusFlagsThatContradictEachOtherAreRefused(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want an error saying %q", args, err, want)
+		}
+	}
+}
+
+func TestStatusAndPlanShowTheirHelpWithoutACluster(t *testing.T) {
+	for _, command := range []string{"status", "plan"} {
+		var stderr strings.Builder
+		noCluster := func() (*rest.Config, error) {
+			t.Errorf("%s -h looked for the cluster", command)
+			return nil, errors.New("no cluster")
+		}
+		err := statusCommand(context.Background(), io.Discard, &stderr, noCluster, handlers.NewRegistry(), MainOptions{}, "op", command, []string{"-h"})
+		if !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%s -h returned %v, want flag.ErrHelp", command, err)
+		}
+		if !strings.Contains(stderr.String(), "Usage: op "+command) {
+			t.Errorf("%s -h printed %q, want its usage", command, stderr.String())
 		}
 	}
 }

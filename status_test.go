@@ -27,8 +27,10 @@ import (
 var cfg *rest.Config
 
 func TestMain(m *testing.M) {
+	logger := logs.logger()
 	envtest.MainWith(m, envtest.MainOptions{
 		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"config/crd/bases"}},
+		Logger:       &logger,
 		BeforeTests: func(cp *envtest.ControlPlane) error {
 			cfg = cp.Config
 			return nil

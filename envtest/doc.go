@@ -26,6 +26,17 @@ package-level fixtures, a check for leaked goroutines, work after the tests.
 Start, Shared and RunOperator are the parts, for use outside of tests
 (gopf-dev, behind `make run`, starts its local control plane with Start).
 
+A test operator runs with the engine options and scheme of
+OperatorOptions.Main when it is set: give it the gopf.MainOptions the
+deployed operator gives gopf.MainWith, so that both use the same prefix,
+finalizer and storage. Otherwise it runs with OperatorOptions.Reconcile and
+Scheme, which need not match the deployed operator's.
+
+Run limits the operator to the test's namespace; Env.Client then refuses
+to create objects in other namespaces (such as "default"), which the
+operator would never see. OperatorOptions.Namespaces widens the operator's
+view, and with it what the client accepts.
+
 Test operators differ from deployed ones in a few ways that suit tests:
 metrics and probe servers are off unless asked for (and metrics are plain
 HTTP unless OperatorOptions.SecureMetrics), several operators of one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,7 +36,13 @@ type Env struct {
 	Ctx context.Context
 	// Client reads and writes straight at the API server (no cache, so it
 	// sees every write at once) as a cluster administrator, with the
-	// operator's scheme. Tests with the same scheme share it.
+	// operator's scheme. Once Run or Start has limited an operator to the
+	// test's namespace (their default), Client refuses to create a
+	// namespaced object in any other namespace, such as "default": the
+	// operator would never see it, and the test would wait for handlers
+	// that are never called. To create objects elsewhere on purpose, give
+	// the operator its namespaces (OperatorOptions.Namespaces, "*" for
+	// all), or use the client of an Env from New.
 	Client client.Client
 	// Namespace is a namespace made for this test, named after it.
 	Namespace string
@@ -47,13 +54,16 @@ type Env struct {
 
 	t      T
 	scheme *runtime.Scheme
+	// scoped is set once an operator runs limited to Namespace by default.
+	scoped atomic.Bool
 }
 
 // Run gives a test, in one call, what it needs to exercise an operator: a
 // client, a new namespace, and the handlers of reg running in an operator
 // limited to that namespace (set opts.Namespaces to watch others, e.g. "*"
-// for all). The operator's scheme is opts.Scheme (default: client-go's
-// built-in kinds), and so is the client's. Handlers are retried after
+// for all; until then Env.Client refuses to create objects elsewhere). The
+// operator's scheme is opts.Scheme (default: that of opts.Main, else
+// client-go's built-in kinds), and so is the client's. Handlers are retried after
 // DefaultBackoff unless opts say otherwise. Run fails the test if any of
 // this cannot be done.
 //
@@ -65,6 +75,11 @@ type Env struct {
 //	}
 func Run(t T, reg *handlers.Registry, opts OperatorOptions) *Env {
 	t.Helper()
+	opts, err := opts.withMain()
+	if err != nil {
+		t.Fatalf("envtest: %v", err)
+		return nil
+	}
 	e := New(t, opts.Scheme)
 	e.Start(reg, opts)
 	return e
@@ -84,6 +99,9 @@ func New(t T, scheme *runtime.Scheme) *Env {
 	if scheme == nil {
 		scheme = clientgoscheme.Scheme
 	}
+	if err := completeScheme(scheme); err != nil {
+		t.Fatalf("envtest: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // last: cleanups run in reverse order
 	c, err := cp.client(scheme)
@@ -101,7 +119,9 @@ func New(t T, scheme *runtime.Scheme) *Env {
 			t.Errorf("envtest: deleting namespace %s: %v", ns.Name, err)
 		}
 	})
-	return &Env{Ctx: ctx, Client: c, Namespace: ns.Name, ControlPlane: cp, t: t, scheme: scheme}
+	e := &Env{Ctx: ctx, Namespace: ns.Name, ControlPlane: cp, t: t, scheme: scheme}
+	e.Client = scopedClient{Client: c, env: e}
+	return e
 }
 
 // Start runs the handlers of reg in an operator, as Run does: limited to
@@ -110,11 +130,17 @@ func New(t T, scheme *runtime.Scheme) *Env {
 // e.Operator. A test may start several, such as the members of a peering.
 func (e *Env) Start(reg *handlers.Registry, opts OperatorOptions) *Operator {
 	e.t.Helper()
+	opts, err := opts.withMain()
+	if err != nil {
+		e.t.Fatalf("envtest: starting the operator: %v", err)
+		return nil
+	}
 	if opts.Scheme == nil {
 		opts.Scheme = e.scheme
 	}
 	if len(opts.Namespaces) == 0 && len(opts.Reconcile.Namespaces) == 0 {
 		opts.Namespaces = []string{e.Namespace}
+		e.scoped.Store(true)
 	}
 	op, err := RunOperator(e.Ctx, e.ControlPlane.Config, reg, opts)
 	if err != nil {
@@ -123,6 +149,24 @@ func (e *Env) Start(reg *handlers.Registry, opts OperatorOptions) *Operator {
 	e.stopAtCleanup(op)
 	e.Operator = op
 	return op
+}
+
+// scopedClient is Env.Client: it refuses objects that the Env's operators
+// cannot see because of the namespace Run or Start chose for them.
+type scopedClient struct {
+	client.Client
+	env *Env
+}
+
+// Create creates obj unless the Env's operator is limited to the test's
+// namespace by default and obj is namespaced elsewhere.
+func (c scopedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if ns := obj.GetNamespace(); ns != "" && ns != c.env.Namespace && c.env.scoped.Load() {
+		return fmt.Errorf("envtest: not creating %s in namespace %q: the test's operator watches only the test's namespace %q (env.Namespace), "+
+			"so its handlers would never see it; create it in env.Namespace, or give OperatorOptions.Namespaces to watch others (\"*\" for all)",
+			obj.GetName(), ns, c.env.Namespace)
+	}
+	return c.Client.Create(ctx, obj, opts...)
 }
 
 // Restart restarts e.Operator (see Operator.Restart) and returns the new
@@ -176,18 +220,4 @@ func namespacePrefix(test string) string {
 		name = "test"
 	}
 	return name + "-"
-}
-
-// NewScheme returns a scheme with client-go's built-in kinds and the kinds
-// of addToScheme (such as an API package's AddToScheme), for Run, New and
-// OperatorOptions.Scheme. It panics if one of them fails, as a test can do
-// nothing else then.
-func NewScheme(addToScheme ...func(*runtime.Scheme) error) *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
-		if err := add(scheme); err != nil {
-			panic(fmt.Sprintf("envtest: building a scheme: %v", err))
-		}
-	}
-	return scheme
 }

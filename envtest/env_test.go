@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	crscheme "sigs.k8s.io/controller-runtime/pkg/scheme"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
@@ -24,4 +26,19 @@ func TestNewSchemeKnowsTheBuiltInKindsAndTheGivenOnes(t *testing.T) {
 		}
 	}()
 	envtest.NewScheme(func(*runtime.Scheme) error { return errors.New("broken") })
+}
+
+// lateTypes stands for a package of types that register in init, after
+// the package variables (such as a test's scheme) were initialized.
+var lateTypes = &crscheme.Builder{GroupVersion: kopfv1.GroupVersion}
+
+var schemeBeforeInit = envtest.NewScheme(lateTypes.AddToScheme)
+
+func TestASchemeMadeBeforeItsTypesRegisteredKnowsThemOnceATestUsesIt(t *testing.T) {
+	lateTypes.Register(&kopfv1.KopfExample{}, &kopfv1.KopfExampleList{}) // what init does
+	env := envtest.New(t, schemeBeforeInit)
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "late"}}
+	if err := env.Client.Create(env.Ctx, obj); err != nil {
+		t.Fatalf("creating a KopfExample with the scheme: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,8 +26,27 @@ const DefaultBackoff = time.Second
 
 // OperatorOptions configure an in-process operator.
 type OperatorOptions struct {
-	// Scheme knows the Go types of the handlers. Default: client-go's
-	// scheme of built-in kinds.
+	// Main, if set, are the options the deployed operator gives
+	// gopf.MainWith: the test operator then runs with the same engine
+	// options (prefix, finalizer, storage, ...) and a scheme made of the
+	// same AddToScheme, so that what a test sees is what the deployed
+	// operator does. Keep them in one variable that main and the tests
+	// share:
+	//
+	//	var options = gopf.MainOptions{AddToScheme: ..., Engine: reconcile.Options{Prefix: "example.com"}}
+	//
+	//	func main() { gopf.MainWith(registry(), options) }
+	//
+	//	env := envtest.Run(t, registry(), envtest.OperatorOptions{Main: &options})
+	//
+	// Setting Reconcile too is an error, and so is Scheme when
+	// Main.AddToScheme is set. Namespaces, if set, overrides
+	// Main.Engine.Namespaces, as --namespace does for MainWith. As for
+	// Reconcile, a zero Main.Engine.DefaultBackoff becomes DefaultBackoff.
+	Main *gopf.MainOptions
+	// Scheme knows the Go types of the handlers. Default: the scheme of
+	// Main.AddToScheme if Main is set, else client-go's scheme of built-in
+	// kinds.
 	Scheme *runtime.Scheme
 	// Reconcile are the engine's options. A zero DefaultBackoff becomes
 	// this package's DefaultBackoff (1 s), not the engine's 60 s.
@@ -94,9 +114,18 @@ func (op *Operator) Restart(ctx context.Context) (*Operator, error) {
 // returns once the caches are in sync, so objects created afterwards are
 // seen as events. Stop it with Stop.
 func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, opts OperatorOptions) (*Operator, error) {
+	opts, err := opts.withMain()
+	if err != nil {
+		return nil, err
+	}
 	origCfg, origOpts := cfg, opts
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 30 * time.Second
+	}
+	if opts.Scheme != nil {
+		if err := completeScheme(opts.Scheme); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Requests != nil {
 		cfg = rest.CopyConfig(cfg)
@@ -143,6 +172,32 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 		return nil, errors.Join(fmt.Errorf("the operator's caches did not sync within %s", opts.StartTimeout), op.err)
 	}
 	return op, nil
+}
+
+// withMain returns opts with Main turned into the Scheme and Reconcile it
+// stands for, and Main nil; opts as they are if Main is nil.
+func (opts OperatorOptions) withMain() (OperatorOptions, error) {
+	if opts.Main == nil {
+		return opts, nil
+	}
+	if !reflect.ValueOf(opts.Reconcile).IsZero() {
+		return opts, errors.New("OperatorOptions.Main and OperatorOptions.Reconcile are both set: give the engine's options in one of the two")
+	}
+	if len(opts.Main.AddToScheme) > 0 {
+		if opts.Scheme != nil {
+			return opts, errors.New("OperatorOptions.Scheme and OperatorOptions.Main.AddToScheme are both set: give one")
+		}
+		opts.Scheme = runtime.NewScheme()
+		if err := addAll(opts.Scheme, opts.Main.AddToScheme); err != nil {
+			return opts, err
+		}
+	}
+	opts.Reconcile = opts.Main.Engine
+	if len(opts.Namespaces) > 0 {
+		opts.Reconcile.Namespaces = nil // overridden, as by --namespace
+	}
+	opts.Main = nil
+	return opts, nil
 }
 
 // Stop stops the operator and waits until the manager has returned, which

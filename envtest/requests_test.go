@@ -25,11 +25,22 @@ func TestWritesCountsOnlyChangingVerbs(t *testing.T) {
 	c.add("PATCH", "kopfexamples", false)
 	c.add("PATCH", "kopfexamples/status", false)
 	c.add("POST", "events", false)
-	if got := c.Writes("kopfexamples"); got != 2 {
-		t.Errorf("Writes(kopfexamples) = %d, want 2", got)
+	c.add("PUT", "kopfexamplesets", false)
+	c.add("POST", "selfsubjectrulesreviews", false)
+	if got := c.Writes("kopfexamples", "kopfexamples/status"); got != 1 {
+		t.Errorf("Writes(kopfexamples) = %d, want 1: the object's own writes, not its status's nor another resource's", got)
 	}
-	if got := c.Writes(""); got != 3 {
-		t.Errorf("Writes() = %d, want 3", got)
+	if got := c.Writes("kopfexamples", "kopfexamples/status") + c.Writes("kopfexamples/status"); got != 2 {
+		t.Errorf("Writes(kopfexamples) + Writes(kopfexamples/status) = %d, want 2", got)
+	}
+	if got := c.Writes("kopfexamples", "kopfexamples/status", "kopfexamples"); got != 2 {
+		t.Errorf("Writes(kopfexamples, kopfexamples/status, kopfexamples) = %d, want 2: each request once", got)
+	}
+	if got := c.Writes(); got != 4 {
+		t.Errorf("Writes() = %d, want 4", got)
+	}
+	if got := c.Writes(""); got != 4 {
+		t.Errorf(`Writes("") = %d, want 4`, got)
 	}
 	if got := c.Count("WATCH", "kopfexamples"); got != 1 {
 		t.Errorf("Count(WATCH) = %d, want 1", got)

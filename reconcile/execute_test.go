@@ -113,7 +113,7 @@ func TestExecutedSubHandlersRunInOrderWithinTheParentUntilAllAreDone(t *testing.
 	// progress (a, c and deep done, b due again) with their results, the
 	// second b's result and the handled essence. No finalizer: nothing
 	// needs one.
-	g.Consistently(func() int { return requests.Writes("kopfexamples") }, time.Second).Should(Equal(2), "%v", requests.Snapshot())
+	g.Consistently(func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }, time.Second).Should(Equal(2), "%v", requests.Snapshot())
 }
 
 func TestAPermanentFailureOfAnExecutedSubHandlerFailsItsParent(t *testing.T) {

@@ -160,11 +160,13 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 		shared: &shared{set: set, indexes: spec.NewIndexes(), gate: &gate{started: true}, scope: sc, memo: &spec.Memo{}},
 		log:    logr.Discard(), memory: newMemories(nil),
 	}
-	k.chooseStorage()
 	if unstructuredObjects {
 		k.newObject = func() client.Object { u := &unstructured.Unstructured{}; u.SetGroupVersionKind(benchGVK); return u }
 	} else {
 		k.newObject = func() client.Object { return &kopfv1.KopfExample{} }
+	}
+	if err := k.chooseStorage(kindSchema{known: true, crd: true}); err != nil {
+		b.Fatal(err)
 	}
 	for _, r := range set.Handlers(objectKinds...) {
 		k.add(r)

@@ -463,27 +463,70 @@ func (s *kopfStore) purge(p *spec.Patch, obj map[string]any) {
 	}
 }
 
-// kopfFallback is gopf's own storage, which reads Kopf's state for objects
-// that carry none of gopf's: an operator taking over from Kopf continues
-// where Kopf stopped. Once gopf stores its own state on an object, Kopf's
-// goes in the same write: objects move to gopf's storage one by one, as
-// gopf handles them.
+// kopfFallback is gopf's own storage, which reads every place gopf may
+// have written as well as Kopf's state: storage, where this operator keeps
+// the state; other, gopf's other place (annotations or status), where an
+// older gopf or another configuration may have kept it; then Kopf's, for
+// objects an operator takes over from Kopf. The first place that holds
+// readable state wins. Once gopf stores the state, the copies elsewhere go
+// (see save): objects move one by one, as gopf handles them.
 type kopfFallback struct {
 	storage
-	kopf *kopfStore
+	other storage
+	kopf  *kopfStore
 }
 
+// load returns the state of the first place that holds readable state. If
+// none does, it returns the first place's error, if any place was
+// unreadable.
 func (s kopfFallback) load(obj map[string]any) (*state, error) {
-	st, err := s.storage.load(obj)
-	if st != nil || err != nil {
-		return st, err
+	st, bad := s.loadAll(obj)
+	if st != nil {
+		return st, nil
 	}
-	return s.kopf.load(obj)
+	return nil, bad
 }
 
+// loadAll returns the state of the first place that holds readable state,
+// and the error of the first unreadable place before or after it: state
+// that cannot be read is reported even when another place's is used.
+func (s kopfFallback) loadAll(obj map[string]any) (*state, error) {
+	var bad error
+	for _, place := range []storage{s.storage, s.other, s.kopf} {
+		if place == nil {
+			continue
+		}
+		st, err := place.load(obj)
+		if err != nil {
+			if bad == nil {
+				bad = err
+			}
+			continue
+		}
+		if st != nil {
+			return st, bad
+		}
+	}
+	return nil, bad
+}
+
+// save stores st in storage and removes the copies elsewhere: Kopf's, and
+// the one in gopf's other place. A copy in annotations goes in the same
+// write (the object patch, sent after the status patch). A copy in status
+// goes once storage holds a state: the status patch is sent first, so that
+// removing it in the write that moves the state could lose the state if
+// the object patch then failed.
 func (s kopfFallback) save(p *spec.Patch, obj map[string]any, st *state) error {
 	if err := s.storage.save(p, obj, st); err != nil {
 		return err
+	}
+	switch other := s.other.(type) {
+	case annotationStorage:
+		other.purge(p, obj)
+	case statusStorage:
+		if held, err := s.storage.load(obj); held != nil || err != nil {
+			other.purge(p, obj)
+		}
 	}
 	s.kopf.purge(p, obj)
 	return nil

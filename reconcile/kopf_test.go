@@ -50,7 +50,7 @@ func TestKopfsLastHandledEssenceIsTheEssenceGopfComputesForTheObject(t *testing.
 			continue // not handled yet
 		}
 		t.Run(name, func(t *testing.T) {
-			for _, s := range []storage{newKopfStore(idsFor(name), logr.Discard()), kopfFallback{statusStorage{field: "gopf"}, newKopfStore(idsFor(name), logr.Discard())}} {
+			for _, s := range []storage{newKopfStore(idsFor(name), logr.Discard()), kopfFallback{storage: statusStorage{field: "gopf"}, kopf: newKopfStore(idsFor(name), logr.Discard())}} {
 				st, err := s.load(obj)
 				if err != nil || st == nil {
 					t.Fatalf("%s: load = %v, %v", s.where(), st, err)
@@ -256,7 +256,7 @@ func TestGopfsStorageTakesOverFromKopfObjectByObject(t *testing.T) {
 	obj := kopfObjects(t)["kopfexample-flaky.yaml"]
 	for _, base := range storages {
 		t.Run(base.where(), func(t *testing.T) {
-			s := kopfFallback{base, newKopfStore(kopfExampleIDs, logr.Discard())}
+			s := kopfFallback{storage: base, kopf: newKopfStore(kopfExampleIDs, logr.Discard())}
 			st, err := s.load(obj)
 			if err != nil || st == nil {
 				t.Fatalf("load = %v, %v", st, err)

@@ -327,21 +327,52 @@ func (l *lazyKinds) start(ctx context.Context, lk *lazyKind) error {
 		}
 		runnables = append(runnables, c.Start)
 	}
-	for _, fn := range runnables {
-		run.done.Add(1)
-		go func() {
-			defer run.done.Done()
-			if err := fn(run.ctx); err != nil && run.ctx.Err() == nil {
-				// e.g. the informer never synced because the CRD went away
-				// again: stop the kind and look again.
-				l.log.Error(err, "a lazy kind stopped", "kind", lk.gvk.String())
+	run.done.Add(1)
+	go func() {
+		defer run.done.Done()
+		// The controller and the watcher start on informers that are in
+		// sync: a stop before then ends the wait quietly, where
+		// controller-runtime's sources would log it as an error, and a kind
+		// whose informer does not sync is reported once, here.
+		if err := l.syncInformers(run.ctx, kc); err != nil {
+			if run.ctx.Err() == nil {
+				l.log.Error(err, "a lazy kind did not start; looking again", "kind", lk.gvk.String())
 				run.cancel()
 				l.poke()
 			}
-		}()
-	}
+			return
+		}
+		for _, fn := range runnables {
+			run.done.Add(1)
+			go func() {
+				defer run.done.Done()
+				if err := fn(run.ctx); err != nil && run.ctx.Err() == nil {
+					l.log.Error(err, "a lazy kind stopped", "kind", lk.gvk.String())
+					run.cancel()
+					l.poke()
+				}
+			}()
+		}
+	}()
 	lk.running = run
 	l.log.Info("kind is served now; its handlers start", "kind", lk.gvk.String())
+	return nil
+}
+
+// syncInformers waits until the informers of kc's controller are in
+// sync, for as long as the manager's controllers wait for theirs.
+func (l *lazyKinds) syncInformers(ctx context.Context, kc *kindController) error {
+	timeout := l.mgr.GetControllerOptions().CacheSyncTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute // controller-runtime's default
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, obj := range kc.informed() {
+		if _, err := l.mgr.GetCache().GetInformer(syncCtx, obj); err != nil {
+			return fmt.Errorf("waiting for the informer of %T: %w", obj, err)
+		}
+	}
 	return nil
 }
 
@@ -424,15 +455,15 @@ func (k *kindController) unmanagedController(mgr manager.Manager, opts Options) 
 		return nil, fmt.Errorf("gopf: the controller for %s: %w", k.gvk, err)
 	}
 	srcs := []source.Source{
-		source.Kind(k.cache, k.newObject(), &ctrlhandler.TypedEnqueueRequestForObject[client.Object]{}),
+		quietSync{source.Kind(k.cache, k.newObject(), &ctrlhandler.TypedEnqueueRequestForObject[client.Object]{})},
 		source.Channel(k.wake, &ctrlhandler.EnqueueRequestForObject{}),
 	}
 	for _, r := range k.level {
 		for _, owned := range r.Options.Owned {
-			srcs = append(srcs, source.Kind(k.cache, owned, ctrlhandler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.newObject(), ctrlhandler.OnlyControllerOwner())))
+			srcs = append(srcs, quietSync{source.Kind(k.cache, owned, ctrlhandler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.newObject(), ctrlhandler.OnlyControllerOwner()))})
 		}
 		for _, w := range r.Options.Watched {
-			srcs = append(srcs, source.Kind(k.cache, w.Object, ctrlhandler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map))))
+			srcs = append(srcs, quietSync{source.Kind(k.cache, w.Object, ctrlhandler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))})
 		}
 	}
 	for _, s := range srcs {
@@ -442,3 +473,39 @@ func (k *kindController) unmanagedController(mgr manager.Manager, opts Options) 
 	}
 	return c, nil
 }
+
+// informed returns an object of each kind whose informer the kind's
+// controller watches: the kind's own, and those its level handlers own or
+// watch.
+func (k *kindController) informed() []client.Object {
+	objs := []client.Object{k.newObject()}
+	for _, r := range k.level {
+		objs = append(objs, r.Options.Owned...)
+		for _, w := range r.Options.Watched {
+			objs = append(objs, w.Object)
+		}
+	}
+	return objs
+}
+
+// quietSync is a source of a lazy kind's controller whose wait for its
+// informer ends without an error when the kind stops meanwhile (its
+// context is cancelled), as it does when the operator stops during a
+// start; controller-runtime would log each such wait as an error. A wait
+// that times out is still an error.
+type quietSync struct {
+	source.SyncingSource
+}
+
+// WaitForSync waits as the source does, and reports no error once ctx is
+// cancelled.
+func (q quietSync) WaitForSync(ctx context.Context) error {
+	err := q.SyncingSource.WaitForSync(ctx)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// String names the source as the source does, for the controller's logs.
+func (q quietSync) String() string { return fmt.Sprint(q.SyncingSource) }

@@ -112,7 +112,7 @@ func TestWriteBudgetOfCreateUpdateDeleteAndIdle(t *testing.T) {
 		g.Eventually(func(g Gomega) any { return statusField(g, key, "create_fn", "message") }, timeout).Should(Equal("created"))
 		waitHandled(g, key)
 	}
-	g.Consistently(func() int { return requests.Writes("kopfexamples") }, time.Second).Should(Equal(2*n), "create: finalizer, then results and state: %v", requests.Snapshot())
+	g.Consistently(func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }, time.Second).Should(Equal(2*n), "create: finalizer, then results and state: %v", requests.Snapshot())
 
 	requests.Reset()
 	for _, obj := range objs {
@@ -122,7 +122,7 @@ func TestWriteBudgetOfCreateUpdateDeleteAndIdle(t *testing.T) {
 		key := client.ObjectKeyFromObject(obj)
 		g.Eventually(func(g Gomega) any { return statusField(g, key, "update_fn", "message") }, timeout).Should(Equal("updated"))
 	}
-	g.Consistently(func() int { return requests.Writes("kopfexamples") }, time.Second).Should(Equal(n), "update: one status patch: %v", requests.Snapshot())
+	g.Consistently(func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }, time.Second).Should(Equal(n), "update: one status patch: %v", requests.Snapshot())
 
 	// Idle objects and no-op edits of status cost nothing.
 	requests.Reset()
@@ -137,7 +137,7 @@ func TestWriteBudgetOfCreateUpdateDeleteAndIdle(t *testing.T) {
 		g.Eventually(func() bool { return k8s.Get(ctx, key, &kopfv1.KopfExample{}) != nil }, timeout).Should(BeTrue())
 	}
 	g.Expect(deleted).To(HaveLen(n))
-	g.Expect(requests.Writes("kopfexamples")).To(Equal(n), "delete: the finalizer removal only: %v", requests.Snapshot())
+	g.Expect(requests.Writes("kopfexamples", "kopfexamples/status")).To(Equal(n), "delete: the finalizer removal only: %v", requests.Snapshot())
 }
 
 func TestTemporaryFailureCostsOneWritePerAttempt(t *testing.T) {
@@ -158,7 +158,7 @@ func TestTemporaryFailureCostsOneWritePerAttempt(t *testing.T) {
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
 	waitHandled(g, key)
-	g.Consistently(func() int { return requests.Writes("kopfexamples") }, time.Second).Should(BeNumerically("<=", cs.Count("flaky")))
+	g.Consistently(func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }, time.Second).Should(BeNumerically("<=", cs.Count("flaky")))
 	g.Expect(cs.Count("flaky")).To(Equal(4))
 }
 

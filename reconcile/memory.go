@@ -23,12 +23,18 @@ type memory struct {
 }
 
 // consistencyWait returns how long to wait for the cache to show gopf's last
-// write, or 0 if it shows it (or waiting longer makes no sense).
-func (m *memory) consistencyWait(s storage, obj map[string]any, timeout time.Duration) time.Duration {
+// write, or 0 if it shows it (or waiting longer makes no sense). A write
+// can be two requests (status, then the object); when the written state
+// says a cause is done with the object as the handlers patched it, the
+// cache shows the write once it shows both that state and that essence
+// (essence is the object's current one), so that the handlers' own patch
+// is never taken for a change.
+func (m *memory) consistencyWait(s storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
 	if m.written == nil {
 		return 0
 	}
-	if saved(s, obj, m.written) {
+	done := m.written.Essence != "" && len(m.written.Progress) == 0 && !isCompact(m.written.Essence)
+	if saved(s, obj, m.written) && (!done || m.written.Essence == essence) {
 		m.written = nil
 		return 0
 	}
@@ -47,6 +53,9 @@ func (m *memory) wrote(st *state) {
 type unsaved struct {
 	st      *state
 	results map[string]any
+	// patch is the handlers' own patch (nil if they made none), which st
+	// describes: it is sent again with st.
+	patch *spec.Patch
 }
 
 // memories holds the memory of every object seen. An object's memory is used
@@ -119,4 +128,21 @@ func (g *gate) hasStarted() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.started
+}
+
+// clonePatch copies a handler patch, so that what a failed write carried
+// is kept apart from the turn's patch, which results and state join. The
+// top-level keys of a patch are single field names, as Set made them.
+func clonePatch(p *spec.Patch) *spec.Patch {
+	out := &spec.Patch{}
+	for key, v := range spec.ObjectPatch(p) {
+		_ = out.Set(key, deepCopyJSON(v))
+	}
+	for key, v := range spec.StatusPatch(p) {
+		spec.MergeStatus(out, key, deepCopyJSON(v))
+	}
+	for _, fn := range spec.Transforms(p) {
+		_ = out.Transform(fn)
+	}
+	return out
 }

@@ -220,7 +220,7 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *kindController) error {
 // then Kopf's state on objects gopf takes over.
 func layers(s storage) []storage {
 	if f, ok := s.(kopfFallback); ok {
-		return []storage{f.storage, f.kopf}
+		return []storage{f.storage, f.other, f.kopf}
 	}
 	return []storage{s}
 }

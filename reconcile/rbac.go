@@ -3,6 +3,7 @@ package reconcile
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -413,18 +415,69 @@ func pluralOf(scheme *runtime.Scheme, group, name string) string {
 // missing.
 func MissingPermissions(required []rbacv1.PolicyRule, granted []rbacv1.PolicyRule) []string {
 	var missing []string
-	seen := map[string]bool{}
-	report := func(s string) {
-		if !seen[s] {
-			seen[s] = true
-			missing = append(missing, s)
+	for _, a := range missingAccess(required, granted) {
+		missing = append(missing, a.String())
+	}
+	return missing
+}
+
+// MissingRules is MissingPermissions as rules: one per API group, resource
+// and names (or per non-resource URL), with the verbs that granted lacks,
+// ready for ClusterRoleYAML or KubebuilderMarkers.
+func MissingRules(required []rbacv1.PolicyRule, granted []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
+	index := map[string]int{}
+	for _, a := range missingAccess(required, granted) {
+		key := fmt.Sprintf("%s|%s|%s|%s", a.group, a.resource, a.name, a.url)
+		i, ok := index[key]
+		if !ok {
+			i = len(rules)
+			index[key] = i
+			r := rbacv1.PolicyRule{}
+			if a.url != "" {
+				r.NonResourceURLs = []string{a.url}
+			} else {
+				r.APIGroups, r.Resources = []string{a.group}, []string{a.resource}
+				if a.name != "" {
+					r.ResourceNames = []string{a.name}
+				}
+			}
+			rules = append(rules, r)
+		}
+		rules[i].Verbs = append(rules[i].Verbs, a.verb)
+	}
+	return rules
+}
+
+// access is one request a rule allows: a verb on a resource (with a name,
+// or all) in an API group, or on a non-resource URL.
+type access struct {
+	verb, group, resource, name, url string
+}
+
+func (a access) String() string {
+	if a.url != "" {
+		return fmt.Sprintf("%s on non-resource URL %s", a.verb, a.url)
+	}
+	return describe(a.verb, a.group, a.resource, a.name)
+}
+
+// missingAccess returns, in the order of required and once each, the
+// requests of required that no granted rule allows.
+func missingAccess(required []rbacv1.PolicyRule, granted []rbacv1.PolicyRule) []access {
+	var missing []access
+	seen := map[access]bool{}
+	report := func(a access) {
+		if !seen[a] {
+			seen[a] = true
+			missing = append(missing, a)
 		}
 	}
 	for _, req := range required {
 		for _, verb := range req.Verbs {
 			for _, url := range req.NonResourceURLs {
 				if !anyRule(granted, func(g rbacv1.PolicyRule) bool { return matches(g.Verbs, verb) && urlMatches(g.NonResourceURLs, url) }) {
-					report(fmt.Sprintf("%s on non-resource URL %s", verb, url))
+					report(access{verb: verb, url: url})
 				}
 			}
 			for _, group := range req.APIGroups {
@@ -439,7 +492,7 @@ func MissingPermissions(required []rbacv1.PolicyRule, granted []rbacv1.PolicyRul
 								resourceMatches(g.Resources, resource) && nameMatches(g.ResourceNames, name)
 						})
 						if !ok {
-							report(describe(verb, group, resource, name))
+							report(access{verb: verb, group: group, resource: resource, name: name})
 						}
 					}
 				}
@@ -561,4 +614,54 @@ func GrantedRules(manifests []byte) ([]rbacv1.PolicyRule, error) {
 		return nil, errors.New("no Role or ClusterRole found in the manifests")
 	}
 	return rules, nil
+}
+
+// KubebuilderMarkers returns rules as the kubebuilder RBAC markers that
+// make controller-gen write them into config/rbac/role.yaml, one line per
+// rule, for a project that keeps its RBAC in markers:
+//
+//	// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=patch
+//
+// The core API group is written "core", as kubebuilder writes it.
+func KubebuilderMarkers(rules []rbacv1.PolicyRule) string {
+	var b strings.Builder
+	for _, r := range rules {
+		b.WriteString("// +kubebuilder:rbac:")
+		if len(r.NonResourceURLs) > 0 {
+			fmt.Fprintf(&b, "urls=%s,verbs=%s\n", strings.Join(r.NonResourceURLs, ";"), strings.Join(r.Verbs, ";"))
+			continue
+		}
+		groups := slices.Clone(r.APIGroups)
+		for i, g := range groups {
+			if g == "" {
+				groups[i] = "core"
+			}
+		}
+		fmt.Fprintf(&b, "groups=%s,resources=%s", strings.Join(groups, ";"), strings.Join(r.Resources, ";"))
+		if len(r.ResourceNames) > 0 {
+			fmt.Fprintf(&b, ",resourceNames=%s", strings.Join(r.ResourceNames, ";"))
+		}
+		fmt.Fprintf(&b, ",verbs=%s\n", strings.Join(r.Verbs, ";"))
+	}
+	return b.String()
+}
+
+// SelfRules asks the API server, with a SelfSubjectRulesReview, which rules
+// the user of c holds in namespace: those of its ClusterRoles (bound
+// cluster-wide) and of its Roles there. A namespace without RoleBindings
+// (one that does not exist will do) gives the rules that hold in every
+// namespace. incomplete is the review's word that an authorizer besides
+// RBAC may allow more than the rules say.
+func SelfRules(ctx context.Context, c client.Client, namespace string) (rules []rbacv1.PolicyRule, incomplete bool, err error) {
+	review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}
+	if err := c.Create(ctx, review); err != nil {
+		return nil, false, fmt.Errorf("asking the API server for the operator's permissions: %w", err)
+	}
+	for _, r := range review.Status.ResourceRules {
+		rules = append(rules, rbacv1.PolicyRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames})
+	}
+	for _, r := range review.Status.NonResourceRules {
+		rules = append(rules, rbacv1.PolicyRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+	}
+	return rules, review.Status.Incomplete, nil
 }

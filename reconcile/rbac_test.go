@@ -331,3 +331,37 @@ func TestPermissionsNameTheHandlerOfAUseOfAKindTheyCannotResolve(t *testing.T) {
 	_, err := reconcile.Permissions(reg, rbacScheme(t), nil)
 	NewWithT(t).Expect(err).To(MatchError(And(ContainSubstring(`"maker"`), ContainSubstring("Uses"))))
 }
+
+func TestMissingRulesGroupTheMissingVerbsOfEachResource(t *testing.T) {
+	g := NewWithT(t)
+	required := []rbacv1.PolicyRule{
+		rule("kopf.dev", "kopfexamples", "get", "list", "patch", "watch"),
+		rule("kopf.dev", "kopfexamples/status", "patch"),
+		rule("", "events", "create", "patch"),
+		{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
+	}
+	granted := []rbacv1.PolicyRule{rule("kopf.dev", "kopfexamples", "get", "list", "watch"), rule("", "events", "create")}
+	g.Expect(reconcile.MissingRules(required, granted)).To(Equal([]rbacv1.PolicyRule{
+		rule("kopf.dev", "kopfexamples", "patch"),
+		rule("kopf.dev", "kopfexamples/status", "patch"),
+		rule("", "events", "patch"),
+		{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
+	}))
+	g.Expect(reconcile.MissingRules(required, required)).To(BeEmpty())
+}
+
+func TestKubebuilderMarkersWriteTheRulesAsControllerGenReadsThem(t *testing.T) {
+	named := rule("coordination.k8s.io", "leases", "get", "update")
+	named.ResourceNames = []string{"op-lock"}
+	got := reconcile.KubebuilderMarkers([]rbacv1.PolicyRule{
+		rule("kopf.dev", "kopfexamples/status", "patch", "update"),
+		rule("", "events", "create", "patch"),
+		named,
+		{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
+	})
+	NewWithT(t).Expect(got).To(Equal(
+		"// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=patch;update\n" +
+			"// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch\n" +
+			"// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,resourceNames=op-lock,verbs=get;update\n" +
+			"// +kubebuilder:rbac:urls=/metrics,verbs=get\n"))
+}

@@ -71,11 +71,14 @@ type kindController struct {
 	finalizer string
 	memory    *memories
 	mu        sync.Mutex
-	store     storage // switched to annotations if the API server prunes status state
+	store     storage // switched to annotations if status stops keeping the state (storageFallback)
 	kopf      *kopfStore
+	place     *statusPlace // what the kind's status keeps
 	// statusKept is set once a response showed the state in status: the
 	// kind's schema keeps it, and later responses need no check.
 	statusKept atomic.Bool
+	// fellBack is set once storageFallback moved the kind to annotations.
+	fellBack atomic.Bool
 }
 
 var _ reconcile.Reconciler = (*kindController)(nil)
@@ -112,7 +115,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 
 	// Wait (without blocking the worker) for the cache to show our own last
 	// write, so that one change is never handled twice.
-	if wait := t.mem.consistencyWait(t.store, t.raw, k.opts.ConsistencyTimeout); wait > 0 {
+	if wait := t.mem.consistencyWait(t.store, t.raw, t.essence, k.opts.ConsistencyTimeout); wait > 0 {
 		log.V(1).Info("waiting for the cache to catch up with gopf's last write", "wait", wait)
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
@@ -128,6 +131,9 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
 	}
 	t.loadState(ctx)
+	if t.flushing {
+		return t.flush(ctx)
+	}
 
 	var cause handlers.Reason
 	switch {
@@ -252,25 +258,49 @@ func (t *turn) refreshMetadata() {
 	t.raw["metadata"] = meta
 }
 
-// loadState reads the stored state. State that cannot be read is reported
-// (a log line and a Warning Event, once per object and process) and treated
-// as absent: running a handler again is safer than silently skipping one.
+// loadState reads the stored state from every place gopf and Kopf may have
+// kept it (see kopfFallback). State that cannot be read is reported (a log
+// line and a Warning Event, once per object and process); the sound state
+// of another place is used instead (gopf's other place, or the state of the
+// Kopf operator gopf takes over from), and with none the object is handled
+// as new: running a handler again is safer than silently skipping one.
+// The next write of the state replaces the unreadable one.
+//
+// After a failed write that carried a handler's own patch, the turn is to
+// send that write again, alone (see flush).
 func (t *turn) loadState(ctx context.Context) {
-	loaded, err := t.store.load(t.raw)
-	if err != nil {
-		if !t.mem.warned {
-			t.mem.warned = true
-			msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); the object is handled as new and the state will be rewritten", err)
-			t.log.Info("WARNING: "+msg, "where", t.store.where())
-			t.k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", msg)
-		}
+	var loaded *state
+	var err error
+	if layered, ok := t.store.(kopfFallback); ok {
+		loaded, err = layered.loadAll(t.raw)
+	} else if loaded, err = t.store.load(t.raw); err != nil {
 		loaded = nil
+	}
+	if err != nil && !t.mem.warned {
+		t.mem.warned = true
+		what := "the object is handled as new"
+		if loaded != nil {
+			what = "the state found in another place is used"
+		}
+		msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s and the state will be rewritten", err, what)
+		t.log.Info("WARNING: "+msg, "where", t.store.where())
+		t.k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
 	}
 	t.loaded, t.known = loaded, loaded
 	if u := t.mem.unsaved; u != nil {
-		if sameState(loaded, u.st) {
+		switch {
+		case u.patch != nil:
+			// A write with a handler's own patch failed: the state
+			// describes the patched object, so the patch goes out again
+			// with it, before anything else (see flush).
+			t.known, t.flushing = u.st, true
+			t.patch = *clonePatch(u.patch)
+			for id, r := range u.results {
+				t.keepResult(id, r)
+			}
+		case sameState(loaded, u.st):
 			t.mem.unsaved = nil // stored after all
-		} else {
+		default:
 			// A write failed: what gopf knows beats what is stored, so that
 			// a handler that succeeded is not called again; its result is
 			// written with the state.
@@ -396,7 +426,9 @@ func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on
 // status patch and one object patch. The writes outlive a manager that is
 // stopping (for up to writeTimeout), so that what handlers did is recorded;
 // if they fail anyway, the state and results are kept in memory and written
-// by the next reconcile instead of running the handlers again.
+// by the next reconcile instead of running the handlers again, and so is
+// the handlers' own patch, which the kept state describes: that reconcile
+// sends it all again before it does anything else (see flush).
 func (t *turn) write(ctx context.Context) (err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
@@ -405,17 +437,22 @@ func (t *turn) write(ctx context.Context) (err error) {
 			err = nil // reported; retried when the object changes
 		}
 	}()
+	var own *spec.Patch // the handlers' own patch, before results and state join it
+	if !t.patch.Empty() {
+		own = clonePatch(&t.patch)
+	}
 	defer func() {
-		if err != nil && (t.st.Essence != "" || len(t.st.Progress) > 0) {
-			t.mem.unsaved = &unsaved{st: t.st, results: t.results}
-		} else if err == nil {
+		switch {
+		case err != nil && (own != nil || t.st.Essence != "" || len(t.st.Progress) > 0):
+			t.mem.unsaved = &unsaved{st: t.st, results: t.results, patch: own}
+		case err == nil:
 			t.mem.unsaved = nil
 		}
 	}()
 	k := t.k
 	for id, result := range t.results {
 		status, _ := t.raw["status"].(map[string]any)
-		if changes(status[id], result) {
+		if changes(status[id], result) && k.keepsResult(t, id) {
 			spec.MergeStatus(&t.patch, id, result)
 		}
 	}
@@ -475,12 +512,43 @@ func (t *turn) write(ctx context.Context) (err error) {
 	return nil
 }
 
-// storageFallback is where the state moves when the API server keeps no
-// unknown fields in status: after a status write that should have stored
-// the state in status, it checks the response (t.obj), until a response of
-// the kind shows the state kept; if the state is not there, the kind keeps
-// its state in annotations from now on, and it returns the annotation patch
-// that stores this state. Otherwise it returns nil.
+// flush sends again, alone, a write that failed with a handler's own
+// patch in it (see loadState): the state, the results and that patch, on
+// the object as it is now. The reconcile ends there; the object is handled
+// again once the cache shows the write.
+func (t *turn) flush(ctx context.Context) (reconcile.Result, error) {
+	t.log.V(1).Info("sending again the write that failed, with the handlers' own patch")
+	if err := t.write(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+}
+
+// keepsResult reports whether status keeps handler id's results; where it
+// does not (a typed status, a built-in kind), the result is not sent, and
+// the first such result of each handler is reported with a warning naming
+// the field to declare.
+func (k *kindController) keepsResult(t *turn, id string) bool {
+	why := k.place.resultDrops(id)
+	if why == "" {
+		return true
+	}
+	if k.place.firstDrop(id) {
+		t.log.Info("WARNING: the results of this handler cannot be stored, so gopf does not write them; declare status."+id+" in the kind's schema and Go type to keep them",
+			"handler", id, "field", "status."+id, "reason", why)
+	}
+	return false
+}
+
+// storageFallback is the safety net for a kind whose status was found to
+// keep gopf's state when the controller was set up (chooseStorage) but no
+// longer does (its CRD changed since): after a status write that should
+// have stored the state in status, it checks the response (t.obj), until a
+// response of the kind shows the state kept; if the state is not there,
+// the kind keeps its state in annotations from now on (and at the next
+// start, which reads the CRD again), with one warning for the kind, and it
+// returns the annotation patch that stores this state. Otherwise it
+// returns nil.
 func (t *turn) storageFallback() (map[string]any, error) {
 	k := t.k
 	if _, inStatus := baseStorage(t.store).(statusStorage); !inStatus || k.statusKept.Load() {
@@ -494,9 +562,15 @@ func (t *turn) storageFallback() (map[string]any, error) {
 		k.statusKept.Store(true)
 		return nil, nil
 	}
-	t.log.Info("WARNING: the API server dropped gopf's state from status (the status schema does not keep unknown fields); keeping the state of this kind in annotations from now on",
-		"field", t.store.where())
-	fallback := kopfFallback{annotationStorage{prefix: k.opts.Prefix}, k.kopf}
+	fallback := kopfFallback{storage: annotationStorage{prefix: k.opts.Prefix}, other: statusStorage{field: k.opts.StatusField}, kopf: k.kopf}
+	if !k.fellBack.Swap(true) {
+		who := "the API server's schema dropped it"
+		if !typeKeeps(k.newObject, []string{"status", k.opts.StatusField}, sampleState()) {
+			who = fmt.Sprintf("the Go type %T dropped it", k.newObject())
+		}
+		t.log.Info("WARNING: gopf's state did not stay in status ("+who+"); keeping the state of this kind in annotations from now on",
+			"field", "status."+k.opts.StatusField)
+	}
 	k.setStorage(fallback)
 	t.store = fallback
 	var p spec.Patch

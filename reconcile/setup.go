@@ -431,6 +431,12 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	kc.wake = make(chan event.GenericEvent, 1024)
 	kc.log = mgr.GetLogger().WithValues("controller", kc.name)
 	kc.kopf.log = kc.log
+	if opts.Storage == StorageAuto && kc.hasStatus && !kc.place.keepsState() {
+		kc.log.Info("keeping gopf's state of this kind in annotations: its status cannot keep it", "reason", kc.place.state)
+	}
+	if !kc.place.schema.known {
+		kc.log.Info("the kind's CRD could not be read: gopf assumes its status keeps what the Go type keeps", "reason", kc.place.schema.why)
+	}
 	kc.memory = newMemories(sh)
 	sh.operator.AddObjectMemos(gvk, kc.memory.find)
 	kc.cache = mgr.GetCache()
@@ -440,7 +446,8 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 // describeKind is what the controller of a kind knows without a manager:
 // its name, Go type (newObject), finalizer and storage. The planner reads
 // objects through it too, so that it reads stored state exactly as the
-// controller does.
+// controller does. It reads the kind's CRD, if it has one, to decide where
+// the state lives (see placement.go).
 func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, newObject func() client.Object, opts Options) (*kindController, error) {
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -458,23 +465,43 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 		finalizer: opts.Prefix + "/finalizer",
 		newObject: newObject,
 	}
-	kc.chooseStorage()
+	if err := kc.chooseStorage(readKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)); err != nil {
+		return nil, err
+	}
 	return kc, nil
 }
 
 // chooseStorage sets where the controller keeps its state, from its
-// options and whether the kind has a status subresource.
-func (k *kindController) chooseStorage() {
+// options, whether the kind has a status subresource, and what its status
+// keeps (s: the API server's schema; the Go type of k.newObject):
+//
+//   - StorageAuto keeps the state in status.<StatusField> when the kind has
+//     a status subresource and both the API server and the Go type keep
+//     that field, and in annotations otherwise;
+//   - StorageStatus keeps it in status, and is an error where status
+//     cannot keep it;
+//   - StorageAnnotations keeps it in annotations;
+//   - StorageKopf keeps it in Kopf's annotations, and reads nothing else.
+//
+// Whatever the place, gopf's other place and Kopf's state are read too
+// (see kopfFallback), so that no object with a history looks new.
+func (k *kindController) chooseStorage(s kindSchema) error {
 	opts := k.opts
 	k.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: k.gvk.Kind, essenceOf: k.essenceText, log: logr.Discard()}
+	k.place = newStatusPlace(s, k.newObject, opts.StatusField)
+	inStatus, inAnnotations := statusStorage{field: opts.StatusField}, annotationStorage{prefix: opts.Prefix}
 	switch {
 	case opts.Storage == StorageKopf:
 		k.store, k.finalizer = k.kopf, opts.KopfFinalizer
-	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.hasStatus:
-		k.store = kopfFallback{statusStorage{field: opts.StatusField}, k.kopf}
+	case opts.Storage == StorageStatus && !k.place.keepsState():
+		return fmt.Errorf("StorageStatus: gopf's state cannot be kept in status.%s of %s: %s; declare the field (an object with x-kubernetes-preserve-unknown-fields) or use StorageAuto",
+			opts.StatusField, k.gvk, k.place.state)
+	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.hasStatus && k.place.keepsState():
+		k.store = kopfFallback{storage: inStatus, other: inAnnotations, kopf: k.kopf}
 	default:
-		k.store = kopfFallback{annotationStorage{prefix: opts.Prefix}, k.kopf}
+		k.store = kopfFallback{storage: inAnnotations, other: inStatus, kopf: k.kopf}
 	}
+	return nil
 }
 
 // objectMaker returns the constructor of the objects of a kind: the Go type

@@ -215,8 +215,15 @@ func (s statusStorage) save(p *spec.Patch, obj map[string]any, st *state) error 
 	return nil
 }
 
+// purge removes whatever is stored in status.<field>, readable or not.
+func (s statusStorage) purge(p *spec.Patch, obj map[string]any) {
+	if hasStatusField(obj, s.field) {
+		p.SetStatus(s.field, nil)
+	}
+}
+
 // annotationStorage keeps the state in annotations under prefix, for kinds
-// without a status subresource (or whose status drops unknown fields).
+// whose status cannot keep it (see chooseStorage).
 type annotationStorage struct{ prefix string }
 
 func (s annotationStorage) essenceKey() string  { return s.prefix + "/last-handled-configuration" }
@@ -284,6 +291,17 @@ func (s annotationStorage) save(p *spec.Patch, obj map[string]any, st *state) er
 		p.SetAnnotation(k, v)
 	}
 	return nil
+}
+
+// purge removes gopf's state annotations, readable or not.
+func (s annotationStorage) purge(p *spec.Patch, obj map[string]any) {
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	for _, key := range []string{s.essenceKey(), s.progressKey()} {
+		if _, there := annotations[key]; there {
+			p.SetAnnotation(key, nil)
+		}
+	}
 }
 
 // validEssence reports stored essence that is not a JSON object. It checks

@@ -19,6 +19,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/test/kinds"
 )
 
 // The control plane is shared by every test of the package; each test uses
@@ -31,12 +32,15 @@ var (
 
 func TestMain(m *testing.M) {
 	envtest.MainWith(m, envtest.MainOptions{
-		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"../config/crd/bases"}},
+		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"../config/crd/bases", kinds.CRDDir()}},
 		BeforeTests: func(cp *envtest.ControlPlane) (err error) {
 			if err := clientgoscheme.AddToScheme(scheme); err != nil {
 				return err
 			}
 			if err := kopfv1.AddToScheme(scheme); err != nil {
+				return err
+			}
+			if err := kinds.AddToScheme(scheme); err != nil {
 				return err
 			}
 			cfg = cp.Config

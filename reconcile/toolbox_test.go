@@ -55,7 +55,7 @@ func TestEventHandlerSeesEveryEventInOrder(t *testing.T) {
 	g.Eventually(func() []handlers.EventType { return events("watched") }, timeout).Should(Equal(
 		[]handlers.EventType{handlers.EventAdded, handlers.EventModified, handlers.EventDeleted}))
 	g.Expect(events("before")).To(Equal([]handlers.EventType{handlers.EventListed}))
-	g.Expect(requests.Writes("kopfexamples")).To(BeZero(), "event handlers keep no state and add no finalizer")
+	g.Expect(requests.Writes("kopfexamples", "kopfexamples/status")).To(BeZero(), "event handlers keep no state and add no finalizer")
 }
 
 func TestIndexesAreReadyBeforeHandlersAndFollowTheirObjects(t *testing.T) {

@@ -36,9 +36,10 @@ type turn struct {
 	full        string // the full essence while essence is compact
 	size        int    // the object's size without gopf's state, once measured (size.go)
 
-	patch   spec.Patch
-	results map[string]any // handler id → result, merged into status
-	requeue time.Duration  // the soonest retry, 0 for none
+	patch    spec.Patch
+	results  map[string]any // handler id → result, merged into status
+	flushing bool           // the turn sends a failed write again (see flush)
+	requeue  time.Duration  // the soonest retry, 0 for none
 }
 
 // entry is one handler (or sub-handler) scheduled in this turn.

@@ -169,9 +169,16 @@ func (c *chain) final() map[string]string { return c.steps[len(c.steps)-1].after
 // the request kubebuilder would have sent.
 func runChain(t *testing.T, opts scaffold.Options) *chain {
 	t.Helper()
+	return runCaptures(t, opts, "init", "create-api", "create-webhook")
+}
+
+// runCaptures is runChain for the captures of another project: the
+// fixtures named, in the order they were captured.
+func runCaptures(t *testing.T, opts scaffold.Options, names ...string) *chain {
+	t.Helper()
 	c := &chain{}
 	var prevCapture, project map[string]string
-	for _, name := range []string{"init", "create-api", "create-webhook"} {
+	for _, name := range names {
 		f := loadFixture(t, name)
 		u := f.Universe
 		if project != nil {

@@ -75,7 +75,6 @@ func TestInitWiresGopfIntoGoV4Project(t *testing.T) {
 	for _, s := range []string{
 		`"github.com/gopf-dev/gopf"`,
 		"gopf.SetupWithManager(mgr, gopfRegistry)",
-		"gopfwebhook.Setup(mgr, gopfRegistry)",
 		"func registerHandlers(reg *handlers.Registry) {\n\t// +gopf:scaffold:handlers\n}",
 		"func registerWebhooks(reg *handlers.Registry) {\n\t// +gopf:scaffold:webhooks\n}",
 		// go/v4's markers stay for its later commands, and so do the user's flags.
@@ -88,6 +87,12 @@ func TestInitWiresGopfIntoGoV4Project(t *testing.T) {
 	}
 	if _, err := parser.ParseFile(token.NewFileSet(), "main.go", main, 0); err != nil {
 		t.Errorf("cmd/main.go does not parse: %v", err)
+	}
+	// SetupWithManager serves the admission handlers already: a second
+	// webhook.Setup registers each path twice, and controller-runtime's
+	// webhook server panics on that.
+	if strings.Contains(main, "gopfwebhook") || strings.Contains(main, `"github.com/gopf-dev/gopf/webhook"`) {
+		t.Error("cmd/main.go sets the admission handlers up a second time")
 	}
 
 	mk := resp.Universe["Makefile"]
@@ -118,20 +123,36 @@ func TestInitAndEditChangeNothingTheSecondTime(t *testing.T) {
 	}
 }
 
-func TestEditOnGoV4ProjectDoesWhatInitDoes(t *testing.T) {
+// edit does what init does, and tidies go.mod, which go/v4 does after init
+// but nothing does after edit.
+func TestEditOnGoV4ProjectDoesWhatInitDoesAndTidiesGoMod(t *testing.T) {
 	f := loadFixture(t, "init")
 	init := mustSucceed(t, call(t, f.encode(t), testOptions(t)))
 	edit := *f
 	edit.Command = "edit"
 	edit.Args = nil
 	resp := mustSucceed(t, call(t, edit.encode(t), testOptions(t)))
-	if strings.Join(keys(resp.Universe), " ") != strings.Join(keys(init.Universe), " ") {
-		t.Fatalf("edit writes %v, init %v", keys(resp.Universe), keys(init.Universe))
+	want := keys(overlay(init.Universe, map[string]string{"go.sum": ""}))
+	if got := keys(resp.Universe); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("edit writes %v, want %v", got, want)
 	}
 	for p, c := range init.Universe {
-		if resp.Universe[p] != c {
+		if p != "go.mod" && resp.Universe[p] != c {
 			t.Errorf("edit writes another %s than init", p)
 		}
+	}
+	gomod := resp.Universe["go.mod"]
+	for _, s := range []string{
+		"github.com/gopf-dev/gopf " + scaffold.PlaceholderVersion,
+		"replace github.com/gopf-dev/gopf => " + repoRoot(t),
+		"// indirect", // gopf's own requirements, which go build needs listed
+	} {
+		if !strings.Contains(gomod, s) {
+			t.Errorf("the tidied go.mod lacks %q:\n%s", s, gomod)
+		}
+	}
+	if !strings.Contains(resp.Universe["go.sum"], "sigs.k8s.io/controller-runtime ") {
+		t.Errorf("go.sum:\n%.400s", resp.Universe["go.sum"])
 	}
 }
 
@@ -141,10 +162,10 @@ func TestEditWithVersionOnlyUpdatesGoMod(t *testing.T) {
 	edit := wired.withArgs("--gopf-version", "v0.3.0")
 	edit.Command = "edit"
 	resp := mustSucceed(t, call(t, edit.encode(t), testOptions(t)))
-	if got := keys(resp.Universe); len(got) != 1 || got[0] != "go.mod" {
-		t.Fatalf("edit --gopf-version writes %v, want go.mod only", got)
+	if got := keys(resp.Universe); strings.Join(got, " ") != "go.mod go.sum" {
+		t.Fatalf("edit --gopf-version writes %v, want go.mod and go.sum only", got)
 	}
-	if !strings.Contains(resp.Universe["go.mod"], "require github.com/gopf-dev/gopf v0.3.0\n") {
+	if !strings.Contains(resp.Universe["go.mod"], "github.com/gopf-dev/gopf v0.3.0\n") {
 		t.Errorf("go.mod:\n%s", resp.Universe["go.mod"])
 	}
 }

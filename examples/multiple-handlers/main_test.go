@@ -31,7 +31,7 @@ func TestAllHandlersOfACauseRunAndWriteTheirResultsTogether(t *testing.T) {
 	var requests envtest.RequestCounter
 	env := envtest.Run(t, registry(), envtest.OperatorOptions{Scheme: scheme, Requests: &requests})
 	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
-	writes := func() int { return requests.Writes("kopfexamples") }
+	writes := func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }
 
 	// Create: the finalizer first (for the delete handlers), then every
 	// result and gopf's state in one status patch.

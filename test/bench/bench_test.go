@@ -15,8 +15,10 @@ import (
 
 // TestBenchmarkSmoke runs the whole benchmark on a few objects so that it
 // cannot rot unnoticed, and checks the counts that do not depend on the
-// machine: gopf writes no more per object than the hand-written reconciler,
-// and nothing while the objects are idle. Timings are not checked.
+// machine: gopf writes no more per object than the hand-written reconciler;
+// every operator runs each handler once per object and cause, and runs no
+// handler and writes nothing while the objects are idle or after a restart,
+// on every kind. Timings are not checked.
 func TestBenchmarkSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the benchmark smoke test starts a control plane and two operators; skipped with -short")
@@ -37,7 +39,7 @@ func TestBenchmarkSmoke(t *testing.T) {
 		Idle:         2 * time.Second,
 		Workers:      8,
 		PhaseTimeout: time.Minute,
-		Scenarios:    []Scenario{Basic, ManyHandlers, {Name: "scale", Handlers: 1, Objects: 30, Rounds: 1, Restart: true}},
+		Scenarios:    []Scenario{Basic, ManyHandlers, {Name: "scale", Handlers: 1, Objects: 30, Rounds: 1, Restart: true}, TypedStatus, BuiltIn},
 		ModuleRoot:   root,
 		Log:          testWriter{t},
 	})
@@ -45,8 +47,8 @@ func TestBenchmarkSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if len(res.Scenarios) != 3 {
-		t.Fatalf("got %d scenarios, want basic, many-handlers and scale", len(res.Scenarios))
+	if len(res.Scenarios) != 5 {
+		t.Fatalf("got %d scenarios, want basic, many-handlers, scale, typed-status and built-in", len(res.Scenarios))
 	}
 	for _, s := range res.Scenarios {
 		gopf := s.Median(Gopf.Name)
@@ -66,15 +68,25 @@ func TestBenchmarkSmoke(t *testing.T) {
 		for _, op := range Operators {
 			for _, r := range s.RunsOf(op.Name) {
 				for _, phase := range []string{PhaseIdle, PhaseRestart} {
-					if p := r.Phase(phase); p != nil && p.Writes != 0 {
-						t.Errorf("%s: %s wrote %d times in the %s phase: %v", s.Scenario.Name, op.Name, p.Writes, phase, p.Requests)
+					if p := r.Phase(phase); p != nil && (p.Writes != 0 || p.HandlerCalls != 0) {
+						t.Errorf("%s: %s made %d handler calls and %d writes in the %s phase: %v",
+							s.Scenario.Name, op.Name, p.HandlerCalls, p.Writes, phase, p.Requests)
+					}
+				}
+				// Every handler ran once per object and cause.
+				want := s.Scenario.Objects * s.Scenario.Handlers
+				for _, phase := range []string{PhaseCreate, PhaseUpdate, PhaseDelete} {
+					if p := r.Phase(phase); p.HandlerCalls != want {
+						t.Errorf("%s: %s made %d handler calls in the %s phase, want %d", s.Scenario.Name, op.Name, p.HandlerCalls, phase, want)
 					}
 				}
 			}
 		}
 	}
-	if r := res.Scenarios[2].Median(Gopf.Name).Phase(PhaseRestart); r == nil || r.Seconds <= 0 {
-		t.Errorf("the scale scenario has no restart phase with a time: %+v", r)
+	for _, s := range res.Scenarios[2:] {
+		if r := s.Median(Gopf.Name).Phase(PhaseRestart); r == nil || r.Seconds <= 0 {
+			t.Errorf("the %s scenario has no restart phase with a time: %+v", s.Scenario.Name, r)
+		}
 	}
 
 	// The reports render.
@@ -82,8 +94,11 @@ func TestBenchmarkSmoke(t *testing.T) {
 	if err := res.WriteJSON(filepath.Join(dir, "results.json")); err != nil {
 		t.Error(err)
 	}
-	if md := res.Markdown(); !strings.Contains(md, "| basic | create | writes/object | baseline-unstructured |") {
-		t.Errorf("the Markdown report has no target table:\n%s", md)
+	md := res.Markdown()
+	for _, row := range []string{"| basic | create | writes/object | baseline-unstructured |", "| typed-status | restart | handler calls | baseline |", "| built-in | restart | writes | baseline-unstructured |"} {
+		if !strings.Contains(md, row) {
+			t.Errorf("the Markdown report has no row %q:\n%s", row, md)
+		}
 	}
 	var text strings.Builder
 	res.WriteText(&text)

@@ -2,13 +2,21 @@
 
 package bench
 
-import "time"
+import (
+	"time"
+
+	"github.com/gopf-dev/gopf/test/bench/internal/calls"
+)
 
 // result turns the marks of a finished run, the operator's requests from
-// the audit log and its resource usage into the run's figures. A phase
-// lasts from its mark to the next one; startup begins when the process
-// started, shutdown ends when it exited.
-func (r *run) result(op Operator, ns string, used usage) *RunResult {
+// the audit log, its handler calls and its resource usage into the run's
+// figures. A phase lasts from its mark to the next one; startup begins when
+// the process started, shutdown ends when it exited.
+func (r *run) result(op Operator, ns string, used usage) (*RunResult, error) {
+	handlerCalls, err := calls.Read(r.calls)
+	if err != nil {
+		return nil, err
+	}
 	rr := &RunResult{
 		Operator:        op.Name,
 		User:            r.user,
@@ -36,10 +44,21 @@ func (r *run) result(op Operator, ns string, used usage) *RunResult {
 			p.Seconds = d.Seconds()
 		}
 		p.count(requests, m.at, end)
+		p.countCalls(handlerCalls, m.at, end)
 		p.WritesPerObject = float64(p.Writes) / float64(len(r.track.names))
 		rr.Phases = append(rr.Phases, p)
 	}
-	return rr
+	return rr, nil
+}
+
+// countCalls counts the handler calls made from from until (not including)
+// to; a zero to means no end.
+func (p *PhaseResult) countCalls(handlerCalls []calls.Call, from, to time.Time) {
+	for _, c := range handlerCalls {
+		if !c.At.Before(from) && (to.IsZero() || c.At.Before(to)) {
+			p.HandlerCalls++
+		}
+	}
 }
 
 // count adds the requests received from from until (not including) to; a

@@ -39,8 +39,8 @@ type controlPlane struct {
 }
 
 // startControlPlane starts a control plane whose API server writes its
-// audit log into dir, and installs the CRDs in crdDir.
-func startControlPlane(assets, crdDir, dir string) (*controlPlane, error) {
+// audit log into dir, and installs the CRDs in crdDirs.
+func startControlPlane(assets string, crdDirs []string, dir string) (*controlPlane, error) {
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func startControlPlane(assets, crdDir, dir string) (*controlPlane, error) {
 	}
 	env := &crenvtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{crdDir},
+		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 	}
 	env.ControlPlane.GetAPIServer().Configure().

@@ -11,18 +11,26 @@ the other, each in a namespace of its own and as an API user of its own.
 Against each it drives the same workload with the administrator's
 credentials:
 
-  - create: create N KopfExample objects, wait until each carries its create
-    result in status;
+  - create: create N objects, wait until each carries its create results;
   - idle: leave them alone for a while;
-  - restart (scenarios with Restart, such as Scale): stop the operator,
-    start it again and wait until it has seen every object (a reconcile
-    each, nothing queued or running; see package internal/reconciles);
-  - update: change spec.field of every object, wait for each update result;
+  - restart (scenarios with Restart: Scale, TypedStatus, BuiltIn): stop the
+    operator, start it again and wait until it has seen every object (a
+    reconcile each, nothing queued or running; see package
+    internal/reconciles);
+  - update: change the watched field of every object, wait for each update
+    result;
   - delete: delete every object, wait until all are gone.
+
+The objects are KopfExamples, whose status keeps unknown fields, so the
+results go to status; TypedStatus runs on Widget (package test/kinds: a
+typed status the API server prunes) and BuiltIn on Pods, where the results
+go to annotations (see package internal/scenario).
 
 The operator's requests are counted from the audit log, split by user, verb
 and resource, and assigned to the phase during which the API server received
-them; the load generator's requests are not audited. The operator's CPU time
+them; the load generator's requests are not audited. Its handler calls are
+recorded by the operator itself (package internal/calls) and assigned to
+phases the same way. The operator's CPU time
 is read from /proc/<pid>/stat at every phase boundary and from the process's
 rusage when it exits; its peak resident set size from /proc/<pid>/status.
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
 // WriteMarkdown writes the report, BENCHMARKS.md, to path.
@@ -57,8 +59,8 @@ func (r *Results) Markdown() string {
 	for i := range r.Scenarios {
 		s := &r.Scenarios[i]
 		w("## Scenario %s\n\n", s.Scenario.Name)
-		w("%s; %s. Medians per phase; writes and requests are the operator's own, from the API server's audit log.\n\n",
-			capitalize(handlersText(s.Scenario.Handlers)), r.sizeText(s.Scenario))
+		w("%s on %s; %s. Medians per phase; writes and requests are the operator's own, from the API server's audit log.\n\n",
+			capitalize(handlersText(s.Scenario.Handlers)), kindText(s.Scenario), r.sizeText(s.Scenario))
 		w("%s\n", phaseTable(s).markdown())
 		if len(s.Runs) > len(s.Medians) {
 			w("Every round:\n\n%s\n", roundsTable(s).markdown())
@@ -70,11 +72,11 @@ func (r *Results) Markdown() string {
 
 // roundsTable lists the main figures of every run of a scenario.
 func roundsTable(s *ScenarioResult) *table {
-	t := &table{header: []string{"round", "operator", "create (s)", "restart (s)", "update (s)", "delete (s)", "CPU (s)", "peak RSS (MiB)", "writes/object create, update, delete; idle, restart writes"}, align: "rlrrrrrrl"}
+	t := &table{header: []string{"round", "operator", "create (s)", "restart (s)", "update (s)", "delete (s)", "CPU (s)", "peak RSS (MiB)", "writes/object create, update, delete; idle, restart writes", "restart handler calls"}, align: "rlrrrrrrlr"}
 	for _, r := range s.Runs {
-		restart, restartWrites := "–", "–"
+		restart, restartWrites, restartCalls := "–", "–", "–"
 		if p := r.Phase(PhaseRestart); p != nil {
-			restart, restartWrites = f2(p.Seconds), fmt.Sprint(p.Writes)
+			restart, restartWrites, restartCalls = f2(p.Seconds), fmt.Sprint(p.Writes), fmt.Sprint(p.HandlerCalls)
 		}
 		val := func(phase string, f func(*PhaseResult) float64) float64 {
 			if p := r.Phase(phase); p != nil {
@@ -86,9 +88,20 @@ func roundsTable(s *ScenarioResult) *table {
 			f2(val(PhaseCreate, seconds)), restart, f2(val(PhaseUpdate, seconds)), f2(val(PhaseDelete, seconds)),
 			f2(r.CPUSeconds), f1(float64(r.PeakRSSKiB)/1024),
 			fmt.Sprintf("%s, %s, %s; %.0f, %s", f2(val(PhaseCreate, writesPerObject)), f2(val(PhaseUpdate, writesPerObject)),
-				f2(val(PhaseDelete, writesPerObject)), val(PhaseIdle, writes), restartWrites))
+				f2(val(PhaseDelete, writesPerObject)), val(PhaseIdle, writes), restartWrites), restartCalls)
 	}
 	return t
+}
+
+// kindText names the kind a scenario ran on, and its shape.
+func kindText(sc Scenario) string {
+	switch sc.Kind {
+	case scenario.Widget.Name:
+		return "`Widget`, a custom resource with a typed status (kubebuilder's shape; the API server prunes undeclared status fields)"
+	case scenario.Pod.Name:
+		return "`Pod`, a built-in kind with a status subresource (unscheduled: no scheduler runs)"
+	}
+	return "`KopfExample`, whose status keeps unknown fields"
 }
 
 func resultMark(pass bool) string {
@@ -130,6 +143,17 @@ const methodNotes = `## What runs
   ` + "`handlers.OnUpdate`" + `, ` + "`handlers.OnDelete`" + ` on ` + "`KopfExample`" + `, run by ` + "`gopf.Main`" + ` with its defaults); create and update
   handlers return a small map that gopf stores under ` + "`status.<handler id>`" + `.
 
+The scenarios *typed-status* and *built-in* run the same three operators on kinds whose typed status
+cannot keep results: ` + "`Widget`" + ` (` + "`test/kinds`" + `, a custom resource as ` + "`kubebuilder create api`" + ` scaffolds
+it: a status subresource and a structural status schema, so the API server prunes every undeclared
+status field) and ` + "`Pod`" + ` (a built-in kind with a status subresource; Pods rather than Namespaces,
+which cannot be deleted without kube-controller-manager, or ConfigMaps, which have no status
+subresource). There every handler, and each baseline, records its result in an annotation
+(` + "`bench.gopf.dev/<handler id>`" + `) with one metadata patch per cause, the baselines keep the value
+they last handled in an annotation too, and the update phase changes ` + "`spec.color`" + ` (Widget) or the
+container's image (Pod). These scenarios exist for their restart phase: whether an operator that
+finds every object handled by its previous process runs no handler and writes nothing.
+
 All are separate processes started with ` + "`--health-probe-bind-address=0 --metrics-bind-address=0 --zap-log-level=error`" + `
 and the same ` + "`--max-concurrent-reconciles`, `--kube-api-qps` and `--kube-api-burst`" + `, each as its own API user
 (a kubeconfig in ` + "`KUBECONFIG`" + `), each in its own namespace.
@@ -137,15 +161,15 @@ and the same ` + "`--max-concurrent-reconciles`, `--kube-api-qps` and `--kube-ap
 ## How it is measured
 
 - **Phases.** *create*: the load generator creates every object, and the phase ends when
-  its informer shows the last object with all its create results in status. *idle*: nothing
-  happens for the configured time. *restart* (scale scenario): the operator gets SIGTERM, a new
+  its informer shows the last object with all its create results. *idle*: nothing
+  happens for the configured time. *restart* (scale, typed-status and built-in): the operator gets SIGTERM, a new
   process starts and finds every object handled; the phase's time runs from the new process's
   start until it has finished at least one reconcile per object with nothing queued or running
   (read from controller-runtime's own metrics inside the process, written to a file every 50 ms);
-  its CPU, RSS and requests run from the SIGTERM to the start of the update phase. *update*: the load generator patches ` + "`spec.field`" + ` of every
+  its CPU, RSS, requests and handler calls run from the SIGTERM to the start of the update phase. *update*: the load generator patches ` + "`spec.field`" + ` (or the kind's watched field) of every
   object; the phase ends when every object shows update results for the new value. *delete*:
   every object is deleted; the phase ends when the last one is gone. *startup* runs from the
-  operator's start until it watches KopfExamples, plus one second; *shutdown* from the end of
+  operator's start until it watches the scenario's kind, plus one second; *shutdown* from the end of
   the delete phase until the process has exited after SIGTERM.
 - **Time** is wall time from the phase's first request until the last object was seen done.
   It includes the API server's work for the load generator, which shares the machine.
@@ -153,6 +177,9 @@ and the same ` + "`--max-concurrent-reconciles`, `--kube-api-qps` and `--kube-ap
   operators' users only); each request is assigned to the phase during which the API server
   received it. Writes are create, update, patch and delete requests, successful or not.
   *writes/object* divides a phase's writes by the number of objects; idle and restart count writes.
+- **Handler calls** are counted inside the operators (` + "`test/bench/internal/calls`" + `): every call
+  of a gopf create, update or delete handler, and for a baseline every result it stores and every
+  cleanup it does; each call is timed and assigned to the phase it fell in, like the requests.
 - **CPU** is the operator's user plus system time, from ` + "`/proc/<pid>/stat`" + ` at the phase
   boundaries and from its rusage at exit for the total (both processes of a run with a restart).
 - **Peak RSS** is the operator's ` + "`VmHWM`" + ` from ` + "`/proc/<pid>/status`" + `, read at every phase boundary
@@ -160,7 +187,7 @@ and the same ` + "`--max-concurrent-reconciles`, `--kube-api-qps` and `--kube-ap
   but not used: Linux folds the parent's RSS high-water mark into a child started with vfork
   semantics (as Go starts children) at exec, so it shows the benchmark's memory, not the operator's.
 - **Targets** compare gopf's median against each baseline's median in the same run: writes per
-  object in create, update and delete, and idle and restart writes, at most the baseline's (with a
+  object in create, update and delete, idle and restart writes, and restart handler calls, at most the baseline's (with a
   baseline of 0, only 0 passes); time per phase at most 1.05×; CPU at most 1.05×; peak RSS at
   most 1.0× of the typed baseline's and 0.9× of the unstructured baseline's. A miss is reported,
   not hidden; the benchmark does not fail on it.

@@ -8,7 +8,8 @@ import (
 )
 
 // medianRun combines the rounds of one operator into one run whose every
-// figure (per phase: time, CPU, RSS, writes, each request count; in total:
+// figure (per phase: time, CPU, RSS, writes, handler calls, each request
+// count; in total:
 // CPU and RSS) is the median over the rounds. Round is 0.
 func medianRun(runs []RunResult) RunResult {
 	if len(runs) == 0 {
@@ -35,6 +36,7 @@ func medianRun(runs []RunResult) RunResult {
 		mp.WritesPerObject = phase(func(p *PhaseResult) float64 { return p.WritesPerObject })
 		mp.Writes = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Writes) })))
 		mp.Failed = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Failed) })))
+		mp.HandlerCalls = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.HandlerCalls) })))
 		keys := map[string]bool{}
 		for i := range runs {
 			if rp := runs[i].Phase(name); rp != nil {

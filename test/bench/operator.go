@@ -15,7 +15,6 @@ import (
 
 	"github.com/gopf-dev/gopf/test/bench/internal/profiling"
 	"github.com/gopf-dev/gopf/test/bench/internal/reconciles"
-	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
 // Operator names one of the operators under test.
@@ -80,10 +79,11 @@ type process struct {
 }
 
 // startProcess runs the operator binary with the flags every operator
-// gets and its own args, as the user of kubeconfig, with its output going
-// to logPath. If reconcilesPath is set, the operator writes its progress
-// there until it has seen objects objects (see package reconciles).
-func startProcess(bin string, args []string, kubeconfig string, handlers, concurrency int, logPath, reconcilesPath string, objects int, prof profiles) (*process, error) {
+// gets and its own args, as the user of kubeconfig, with env added to its
+// environment and its output going to logPath. If reconcilesPath is set,
+// the operator writes its progress there until it has seen objects objects
+// (see package reconciles).
+func startProcess(bin string, args []string, kubeconfig string, env []string, concurrency int, logPath, reconcilesPath string, objects int, prof profiles) (*process, error) {
 	out, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -96,9 +96,8 @@ func startProcess(bin string, args []string, kubeconfig string, handlers, concur
 		"--kube-api-qps=" + strconv.Itoa(operatorQPS),
 		"--kube-api-burst=" + strconv.Itoa(operatorBurst),
 	}, args...)...)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(append(os.Environ(), env...),
 		"KUBECONFIG="+kubeconfig,
-		scenario.EnvHandlers+"="+strconv.Itoa(handlers),
 		profiling.EnvCPUProfile+"="+prof.cpu,
 		profiling.EnvHeapProfile+"="+prof.heap,
 		reconciles.EnvFile+"="+reconcilesPath,

@@ -3,8 +3,11 @@
 package bench
 
 import (
+	"fmt"
 	"io"
 	"time"
+
+	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
 // Scenario is one workload shape, run against both operators.
@@ -14,7 +17,10 @@ type Scenario struct {
 	// Handlers is how many handlers per cause the operators run (create,
 	// update and delete each).
 	Handlers int
-	// Objects is how many KopfExamples each phase handles; 0 takes
+	// Kind is the Name of the kind the workload runs on (see package
+	// internal/scenario): "" or "kopfexample", "widget" or "pod".
+	Kind string `json:"kind,omitempty"`
+	// Objects is how many objects each phase handles; 0 takes
 	// Options.Objects.
 	Objects int `json:"objects,omitempty"`
 	// Rounds is how many times each operator runs the scenario; 0 takes
@@ -35,17 +41,41 @@ var (
 	// Scale is the basic scenario at the size of a real cluster, 10,000
 	// objects in one round, with the restart phase.
 	Scale = Scenario{Name: "scale", Handlers: 1, Objects: 10000, Rounds: 1, Restart: true}
+	// TypedStatus is the basic scenario with the restart phase, in one
+	// round, on Widget: a custom resource of kubebuilder's shape, whose
+	// typed status the API server prunes of every field it does not
+	// declare, so that no operator can keep its state there.
+	TypedStatus = Scenario{Name: "typed-status", Kind: scenario.Widget.Name, Handlers: 1, Rounds: 1, Restart: true}
+	// BuiltIn is the same on Pods: a built-in kind with a status
+	// subresource and a typed status. Pods rather than Namespaces, which
+	// cannot be deleted without kube-controller-manager, or ConfigMaps,
+	// which have no status subresource.
+	BuiltIn = Scenario{Name: "built-in", Kind: scenario.Pod.Name, Handlers: 1, Rounds: 1, Restart: true}
 )
+
+// kind returns the kind the scenario runs on.
+func (sc Scenario) kind() (scenario.Kind, error) {
+	if sc.Kind == "" {
+		return scenario.KopfExample, nil
+	}
+	for _, k := range scenario.Kinds {
+		if k.Name == sc.Kind {
+			return k, nil
+		}
+	}
+	return scenario.Kind{}, fmt.Errorf("scenario %s: unknown kind %q: want kopfexample, widget or pod", sc.Name, sc.Kind)
+}
 
 // Options configure a benchmark run. Zero values take the defaults named.
 type Options struct {
-	// Objects is how many KopfExamples each phase handles in scenarios
-	// that do not say. Default: 1000.
+	// Objects is how many objects each phase handles in scenarios that do
+	// not say. Default: 1000.
 	Objects int
 	// Idle is how long the objects are left alone between the create and
 	// the update phase. Default: 5 s.
 	Idle time.Duration
-	// Scenarios run in this order. Default: Basic, ManyHandlers and Scale.
+	// Scenarios run in this order. Default: Basic, ManyHandlers, Scale,
+	// TypedStatus and BuiltIn.
 	Scenarios []Scenario
 	// Rounds is how many times each operator runs a scenario that does not
 	// say; the figures compared are the medians. Each round starts with a
@@ -88,7 +118,7 @@ func (o Options) withDefaults() Options {
 		o.Idle = 5 * time.Second
 	}
 	if len(o.Scenarios) == 0 {
-		o.Scenarios = []Scenario{Basic, ManyHandlers, Scale}
+		o.Scenarios = []Scenario{Basic, ManyHandlers, Scale, TypedStatus, BuiltIn}
 	}
 	if o.Rounds <= 0 {
 		o.Rounds = 1

@@ -21,7 +21,7 @@ func targetTable(s *ScenarioResult) *table {
 // phaseTable lists, per phase and operator, the time, resources and
 // requests.
 func phaseTable(s *ScenarioResult) *table {
-	t := &table{header: []string{"phase", "operator", "time (s)", "CPU (s)", "RSS (MiB)", "writes", "writes/object", "requests (verb resource: count)"}, align: "llrrrrrl"}
+	t := &table{header: []string{"phase", "operator", "time (s)", "CPU (s)", "RSS (MiB)", "handler calls", "writes", "writes/object", "requests (verb resource: count)"}, align: "llrrrrrrl"}
 	if len(s.Medians) == 0 {
 		return t
 	}
@@ -36,7 +36,7 @@ func phaseTable(s *ScenarioResult) *table {
 				secs = "–"
 			}
 			t.add(rp.Name, r.Operator, secs, f2(rp.CPUSeconds), f1(float64(rp.PeakRSSKiB)/1024),
-				fmt.Sprint(rp.Writes), f2(rp.WritesPerObject), requestList(rp))
+				fmt.Sprint(rp.HandlerCalls), fmt.Sprint(rp.Writes), f2(rp.WritesPerObject), requestList(rp))
 		}
 	}
 	return t

@@ -154,6 +154,10 @@ type PhaseResult struct {
 	WritesPerObject float64 `json:"writesPerObject"`
 	// Failed counts requests answered with an error status (409 and such).
 	Failed int `json:"failed"`
+	// HandlerCalls counts the operator's handler calls: gopf's create,
+	// update and delete handlers; for a hand-written reconciler, each result
+	// it stores and each cleanup it does.
+	HandlerCalls int `json:"handlerCalls"`
 }
 
 // RequestKeys returns the keys of Requests, sorted.

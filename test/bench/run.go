@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/test/kinds"
 )
 
 // The load generator's client limits.
@@ -101,7 +102,8 @@ func (b *bench) setUp(ctx context.Context, root, assets string) (func(), error) 
 		b.bins[op.Package] = bin
 	}
 	b.log("starting kube-apiserver and etcd from %s", assets)
-	cp, err := startControlPlane(assets, filepath.Join(root, "config", "crd", "bases"), b.work)
+	crdDirs := []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "test", "kinds", "crd")}
+	cp, err := startControlPlane(assets, crdDirs, b.work)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +169,9 @@ func (b *bench) newClient() error {
 		return err
 	}
 	if err := kopfv1.AddToScheme(b.scheme); err != nil {
+		return err
+	}
+	if err := kinds.AddToScheme(b.scheme); err != nil {
 		return err
 	}
 	b.load = rest.CopyConfig(b.cp.admin)

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/test/bench/internal/calls"
 	"github.com/gopf-dev/gopf/test/bench/internal/reconciles"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
@@ -20,7 +23,7 @@ import (
 const startupTimeout = 5 * time.Minute
 
 // startupSettle is how long the benchmark waits after the operator started
-// watching KopfExamples before it creates objects, so that the operator has
+// watching the scenario's kind before it creates objects, so that the operator has
 // also started its workers and the create phase measures handling only.
 const startupSettle = time.Second
 
@@ -43,8 +46,10 @@ type run struct {
 	id      string // "<scenario>-<operator>-r<round>", for file names
 	op      Operator
 	sc      Scenario
+	kind    scenario.Kind
 	user    string
 	kube    string   // the operator's kubeconfig
+	calls   string   // the file the operator records its handler calls in
 	proc    *process // the running process (the second one after a restart)
 	started time.Time
 	track   *tracker
@@ -57,6 +62,10 @@ type run struct {
 // runOne runs op through the phases of sc in a fresh namespace, as a fresh
 // API user, and collects its figures.
 func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int) (*RunResult, error) {
+	kind, err := sc.kind()
+	if err != nil {
+		return nil, err
+	}
 	id := fmt.Sprintf("%s-%s-r%d", sc.Name, op.Name, round)
 	ns, user := "bench-"+id, "bench-"+id
 	kubeconfig := filepath.Join(b.work, id+".kubeconfig")
@@ -69,7 +78,7 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	names := objectNames(sc.Objects)
-	track, err := startTracker(ctx, b.load, b.scheme, ns, names)
+	track, err := startTracker(ctx, b.load, b.scheme, kind, ns, names)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +88,11 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	}
 
 	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
-	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), id: id, op: op, sc: sc,
-		user: user, kube: kubeconfig, track: track, handled: map[string]time.Duration{}}
+	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), id: id, op: op, sc: sc, kind: kind,
+		user: user, kube: kubeconfig, calls: filepath.Join(b.work, id+".calls"), track: track, handled: map[string]time.Duration{}}
+	if err := os.Remove(r.calls); err != nil && !os.IsNotExist(err) {
+		return nil, err // calls of an earlier run in the same folder would be counted
+	}
 	if r.proc, err = r.start(id, prof, false); err != nil {
 		return nil, err
 	}
@@ -91,15 +103,15 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 			_, _ = r.proc.stop()
 		}
 	}()
-	load := &loadGenerator{c: b.c, ns: ns, names: names, workers: b.opts.Workers}
+	load := &loadGenerator{c: b.c, kind: kind, ns: ns, names: names, workers: b.opts.Workers}
 	n := sc.Handlers
 
 	if err := r.waitUntilWatching(ctx); err != nil {
 		return nil, err
 	}
-	created := func(o *kopfv1.KopfExample) bool { return o != nil && scenario.Created(o, n) }
-	updated := func(o *kopfv1.KopfExample) bool { return o != nil && scenario.Updated(o, n) }
-	gone := func(o *kopfv1.KopfExample) bool { return o == nil }
+	created := func(o client.Object) bool { return o != nil && scenario.Handled(o, n, false) }
+	updated := func(o client.Object) bool { return o != nil && scenario.Handled(o, n, true) }
+	gone := func(o client.Object) bool { return o == nil }
 	if err := r.phase(ctx, PhaseCreate, load.createAll, created, PhaseIdle); err != nil {
 		return nil, err
 	}
@@ -127,7 +139,10 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	if err := b.audit.settle(ctx, time.Second); err != nil {
 		return nil, err
 	}
-	rr := r.result(op, ns, used)
+	rr, err := r.result(op, ns, used)
+	if err != nil {
+		return nil, err
+	}
 	rr.Round, rr.CPUProfile, rr.HeapProfile = round, prof.cpu, prof.heap
 	return rr, nil
 }
@@ -140,7 +155,12 @@ func (r *run) start(name string, prof profiles, restarted bool) (*process, error
 	if restarted {
 		progress = filepath.Join(r.b.work, name+".reconciles")
 	}
-	return startProcess(r.b.bins[r.op.Package], r.op.Args, r.kube, r.sc.Handlers, r.b.opts.MaxConcurrentReconciles,
+	env := []string{
+		scenario.EnvHandlers + "=" + strconv.Itoa(r.sc.Handlers),
+		scenario.EnvKind + "=" + r.kind.Name,
+		calls.EnvFile + "=" + r.calls,
+	}
+	return startProcess(r.b.bins[r.op.Package], r.op.Args, r.kube, env, r.b.opts.MaxConcurrentReconciles,
 		filepath.Join(r.b.work, name+".log"), progress, len(r.track.names), prof)
 }
 
@@ -189,8 +209,8 @@ func (r *run) restart(ctx context.Context) error {
 	return nil // the update phase starts now
 }
 
-// waitUntilWatching waits until the operator watches KopfExamples (its
-// caches are filling, and objects created from now on reach it as events),
+// waitUntilWatching waits until the operator watches the scenario's kind
+// (its caches are filling, and objects created from now on reach it as events),
 // and then for startupSettle.
 func (r *run) waitUntilWatching(ctx context.Context) error {
 	r.b.report.status("%s starting", r.label)
@@ -204,7 +224,7 @@ func (r *run) waitUntilWatching(ctx context.Context) error {
 		}
 	}()
 	err := r.b.audit.waitFor(ctx, r.user, func(q request) bool {
-		return q.verb == "watch" && q.resource == "kopfexamples"
+		return q.verb == "watch" && q.resource == r.kind.Resource
 	})
 	select {
 	case <-r.proc.exited:
@@ -212,7 +232,7 @@ func (r *run) waitUntilWatching(ctx context.Context) error {
 	default:
 	}
 	if err != nil {
-		return fmt.Errorf("waiting for the operator to watch KopfExamples: %w", err)
+		return fmt.Errorf("waiting for the operator to watch %s: %w", r.kind.Resource, err)
 	}
 	select {
 	case <-time.After(startupSettle):
@@ -236,7 +256,7 @@ func (r *run) mark(phase string) error {
 // phase marks the start of a phase, sends its requests and waits until
 // every object reaches goal, showing progress. If next is set, the next
 // phase starts when the last object was seen done.
-func (r *run) phase(ctx context.Context, name string, send func(context.Context) error, goal func(*kopfv1.KopfExample) bool, next string) error {
+func (r *run) phase(ctx context.Context, name string, send func(context.Context) error, goal func(client.Object) bool, next string) error {
 	if err := r.mark(name); err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func passString(pass bool) string {
 // figure formats a target's figure with the precision its metric needs.
 func figure(metric string, v float64) string {
 	switch metric {
-	case MetricWrites:
+	case MetricWrites, MetricHandlerCalls:
 		return fmt.Sprintf("%.0f", v)
 	case MetricPeakRSS:
 		return f1(v)

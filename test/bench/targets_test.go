@@ -2,7 +2,13 @@
 
 package bench
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/gopf-dev/gopf/test/bench/internal/calls"
+	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
+)
 
 func fakeRun(op string, createWrites, idleWrites int, createSeconds, cpu float64, rssKiB int64) RunResult {
 	return RunResult{Operator: op, CPUSeconds: cpu, PeakRSSKiB: rssKiB, Phases: []PhaseResult{
@@ -113,5 +119,72 @@ func TestRatioShowsAThirdDecimalWhenTwoWouldHideAMiss(t *testing.T) {
 	base, gopf = fakeRun("baseline", 20, 0, 2, 1, 1000), fakeRun("gopf", 20, 0, 2.1, 1, 1000)
 	if r := targetResult(t, evaluate(Baseline.Name, &base, &gopf), PhaseCreate, MetricSeconds); ratioString(r) != "1.05×" {
 		t.Errorf("ratio %s, want 1.05×", ratioString(r))
+	}
+}
+
+func TestHandlerCallsAfterARestartPassOnlyWhenZeroAgainstAZeroBaseline(t *testing.T) {
+	withRestart := func(r RunResult, calls, writes int) RunResult {
+		r.Phases = append(r.Phases, PhaseResult{Name: PhaseRestart, HandlerCalls: calls, Writes: writes, Seconds: 1})
+		return r
+	}
+	base := withRestart(fakeRun("baseline", 20, 0, 2, 1, 1000), 0, 0)
+	quiet := withRestart(fakeRun("gopf", 20, 0, 2, 1, 1000), 0, 0)
+	rerun := withRestart(fakeRun("gopf", 20, 0, 2, 1, 1000), 10, 10)
+	if r := targetResult(t, evaluate(Baseline.Name, &base, &quiet), PhaseRestart, MetricHandlerCalls); !r.Pass || r.Ratio != nil {
+		t.Errorf("no handler calls after a restart: %+v, want pass with no ratio", r)
+	}
+	r := targetResult(t, evaluate(Baseline.Name, &base, &rerun), PhaseRestart, MetricHandlerCalls)
+	if r.Pass || r.Gopf != 10 {
+		t.Errorf("10 create handlers run again after a restart: %+v, want a miss showing 10", r)
+	}
+	if figure(r.Metric, r.Gopf) != "10" {
+		t.Errorf("handler calls shown as %q, want a count", figure(r.Metric, r.Gopf))
+	}
+}
+
+func TestHandlerCallsAreCountedInThePhaseTheyFellIn(t *testing.T) {
+	start := time.Date(2026, 11, 25, 23, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	handled := []calls.Call{{At: at(0.5), Cause: "create"}, {At: at(1), Cause: "create"}, {At: at(2.5), Cause: "create"}, {At: at(4), Cause: "update"}}
+	var create, restart, last PhaseResult
+	create.countCalls(handled, at(0), at(1))
+	restart.countCalls(handled, at(1), at(3))
+	last.countCalls(handled, at(3), time.Time{})
+	if create.HandlerCalls != 1 || restart.HandlerCalls != 2 || last.HandlerCalls != 1 {
+		t.Errorf("calls per phase %d, %d, %d; want 1, 2, 1 (a call at a boundary belongs to the phase starting there; the last phase has no end)",
+			create.HandlerCalls, restart.HandlerCalls, last.HandlerCalls)
+	}
+}
+
+func TestMedianRunTakesTheMiddleOfTheHandlerCalls(t *testing.T) {
+	runs := []RunResult{fakeRun("gopf", 20, 0, 1, 1, 1000), fakeRun("gopf", 20, 0, 1, 1, 1000), fakeRun("gopf", 20, 0, 1, 1, 1000)}
+	for i, n := range []int{30, 10, 20} {
+		runs[i].Phases[0].HandlerCalls = n
+	}
+	m := medianRun(runs)
+	if got := m.Phase(PhaseCreate).HandlerCalls; got != 20 {
+		t.Errorf("median handler calls = %d, want 20", got)
+	}
+}
+
+func TestTheRestartScenariosRunOnATypedStatusCRDAndABuiltInKind(t *testing.T) {
+	want := map[string]string{TypedStatus.Name: scenario.Widget.Name, BuiltIn.Name: scenario.Pod.Name}
+	for _, sc := range (Options{}).withDefaults().Scenarios {
+		kind, err := sc.kind()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, ok := want[sc.Name]; ok {
+			if kind.Name != w || !sc.Restart {
+				t.Errorf("scenario %s runs on %s, restart %v; want %s with a restart", sc.Name, kind.Name, sc.Restart, w)
+			}
+			delete(want, sc.Name)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("the default scenarios lack %v", want)
+	}
+	if _, err := (Scenario{Name: "x", Kind: "namespace"}).kind(); err == nil {
+		t.Error("a scenario on an unknown kind was accepted")
 	}
 }

@@ -13,7 +13,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
 // tracker watches the benchmark's objects in one namespace, through an
@@ -22,27 +24,27 @@ import (
 // phase ends is the time the last object's event arrived.
 type tracker struct {
 	mu      sync.Mutex
-	objs    map[string]*kopfv1.KopfExample // what the informer shows, by name
-	names   []string                       // the objects of the run
-	known   map[string]bool                // names as a set
-	goal    func(*kopfv1.KopfExample) bool // nil object: it is gone
+	objs    map[string]client.Object // what the informer shows, by name
+	names   []string                 // the objects of the run
+	known   map[string]bool          // names as a set
+	goal    func(client.Object) bool // nil object: it is gone
 	reached map[string]bool
 	doneAt  time.Time
 	done    chan struct{}
 }
 
-// startTracker starts an informer for KopfExamples in ns and waits for it to
-// sync. It stops when ctx ends.
-func startTracker(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, ns string, names []string) (*tracker, error) {
+// startTracker starts an informer for objects of kind in ns and waits for
+// it to sync. It stops when ctx ends.
+func startTracker(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, kind scenario.Kind, ns string, names []string) (*tracker, error) {
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	if err != nil {
 		return nil, fmt.Errorf("creating the load generator's cache: %w", err)
 	}
-	inf, err := c.GetInformer(ctx, &kopfv1.KopfExample{})
+	inf, err := c.GetInformer(ctx, kind.New("", ""))
 	if err != nil {
 		return nil, err
 	}
-	t := &tracker{objs: map[string]*kopfv1.KopfExample{}, names: names, known: map[string]bool{}}
+	t := &tracker{objs: map[string]client.Object{}, names: names, known: map[string]bool{}}
 	for _, name := range names {
 		t.known[name] = true
 	}
@@ -65,23 +67,23 @@ func (t *tracker) observe(obj any, gone bool) {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, gone = d.Obj, true
 	}
-	kex, ok := obj.(*kopfv1.KopfExample)
-	if !ok || !t.known[kex.Name] {
+	o, ok := obj.(client.Object)
+	if !ok || !t.known[o.GetName()] {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if gone {
-		delete(t.objs, kex.Name)
+		delete(t.objs, o.GetName())
 	} else {
-		t.objs[kex.Name] = kex
+		t.objs[o.GetName()] = o
 	}
-	t.check(kex.Name)
+	t.check(o.GetName())
 }
 
 // expect starts a phase: from now on, wait tells when goal holds for every
 // object (goal receives nil for an object that is gone).
-func (t *tracker) expect(goal func(*kopfv1.KopfExample) bool) {
+func (t *tracker) expect(goal func(client.Object) bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.goal, t.reached, t.doneAt, t.done = goal, map[string]bool{}, time.Time{}, make(chan struct{})

@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
@@ -19,6 +16,7 @@ import (
 // pool of workers.
 type loadGenerator struct {
 	c       client.Client // talks to the API server directly
+	kind    scenario.Kind
 	ns      string
 	names   []string
 	workers int
@@ -33,23 +31,18 @@ func objectNames(n int) []string {
 	return names
 }
 
-// createAll creates every object with spec.field InitialField.
+// createAll creates every object with its watched field InitialField.
 func (g *loadGenerator) createAll(ctx context.Context) error {
 	return g.each(ctx, func(ctx context.Context, name string) error {
-		obj := &kopfv1.KopfExample{
-			ObjectMeta: metav1.ObjectMeta{Namespace: g.ns, Name: name},
-			Spec:       kopfv1.KopfExampleSpec{Field: scenario.InitialField, Duration: "1m", Items: []string{"item1", "item2"}},
-		}
-		return g.c.Create(ctx, obj)
+		return g.c.Create(ctx, g.kind.Initial(g.ns, name))
 	})
 }
 
-// updateAll sets spec.field of every object to UpdatedField.
+// updateAll sets the watched field of every object to UpdatedField.
 func (g *loadGenerator) updateAll(ctx context.Context) error {
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"field":"`+scenario.UpdatedField+`"}}`))
+	patch := g.kind.UpdatePatch()
 	return g.each(ctx, func(ctx context.Context, name string) error {
-		obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: g.ns, Name: name}}
-		return g.c.Patch(ctx, obj, patch)
+		return g.c.Patch(ctx, g.kind.New(g.ns, name), patch)
 	})
 }
 
@@ -57,8 +50,7 @@ func (g *loadGenerator) updateAll(ctx context.Context) error {
 // their delete handling is done.
 func (g *loadGenerator) deleteAll(ctx context.Context) error {
 	return g.each(ctx, func(ctx context.Context, name string) error {
-		obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: g.ns, Name: name}}
-		return g.c.Delete(ctx, obj)
+		return g.c.Delete(ctx, g.kind.New(g.ns, name))
 	})
 }
 

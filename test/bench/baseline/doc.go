@@ -19,4 +19,11 @@
 // the manager's client caches unstructured objects, the finalizer is added
 // and removed with Update, and results and observed generation go in one
 // status merge patch.
+//
+// On a kind whose typed status cannot keep the results (GOPF_BENCH_KIND
+// widget or pod; see package internal/scenario) AnnotatedReconciler does
+// the same work with annotations: the results and the value of the watched
+// field last handled go in one metadata merge patch per cause. Every
+// result stored and every cleanup is recorded for the benchmark (package
+// internal/calls).
 package main

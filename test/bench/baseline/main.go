@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -19,11 +20,11 @@ import (
 	"github.com/gopf-dev/gopf/test/bench/internal/profiling"
 	"github.com/gopf-dev/gopf/test/bench/internal/reconciles"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
+	"github.com/gopf-dev/gopf/test/kinds"
 )
 
 func main() {
 	profiling.Start()
-	reconciles.Start()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "baseline:", err)
 		os.Exit(1)
@@ -37,10 +38,10 @@ func run() error {
 	var unstructuredObjects bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to; 0 disables it.")
-	flag.IntVar(&concurrency, "max-concurrent-reconciles", 16, "How many KopfExamples are reconciled at once.")
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", 16, "How many objects are reconciled at once.")
 	flag.Float64Var(&qps, "kube-api-qps", 0, "Client-side limit on requests per second to the API server; 0 keeps controller-runtime's default (none).")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps.")
-	flag.BoolVar(&unstructuredObjects, "unstructured", false, "Handle KopfExamples as unstructured objects (UnstructuredReconciler) instead of Go types (Reconciler).")
+	flag.BoolVar(&unstructuredObjects, "unstructured", false, "Handle the objects as unstructured objects instead of Go types.")
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -50,12 +51,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	kind, err := scenario.KindFromEnv()
+	if err != nil {
 		return err
 	}
-	if err := kopfv1.AddToScheme(scheme); err != nil {
-		return err
+	reconciles.Start(kind.Name)
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kopfv1.AddToScheme, kinds.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
 	}
 	cfg := ctrl.GetConfigOrDie()
 	if qps > 0 {
@@ -76,12 +81,27 @@ func run() error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
-	if unstructuredObjects {
+	c := mgr.GetClient()
+	switch {
+	case kind == scenario.KopfExample && unstructuredObjects:
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(kopfExampleGVK)
-		err = b.For(u).Complete(&UnstructuredReconciler{Client: mgr.GetClient(), Handlers: handlers})
-	} else {
-		err = b.For(&kopfv1.KopfExample{}).Complete(&Reconciler{Client: mgr.GetClient(), Handlers: handlers})
+		err = b.For(u).Complete(&UnstructuredReconciler{Client: c, Handlers: handlers})
+	case kind == scenario.KopfExample:
+		err = b.For(&kopfv1.KopfExample{}).Complete(&Reconciler{Client: c, Handlers: handlers})
+	case unstructuredObjects:
+		newObj := func() *unstructured.Unstructured {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(kind.GVK)
+			return u
+		}
+		err = b.For(newObj()).Complete(&AnnotatedReconciler[*unstructured.Unstructured]{Client: c, Handlers: handlers, New: newObj, Unstructured: true})
+	case kind == scenario.Widget:
+		newObj := func() *kinds.Widget { return &kinds.Widget{} }
+		err = b.For(newObj()).Complete(&AnnotatedReconciler[*kinds.Widget]{Client: c, Handlers: handlers, New: newObj})
+	default:
+		newObj := func() *corev1.Pod { return &corev1.Pod{} }
+		err = b.For(newObj()).Complete(&AnnotatedReconciler[*corev1.Pod]{Client: c, Handlers: handlers, New: newObj})
 	}
 	if err != nil {
 		return fmt.Errorf("creating the controller: %w", err)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/test/bench/internal/calls"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
@@ -46,6 +47,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, nil
 		}
 		// Nothing outside the cluster to clean up; then let the object go.
+		for range r.Handlers {
+			calls.Record("delete")
+		}
 		orig := obj.DeepCopy()
 		controllerutil.RemoveFinalizer(&obj, finalizer)
 		err := r.Patch(ctx, &obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
@@ -78,8 +82,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		var key string
 		var result any
 		if known {
+			calls.Record("update")
 			key, result = scenario.UpdateKey(i, r.Handlers), scenario.UpdateResult(obj.Spec.Field)
 		} else {
+			calls.Record("create")
 			key, result = scenario.CreateKey(i, r.Handlers), scenario.CreateResult()
 		}
 		if err := setStatus(&obj, key, result); err != nil {

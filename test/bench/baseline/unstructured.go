@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/gopf-dev/gopf/test/bench/internal/calls"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
@@ -39,6 +40,9 @@ func (r *UnstructuredReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 	if obj.GetDeletionTimestamp() != nil {
 		if controllerutil.RemoveFinalizer(obj, finalizer) {
+			for range r.Handlers {
+				calls.Record("delete") // nothing outside the cluster to clean up
+			}
 			return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, obj))
 		}
 		return ctrl.Result{}, nil
@@ -58,10 +62,11 @@ func (r *UnstructuredReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	orig := obj.DeepCopy()
 	field, _, _ := unstructured.NestedString(obj.Object, "spec", "field")
 	for i := range r.Handlers {
-		key, result := scenario.CreateKey(i, r.Handlers), scenario.CreateResult()
+		key, result, cause := scenario.CreateKey(i, r.Handlers), scenario.CreateResult(), "create"
 		if known {
-			key, result = scenario.UpdateKey(i, r.Handlers), scenario.UpdateResult(field)
+			key, result, cause = scenario.UpdateKey(i, r.Handlers), scenario.UpdateResult(field), "update"
 		}
+		calls.Record(cause)
 		if err := unstructured.SetNestedMap(obj.Object, result, "status", key); err != nil {
 			return ctrl.Result{}, err
 		}

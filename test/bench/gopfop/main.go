@@ -5,33 +5,78 @@ import (
 	"fmt"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/test/bench/internal/calls"
 	"github.com/gopf-dev/gopf/test/bench/internal/profiling"
 	"github.com/gopf-dev/gopf/test/bench/internal/reconciles"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
+	"github.com/gopf-dev/gopf/test/kinds"
 )
 
 func main() {
 	profiling.Start()
-	reconciles.Start()
 	n, err := scenario.Handlers()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gopfop:", err)
 		os.Exit(2)
 	}
+	kind, err := scenario.KindFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gopfop:", err)
+		os.Exit(2)
+	}
+	reconciles.Start(kind.Name)
 	reg := handlers.NewRegistry()
+	switch kind {
+	case scenario.Widget:
+		register[*kinds.Widget](reg, n, annotate)
+	case scenario.Pod:
+		register[*corev1.Pod](reg, n, annotate)
+	default:
+		register[*kopfv1.KopfExample](reg, n, returnResult)
+	}
+	gopf.Main(reg, kopfv1.AddToScheme, kinds.AddToScheme)
+}
+
+// recorder turns a handler's result into what it returns: the result
+// itself, stored by gopf under status.<handler id>, or nothing, the result
+// having gone to an annotation.
+type recorder func(c *handlers.Cause, result string) any
+
+// returnResult is for KopfExample, whose status keeps what gopf stores.
+func returnResult(c *handlers.Cause, result string) any {
+	if c.Reason == handlers.ReasonCreate {
+		return scenario.CreateResult()
+	}
+	return scenario.UpdateResult(result)
+}
+
+// annotate is for kinds whose typed status cannot keep results: the
+// handler patches its annotation, as a handler of such a kind would.
+func annotate(c *handlers.Cause, result string) any {
+	c.Patch.SetAnnotation(scenario.ResultAnnotation(c.HandlerID), &result)
+	return nil
+}
+
+// register adds n create, update and delete handlers on T.
+func register[T client.Object](reg *handlers.Registry, n int, record recorder) {
 	for i := range n {
-		handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-			return scenario.CreateResult(), nil
+		handlers.OnCreate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
+			calls.Record(string(handlers.ReasonCreate))
+			return record(c, scenario.CreatedValue), nil
 		}, handlers.ID(scenario.CreateKey(i, n)))
-		handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-			return scenario.UpdateResult(obj.Spec.Field), nil
+		handlers.OnUpdate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
+			calls.Record(string(handlers.ReasonUpdate))
+			return record(c, scenario.Field(obj)), nil
 		}, handlers.ID(scenario.UpdateKey(i, n)))
-		handlers.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		handlers.OnDelete(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
+			calls.Record(string(handlers.ReasonDelete))
 			return nil, nil // nothing outside the cluster to clean up
 		}, handlers.ID(scenario.DeleteID(i, n)))
 	}
-	gopf.Main(reg, kopfv1.AddToScheme)
 }

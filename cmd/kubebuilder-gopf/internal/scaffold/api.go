@@ -56,7 +56,7 @@ func (s *session) createAPI() error {
 	}
 
 	testPath := strings.TrimSuffix(controller.path, ".go") + "_test.go"
-	if old, ok := s.req.Universe[testPath]; !ok || strings.Contains(old, k.Kind+"Reconciler{") {
+	if old, ok := s.req.Universe[testPath]; !ok || isGoV4ControllerTest(old, k.Kind) {
 		content, err := render("controller_test.go.tmpl", data)
 		if err != nil {
 			return err
@@ -93,6 +93,13 @@ func (s *session) createAPI() error {
 	}
 	s.write(mainPath, main)
 	return nil
+}
+
+// isGoV4ControllerTest reports whether a controller test is go/v4's: for
+// kinds the project defines it runs the kind's Reconciler; for others it is
+// an empty spec named after the controller.
+func isGoV4ControllerTest(content, kindName string) bool {
+	return strings.Contains(content, kindName+"Reconciler{") || strings.Contains(content, `Describe("`+kindName+` Controller"`)
 }
 
 // controllerDeclined reports whether the user asked for no controller.

@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -166,7 +167,7 @@ func main() {
 `
 
 func TestMainEditsRemoveOnlyTheKindsSetup(t *testing.T) {
-	wired, err := addGopf(goV4Main)
+	wired, err := addGopf(goV4Main, "example.com/demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,11 +200,11 @@ func TestMainEditsRemoveOnlyTheKindsSetup(t *testing.T) {
 	if _, err := formatGo("main.go", out); err != nil {
 		t.Error(err)
 	}
-	if again, err := addGopf(out); err != nil || again != out {
+	if again, err := addGopf(out, "example.com/demo"); err != nil || again != out {
 		t.Errorf("wiring twice changes main.go (%v)", err)
 	}
 
-	if _, err := addGopf("package main\n\nfunc main() {}\n"); err == nil || !strings.Contains(err.Error(), "Add gopf by hand") {
+	if _, err := addGopf("package main\n\nfunc main() {}\n", "example.com/demo"); err == nil || !strings.Contains(err.Error(), "Add gopf by hand") {
 		t.Errorf("a main.go without markers: %v", err)
 	}
 }
@@ -260,5 +261,109 @@ func TestWhichGopfTheProjectGets(t *testing.T) {
 				t.Errorf("require %q replace %q, want %q %q\n%s", requiredGopf(out), replacedGopf(out), tt.wantVersion, tt.wantRepl, out)
 			}
 		})
+	}
+}
+
+// main.go as an earlier version of the plugin wired it: SetupWithManager
+// and then webhook.Setup, which registered every admission path twice.
+const doublyWiredMain = `package main
+
+import (
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gopf-dev/gopf"
+	"github.com/gopf-dev/gopf/handlers"
+	gopfwebhook "github.com/gopf-dev/gopf/webhook"
+	// +kubebuilder:scaffold:imports
+)
+
+var setupLog = ctrl.Log
+
+func main() {
+	var mgr ctrl.Manager
+	gopfRegistry := handlers.NewRegistry()
+	if err := gopf.SetupWithManager(mgr, gopfRegistry); err != nil {
+		setupLog.Error(err, "Failed to set up the gopf handlers")
+		os.Exit(1)
+	}
+	if err := gopfwebhook.Setup(mgr, gopfRegistry); err != nil {
+		setupLog.Error(err, "Failed to set up the gopf admission handlers")
+		os.Exit(1)
+	}
+	// +kubebuilder:scaffold:builder
+}
+
+func registerHandlers(reg *handlers.Registry) {
+	// +gopf:scaffold:handlers
+}
+`
+
+func TestEditRemovesTheSecondWebhookSetupOfEarlierScaffolds(t *testing.T) {
+	out, err := addGopf(doublyWiredMain, "example.com/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "gopfwebhook") || !strings.Contains(out, "gopf.SetupWithManager(mgr, gopfRegistry)") {
+		t.Errorf("main.go:\n%s", out)
+	}
+	if again, err := addGopf(out, "example.com/demo"); err != nil || again != out {
+		t.Errorf("a second edit changes main.go (%v)", err)
+	}
+}
+
+func TestGopfImportsFormTheirOwnGroupBeforeTheProjects(t *testing.T) {
+	out, err := addGopf(goV4Main, "example.com/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "\t\"github.com/gopf-dev/gopf\"\n\t\"github.com/gopf-dev/gopf/handlers\"\n\n\tdbv1 \"example.com/demo/api/v1\"\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("want gopf's group right before the project's:\n%s", out)
+	}
+
+	// At init the project has no imports of its own yet: those go/v4 adds
+	// later at its marker must not join gopf's group.
+	bare := strings.Replace(goV4Main, "\tdbv1 \"example.com/demo/api/v1\"\n", "", 1)
+	bare = regexp.MustCompile(`(?m)^\t(dbcontroller|webhookdbv1) .*\n`).ReplaceAllString(bare, "")
+	out, err = addImportGroup(bare, "example.com/demo", GopfModule, GopfModule+"/handlers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "\t\"github.com/gopf-dev/gopf/handlers\"\n\n\t// +kubebuilder:scaffold:imports") {
+		t.Errorf("want a blank line between gopf's group and go/v4's marker:\n%s", out)
+	}
+}
+
+// Kubebuilder writes PROJECT's layout at init only, and during a command it
+// names the running plugin first in the request's config: edit must read
+// the file to tell the user to name gopf on later commands.
+func TestEditTellsHowToUseGopfInLaterCommandsWhenTheLayoutLacksIt(t *testing.T) {
+	const gomod = "module example.com/demo\n\nrequire github.com/gopf-dev/gopf v0.3.0\n"
+	for _, tt := range []struct {
+		layout   string
+		wantNote bool
+	}{
+		{"layout:\n- go.kubebuilder.io/v4\n", true},
+		{"layout:\n- go.kubebuilder.io/v4\n- gopf/v1-alpha\n", false},
+	} {
+		var notes strings.Builder
+		opts := testOpts()
+		opts.Notes = &notes
+		resp := Handle(&protocol.Request{
+			Command: protocol.CommandEdit,
+			Config:  &protocol.Config{Repo: "example.com/demo", Layout: []byte(`["gopf/v1-alpha","go.kubebuilder.io/v4"]`)},
+			Universe: map[string]string{
+				"go.mod": gomod, mainPath: wiredMain(t), setupEnvtestPath: setupEnvtestScript,
+				"PROJECT": "domain: example.com\n" + tt.layout + "repo: example.com/demo\nversion: \"3\"\n",
+			},
+		}, opts)
+		if resp.Error {
+			t.Fatal(resp.ErrorMsgs)
+		}
+		if got := strings.Contains(notes.String(), "--plugins go/v4,gopf/v1-alpha"); got != tt.wantNote {
+			t.Errorf("layout %q: note %v, want %v: %q", tt.layout, got, tt.wantNote, notes.String())
+		}
 	}
 }

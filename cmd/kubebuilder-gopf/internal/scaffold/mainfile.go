@@ -36,12 +36,9 @@ registerHandlers(gopfRegistry)
 if os.Getenv("ENABLE_WEBHOOKS") != "false" {
 	registerWebhooks(gopfRegistry)
 }
+// SetupWithManager sets up both the handlers and the admission handlers.
 if err := gopf.SetupWithManager(mgr, gopfRegistry); err != nil {
 	setupLog.Error(err, "Failed to set up the gopf handlers")
-	os.Exit(1)
-}
-if err := gopfwebhook.Setup(mgr, gopfRegistry); err != nil {
-	setupLog.Error(err, "Failed to set up the gopf admission handlers")
 	os.Exit(1)
 }
 `
@@ -71,10 +68,16 @@ func hasGopf(src string) bool { return strings.Contains(src, markerHandlers) }
 // addGopf wires gopf into a kubebuilder main.go: it imports gopf, creates a
 // registry and sets it up on the manager before go/v4's builder marker, and
 // adds registerHandlers and registerWebhooks with gopf's markers. The
-// user's flags and manager options stay as they are.
-func addGopf(src string) (string, error) {
+// user's flags and manager options stay as they are. module is the
+// project's module path: gopf's imports go in a group of their own after
+// the third-party ones and before the project's own.
+//
+// A main.go wired by an earlier version of the plugin, which also called
+// gopf's webhook.Setup after SetupWithManager (registering every admission
+// handler twice), loses that second call.
+func addGopf(src, module string) (string, error) {
 	if hasGopf(src) {
-		return src, nil
+		return removeDuplicateWebhookSetup(src)
 	}
 	for _, m := range []string{markerImports, markerBuilder} {
 		if markerLine(src, m) < 0 {
@@ -87,29 +90,15 @@ func addGopf(src string) (string, error) {
 		return "", fmt.Errorf("%s has no manager variable mgr or logger setupLog, which gopf's setup code uses. "+
 			"Add gopf by hand: call gopf.SetupWithManager(<your manager>, registry) after the manager is created", mainPath)
 	}
-	// gopf's imports go in a group of their own, before the marker.
-	src, err := insertBefore(src, markerImports, "\n")
+	src, name, err := ensureImport(src, "os", "")
 	if err != nil {
 		return "", err
 	}
-	for _, imp := range []struct{ path, alias string }{
-		{"os", ""},
-		{GopfModule, ""},
-		{GopfModule + "/handlers", ""},
-		{GopfModule + "/webhook", "gopfwebhook"},
-	} {
-		var name string
-		src, name, err = ensureImport(src, imp.path, imp.alias)
-		if err != nil {
-			return "", err
-		}
-		want := imp.alias
-		if want == "" {
-			want = path.Base(imp.path)
-		}
-		if name != want {
-			return "", fmt.Errorf("%s imports %s as %s; gopf's setup code needs it as %s", mainPath, imp.path, name, want)
-		}
+	if name != "os" {
+		return "", fmt.Errorf("%s imports os as %s; gopf's setup code needs it as os", mainPath, name)
+	}
+	if src, err = addImportGroup(src, module, GopfModule, GopfModule+"/handlers"); err != nil {
+		return "", err
 	}
 	src, err = insertBefore(src, markerBuilder, gopfSetupBlock)
 	if err != nil {
@@ -117,6 +106,99 @@ func addGopf(src string) (string, error) {
 	}
 	src = strings.TrimRight(src, "\n") + "\n" + gopfRegisterFuncs
 	return formatGo(mainPath, src)
+}
+
+// addImportGroup imports the packages (by their own names) that src does
+// not import yet, as a group of their own: before the first import of the
+// project's module, else at the end of the import block, separated from
+// go/v4's imports marker by a blank line so that the project's imports
+// go/v4 adds later form a group after it. It fails when src imports one of
+// the packages under another name.
+func addImportGroup(src, module string, paths ...string) (string, error) {
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, mainPath, src, parser.ImportsOnly|parser.ParseComments)
+	if err != nil {
+		return "", fmt.Errorf("parsing %s: %w", mainPath, err)
+	}
+	imported := map[string]string{}
+	firstOwn := 0 // 1-based line of the first import of the project, 0 if none
+	for _, spec := range file.Imports {
+		p, _ := strconv.Unquote(spec.Path.Value)
+		name := path.Base(p)
+		if spec.Name != nil {
+			name = spec.Name.Name
+		}
+		imported[p] = name
+		if firstOwn == 0 && module != "" && (p == module || strings.HasPrefix(p, module+"/")) {
+			pos := spec.Pos()
+			if spec.Doc != nil {
+				pos = spec.Doc.Pos()
+			}
+			firstOwn = fset.Position(pos).Line
+		}
+	}
+	var group []string
+	for _, p := range paths {
+		name, ok := imported[p]
+		switch {
+		case !ok:
+			group = append(group, strconv.Quote(p))
+		case name != path.Base(p):
+			return "", fmt.Errorf("%s imports %s as %s; gopf's setup code needs it as %s", mainPath, p, name, path.Base(p))
+		}
+	}
+	if len(group) == 0 {
+		return src, nil
+	}
+	lines := strings.Split(src, "\n")
+	at := firstOwn - 1
+	if firstOwn == 0 {
+		if at = markerLine(src, markerImports); at < 0 {
+			return "", fmt.Errorf("%s has no %q marker", mainPath, markerImports)
+		}
+	}
+	indent := lines[at][:len(lines[at])-len(strings.TrimLeft(lines[at], " \t"))]
+	var add []string
+	if at > 0 && strings.TrimSpace(lines[at-1]) != "" && !strings.HasSuffix(strings.TrimSpace(lines[at-1]), "(") {
+		add = append(add, "")
+	}
+	for _, g := range group {
+		add = append(add, indent+g)
+	}
+	add = append(add, "")
+	lines = append(lines[:at], append(add, lines[at:]...)...)
+	return strings.Join(lines, "\n"), nil
+}
+
+// removeDuplicateWebhookSetup removes the call of gopf's webhook.Setup that
+// earlier versions of the plugin put after gopf.SetupWithManager, which
+// sets up the admission handlers already (the second registration of a
+// path makes controller-runtime's webhook server panic), and the import
+// that only it used.
+func removeDuplicateWebhookSetup(src string) (string, error) {
+	const alias = "gopfwebhook"
+	if !strings.Contains(src, "gopf.SetupWithManager(") || !strings.Contains(src, alias+".Setup(") {
+		return src, nil
+	}
+	out, err := removeIf(src, func(call *ast.CallExpr) bool {
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != "Setup" {
+			return false
+		}
+		x, ok := sel.X.(*ast.Ident)
+		return ok && x.Name == alias
+	})
+	if err != nil || strings.Contains(out, alias+".") {
+		return out, err
+	}
+	importLine := alias + " " + strconv.Quote(GopfModule+"/webhook")
+	var kept []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) != importLine {
+			kept = append(kept, line)
+		}
+	}
+	return formatGo(mainPath, strings.Join(kept, "\n"))
 }
 
 // registerCall adds stmt (a call in registerHandlers or registerWebhooks)

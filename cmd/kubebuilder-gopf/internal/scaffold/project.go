@@ -3,10 +3,13 @@ package scaffold
 import (
 	"fmt"
 	"path"
+	"reflect"
 	"regexp"
 	"strings"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gopf-dev/gopf/cmd/kubebuilder-gopf/internal/protocol"
@@ -71,6 +74,13 @@ type kind struct {
 	Own bool
 	// Namespaced is false for cluster-scoped kinds.
 	Namespaced bool
+	// HasStatus is false for built-in kinds without a status subresource
+	// (ConfigMap, Secret, ...), whose handlers need no RBAC on status.
+	HasStatus bool
+	// LabelKey is the label the handlers of a kind the project does not
+	// define select their objects by, until the user chooses another:
+	// "<domain>/managed".
+	LabelKey string
 
 	resource *protocol.Resource // the PROJECT entry, if any
 }
@@ -133,11 +143,32 @@ func (p *project) resolveKind(f flagValues) (*kind, error) {
 	if k.Plural == "" {
 		k.Plural = plural(strings.ToLower(k.Kind))
 	}
+	k.HasStatus = !strings.HasPrefix(k.APIPath, "k8s.io/api/") || builtinHasStatus(k.QualifiedGroup, k.Version, k.Kind)
+	k.LabelKey = "managed"
+	if p.Domain != "" {
+		k.LabelKey = p.Domain + "/managed"
+	}
 	if k.APIPath == "" {
 		k.APIPath = p.Repo + "/api/" + p.groupDir(k) + k.Version
 	}
 	k.APIAlias = importAlias(k.Group, k.Version)
 	return k, nil
+}
+
+// builtinHasStatus reports whether a built-in kind has a status: its Go
+// type in client-go's scheme has a Status field. Kinds the scheme does not
+// know are taken to have one.
+func builtinHasStatus(group, version, kindName string) bool {
+	obj, err := clientgoscheme.Scheme.New(schema.GroupVersionKind{Group: group, Version: version, Kind: kindName})
+	if err != nil {
+		return true
+	}
+	t := reflect.TypeOf(obj)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	_, ok := t.FieldByName("Status")
+	return ok
 }
 
 // groupDir is the kind's group folder in a multi-group project ("db/"), ""

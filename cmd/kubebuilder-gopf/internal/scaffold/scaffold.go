@@ -7,11 +7,13 @@
 //     gopf registry up on go/v4's manager (the user's flags and manager
 //     options stay), and the Makefile provides envtest's control plane
 //     through hack/setup-envtest.sh, which builds it from the Go module
-//     proxy when the usual download is out of reach.
+//     proxy when the usual download is out of reach. edit also tidies
+//     go.mod, which go/v4 does after init only.
 //   - create api replaces go/v4's empty Reconciler of the kind with gopf
 //     handlers (create, update, delete and a level reconcile, with RBAC
 //     markers) registered in cmd/main.go, and its test with an envtest test
-//     of the handlers.
+//     of the handlers. Handlers of kinds the project does not define
+//     (built-in ones) select their objects by a label and keep no finalizer.
 //   - create webhook replaces go/v4's defaulter and validator with gopf
 //     admission handlers (handlers.OnMutate, handlers.OnValidate) served at
 //     gopf's paths, and its tests with an envtest suite that reaches them
@@ -33,6 +35,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/gopf-dev/gopf/cmd/kubebuilder-gopf/internal/protocol"
 )
@@ -58,6 +62,10 @@ type Options struct {
 	// Notes receives remarks for the user; kubebuilder passes the plugin's
 	// stderr through. Default: discarded.
 	Notes io.Writer
+	// Dir is the project's folder, against which relative replace
+	// directives of go.mod are resolved when edit tidies it. Kubebuilder
+	// runs the plugin there. Default: the working directory.
+	Dir string
 }
 
 func (o Options) withDefaults() Options {
@@ -70,20 +78,23 @@ func (o Options) withDefaults() Options {
 	if o.Notes == nil {
 		o.Notes = io.Discard
 	}
+	if o.Dir == "" {
+		o.Dir, _ = os.Getwd()
+	}
 	return o
 }
 
-// Keep tells the request decoder which universe entries the plugin reads;
-// everything else (binaries, vendored code, .git) is skipped unread. It does
-// not depend on the command, which may come after the universe in the
-// request.
+// Keep tells the request decoder which universe entries the plugin reads:
+// the files it edits, and go.sum and the project's Go files, which edit
+// tidies go.mod against. Everything else (binaries, vendored code, .git,
+// manifests) is skipped unread. It does not depend on the command, which
+// may come after the universe in the request.
 func Keep(p string) bool {
 	switch p {
-	case "go.mod", "Makefile", "PROJECT", mainPath, setupEnvtestPath, "hack/boilerplate.go.txt":
+	case "go.mod", "go.sum", "Makefile", "PROJECT", setupEnvtestPath, "hack/boilerplate.go.txt":
 		return true
 	}
-	return (strings.HasPrefix(p, "internal/controller/") || strings.HasPrefix(p, "internal/webhook/")) &&
-		strings.HasSuffix(p, ".go")
+	return isProjectGoFile(p)
 }
 
 // Handle answers one request.
@@ -189,7 +200,7 @@ func (s *session) wire(init bool) error {
 	}
 	s.write("go.mod", gomod)
 
-	main, err := addGopf(s.req.Universe[mainPath])
+	main, err := addGopf(s.req.Universe[mainPath], modulePath(s.req.Universe["go.mod"]))
 	if err != nil {
 		return err
 	}
@@ -210,7 +221,45 @@ func (s *session) wire(init bool) error {
 		}
 		s.write(setupEnvtestPath, setupEnvtestScript)
 	}
+	if !init {
+		// go/v4 tidies go.mod after init; after edit nothing else does.
+		if _, changed := s.out["go.mod"]; changed {
+			s.tidy()
+		}
+		s.noteLayout()
+	}
 	return nil
+}
+
+// noteLayout tells the user, after edit, how to have gopf take part in the
+// later commands. Kubebuilder runs the plugins of the PROJECT file's
+// layout when a command names none, and it writes the layout itself at
+// init only: a plugin's answer cannot change it (kubebuilder saves its own
+// copy of the PROJECT file after the plugins ran). The layout is read from
+// the PROJECT file on disk: the request's config names the plugin running
+// the command first whether the file lists it or not.
+func (s *session) noteLayout() {
+	var onDisk struct {
+		Layout any `json:"layout"`
+	}
+	if err := yaml.Unmarshal([]byte(s.req.Universe["PROJECT"]), &onDisk); err != nil || onDisk.Layout == nil {
+		return
+	}
+	switch l := onDisk.Layout.(type) {
+	case string:
+		if l == PluginKey {
+			return
+		}
+	case []any:
+		for _, key := range l {
+			if key == PluginKey {
+				return
+			}
+		}
+	}
+	s.note("the PROJECT file's layout does not name %s, and kubebuilder does not let a plugin add it after init: "+
+		"give --plugins go/v4,%s to each later \"kubebuilder create api\" and \"kubebuilder create webhook\" "+
+		"(without it they scaffold go/v4's Reconcilers and webhooks, which run next to gopf's handlers)", PluginKey, PluginKey)
 }
 
 // gopfGoMod adds gopf to go.mod: required at the version the flags or the

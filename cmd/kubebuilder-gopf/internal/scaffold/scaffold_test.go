@@ -29,7 +29,7 @@ func testOpts() Options {
 // wiredMain is goV4Main after init.
 func wiredMain(t *testing.T) string {
 	t.Helper()
-	m, err := addGopf(goV4Main)
+	m, err := addGopf(goV4Main, "example.com/demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,35 +61,73 @@ func sortedKeys(m map[string]string) []string {
 	return out
 }
 
-func TestCreateAPIForBuiltInKindScaffoldsHandlersWithoutCRDTest(t *testing.T) {
-	req := &protocol.Request{
-		APIVersion: protocol.APIVersion, Command: protocol.CommandCreateAPI,
-		Args: []string{"--group", "apps", "--version", "v1", "--kind", "Deployment", "--resource=false", "--controller"},
-		Config: &protocol.Config{Domain: "example.com", Repo: "example.com/demo", Resources: []protocol.Resource{
-			resourceOf("apps", "v1", "Deployment", "", "k8s.io/api/apps/v1", true),
-		}},
-		Universe: map[string]string{
-			mainPath: wiredMain(t),
-			"internal/controller/deployment_controller.go": goV4Controller("controller", "Deployment"),
-		},
-	}
-	resp := Handle(req, testOpts())
-	if resp.Error {
-		t.Fatal(resp.ErrorMsgs)
-	}
-	checkGo(t, resp.Universe)
-	h := resp.Universe["internal/controller/deployment_controller.go"]
-	for _, s := range []string{`appsv1 "k8s.io/api/apps/v1"`, "groups=apps,resources=deployments,", "deployment *appsv1.Deployment"} {
-		if !strings.Contains(h, s) {
-			t.Errorf("handlers lack %q:\n%s", s, h)
-		}
-	}
-	test := resp.Universe["internal/controller/deployment_controller_test.go"]
-	if strings.Contains(test, "k8sClient.Create") || !strings.Contains(test, `It("runs the Deployment handlers"`) {
-		t.Errorf("a built-in kind's test should not create one with an empty spec:\n%s", test)
-	}
-	if !strings.Contains(resp.Universe[mainPath], "controller.RegisterDeploymentHandlers(reg)") {
-		t.Errorf("main.go:\n%s", resp.Universe[mainPath])
+// Handlers on a kind the project does not define must not take over every
+// object of that kind in the cluster: they select by a label the user
+// fills in, the delete handler is optional (no finalizer on others'
+// objects), RBAC asks for status only where the kind has one, and the test
+// replaces go/v4's empty spec with one that runs the handlers.
+func TestCreateAPIForBuiltInKindSelectsItsObjects(t *testing.T) {
+	for _, tt := range []struct {
+		group, kind, path, plural, variable string
+		hasStatus                           bool
+	}{
+		{"apps", "Deployment", "k8s.io/api/apps/v1", "deployments", "deployment", true},
+		{"core", "ConfigMap", "k8s.io/api/core/v1", "configmaps", "configMap", false},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			lower := strings.ToLower(tt.kind)
+			goV4Test := "package controller\n\nvar _ = Describe(\"" + tt.kind + " Controller\", func() {})\n"
+			req := &protocol.Request{
+				APIVersion: protocol.APIVersion, Command: protocol.CommandCreateAPI,
+				Args: []string{"--group", tt.group, "--version", "v1", "--kind", tt.kind, "--resource=false", "--controller"},
+				Config: &protocol.Config{Domain: "example.com", Repo: "example.com/demo", Resources: []protocol.Resource{
+					resourceOf(tt.group, "v1", tt.kind, "", tt.path, true),
+				}},
+				Universe: map[string]string{
+					mainPath: wiredMain(t),
+					"internal/controller/" + lower + "_controller.go":      goV4Controller("controller", tt.kind),
+					"internal/controller/" + lower + "_controller_test.go": goV4Test,
+				},
+			}
+			resp := Handle(req, testOpts())
+			if resp.Error {
+				t.Fatal(resp.ErrorMsgs)
+			}
+			checkGo(t, resp.Universe)
+			h := resp.Universe["internal/controller/"+lower+"_controller.go"]
+			alias := importAlias(tt.group, "v1")
+			for _, s := range []string{
+				alias + ` "` + tt.path + `"`,
+				"resources=" + tt.plural + ",verbs=get;list;watch;patch",
+				tt.variable + " *" + alias + "." + tt.kind,
+				`Selector = handlers.Labels{"example.com/managed": "true"}`,
+				"handlers.OnCreate(reg, create" + tt.kind + ", " + tt.variable + "Selector)",
+				"handlers.OnDelete(reg, delete" + tt.kind + ", " + tt.variable + "Selector, handlers.Optional())",
+				"handlers.OnReconcile(reg, reconcile" + tt.kind + ", " + tt.variable + "Selector)",
+			} {
+				if !strings.Contains(h, s) {
+					t.Errorf("handlers lack %q:\n%s", s, h)
+				}
+			}
+			if got := strings.Contains(h, tt.plural+"/status"); got != tt.hasStatus {
+				t.Errorf("RBAC on %s/status: %v, want %v:\n%s", tt.plural, got, tt.hasStatus, h)
+			}
+			for _, s := range []string{tt.kind + "Status", "spec"} {
+				if strings.Contains(h, s) {
+					t.Errorf("handlers of a built-in kind talk of %q:\n%s", s, h)
+				}
+			}
+			test := resp.Universe["internal/controller/"+lower+"_controller_test.go"]
+			for _, s := range []string{"Register" + tt.kind + "Handlers(reg)", "k8sClient.Create(ctx, " + tt.variable + ")",
+				`map[string]string{"example.com/managed": "true"}`, `HaveSuffix("/last-handled-configuration")`} {
+				if !strings.Contains(test, s) {
+					t.Errorf("the test lacks %q:\n%s", s, test)
+				}
+			}
+			if !strings.Contains(resp.Universe[mainPath], "controller.Register"+tt.kind+"Handlers(reg)") {
+				t.Errorf("main.go:\n%s", resp.Universe[mainPath])
+			}
+		})
 	}
 }
 
@@ -186,8 +224,10 @@ func TestKeepSelectsTheFilesThePluginReads(t *testing.T) {
 	for p, want := range map[string]bool{
 		"go.mod": true, "cmd/main.go": true, "Makefile": true, "PROJECT": true, "hack/boilerplate.go.txt": true,
 		"internal/controller/database_controller.go": true, "internal/webhook/v1/webhook_suite_test.go": true,
-		"go.sum": false, "bin/controller-gen": false, "api/v1/database_types.go": false, ".git/index": false,
-		"internal/controller/notes.md": false, "cmd/other.go": false,
+		// edit tidies go.mod against the project's Go files.
+		"go.sum": true, "api/v1/database_types.go": true, "cmd/other.go": true,
+		"bin/controller-gen": false, ".git/index": false, "bin/tools/x.go": false, "vendor/a/b.go": false,
+		"internal/controller/notes.md": false, "config/crd/bases/db.yaml": false,
 	} {
 		if Keep(p) != want {
 			t.Errorf("Keep(%q) = %v", p, !want)

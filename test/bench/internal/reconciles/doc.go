@@ -1,5 +1,5 @@
 // Package reconciles lets the benchmark follow an operator's work from
-// outside the process: how many reconciles of KopfExamples it has finished,
+// outside the process: how many reconciles of the benchmark's kind it has finished,
 // how many wait in its work queue and how many run.
 //
 // An operator calls Start first thing in main. If the environment variable

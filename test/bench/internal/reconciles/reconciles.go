@@ -23,8 +23,8 @@ const EnvObjects = "GOPF_BENCH_RECONCILES_OBJECTS"
 // Interval is how often the snapshot is written.
 const Interval = 50 * time.Millisecond
 
-// Snapshot is the state of an operator's KopfExample controllers (those
-// whose name contains "kopfexample").
+// Snapshot is the state of an operator's controllers of the benchmark's
+// kind (those whose name contains the kind's name).
 type Snapshot struct {
 	// Reconciles counts finished reconciles, whatever their result.
 	Reconciles int64
@@ -38,11 +38,12 @@ type Snapshot struct {
 // has nothing queued or running.
 func (s Snapshot) Idle(n int) bool { return s.Reconciles >= int64(n) && s.Queued == 0 && s.Active == 0 }
 
-// Start writes a snapshot every Interval to the file EnvFile names, if it
-// names one, until the operator has seen EnvObjects objects. Reading the
+// Start writes a snapshot of the controllers of kind (a lower-case kind
+// name, such as "kopfexample") every Interval to the file EnvFile names, if
+// it names one, until the operator has seen EnvObjects objects. Reading the
 // metrics registry costs CPU, which is why it stops. Problems are reported
 // on stderr and never stop the operator.
-func Start() {
+func Start(kind string) {
 	path := os.Getenv(EnvFile)
 	if path == "" {
 		return
@@ -59,7 +60,7 @@ func Start() {
 		tick := time.NewTicker(Interval)
 		defer tick.Stop()
 		for range tick.C {
-			s, err := write(path)
+			s, err := write(path, kind)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "reconciles:", err)
 				return
@@ -71,7 +72,7 @@ func Start() {
 	}()
 }
 
-func write(path string) (Snapshot, error) {
+func write(path, kind string) (Snapshot, error) {
 	var s Snapshot
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
@@ -91,9 +92,9 @@ func write(path string) (Snapshot, error) {
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				// The KopfExample controllers: "kopfexample" in the
+				// The kind's controllers: "kopfexample" in the
 				// baselines, "gopf-kopfexample.kopf.dev" in gopf.
-				if (l.GetName() == "controller" || l.GetName() == "name") && strings.Contains(l.GetValue(), "kopfexample") {
+				if (l.GetName() == "controller" || l.GetName() == "name") && strings.Contains(l.GetValue(), kind) {
 					*into += int64(m.GetCounter().GetValue() + m.GetGauge().GetValue())
 					break
 				}

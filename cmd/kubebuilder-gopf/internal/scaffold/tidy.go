@@ -1,0 +1,139 @@
+package scaffold
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// tidy runs "go mod tidy" on the project as this request leaves it and
+// writes the go.mod and go.sum it gives. kubebuilder's go/v4 tidies after
+// init, but nothing does after edit, and a go.mod that requires gopf
+// without gopf's own requirements fails every go command ("updates to go.mod
+// needed").
+//
+// The go command runs in a temporary copy of the project's go.mod, go.sum
+// and Go files (the only files tidy reads), with relative replace
+// directives pointed at the project's folder for the run and restored in
+// the result. When tidy cannot run or fails, the edit still stands and a
+// note tells the user to run it.
+func (s *session) tidy() {
+	fail := func(why string) {
+		s.note("go.mod: %s; run \"go mod tidy\" in the project before building it", why)
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		fail("there is no go command on PATH to tidy it")
+		return
+	}
+	dir, err := os.MkdirTemp("", "gopf-tidy-")
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	defer os.RemoveAll(dir)
+	for p := range s.req.Universe {
+		if p != "go.mod" && p != "go.sum" && !isProjectGoFile(p) {
+			continue
+		}
+		content, _ := s.file(p)
+		file := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			fail(err.Error())
+			return
+		}
+		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+			fail(err.Error())
+			return
+		}
+	}
+	gocmd := func(args ...string) ([]byte, error) {
+		cmd := exec.Command(goBin, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		}
+		return out, nil
+	}
+	relative, err := s.absoluteReplaces(gocmd)
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	if _, err := gocmd("mod", "tidy"); err != nil {
+		fail(err.Error())
+		return
+	}
+	for old, target := range relative {
+		if _, err := gocmd("mod", "edit", "-replace="+old+"="+target); err != nil {
+			fail(err.Error())
+			return
+		}
+	}
+	for _, p := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			fail(err.Error())
+			return
+		}
+		s.write(p, string(data))
+	}
+}
+
+// absoluteReplaces points the relative replace directives of the go.mod in
+// the go command's folder at the project's folder, returning what they
+// were: module[@version] → relative path.
+func (s *session) absoluteReplaces(gocmd func(...string) ([]byte, error)) (map[string]string, error) {
+	out, err := gocmd("mod", "edit", "-json")
+	if err != nil {
+		return nil, err
+	}
+	var mod struct {
+		Replace []struct {
+			Old struct{ Path, Version string }
+			New struct{ Path, Version string }
+		}
+	}
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return nil, fmt.Errorf("reading go mod edit -json: %w", err)
+	}
+	relative := map[string]string{}
+	for _, r := range mod.Replace {
+		if r.New.Version != "" || !(strings.HasPrefix(r.New.Path, "./") || strings.HasPrefix(r.New.Path, "../") || r.New.Path == "." || r.New.Path == "..") {
+			continue
+		}
+		old := r.Old.Path
+		if r.Old.Version != "" {
+			old += "@" + r.Old.Version
+		}
+		relative[old] = r.New.Path
+		abs := filepath.Join(s.opts.Dir, filepath.FromSlash(r.New.Path))
+		if _, err := gocmd("mod", "edit", "-replace="+old+"="+abs); err != nil {
+			return nil, err
+		}
+	}
+	return relative, nil
+}
+
+// isProjectGoFile reports whether p is a Go file of the project's own
+// packages: not a tool's binary folder, vendored code or test data.
+func isProjectGoFile(p string) bool {
+	if !strings.HasSuffix(p, ".go") {
+		return false
+	}
+	for _, dir := range strings.Split(path.Dir(p), "/") {
+		if dir == "bin" || dir == "vendor" || dir == "testdata" || strings.HasPrefix(dir, ".") && dir != "." {
+			return false
+		}
+	}
+	return true
+}

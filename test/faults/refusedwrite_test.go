@@ -1,0 +1,84 @@
+package faults_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/envtest"
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/test/faults"
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+)
+
+// A handler's own patch (here a label) goes out with the state that
+// describes the patched object. When the API server refuses that write,
+// the outcome gopf keeps must not describe a patch that was never applied:
+// the patch is sent again with it, the handler is not called again, and the
+// next reconcile does not take the missing label for a change.
+func TestARefusedWriteKeepsTheHandlersPatchWithItsOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refused func(r *http.Request) bool // the part of the write the API server refuses
+	}{
+		{"the status patch", func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/status") }},
+		{"the object patch", func(r *http.Request) bool { return !strings.HasSuffix(r.URL.Path, "/status") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := newNamespace(t)
+			px := newProxy(t, 27)
+			var refusing atomic.Bool
+			refusing.Store(true)
+			px.SetFaults(faults.Faults{Fraction: 1, Statuses: []int{http.StatusInternalServerError}, Match: func(r *http.Request) bool {
+				return refusing.Load() && r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/kopfexamples/") && tc.refused(r)
+			}})
+			var cs envtest.Calls
+			reg := handlers.NewRegistry()
+			handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+				cs.Record(c)
+				labelled := "yes"
+				c.Patch.SetLabel("labelled", &labelled)
+				return map[string]any{"done": true}, nil
+			}, handlers.ID("create"))
+			handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+				cs.Record(c)
+				return nil, nil
+			}, handlers.ID("update"))
+			runOperator(t, throughProxy(px, -1, 0), ns, reg)
+
+			obj := newExample(ns, "refused")
+			g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+			g.Eventually(func() bool {
+				for _, r := range px.Requests() {
+					if r.Injected && r.Write() {
+						return true
+					}
+				}
+				return false
+			}, timeout).Should(BeTrue(), "the write was refused")
+			refusing.Store(false)
+
+			key := client.ObjectKeyFromObject(obj)
+			g.Eventually(func(g Gomega) map[string]string {
+				g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
+				return obj.Labels
+			}, timeout).Should(HaveKeyWithValue("labelled", "yes"), "the handler's patch was sent again")
+			g.Eventually(func(g Gomega) bool { return handled(rawObject(g, key)) }, timeout).Should(BeTrue())
+			g.Expect(field(rawObject(g, key), "status", "create", "done")).To(Equal(true))
+
+			// A change of the spec is the next update: no update came
+			// before it for a label the handler set itself.
+			g.Expect(k8s.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"field":"changed"}}`)))).To(Succeed())
+			g.Eventually(func() int { return cs.Count("update") }, timeout).Should(Equal(1))
+			g.Expect(cs.Of("update")[0].Diff).To(Equal("[(change, spec.field, value, changed)]"))
+			g.Expect(cs.Count("create")).To(Equal(1), "the create handler ran again")
+		})
+	}
+}
