@@ -217,7 +217,7 @@ func (o objectHistory) checkResume() []Violation {
 	}
 	for n, s := range starts {
 		p := o.all[s].Process
-		handled := o.handledBefore(s)
+		handled, sure := o.handledBefore(s)
 		resumes := o.filter(func(e Event) bool {
 			return e.Kind == EventCall && e.Handler == HandlerResume && e.Process == p && e.Outcome.finished()
 		})
@@ -233,7 +233,7 @@ func (o objectHistory) checkResume() []Violation {
 			add("process %d resumed an object that was not handled before it started (event %d)", p, resumes[0])
 		case len(resumes) > 1 && !o.refusedBetween(resumes[0], resumes[1]):
 			add("process %d finished the resume handler %d times (events %v)", p, len(resumes), resumes)
-		case handled && last && !deletedSince && o.final.Exists && len(resumes) == 0:
+		case sure && last && !deletedSince && o.final.Exists && len(resumes) == 0:
 			add("the object was handled before process %d started, and that process never resumed it", p)
 		}
 	}
@@ -241,9 +241,10 @@ func (o objectHistory) checkResume() []Violation {
 }
 
 // handledBefore reports whether the object's create handler had finished
-// before event s, it was not deleted before s, and no write about it was
-// refused since the create finished (the outcome may not have landed).
-func (o objectHistory) handledBefore(s int) bool {
+// before event s and it was not deleted before s; and whether that is sure:
+// no write about it was refused since the create finished (the outcome may
+// not have landed, and the object may get a create again instead).
+func (o objectHistory) handledBefore(s int) (handled, sure bool) {
 	created := -1
 	for _, i := range o.events {
 		if i >= s {
@@ -252,12 +253,12 @@ func (o objectHistory) handledBefore(s int) bool {
 		e := o.all[i]
 		switch {
 		case e.Kind == EventDelete:
-			return false
+			return false, false
 		case e.Kind == EventCall && e.Handler == HandlerCreate && e.Outcome.finished() && created < 0:
 			created = i
 		}
 	}
-	return created >= 0 && !o.refusedBetween(created, s)
+	return created >= 0, created >= 0 && !o.refusedBetween(created, s)
 }
 
 // budget is how many writes about the object the operator may send.

@@ -80,7 +80,7 @@ type Event struct {
 	Reason   string   // EventCall: the cause's reason
 	Outcome  Outcome  // EventCall
 	Patched  bool     // EventCall: the handler patched its own object
-	Detail   string   // EventRefused: the request and its status
+	Detail   string   // EventRefused: the request and its status; EventCall: the diff
 }
 
 func (e Event) String() string {
@@ -91,6 +91,9 @@ func (e Event) String() string {
 		s := fmt.Sprintf("call %s(%s) on %s by process %d saw %s: %s", e.Handler, e.Reason, e.Object, e.Process, e.Versions, e.Outcome)
 		if e.Patched {
 			s += " (patched its object)"
+		}
+		if e.Handler == HandlerUpdate {
+			s += "; diff " + e.Detail
 		}
 		return s
 	case EventWrite:

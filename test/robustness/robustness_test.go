@@ -46,7 +46,7 @@ var storageNames = map[reconcile.Storage]string{
 
 // fixedSeeds are the seeds `make test` runs, one sequence per class and
 // storage: the seed of a run is fixedSeeds[(class+storage) % len].
-var fixedSeeds = []uint64{1, 2, 3, 4, 5, 6, 7}
+var fixedSeeds = []uint64{7, 9, 31, 35, 42, 44, 49}
 
 // Every class of kind, with every storage that can work on it, keeps
 // Kopf's contract through a sequence of random operations: one fixed seed

@@ -182,7 +182,7 @@ func (r *runner) handle(ctx context.Context, process int, handler string, obj ma
 	v := r.class.versions(obj)
 	b := r.takeArm(c.Name, handler)
 	e := Event{Kind: EventCall, Object: c.Name, UID: string(c.UID), Process: process, Versions: v,
-		Handler: handler, Reason: string(c.Reason), Outcome: Succeeded}
+		Handler: handler, Reason: string(c.Reason), Outcome: Succeeded, Detail: fmt.Sprint(c.Diff)}
 	var err error
 	switch b {
 	case BehaveTemporary:
@@ -413,7 +413,7 @@ func (r *runner) settle() {
 	}
 	deadline := time.Now().Add(settleTimeout)
 	for time.Now().Before(deadline) {
-		if time.Since(r.lastActivity()) >= quiet && r.deletionsDone() {
+		if time.Since(r.lastActivity()) >= quiet && r.handled() && r.deletionsDone() {
 			return
 		}
 		select {
@@ -422,6 +422,32 @@ func (r *runner) settle() {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// handled reports whether every object alive has had what the contract
+// promises for its last change: a create or update handler finished on its
+// values, and the field handler on its watched field.
+func (r *runner) handled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, name := range r.names {
+		if r.deleted[name] {
+			continue
+		}
+		v := r.versions[name]
+		change, field := false, false
+		for _, e := range r.events {
+			if e.Kind != EventCall || e.Object != name || !e.Outcome.finished() {
+				continue
+			}
+			change = change || (e.Handler == HandlerCreate || e.Handler == HandlerUpdate) && e.Versions == v
+			field = field || e.Handler == HandlerField && e.Versions.Watched == v.Watched
+		}
+		if !change || !field {
+			return false
+		}
+	}
+	return true
 }
 
 // lastActivity is when the last handler call returned or the operator
