@@ -64,6 +64,9 @@ var (
 //   - what handlers declared with Uses, on the kinds they named; "get" or
 //     "list" also get "list" and "watch" (the operator's client reads
 //     from the informer cache).
+//   - get on customresourcedefinitions for the kinds of change handlers
+//     in a group with a dot (the groups CRDs may have): the CRD's status
+//     schema says where gopf keeps the state of that kind's objects.
 //   - get, list and watch on customresourcedefinitions
 //     (apiextensions.k8s.io) when a handled kind may not be served when the
 //     operator starts, so that the operator waits for its CRD: a kind the
@@ -128,6 +131,11 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 		if r.Kind != spec.KindEvent && r.Kind != spec.KindIndex {
 			need.add("", gr, "patch")
 			need.add("status", gr, "patch")
+			if strings.Contains(gr.Group, ".") {
+				// Where the state of a kind that may be a CRD lives is
+				// read from its CRD's schema at setup (see placement.go).
+				need.add("", schema.GroupResource{Group: crdResource.Group, Resource: crdResource.Resource}, "get")
+			}
 		}
 		usesFinalizer := r.Kind == spec.KindTimer || r.Kind == spec.KindDaemon || r.Kind == spec.KindDelete && !r.Options.Optional
 		if usesFinalizer || len(r.Options.Owned) > 0 || createsObjects(r) {

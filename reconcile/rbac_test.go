@@ -131,6 +131,13 @@ func TestPermissionsOfKindsTheClusterDoesNotServeYetGuessTheirNameAndWatchCRDs(t
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).NotTo(ContainElement(crds), "built-in kinds are always served")
 
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(kopfv1.GroupVersion.WithKind("KopfExample"), meta.RESTScopeNamespace)
+	served, err := reconcile.Permissions(reg, rbacScheme(t), mapper)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(served).To(ContainElement(rule("apiextensions.k8s.io", "customresourcedefinitions", "get")),
+		"where the state of a served custom kind lives is read from its CRD")
+
 	_, err = reconcile.Permissions(reg, runtime.NewScheme(), nil)
 	g.Expect(err).To(MatchError(ContainSubstring("not in the scheme")))
 }
