@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // Where an object's state lives is decided per kind when its controller is
@@ -170,7 +172,7 @@ func typeKeeps(newObject func() client.Object, path []string, value any) bool {
 	if err != nil {
 		return false
 	}
-	setPath(raw, path, deepCopyJSON(value))
+	spec.SetPath(raw, path, deepCopyJSON(value))
 	back := newObject()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, back); err != nil {
 		return false
@@ -181,19 +183,6 @@ func typeKeeps(newObject func() client.Object, path []string, value any) bool {
 	}
 	got, ok := lookup(any(again), path)
 	return ok && sameJSON(got, value)
-}
-
-// setPath sets value at path in m, making maps on the way.
-func setPath(m map[string]any, path []string, value any) {
-	for _, key := range path[:len(path)-1] {
-		next, ok := m[key].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			m[key] = next
-		}
-		m = next
-	}
-	m[path[len(path)-1]] = value
 }
 
 // sampleState is a state with every field set, as status storage writes
