@@ -79,7 +79,8 @@ func TestSetupWithManagerLogsThePermissionsTheManagersUserLacks(t *testing.T) {
 	g.Expect(line.kv).To(ContainSubstring(`patch kopfexamples/status in API group "kopf.dev"`))
 	g.Expect(line.kv).To(ContainSubstring("kind: ClusterRole"))
 	g.Expect(line.kv).To(ContainSubstring("// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=patch"))
-	g.Expect(line.kv).NotTo(ContainSubstring("verbs=get"), "what the user has is not reported")
+	g.Expect(line.kv).NotTo(ContainSubstring("resources=kopfexamples,verbs=get"), "what the user has is not reported")
+	g.Expect(line.kv).NotTo(ContainSubstring("get kopfexamples"), "what the user has is not reported")
 
 	// Opting in to stop instead.
 	err = gopf.CheckPermissions(ctx, mgr, reg, opts)

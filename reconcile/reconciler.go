@@ -367,11 +367,15 @@ func (k *kindController) selected(regs []*contract.Handler, obj client.Object, r
 // selects applies a handler's filters to obj in the handler's Go type. raw
 // is obj as a JSON-like map, or nil to have it converted when needed.
 func (k *kindController) selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
+	var indexes *spec.Indexes
+	if k.shared != nil { // the planner has no indexes: filters see none
+		indexes = k.shared.indexes
+	}
 	if r.Options.When == nil {
-		return selects(r, obj, raw, k.shared.indexes)
+		return selects(r, obj, raw, indexes)
 	}
 	typed, err := k.objectFor(r, obj)
-	return err == nil && selects(r, typed, raw, k.shared.indexes)
+	return err == nil && selects(r, typed, raw, indexes)
 }
 
 // holds reports whether obj carries gopf's finalizer or that of the Kopf

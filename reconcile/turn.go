@@ -54,6 +54,10 @@ type entry struct {
 	// cause is the reason the call gets as Cause.Reason (and its log lines
 	// as "cause"); see callReason.
 	cause handlers.Reason
+	// again says that a finished record does not count: a resume handler
+	// runs once per process, and the record of an earlier process's resume
+	// stays while an update of the same cause is unfinished.
+	again bool
 }
 
 // changeCause works out the cause of a live object and runs its handlers.
@@ -69,12 +73,12 @@ func (t *turn) changeCause(ctx context.Context, selected []*contract.Handler) ha
 		return ""
 	}
 	done := t.runAll(ctx, purpose, entries)
+	if withResume && (done || resumesFinished(entries, t.st.Progress)) {
+		t.mem.resumed = true
+	}
 	if done {
 		t.st.Essence = t.essence
 		t.st.Progress = nil
-		if withResume {
-			t.mem.resumed = true
-		}
 		if len(entries) > 0 {
 			causes.WithLabelValues(t.k.name, string(purpose)).Inc()
 			t.log.Info("cause handled", "cause", purpose, "handlers", len(entries))
@@ -99,11 +103,25 @@ func (t *turn) changeEntries(selected []*contract.Handler, purpose handlers.Reas
 	if withResume {
 		for _, r := range selected {
 			if reasonOf(r) == handlers.ReasonResume && !hasEntry(entries, r.Options.ID) { // stacked on an update: once
-				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence})
+				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence, again: true})
 			}
 		}
 	}
 	return entries
+}
+
+// resumesFinished reports whether the resume entries among entries have
+// finished in records, so that this process does not run them again while
+// the rest of the cause is unfinished.
+func resumesFinished(entries []*entry, records map[string]*progress) bool {
+	for _, e := range entries {
+		if e.again {
+			if rec := records[e.opts.ID]; rec == nil || !rec.finished() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // changePurpose is the cause of a live object, from what gopf knows of it
@@ -234,7 +252,7 @@ func (t *turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*e
 func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, records map[string]*progress) bool {
 	id := e.opts.ID
 	rec := t.st.Progress[id]
-	if rec == nil || (rec.Purpose != purpose && rec.Purpose != e.reason()) {
+	if rec == nil || (rec.Purpose != purpose && rec.Purpose != e.reason()) || e.again && rec.finished() {
 		rec = &progress{Purpose: e.reason(), Started: t.now}
 	}
 	records[id] = rec
