@@ -176,28 +176,34 @@ func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base an
 		return &entry{reg: r, opts: o, new: nv, diff: diff(nil, nv), handled: t.essence}
 	case purpose == handlers.ReasonUpdate && reasonOf(r) == handlers.ReasonUpdate:
 		old := base
-		if rec := t.st.Progress[o.ID]; rec != nil && rec.Purpose == handlers.ReasonUpdate {
-			if rec.finished() && rec.Handled == t.essence {
-				return &entry{reg: r, opts: o, handled: t.essence} // done already
+		// done is the entry of a handler that finished this cause and has
+		// nothing newer to handle: its record stays, so that a later turn
+		// of the same cause does not take it for a handler that never ran.
+		var done *entry
+		rec := t.st.Progress[o.ID]
+		if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.finished() {
+			done = &entry{reg: r, opts: o, handled: rec.Handled}
+			if rec.Handled == t.essence {
+				return done
 			}
-			if rec.Success && rec.Handled != "" {
-				old = decodeJSON(rec.Handled)
-			}
-			if rec.finished() {
-				delete(t.st.Progress, o.ID) // a newer change: start afresh
-			}
+		}
+		if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.Success && rec.Handled != "" {
+			old = decodeJSON(rec.Handled)
 		}
 		e := &entry{reg: r, opts: o, old: old, new: t.essenceTree, handled: t.essence}
 		if path != nil {
 			ov, oldOK, nv, newOK := fieldValues(path, old, t.essenceTree)
 			if oldOK == newOK && sameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
-				return nil
+				return done
 			}
 			e.old, e.new = ov, nv
 		}
 		e.diff = diff(e.old, e.new)
 		if len(e.diff) == 0 {
-			return nil
+			return done
+		}
+		if done != nil {
+			delete(t.st.Progress, o.ID) // a newer change: start afresh
 		}
 		return e
 	}

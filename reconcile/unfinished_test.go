@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,4 +66,57 @@ func TestResumeHandlersRunOnceInEveryProcessWhileAnUpdateIsUnfinished(t *testing
 	env.Restart()
 	g.Expect(cs.WaitCount(ctx, "resume", 2)).To(Succeed(), "the second process did not resume the object")
 	g.Expect(cs.Count("create")).To(Equal(1))
+}
+
+// A field handler that finished for its field's change is not called again
+// while another handler of the same update retries and changes elsewhere
+// arrive: its record stays until the cause is complete.
+func TestAFieldHandlerIsNotCalledAgainWhileAnotherUpdateHandlerRetries(t *testing.T) {
+	g := NewWithT(t)
+	env := envtest.New(t, scheme)
+	ctx := env.Ctx
+	var cs envtest.Calls
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		return nil, nil
+	}, handlers.ID("create"))
+	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		if obj.Labels["release"] != "yes" {
+			return nil, handlers.Temporary(errors.New("held"), 100*time.Millisecond)
+		}
+		return nil, nil
+	}, handlers.ID("update"))
+	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		return nil, nil
+	}, handlers.ID("watched"), handlers.Field("metadata.annotations.watched"))
+	env.Start(reg, envtest.OperatorOptions{})
+
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "retrying",
+		Annotations: map[string]string{"watched": "one"}}}
+	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	g.Expect(cs.WaitCount(ctx, "create", 1)).To(Succeed())
+
+	patch := func(body string) {
+		g.Expect(env.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(body)))).To(Succeed())
+	}
+	patch(`{"metadata":{"annotations":{"watched":"two"}}}`)
+	g.Expect(cs.WaitCount(ctx, "watched", 1)).To(Succeed())
+	// Another change while the update handler retries: the update handler
+	// sees it (two more attempts), the field handler has nothing new.
+	patch(`{"metadata":{"labels":{"other":"x"}}}`)
+	attempts := cs.Count("update")
+	g.Expect(cs.WaitCount(ctx, "update", attempts+2)).To(Succeed())
+	patch(`{"metadata":{"labels":{"release":"yes"}}}`)
+	g.Eventually(func(g Gomega) bool {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(kopfv1.GroupVersion.WithKind("KopfExample"))
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), u)).To(Succeed())
+		_, unfinished, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "gopf", "progress")
+		handled, _, _ := unstructured.NestedString(u.Object, "status", "gopf", "lastHandled")
+		return !unfinished && strings.Contains(handled, `"release":"yes"`)
+	}, timeout).Should(BeTrue(), "the update never completed")
+	g.Expect(cs.Count("watched")).To(Equal(1), "the field handler ran again for changes of other fields: %v", cs.Of("watched"))
 }
