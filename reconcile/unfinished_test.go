@@ -27,18 +27,12 @@ func TestResumeHandlersRunOnceInEveryProcessWhileAnUpdateIsUnfinished(t *testing
 	ctx := env.Ctx
 	var cs envtest.Calls
 	reg := handlers.NewRegistry()
-	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.Record(c)
-		return nil, nil
-	}, handlers.ID("create"))
+	handlers.OnCreate(reg, recordOnly(&cs), handlers.ID("create"))
 	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		cs.Record(c)
 		return nil, handlers.Temporary(errors.New("not yet"), time.Hour)
 	}, handlers.ID("update"))
-	handlers.OnResume(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.Record(c)
-		return nil, nil
-	}, handlers.ID("resume"))
+	handlers.OnResume(reg, recordOnly(&cs), handlers.ID("resume"))
 	env.Start(reg, envtest.OperatorOptions{})
 
 	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "resumed"}}
@@ -77,10 +71,7 @@ func TestAFieldHandlerIsNotCalledAgainWhileAnotherUpdateHandlerRetries(t *testin
 	ctx := env.Ctx
 	var cs envtest.Calls
 	reg := handlers.NewRegistry()
-	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.Record(c)
-		return nil, nil
-	}, handlers.ID("create"))
+	handlers.OnCreate(reg, recordOnly(&cs), handlers.ID("create"))
 	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		cs.Record(c)
 		if obj.Labels["release"] != "yes" {
@@ -88,10 +79,7 @@ func TestAFieldHandlerIsNotCalledAgainWhileAnotherUpdateHandlerRetries(t *testin
 		}
 		return nil, nil
 	}, handlers.ID("update"))
-	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.Record(c)
-		return nil, nil
-	}, handlers.ID("watched"), handlers.Field("metadata.annotations.watched"))
+	handlers.OnUpdate(reg, recordOnly(&cs), handlers.ID("watched"), handlers.Field("metadata.annotations.watched"))
 	env.Start(reg, envtest.OperatorOptions{})
 
 	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "retrying",
@@ -119,4 +107,12 @@ func TestAFieldHandlerIsNotCalledAgainWhileAnotherUpdateHandlerRetries(t *testin
 		return !unfinished && strings.Contains(handled, `"release":"yes"`)
 	}, timeout).Should(BeTrue(), "the update never completed")
 	g.Expect(cs.Count("watched")).To(Equal(1), "the field handler ran again for changes of other fields: %v", cs.Of("watched"))
+}
+
+// recordOnly is a handler that records its calls in cs and succeeds.
+func recordOnly(cs *envtest.Calls) func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (any, error) {
+	return func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		return nil, nil
+	}
 }
