@@ -21,7 +21,8 @@ server — and:
     timer or daemon that has not finished for good. The finalizer is added
     (and persisted) before any create handler runs, with a merge patch
     guarded by resourceVersion, so other controllers' finalizers are never
-    clobbered.
+    clobbered. (A DELETE already under way when it is added may still
+    remove the object: an API server race, kubernetes/kubernetes#77988.)
  3. computes the essence (everything but status and most metadata; labels and
     annotations kept minus gopf's own and kubectl's last-applied
     configuration; field paths handlers name, such as status.phase, kept) and
