@@ -16,6 +16,10 @@ type memory struct {
 	writtenAt time.Time
 	unsaved   *unsaved // state and results a failed write did not store
 	resumed   bool     // resume handlers are done (or do not apply) in this process
+	// released says gopf removed its finalizer from the object, being
+	// deleted: no finalizer can be added to it since, so a view of it that
+	// still holds one is the cache's, behind.
+	released bool
 	warned    bool     // a Warning Event about bad stored state was posted
 	tooLarge  bool     // a Warning Event about a write refused as too large was posted
 	memo      spec.Memo

@@ -137,6 +137,11 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 
 	var cause handlers.Reason
 	switch {
+	case deleting && hasFinalizer && t.mem.released:
+		// The cache has not yet shown the release: the delete handlers
+		// are done, the finalizer is gone.
+		log.V(1).Info("waiting for the cache to show the finalizer's removal")
+		return reconcile.Result{}, nil
 	case deleting && hasFinalizer:
 		// 3. and 4. for a deletion: the delete handlers, then the finalizer goes.
 		cause = handlers.ReasonDelete
@@ -203,6 +208,7 @@ func (t *turn) handleDeletion(ctx context.Context, change []*contract.Handler) (
 			t.mem.unsaved = &unsaved{st: t.st, results: t.results}
 			return false, err
 		}
+		t.mem.released = true
 		causes.WithLabelValues(k.name, string(handlers.ReasonDelete)).Inc()
 		t.log.Info("deletion handled; finalizer removed")
 		return true, nil

@@ -169,6 +169,9 @@ func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base an
 		return e
 	case purpose == handlers.ReasonCreate && fieldHandler && r.Kind == spec.KindField:
 		// Field handlers see creation with the field set as a change.
+		if e := t.createFieldAgain(r, path); e != nil {
+			return e
+		}
 		nv, ok := lookup(t.essenceTree, path)
 		if !ok || !matchField(o, nil, false, nv, ok) {
 			return nil
@@ -208,6 +211,29 @@ func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base an
 		return e
 	}
 	return nil
+}
+
+// createFieldAgain is the entry of a field handler that finished for a
+// create that is still unfinished (another create handler retries), or nil
+// if it has not finished. Its field may have changed since: then it sees
+// that change, from the value it finished on, as it would in an update;
+// otherwise its record stays.
+func (t *turn) createFieldAgain(r *contract.Handler, path []string) *entry {
+	o := r.Options
+	rec := t.st.Progress[o.ID]
+	if rec == nil || !rec.finished() || rec.Handled == "" {
+		return nil
+	}
+	done := &entry{reg: r, opts: o, handled: rec.Handled}
+	if rec.Handled == t.essence {
+		return done
+	}
+	ov, oldOK, nv, newOK := fieldValues(path, decodeJSON(rec.Handled), t.essenceTree)
+	if oldOK == newOK && sameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
+		return done
+	}
+	delete(t.st.Progress, o.ID) // a newer change: start afresh
+	return &entry{reg: r, opts: o, old: ov, new: nv, diff: diff(ov, nv), handled: t.essence}
 }
 
 // deleteCause runs the delete handlers (and resume handlers that run for

@@ -109,6 +109,52 @@ func TestAFieldHandlerIsNotCalledAgainWhileAnotherUpdateHandlerRetries(t *testin
 	g.Expect(cs.Count("watched")).To(Equal(1), "the field handler ran again for changes of other fields: %v", cs.Of("watched"))
 }
 
+// A field handler that finished for a create that is unfinished (another
+// create handler retries) sees a change of its field made meanwhile, from
+// the value it finished on; the create handler sees the object as it is
+// when it succeeds, and no update follows.
+func TestAFieldHandlerSeesAChangeMadeWhileTheCreateRetries(t *testing.T) {
+	g := NewWithT(t)
+	env := envtest.New(t, scheme)
+	ctx := env.Ctx
+	var cs envtest.Calls
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		if obj.Labels["release"] != "yes" {
+			return nil, handlers.Temporary(errors.New("held"), 100*time.Millisecond)
+		}
+		return nil, nil
+	}, handlers.ID("create"))
+	handlers.OnUpdate(reg, recordOnly(&cs), handlers.ID("update"))
+	handlers.OnField(reg, "metadata.annotations.watched", recordOnly(&cs), handlers.ID("watched"))
+	env.Start(reg, envtest.OperatorOptions{})
+
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "created",
+		Annotations: map[string]string{"watched": "one"}}}
+	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	g.Expect(cs.WaitCount(ctx, "watched", 1)).To(Succeed())
+	patch := func(body string) {
+		g.Expect(env.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(body)))).To(Succeed())
+	}
+	patch(`{"metadata":{"annotations":{"watched":"two"}}}`)
+	g.Expect(cs.WaitCount(ctx, "watched", 2)).To(Succeed(), "the field handler missed the change made while the create retried")
+	second := cs.Of("watched")[1]
+	g.Expect(second.Old).To(Equal("one"))
+	g.Expect(second.New).To(Equal("two"))
+
+	patch(`{"metadata":{"labels":{"release":"yes"}}}`)
+	g.Eventually(func(g Gomega) bool {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(kopfv1.GroupVersion.WithKind("KopfExample"))
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), u)).To(Succeed())
+		handled, _, _ := unstructured.NestedString(u.Object, "status", "gopf", "lastHandled")
+		return strings.Contains(handled, `"release":"yes"`)
+	}, timeout).Should(BeTrue(), "the create never completed")
+	g.Expect(cs.Count("watched")).To(Equal(2), "calls: %v", cs.Of("watched"))
+	g.Expect(cs.Count("update")).To(Equal(0), "the changes made during the create are the create's")
+}
+
 // recordOnly is a handler that records its calls in cs and succeeds.
 func recordOnly(cs *envtest.Calls) func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (any, error) {
 	return func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
