@@ -14,16 +14,17 @@ type memory struct {
 	uid       types.UID
 	written   *state // the state of gopf's last write, until the cache shows it
 	writtenAt time.Time
+	showing   string   // the essence the object shows after that write, if the state records it
 	unsaved   *unsaved // state and results a failed write did not store
 	resumed   bool     // resume handlers are done (or do not apply) in this process
 	// released says gopf removed its finalizer from the object, being
 	// deleted: no finalizer can be added to it since, so a view of it that
 	// still holds one is the cache's, behind.
 	released bool
-	warned    bool     // a Warning Event about bad stored state was posted
-	tooLarge  bool     // a Warning Event about a write refused as too large was posted
-	memo      spec.Memo
-	seeded    bool // memo has the operator memo's keys
+	warned   bool // a Warning Event about bad stored state was posted
+	tooLarge bool // a Warning Event about a write refused as too large was posted
+	memo     spec.Memo
+	seeded   bool // memo has the operator memo's keys
 }
 
 // consistencyWait returns how long to wait for the cache to show gopf's last
@@ -37,8 +38,8 @@ func (m *memory) consistencyWait(s storage, obj map[string]any, essence string, 
 	if m.written == nil {
 		return 0
 	}
-	done := m.written.Essence != "" && len(m.written.Progress) == 0 && !isCompact(m.written.Essence)
-	if saved(s, obj, m.written) && (!done || m.written.Essence == essence) {
+	done := m.showing != "" && len(m.written.Progress) == 0 && !isCompact(m.showing)
+	if saved(s, obj, m.written) && (!done || m.showing == essence) {
 		m.written = nil
 		return 0
 	}
@@ -49,8 +50,10 @@ func (m *memory) consistencyWait(s storage, obj map[string]any, essence string, 
 	return 0
 }
 
-func (m *memory) wrote(st *state) {
-	m.written, m.writtenAt = st, time.Now()
+// wrote remembers a write of state st, after which the object shows the
+// essence showing ("" when the state records an older essence).
+func (m *memory) wrote(st *state, showing string) {
+	m.written, m.showing, m.writtenAt = st, showing, time.Now()
 }
 
 // unsaved is what a reconcile meant to write when its write failed.

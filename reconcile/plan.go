@@ -514,50 +514,32 @@ func (pl *objectPlan) records() {
 	}
 }
 
-// handlers mirrors Reconcile without calling anything: which handlers
-// select the object, what the cause is, and where each handler stands.
+// handlers renders what Reconcile would do on the first reconcile of a
+// process, from the same decision (decide), without calling anything:
+// which handlers select the object, what the cause is, and where each
+// handler stands.
 func (pl *objectPlan) handlers() {
 	t, k := pl.t, pl.t.k
-	change, level, spawn := k.selected(k.change, t.obj, t.raw), k.selected(k.level, t.obj, t.raw), k.selected(k.spawned, t.obj, t.raw)
-	pl.selected = len(change)+len(level)+len(spawn) > 0
-	hasFinalizer := k.holds(t.obj)
-	for _, r := range change {
-		if r.Kind == spec.KindDelete && !r.Options.Optional {
-			pl.wantsFinalizer = true
-		}
-	}
-	// On start no timer or daemon has finished in the process yet.
-	pl.wantsFinalizer = pl.wantsFinalizer || len(spawn) > 0
-	deleting := t.obj.GetDeletionTimestamp() != nil
-	switch {
-	case !pl.selected && !hasFinalizer:
+	d := t.decide(freshProcess)
+	pl.selected = len(d.change)+len(d.level)+len(d.spawn) > 0
+	pl.wantsFinalizer = slices.ContainsFunc(d.change, holdsObjects) || len(d.spawn) > 0
+	switch d.route {
+	case routeIgnore:
 		pl.do(Action{Do: ActionNothing, Text: "nothing: no handler selects the object"})
-	case deleting && hasFinalizer:
-		pl.deletion(change, spawn)
-	case deleting:
-		pl.idle(change)
+	case routeDelete:
+		pl.deletion(d)
+	case routeOthers:
+		pl.idle(d.change)
 		pl.do(Action{Do: ActionNothing, Text: "nothing: the object is being deleted and gopf's finalizer is not on it"})
-	default:
-		if k.finalizerOutOfDate(t.obj, pl.wantsFinalizer) {
-			verb, text := ActionAddFinalizer, "add finalizer "+k.finalizer
-			if !pl.wantsFinalizer {
-				verb, text = ActionRemoveFinalizer, "remove finalizer "+k.finalizer
-			}
-			pl.do(Action{Do: verb, Text: text})
+	case routeLive:
+		switch d.finalizer {
+		case finalizerAdd:
+			pl.do(Action{Do: ActionAddFinalizer, Text: "add finalizer " + k.finalizer})
+		case finalizerRemove:
+			pl.do(Action{Do: ActionRemoveFinalizer, Text: "remove finalizer " + k.finalizer})
 		}
-		pl.change(change)
-		for _, r := range spawn {
-			h := pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerRunning, Operator: pl.operator})
-			verb := "start daemon "
-			if r.Kind == spec.KindTimer {
-				verb = "schedule timer "
-			}
-			pl.do(Action{Do: ActionStart, Handler: h.ID, Text: verb + h.ID})
-		}
-		for _, r := range level {
-			pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerPending})
-			pl.do(Action{Do: ActionCall, Handler: r.Options.ID, Text: "reconcile " + r.Options.ID})
-		}
+		pl.change(d)
+		pl.spawnAndLevel(d)
 	}
 	// Records of handlers the operator does not have (renamed, removed).
 	for _, id := range sortedIDs(t.st.Progress) {
@@ -572,49 +554,61 @@ func (pl *objectPlan) handlers() {
 	}
 }
 
-// change plans the change handlers of a live object, as changeCause runs
-// them on the first reconcile of a process.
-func (pl *objectPlan) change(change []*contract.Handler) {
-	t := pl.t
-	purpose, withResume := changePurpose(t.known, t.essence, false)
-	entries := t.changeEntries(change, purpose, withResume)
+// spawnAndLevel plans the timers, daemons and level handlers of a live
+// object.
+func (pl *objectPlan) spawnAndLevel(d decision) {
+	for _, r := range d.spawn {
+		h := pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerRunning, Operator: pl.operator})
+		verb := "start daemon "
+		if r.Kind == spec.KindTimer {
+			verb = "schedule timer "
+		}
+		pl.do(Action{Do: ActionStart, Handler: h.ID, Text: verb + h.ID})
+	}
+	for _, r := range d.level {
+		pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerPending})
+		pl.do(Action{Do: ActionCall, Handler: r.Options.ID, Text: "reconcile " + r.Options.ID})
+	}
+}
+
+// change plans the change handlers of a live object's cause.
+func (pl *objectPlan) change(d decision) {
 	finished := true
-	for _, e := range entries {
-		if !pl.entry(purpose, e) {
+	for _, e := range d.entries {
+		if !pl.entry(d.purpose, e) {
 			finished = false
 		}
 	}
-	if purpose != "" && finished && len(entries) > 0 {
-		pl.do(Action{Do: ActionRecord, Text: "record the " + string(purpose) + " as handled"})
+	if d.purpose != "" && finished && len(d.entries) > 0 {
+		pl.do(Action{Do: ActionRecord, Text: "record the " + string(d.purpose) + " as handled"})
 	}
-	pl.idle(change)
+	pl.idle(d.change)
 }
 
 // deletion plans the delete path: delete handlers, then the finalizer.
-func (pl *objectPlan) deletion(change, spawn []*contract.Handler) {
+func (pl *objectPlan) deletion(d decision) {
 	t := pl.t
 	finished, waits := true, false
-	for _, r := range change {
-		runs := reasonOf(r) == handlers.ReasonDelete || reasonOf(r) == handlers.ReasonResume && r.Options.Deleted && t.known != nil
-		if runs && !pl.entry(handlers.ReasonDelete, &entry{reg: r, opts: r.Options}) {
+	for _, e := range d.entries {
+		if !pl.entry(handlers.ReasonDelete, e) {
 			finished = false
 			// A retry that is due runs now, like a first call.
-			h := pl.byID[r.Options.ID]
+			h := pl.byID[e.opts.ID]
 			waits = waits || h.State == HandlerRetrying && h.NextAttempt != nil
 		}
 	}
-	for _, r := range spawn {
+	for _, r := range d.spawn {
 		pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerIdle, Message: "stopped: the object is being deleted"})
 		pl.do(Action{Do: ActionStop, Handler: r.Options.ID, Text: "stop " + r.Kind.String() + " " + r.Options.ID})
 	}
-	for id, rec := range t.st.Progress {
-		if rec.Purpose != handlers.ReasonDelete && !rec.finished() && pl.byID[id] == nil {
-			h := recordStatus(id, rec, t.now)
+	for _, id := range d.superseded {
+		if pl.byID[id] == nil {
+			h := recordStatus(id, t.st.Progress[id], t.now)
 			h.State, h.Message = HandlerIdle, strings.TrimSpace("superseded by the deletion; "+h.Message)
 			pl.add(h)
 		}
 	}
-	pl.idle(change)
+	pl.idle(d.change)
 	switch {
 	case finished:
 		pl.releases = true
@@ -655,10 +649,7 @@ func (pl *objectPlan) finalizerOwner(name string) string {
 // reads it; it reports whether the handler is finished.
 func (pl *objectPlan) entry(purpose handlers.Reason, e *entry) bool {
 	t, id := pl.t, e.opts.ID
-	rec := t.st.Progress[id]
-	if rec == nil || rec.Purpose != purpose && rec.Purpose != e.reason() {
-		rec = nil
-	}
+	rec := e.record(purpose, t.st.Progress)
 	h := HandlerStatus{ID: id, Kind: e.reg.Kind.String(), State: HandlerPending, Cause: string(purpose), MaxAttempts: e.opts.Retries}
 	if rec != nil {
 		h = recordStatus(id, rec, t.now)
@@ -756,9 +747,11 @@ func (pl *objectPlan) finalizerReason(generic, own bool) string {
 			if r.Options.ID != h.ID {
 				continue
 			}
-			if r.Kind == spec.KindDelete && !r.Options.Optional {
+			switch {
+			case !holdsObjects(r):
+			case r.Kind == spec.KindDelete:
 				why = append(why, "delete handler "+h.ID)
-			} else if r.Kind == spec.KindTimer || r.Kind == spec.KindDaemon {
+			default:
 				why = append(why, r.Kind.String()+" "+h.ID)
 			}
 		}

@@ -83,15 +83,39 @@ type kindController struct {
 
 var _ reconcile.Reconciler = (*kindController)(nil)
 
-// Reconcile handles one object: it derives the cause from the stored state,
-// runs the matching handlers and writes their results and the new state.
+// Reconcile handles one object: it reads the object and gopf's state of
+// it, decides what to do (decide) and does it (execute).
 func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	log := logf.FromContext(ctx)
 	k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
 	defer k.shared.busy.Add(-1)
 	if !k.shared.gate.admit() || !k.shared.scope.includes(req.Namespace) {
 		return reconcile.Result{}, nil // paused, starting, or out of scope; reopening the gate reconciles everything
 	}
+	t, wait, err := k.read(ctx, req)
+	if t == nil || err != nil {
+		return reconcile.Result{RequeueAfter: wait}, err
+	}
+	loadErr := t.loadState()
+	d := t.decide(k.memoryFacts(req.NamespacedName, t.mem))
+	if d.route == routeIgnore {
+		if k.spawner != nil {
+			k.spawner.sync(req.NamespacedName, t.obj, t.essence, nil)
+		}
+		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
+	}
+	t.reportBadState(loadErr)
+	if t.flushing {
+		return t.flush(ctx)
+	}
+	return t.execute(ctx, d)
+}
+
+// read starts a turn: the object from the cache, once the indexes and the
+// cache are ready for it. A nil turn means there is nothing to do yet: the
+// object is gone, or the reconcile is to be retried after wait (or with
+// the error).
+func (k *kindController) read(ctx context.Context, req reconcile.Request) (*turn, time.Duration, error) {
+	log := logf.FromContext(ctx)
 	obj := k.newObject()
 	if err := k.reader.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -99,79 +123,67 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 			if k.spawner != nil {
 				k.spawner.forget(req.NamespacedName)
 			}
-			return reconcile.Result{}, nil
+			return nil, 0, nil
 		}
-		return reconcile.Result{}, fmt.Errorf("reading %s %s from the cache: %w", k.gvk.Kind, req.NamespacedName, err)
+		return nil, 0, fmt.Errorf("reading %s %s from the cache: %w", k.gvk.Kind, req.NamespacedName, err)
 	}
 	if !k.shared.indexesReady() {
 		log.V(1).Info("waiting for the indexes to see their initial lists")
-		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		return nil, 100 * time.Millisecond, nil
 	}
 	mem := k.memory.get(req.NamespacedName, obj.GetUID())
 	t := &turn{k: k, log: log, obj: obj, now: time.Now(), store: k.storage(), mem: mem}
 	if err := t.refresh(); err != nil {
-		return reconcile.Result{}, err
+		return nil, 0, err
 	}
-
 	// Wait (without blocking the worker) for the cache to show our own last
 	// write, so that one change is never handled twice.
 	if wait := t.mem.consistencyWait(t.store, t.raw, t.essence, k.opts.ConsistencyTimeout); wait > 0 {
 		log.V(1).Info("waiting for the cache to catch up with gopf's last write", "wait", wait)
-		return reconcile.Result{RequeueAfter: wait}, nil
+		return nil, wait, nil
 	}
+	return t, 0, nil
+}
 
-	// 1. Select the handlers whose filters accept the object.
-	change, level, spawn := k.selected(k.change, obj, t.raw), k.selected(k.level, obj, t.raw), k.selected(k.spawned, obj, t.raw)
-	deleting := obj.GetDeletionTimestamp() != nil
-	hasFinalizer := k.holds(obj)
-	if len(change) == 0 && len(level) == 0 && len(spawn) == 0 && !hasFinalizer {
-		if k.spawner != nil {
-			k.spawner.sync(req.NamespacedName, obj, t.essence, nil)
-		}
-		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
-	}
-	t.loadState(ctx)
-	if t.flushing {
-		return t.flush(ctx)
-	}
+// memoryFacts is what the process remembers of an object, for decide.
+func (k *kindController) memoryFacts(key types.NamespacedName, mem *memory) memoryFacts {
+	return memoryFacts{resumed: mem.resumed, released: mem.released, spawnHolds: func(spawn []*contract.Handler) bool {
+		return k.spawner.needsFinalizer(key, spawn)
+	}}
+}
 
-	var cause handlers.Reason
-	switch {
-	case deleting && hasFinalizer && t.mem.released:
-		// The cache has not yet shown the release: the delete handlers
-		// are done, the finalizer is gone.
-		log.V(1).Info("waiting for the cache to show the finalizer's removal")
+// execute carries out a decision on the turn's object: the route's steps,
+// then the level handlers, then one write of results and state.
+func (t *turn) execute(ctx context.Context, d decision) (reconcile.Result, error) {
+	k, key := t.k, client.ObjectKeyFromObject(t.obj)
+	switch d.route {
+	case routeReleased:
+		t.log.V(1).Info("waiting for the cache to show the finalizer's removal")
 		return reconcile.Result{}, nil
-	case deleting && hasFinalizer:
-		// 3. and 4. for a deletion: the delete handlers, then the finalizer goes.
-		cause = handlers.ReasonDelete
-		if released, err := t.handleDeletion(ctx, change); released || err != nil {
+	case routeDelete:
+		if released, err := t.handleDeletion(ctx, d); released || err != nil {
 			return reconcile.Result{}, err
 		}
-	case deleting:
+	case routeOthers:
 		// Someone else's finalizer holds the object; nothing of ours to do.
 		if k.spawner != nil {
-			k.spawner.stop(req.NamespacedName)
+			k.spawner.stop(key)
 		}
-	default:
-		// 2. The finalizer comes before any handler can cause side effects,
+	case routeLive:
+		// The finalizer comes before any handler can cause side effects,
 		// and goes when nothing needs it.
-		if want := k.wantsFinalizer(req.NamespacedName, change, spawn); k.finalizerOutOfDate(obj, want) {
-			if err := k.setFinalizer(ctx, obj, want); err != nil {
+		if d.finalizer != finalizerKept {
+			if err := k.setFinalizer(ctx, t.obj, d.finalizer == finalizerAdd); err != nil {
 				return reconcile.Result{}, err
 			}
 			t.refreshMetadata()
 		}
-		// 3. and 4. The cause, and its handlers; timers and daemons follow
-		// the selection.
-		cause = t.changeCause(ctx, change)
+		t.changeCause(ctx, d)
 		if k.spawner != nil {
-			k.spawner.sync(req.NamespacedName, obj, t.essence, spawn)
+			k.spawner.sync(key, t.obj, t.essence, d.spawn)
 		}
 	}
-
-	// 4. The level handlers, then one write of results and state.
-	res, levelErr := t.runLevel(ctx, level, cause)
+	res, levelErr := t.runLevel(ctx, d.level, d.purpose)
 	if err := t.write(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -181,24 +193,12 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	return res, levelErr
 }
 
-// wantsFinalizer is gopf's finalizer policy for a live object: it holds
-// the object while a selected delete handler is not optional, or while a
-// selected timer or daemon has not finished for good.
-func (k *kindController) wantsFinalizer(key types.NamespacedName, change, spawn []*contract.Handler) bool {
-	for _, r := range change {
-		if r.Kind == spec.KindDelete && !r.Options.Optional {
-			return true
-		}
-	}
-	return len(spawn) > 0 && k.spawner.needsFinalizer(key, spawn)
-}
-
 // handleDeletion runs the delete handlers of an object gopf's finalizer
 // holds, and releases the finalizer once they are done and the object's
 // daemons are gone. It reports whether the finalizer was released.
-func (t *turn) handleDeletion(ctx context.Context, change []*contract.Handler) (bool, error) {
+func (t *turn) handleDeletion(ctx context.Context, d decision) (bool, error) {
 	k, key := t.k, client.ObjectKeyFromObject(t.obj)
-	done := t.deleteCause(ctx, change)
+	done := t.deleteCause(ctx, d)
 	gone := k.spawner == nil || k.spawner.stop(key)
 	switch {
 	case done && gone:
@@ -265,16 +265,16 @@ func (t *turn) refreshMetadata() {
 }
 
 // loadState reads the stored state from every place gopf and Kopf may have
-// kept it (see kopfFallback). State that cannot be read is reported (a log
-// line and a Warning Event, once per object and process); the sound state
-// of another place is used instead (gopf's other place, or the state of the
-// Kopf operator gopf takes over from), and with none the object is handled
-// as new: running a handler again is safer than silently skipping one.
-// The next write of the state replaces the unreadable one.
+// kept it (see kopfFallback) and returns the error of state that cannot be
+// read, which reportBadState reports; the sound state of another place is
+// used instead (gopf's other place, or the state of the Kopf operator gopf
+// takes over from), and with none the object is handled as new: running a
+// handler again is safer than silently skipping one. The next write of the
+// state replaces the unreadable one.
 //
 // After a failed write that carried a handler's own patch, the turn is to
 // send that write again, alone (see flush).
-func (t *turn) loadState(ctx context.Context) {
+func (t *turn) loadState() error {
 	var loaded *state
 	var err error
 	if layered, ok := t.store.(kopfFallback); ok {
@@ -282,46 +282,58 @@ func (t *turn) loadState(ctx context.Context) {
 	} else if loaded, err = t.store.load(t.raw); err != nil {
 		loaded = nil
 	}
-	if err != nil && !t.mem.warned {
-		t.mem.warned = true
-		what := "the object is handled as new"
-		if loaded != nil {
-			what = "the state found in another place is used"
-		}
-		msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s and the state will be rewritten", err, what)
-		t.log.Info("WARNING: "+msg, "where", t.store.where())
-		t.k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
-	}
 	t.loaded, t.known = loaded, loaded
-	if u := t.mem.unsaved; u != nil {
-		switch {
-		case u.patch != nil:
-			// A write with a handler's own patch failed: the state
-			// describes the patched object, so the patch goes out again
-			// with it, before anything else (see flush).
-			t.known, t.flushing = u.st, true
-			t.patch = *clonePatch(u.patch)
-			for id, r := range u.results {
-				t.keepResult(id, r)
-			}
-		case sameState(loaded, u.st):
-			t.mem.unsaved = nil // stored after all
-		default:
-			// A write failed: what gopf knows beats what is stored, so that
-			// a handler that succeeded is not called again; its result is
-			// written with the state.
-			t.known = u.st
-			for id, r := range u.results {
-				t.keepResult(id, r)
-			}
-		}
-	}
+	t.takeUnsaved()
 	if t.known != nil {
 		t.st = t.known.clone()
 	} else {
 		t.st = &state{}
 	}
 	t.matchStoredForm()
+	return err
+}
+
+// reportBadState reports state that cannot be read (a log line and a
+// Warning Event, once per object and process).
+func (t *turn) reportBadState(err error) {
+	if err == nil || t.mem.warned {
+		return
+	}
+	t.mem.warned = true
+	what := "the object is handled as new"
+	if t.loaded != nil {
+		what = "the state found in another place is used"
+	}
+	msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s and the state will be rewritten", err, what)
+	t.log.Info("WARNING: "+msg, "where", t.store.where())
+	t.k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
+}
+
+// takeUnsaved takes into the turn what a failed write did not store.
+func (t *turn) takeUnsaved() {
+	u := t.mem.unsaved
+	switch {
+	case u == nil:
+	case u.patch != nil:
+		// A write with a handler's own patch failed: the state
+		// describes the patched object, so the patch goes out again
+		// with it, before anything else (see flush).
+		t.known, t.flushing = u.st, true
+		t.patch = *clonePatch(u.patch)
+		for id, r := range u.results {
+			t.keepResult(id, r)
+		}
+	case sameState(t.loaded, u.st):
+		t.mem.unsaved = nil // stored after all
+	default:
+		// A write failed: what gopf knows beats what is stored, so that
+		// a handler that succeeded is not called again; its result is
+		// written with the state.
+		t.known = u.st
+		for id, r := range u.results {
+			t.keepResult(id, r)
+		}
+	}
 }
 
 // baseCall builds the Cause (and its extras) that every handler kind of
@@ -390,16 +402,6 @@ func (k *kindController) holds(obj client.Object) bool {
 	return controllerutil.ContainsFinalizer(obj, k.finalizer) || controllerutil.ContainsFinalizer(obj, k.opts.KopfFinalizer)
 }
 
-// finalizerOutOfDate reports whether a live object's finalizers disagree
-// with want: gopf adds its own where neither it nor Kopf's is, and removes
-// its own when nothing needs it. Kopf's goes only with a deletion.
-func (k *kindController) finalizerOutOfDate(obj client.Object, want bool) bool {
-	if want {
-		return !k.holds(obj)
-	}
-	return controllerutil.ContainsFinalizer(obj, k.finalizer)
-}
-
 // setFinalizer adds or removes gopf's finalizer with a merge patch guarded by
 // the object's resourceVersion, so other controllers' finalizers are never
 // lost. Removing it from an object being deleted (its delete handlers are
@@ -439,44 +441,36 @@ func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on
 // by the next reconcile instead of running the handlers again, and so is
 // the handlers' own patch, which the kept state describes: that reconcile
 // sends it all again before it does anything else (see flush).
-func (t *turn) write(ctx context.Context) (err error) {
+func (t *turn) write(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	defer func() {
-		if t.writeTooLarge(err) {
-			err = nil // reported; retried when the object changes
-		}
-	}()
 	var own *spec.Patch // the handlers' own patch, before results and state join it
 	if !t.patch.Empty() {
 		own = clonePatch(&t.patch)
 	}
-	defer func() {
-		switch {
-		case err != nil && (own != nil || t.st.Essence != "" || len(t.st.Progress) > 0):
-			t.mem.unsaved = &unsaved{st: t.st, results: t.results, patch: own}
-		case err == nil:
-			t.mem.unsaved = nil
-		}
-	}()
-	k := t.k
-	for id, result := range t.results {
-		status, _ := t.raw["status"].(map[string]any)
-		if changes(status[id], result) && k.keepsResult(t, id) {
-			spec.MergeStatus(&t.patch, id, result)
-		}
+	err := t.send(ctx, own != nil)
+	switch {
+	case err == nil:
+		t.mem.unsaved = nil
+	case own != nil || t.st.Essence != "" || len(t.st.Progress) > 0:
+		t.mem.unsaved = &unsaved{st: t.st, results: t.results, patch: own}
 	}
-	if obj := spec.ObjectPatch(&t.patch); (len(obj) > 0 || len(spec.Transforms(&t.patch)) > 0) && t.st.Essence != "" && t.st.Essence == t.essence {
-		// The handlers' own patch changes the object: what they handled is
-		// the patched object, or the next reconcile would take their own
-		// change for an update.
-		patched := applyMergePatch(deepCopyJSON(t.raw).(map[string]any), obj)
-		if transformed, err := k.transformed(t.raw, &t.patch); err == nil && transformed != nil {
-			patched = transformed
-		}
-		if data, err := jsonMarshal(essence(patched, k.opts.Prefix, k.extra)); err == nil {
-			t.st.Essence = string(data)
-		}
+	if t.writeTooLarge(err) {
+		return nil // reported; retried when the object changes
+	}
+	return err
+}
+
+// send builds the write of the turn (see write) and sends it: the status
+// patch, then the object patch. own says that the handlers patched the
+// object themselves.
+func (t *turn) send(ctx context.Context, own bool) error {
+	k := t.k
+	t.mergeResults()
+	showing := ""
+	if t.st.Essence == t.essence {
+		t.handledPatched()
+		showing = t.st.Essence
 	}
 	stateChanged := t.fitState()
 	if stateChanged {
@@ -493,22 +487,8 @@ func (t *turn) write(ctx context.Context) (err error) {
 	}
 	objectPatch, statusPatch := k.split(&t.patch)
 	if len(statusPatch) > 0 || final != nil && k.hasStatus {
-		// The response is read whole only while it may show that the API
-		// server drops gopf's state from status (storageFallback).
-		_, inStatus := baseStorage(t.store).(statusStorage)
-		whole := stateChanged && inStatus && !k.statusKept.Load()
-		if err := k.sendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
+		if objectPatch, final, err = t.sendStatus(ctx, statusPatch, objectPatch, final, stateChanged); err != nil {
 			return err
-		}
-		if stateChanged {
-			fallback, err := t.storageFallback()
-			if err != nil {
-				return err
-			}
-			objectPatch = mergeInto(objectPatch, fallback)
-			if final != nil && len(fallback) > 0 {
-				final = applyMergePatch(final, fallback)
-			}
 		}
 	}
 	if len(objectPatch) > 0 || final != nil {
@@ -516,12 +496,67 @@ func (t *turn) write(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if stateChanged || own != nil {
+	if stateChanged || own {
 		// The next reconcile waits for the cache to show this write: the
 		// state, and the object as the handlers' patch left it.
-		t.mem.wrote(t.st)
+		t.mem.wrote(t.st, showing)
 	}
 	return nil
+}
+
+// mergeResults adds to the patch the handlers' results that differ from
+// status as it is, where status keeps them.
+func (t *turn) mergeResults() {
+	status, _ := t.raw["status"].(map[string]any)
+	for id, result := range t.results {
+		if changes(status[id], result) && t.k.keepsResult(t, id) {
+			spec.MergeStatus(&t.patch, id, result)
+		}
+	}
+}
+
+// handledPatched makes the state, which records the cause handled on this
+// turn's essence, record the object as the handlers' own patch leaves it:
+// or the next reconcile would take their own change for an update.
+func (t *turn) handledPatched() {
+	obj := spec.ObjectPatch(&t.patch)
+	if len(obj) == 0 && len(spec.Transforms(&t.patch)) == 0 || t.st.Essence == "" {
+		return
+	}
+	k := t.k
+	patched := applyMergePatch(deepCopyJSON(t.raw).(map[string]any), obj)
+	if transformed, err := k.transformed(t.raw, &t.patch); err == nil && transformed != nil {
+		patched = transformed
+	}
+	if data, err := jsonMarshal(essence(patched, k.opts.Prefix, k.extra)); err == nil {
+		t.st.Essence = string(data)
+	}
+}
+
+// sendStatus sends the status patch. When it stores the state in status,
+// it checks that status kept it (storageFallback) and returns the object
+// patch and final form with the annotations that store the state if not.
+func (t *turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final map[string]any, stateChanged bool) (map[string]any, map[string]any, error) {
+	k := t.k
+	// The response is read whole only while it may show that the API
+	// server drops gopf's state from status (storageFallback).
+	_, inStatus := baseStorage(t.store).(statusStorage)
+	whole := stateChanged && inStatus && !k.statusKept.Load()
+	if err := k.sendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
+		return nil, nil, err
+	}
+	if !stateChanged {
+		return objectPatch, final, nil
+	}
+	fallback, err := t.storageFallback()
+	if err != nil {
+		return nil, nil, err
+	}
+	objectPatch = mergeInto(objectPatch, fallback)
+	if final != nil && len(fallback) > 0 {
+		final = applyMergePatch(final, fallback)
+	}
+	return objectPatch, final, nil
 }
 
 // flush sends again, alone, a write that failed with a handler's own

@@ -58,56 +58,62 @@ type entry struct {
 	// runs once per process, and the record of an earlier process's resume
 	// stays while an update of the same cause is unfinished.
 	again bool
+	// fresh says that the entry handles a newer change than the one its
+	// finished record is for: the call starts a new record.
+	fresh bool
 }
 
-// changeCause works out the cause of a live object and runs its handlers.
-// It returns the cause (or "" when there is nothing to do).
-func (t *turn) changeCause(ctx context.Context, selected []*contract.Handler) handlers.Reason {
-	purpose, withResume := changePurpose(t.known, t.essence, t.mem.resumed)
-	if purpose == handlers.ReasonCreate {
+// changeCause runs the change handlers of a live object's cause, as
+// decided, and records the cause as handled once all are finished.
+func (t *turn) changeCause(ctx context.Context, d decision) {
+	if d.purpose == handlers.ReasonCreate {
 		// Objects first handled in this process get no resume.
 		t.mem.resumed = true
 	}
-	entries := t.changeEntries(selected, purpose, withResume)
-	if purpose == "" {
-		return ""
+	if d.purpose == "" {
+		return
 	}
-	done := t.runAll(ctx, purpose, entries)
-	if withResume && (done || resumesFinished(entries, t.st.Progress)) {
+	done := t.runAll(ctx, d.purpose, d.entries)
+	if d.withResume && (done || resumesFinished(d.entries, t.st.Progress)) {
 		t.mem.resumed = true
 	}
 	if done {
-		t.st.Essence = t.essence
-		t.st.Progress = nil
-		if len(entries) > 0 {
-			causes.WithLabelValues(t.k.name, string(purpose)).Inc()
-			t.log.Info("cause handled", "cause", purpose, "handlers", len(entries))
+		if d.purpose == handlers.ReasonCreate {
+			t.st.Essence, t.st.Progress = t.createHandled(d.entries)
+		} else {
+			t.st.Essence, t.st.Progress = t.essence, nil
+		}
+		if len(d.entries) > 0 {
+			causes.WithLabelValues(t.k.name, string(d.purpose)).Inc()
+			t.log.Info("cause handled", "cause", d.purpose, "handlers", len(d.entries))
 		}
 	}
-	return purpose
 }
 
-// changeEntries are the entries of the selected change handlers that run
-// for the cause purpose, and the resume handlers if withResume.
-func (t *turn) changeEntries(selected []*contract.Handler, purpose handlers.Reason, withResume bool) []*entry {
-	var base any // the last-handled essence, decoded: only updates need it
-	if purpose == handlers.ReasonUpdate && t.known != nil && t.known.Essence != "" {
-		base = decodeJSON(t.known.Essence)
-	}
-	var entries []*entry
-	for _, r := range selected {
-		if e := t.changeEntry(r, purpose, base); e != nil {
-			entries = append(entries, e)
+// createHandled is the state that records a finished create: handled on
+// the essence a create handler finished on, so that a change made since
+// (while another handler of the create retried) reaches the update
+// handlers, with the records of the field handlers that finished on a
+// newer essence, so that they see only what they have not seen. Without
+// such a change it is the current essence and no records.
+func (t *turn) createHandled(entries []*entry) (string, map[string]*progress) {
+	handled := t.essence
+	for _, e := range entries {
+		if rec := t.st.Progress[e.opts.ID]; e.reason() == handlers.ReasonCreate && rec != nil && rec.Handled != "" && rec.Handled != t.essence {
+			handled = rec.Handled
+			break
 		}
 	}
-	if withResume {
-		for _, r := range selected {
-			if reasonOf(r) == handlers.ReasonResume && !hasEntry(entries, r.Options.ID) { // stacked on an update: once
-				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence, again: true})
+	var kept map[string]*progress
+	for _, e := range entries {
+		if rec := t.st.Progress[e.opts.ID]; e.reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
+			if kept == nil {
+				kept = map[string]*progress{}
 			}
+			kept[e.opts.ID] = rec
 		}
 	}
-	return entries
+	return handled, kept
 }
 
 // resumesFinished reports whether the resume entries among entries have
@@ -124,142 +130,14 @@ func resumesFinished(entries []*entry, records map[string]*progress) bool {
 	return true
 }
 
-// changePurpose is the cause of a live object, from what gopf knows of it
-// (known: the stored state, or a newer one not yet written) and its current
-// essence: create when nothing was handled, update when the essence differs
-// from the last-handled one or an update is unfinished, resume on first
-// sight in this process (resumed is false) of a handled object that did not
-// change, and "" when there is nothing to do. withResume says that resume
-// handlers run too: with the update of an object that changed while the
-// operator was down, or on their own.
-func changePurpose(known *state, essence string, resumed bool) (purpose handlers.Reason, withResume bool) {
-	handled := known != nil && known.Essence != ""
-	switch {
-	case !handled:
-		return handlers.ReasonCreate, false
-	case known.Essence != essence || hasUnfinished(known, handlers.ReasonUpdate):
-		purpose = handlers.ReasonUpdate
-	}
-	if resumed {
-		return purpose, false
-	}
-	if purpose == "" {
-		purpose = handlers.ReasonResume
-	}
-	return purpose, true
-}
-
-// changeEntry decides whether a registration runs for the cause, and with
-// which old and new values.
-func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base any) *entry {
-	o := r.Options
-	path := o.Field
-	fieldHandler := path != nil && reasonOf(r) == handlers.ReasonUpdate
-	switch {
-	case purpose == handlers.ReasonCreate && reasonOf(r) == handlers.ReasonCreate:
-		e := &entry{reg: r, opts: o, new: t.essenceTree, handled: t.essence}
-		if path != nil {
-			nv, ok := lookup(t.essenceTree, path)
-			if !matchField(o, nil, false, nv, ok) {
-				return nil
-			}
-			e.new = nv
-		}
-		e.diff = diff(nil, e.new) // the root item, as Kopf's create diff
-		return e
-	case purpose == handlers.ReasonCreate && fieldHandler && r.Kind == spec.KindField:
-		// Field handlers see creation with the field set as a change.
-		if e := t.createFieldAgain(r, path); e != nil {
-			return e
-		}
-		nv, ok := lookup(t.essenceTree, path)
-		if !ok || !matchField(o, nil, false, nv, ok) {
-			return nil
-		}
-		return &entry{reg: r, opts: o, new: nv, diff: diff(nil, nv), handled: t.essence}
-	case purpose == handlers.ReasonUpdate && reasonOf(r) == handlers.ReasonUpdate:
-		old := base
-		// done is the entry of a handler that finished this cause and has
-		// nothing newer to handle: its record stays, so that a later turn
-		// of the same cause does not take it for a handler that never ran.
-		var done *entry
-		rec := t.st.Progress[o.ID]
-		if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.finished() {
-			done = &entry{reg: r, opts: o, handled: rec.Handled}
-			if rec.Handled == t.essence {
-				return done
-			}
-		}
-		if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.Success && rec.Handled != "" {
-			old = decodeJSON(rec.Handled)
-		}
-		e := &entry{reg: r, opts: o, old: old, new: t.essenceTree, handled: t.essence}
-		if path != nil {
-			ov, oldOK, nv, newOK := fieldValues(path, old, t.essenceTree)
-			if oldOK == newOK && sameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
-				return done
-			}
-			e.old, e.new = ov, nv
-		}
-		e.diff = diff(e.old, e.new)
-		if len(e.diff) == 0 {
-			return done
-		}
-		if done != nil {
-			delete(t.st.Progress, o.ID) // a newer change: start afresh
-		}
-		return e
-	}
-	return nil
-}
-
-// createFieldAgain is the entry of a field handler that finished for a
-// create that is still unfinished (another create handler retries), or nil
-// if it has not finished. Its field may have changed since: then it sees
-// that change, from the value it finished on, as it would in an update;
-// otherwise its record stays.
-func (t *turn) createFieldAgain(r *contract.Handler, path []string) *entry {
-	o := r.Options
-	rec := t.st.Progress[o.ID]
-	if rec == nil || !rec.finished() || rec.Handled == "" {
-		return nil
-	}
-	done := &entry{reg: r, opts: o, handled: rec.Handled}
-	if rec.Handled == t.essence {
-		return done
-	}
-	ov, oldOK, nv, newOK := fieldValues(path, decodeJSON(rec.Handled), t.essenceTree)
-	if oldOK == newOK && sameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
-		return done
-	}
-	delete(t.st.Progress, o.ID) // a newer change: start afresh
-	return &entry{reg: r, opts: o, old: ov, new: nv, diff: diff(ov, nv), handled: t.essence}
-}
-
 // deleteCause runs the delete handlers (and resume handlers that run for
-// deleted objects, on first sight). It reports whether all are done, so that
-// the finalizer can go.
-func (t *turn) deleteCause(ctx context.Context, selected []*contract.Handler) bool {
-	var entries []*entry
-	for _, r := range selected {
-		runs := reasonOf(r) == handlers.ReasonDelete ||
-			reasonOf(r) == handlers.ReasonResume && r.Options.Deleted && !t.mem.resumed && t.known != nil
-		if runs {
-			entries = append(entries, &entry{reg: r, opts: r.Options, old: t.essenceTree, handled: t.essence})
-		}
+// deleted objects, on first sight), as decided. It reports whether all are
+// done, so that the finalizer can go.
+func (t *turn) deleteCause(ctx context.Context, d decision) bool {
+	if len(d.superseded) > 0 {
+		t.log.Info("deletion supersedes unfinished handlers; they will not run again", "cause", handlers.ReasonDelete, "dropped", d.superseded)
 	}
-	if t.known != nil {
-		var dropped []string
-		for id, rec := range t.known.Progress {
-			if rec.Purpose != handlers.ReasonDelete && !rec.finished() {
-				dropped = append(dropped, id)
-			}
-		}
-		if len(dropped) > 0 {
-			t.log.Info("deletion supersedes unfinished handlers; they will not run again", "cause", handlers.ReasonDelete, "dropped", dropped)
-		}
-	}
-	return t.runAll(ctx, handlers.ReasonDelete, entries)
+	return t.runAll(ctx, handlers.ReasonDelete, d.entries)
 }
 
 // runAll runs the entries that are due, records their progress in t.st and
@@ -283,46 +161,16 @@ func (t *turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*e
 // its record in records. It reports whether the entry is finished.
 func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, records map[string]*progress) bool {
 	id := e.opts.ID
-	rec := t.st.Progress[id]
-	if rec == nil || (rec.Purpose != purpose && rec.Purpose != e.reason()) || e.again && rec.finished() {
+	rec := e.record(purpose, t.st.Progress)
+	if rec == nil {
 		rec = &progress{Purpose: e.reason(), Started: t.now}
 	}
 	records[id] = rec
 	if rec.finished() || rec.Delayed != nil && rec.Delayed.After(t.now) {
-		// Not called this time: its sub-handlers' records stay as they are.
-		for childID, child := range t.st.Progress {
-			if strings.HasPrefix(childID, id+"/") {
-				records[childID] = child
-			}
-		}
-		if rec.finished() {
-			return true
-		}
-		t.soon(rec.Delayed.Sub(t.now))
-		return false
+		return t.notDue(id, rec, records)
 	}
 	e.cause = e.callReason(purpose)
-	c, x := t.newCall(e, rec)
-	var waiting *time.Time // when the first sub-handler Execute left unfinished is due
-	if x.SubsAllowed {
-		x.Execute = func(ctx context.Context, subs []*contract.Handler) spec.SubsOutcome {
-			out := t.executeSubs(ctx, purpose, e, subs, records)
-			if due := t.now.Add(out.Due); len(out.Unfinished) > 0 && (waiting == nil || due.Before(*waiting)) {
-				waiting = &due
-			}
-			return out
-		}
-	}
-	began := time.Now()
-	h := e.reg
-	if e.sub != nil {
-		h = e.sub
-	}
-	result, err := t.k.call(ctx, h, t.obj, c)
-	if err == nil {
-		err = t.checkResult(id, result)
-	}
-	handlerDuration.WithLabelValues(t.k.name, id).Observe(time.Since(began).Seconds())
+	result, x, waiting, err := t.callEntry(ctx, purpose, e, rec, records)
 	if waiting != nil && waitsForSubs(err) {
 		// As with registered sub-handlers: the parent waits for its
 		// children without a failed attempt, and is called again, with
@@ -350,6 +198,51 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 		t.keepResult(id, result)
 	}
 	return rec.finished()
+}
+
+// notDue keeps the record of an entry that is not called this time, and
+// its sub-handlers' records as they are; it reports whether the entry is
+// finished, and otherwise asks for a reconcile when it is due.
+func (t *turn) notDue(id string, rec *progress, records map[string]*progress) bool {
+	for childID, child := range t.st.Progress {
+		if strings.HasPrefix(childID, id+"/") {
+			records[childID] = child
+		}
+	}
+	if rec.finished() {
+		return true
+	}
+	t.soon(rec.Delayed.Sub(t.now))
+	return false
+}
+
+// callEntry calls the entry's handler once and checks its result. It also
+// returns the call's extras (the sub-handlers it registered) and, if the
+// handler ran sub-handlers through Cause.Execute that are unfinished, when
+// the first of them is due.
+func (t *turn) callEntry(ctx context.Context, purpose handlers.Reason, e *entry, rec *progress, records map[string]*progress) (any, *contract.Extras, *time.Time, error) {
+	c, x := t.newCall(e, rec)
+	var waiting *time.Time
+	if x.SubsAllowed {
+		x.Execute = func(ctx context.Context, subs []*contract.Handler) spec.SubsOutcome {
+			out := t.executeSubs(ctx, purpose, e, subs, records)
+			if due := t.now.Add(out.Due); len(out.Unfinished) > 0 && (waiting == nil || due.Before(*waiting)) {
+				waiting = &due
+			}
+			return out
+		}
+	}
+	began := time.Now()
+	h := e.reg
+	if e.sub != nil {
+		h = e.sub
+	}
+	result, err := t.k.call(ctx, h, t.obj, c)
+	if err == nil {
+		err = t.checkResult(e.opts.ID, result)
+	}
+	handlerDuration.WithLabelValues(t.k.name, e.opts.ID).Observe(time.Since(began).Seconds())
+	return result, x, waiting, err
 }
 
 // runSubs runs the sub-handlers of a parent; it reports whether all are

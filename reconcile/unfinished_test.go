@@ -155,6 +155,40 @@ func TestAFieldHandlerSeesAChangeMadeWhileTheCreateRetries(t *testing.T) {
 	g.Expect(cs.Count("update")).To(Equal(0), "the changes made during the create are the create's")
 }
 
+// A change made after a create handler finished, while another create
+// handler retries, reaches the update handlers once the create is done:
+// the create is recorded as handled on what the first one saw.
+func TestAChangeMadeWhileACreateRetriesReachesTheUpdateHandlers(t *testing.T) {
+	g := NewWithT(t)
+	env := envtest.New(t, scheme)
+	ctx := env.Ctx
+	var cs envtest.Calls
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, recordOnly(&cs), handlers.ID("create"))
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		if obj.Labels["release"] != "yes" {
+			return nil, handlers.Temporary(errors.New("held"), 100*time.Millisecond)
+		}
+		return nil, nil
+	}, handlers.ID("slow"))
+	handlers.OnUpdate(reg, recordOnly(&cs), handlers.ID("update"))
+	env.Start(reg, envtest.OperatorOptions{})
+
+	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "changed"},
+		Spec: kopfv1.KopfExampleSpec{Field: "one"}}
+	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	g.Expect(cs.WaitCount(ctx, "create", 1)).To(Succeed())
+	attempts := cs.Count("slow")
+	g.Expect(env.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"field":"two"}}`)))).To(Succeed())
+	g.Expect(cs.WaitCount(ctx, "slow", attempts+2)).To(Succeed(), "the slow create handler stopped retrying")
+	g.Expect(env.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"release":"yes"}}}`)))).To(Succeed())
+
+	g.Expect(cs.WaitCount(ctx, "update", 1)).To(Succeed(), "the change made while the create retried never reached the update handler")
+	g.Expect(cs.Of("update")[0].Diff).To(ContainSubstring("spec.field"))
+	g.Expect(cs.Count("create")).To(Equal(1))
+}
+
 // recordOnly is a handler that records its calls in cs and succeeds.
 func recordOnly(cs *envtest.Calls) func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (any, error) {
 	return func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {

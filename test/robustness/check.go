@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/gopf-dev/gopf/handlers"
 )
 
 // Violation is one breach of the contract that Check found.
@@ -240,12 +242,16 @@ func (o objectHistory) checkResume() []Violation {
 	return out
 }
 
-// handledBefore reports whether the object's create handler had finished
-// before event s and it was not deleted before s; and whether that is sure:
-// no write about it was refused since the create finished (the outcome may
-// not have landed, and the object may get a create again instead).
+// handledBefore reports whether the object's create was complete before
+// event s (its create handler finished, and so did every other handler
+// that was called for the create) and it was not deleted before s; and
+// whether that is sure: no write about it was refused since the create
+// completed (the outcome may not have landed, and the object may get a
+// create again instead). Kopf resumes only objects whose create is
+// complete; an unfinished create goes on instead.
 func (o objectHistory) handledBefore(s int) (handled, sure bool) {
-	created := -1
+	created, complete := -1, -1
+	last := map[string]Event{} // each handler's last call for the create
 	for _, i := range o.events {
 		if i >= s {
 			break
@@ -254,11 +260,22 @@ func (o objectHistory) handledBefore(s int) (handled, sure bool) {
 		switch {
 		case e.Kind == EventDelete:
 			return false, false
-		case e.Kind == EventCall && e.Handler == HandlerCreate && e.Outcome.finished() && created < 0:
-			created = i
+		case e.Kind == EventCall && e.Reason == string(handlers.ReasonCreate):
+			last[e.Handler] = e
+			if e.Handler == HandlerCreate && e.Outcome.finished() && created < 0 {
+				created = i
+			}
+			if e.Outcome.finished() {
+				complete = i
+			}
 		}
 	}
-	return created >= 0, created >= 0 && !o.refusedBetween(created, s)
+	for _, e := range last {
+		if !e.Outcome.finished() {
+			return false, false
+		}
+	}
+	return created >= 0, created >= 0 && !o.refusedBetween(complete, s)
 }
 
 // budget is how many writes about the object the operator may send.

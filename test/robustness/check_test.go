@@ -33,7 +33,22 @@ func (b *history) write(v Versions) *history {
 	return b.add(Event{Kind: EventWrite, Versions: v})
 }
 func (b *history) call(p int, handler string, v Versions) *history {
-	return b.add(Event{Kind: EventCall, Process: p, Handler: handler, Versions: v, Outcome: Succeeded})
+	return b.callAs(p, handler, v, Succeeded)
+}
+
+// callAs adds a handler call with an outcome. Its reason is the handler's,
+// and for the field handler that of the last create or update call.
+func (b *history) callAs(p int, handler string, v Versions, outcome Outcome) *history {
+	reason := handler
+	if handler == HandlerField {
+		reason = HandlerCreate
+		for _, e := range b.h.Events {
+			if e.Kind == EventCall && (e.Handler == HandlerCreate || e.Handler == HandlerUpdate) {
+				reason = e.Handler
+			}
+		}
+	}
+	return b.add(Event{Kind: EventCall, Process: p, Handler: handler, Reason: reason, Versions: v, Outcome: outcome})
 }
 
 // final sets how obj0 ended, with writes within any budget.
@@ -80,6 +95,17 @@ func TestCheckReportsACreateHandlerRunTwice(t *testing.T) {
 	// The restarted process also never resumed the handled object.
 	if !strings.Contains(strings.Join(rules(v), ","), RuleResumeOnce) {
 		t.Fatalf("want a %q violation, got %v", RuleResumeOnce, v)
+	}
+}
+
+func TestCheckWantsNoResumeWhileTheCreateIsUnfinished(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).callAs(1, HandlerField, v1, Interrupted).
+		stop(1).start(2).
+		call(2, HandlerField, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 3})
+	if v := Check(h); len(v) > 0 {
+		t.Fatalf("violations in a sound history (the create goes on, no resume): %v", v)
 	}
 }
 

@@ -89,7 +89,8 @@ func TestRandomSequences(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GOPF_ROBUSTNESS_DURATION=%q: %v", d, err)
 	}
-	deadline := time.Now().Add(duration)
+	began := time.Now()
+	deadline := began.Add(duration)
 	for time.Now().Before(deadline) && !t.Failed() {
 		seed := uint64(time.Now().UnixNano())
 		class := robustness.Classes[seed%uint64(len(robustness.Classes))]
@@ -103,7 +104,7 @@ func TestRandomSequences(t *testing.T) {
 			operations.Add(int64(len(robustness.Generate(seed))))
 		})
 	}
-	t.Logf("ran %d sequences, %d operations, in %s", sequences.Load(), operations.Load(), duration)
+	t.Logf("ran %d sequences, %d operations, in %s of %s", sequences.Load(), operations.Load(), time.Since(began).Round(time.Second), duration)
 	fmt.Printf("robustness: ran %d sequences, %d operations\n", sequences.Load(), operations.Load())
 }
 
