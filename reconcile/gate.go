@@ -136,3 +136,10 @@ func forEachItem(list client.ObjectList, fn func(client.Object)) error {
 	}
 	return nil
 }
+
+// hasStarted reports whether the startup handlers are done.
+func (g *gate) hasStarted() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started
+}

@@ -68,3 +68,27 @@ func asDecodedJSON(v any) (any, bool) {
 	}
 	return nil, false
 }
+
+// asJSON returns v as encoding/json decodes its encoding.
+func asJSON(v any) (any, error) {
+	data, err := jsonMarshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return decodeJSON(string(data)), nil
+}
+
+func decodeJSON(s string) any {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil
+	}
+	return v
+}
+
+// sameJSON compares two JSON-like values by their encoding.
+func sameJSON(a, b any) bool {
+	da, err1 := json.Marshal(a)
+	db, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(da) == string(db)
+}

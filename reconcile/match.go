@@ -1,11 +1,11 @@
 package reconcile
 
 import (
-	"github.com/gopf-dev/gopf/internal/contract"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -77,4 +77,43 @@ func hasEntry(entries []*entry, id string) bool {
 		}
 	}
 	return false
+}
+
+// selected returns the registrations whose filters accept obj; raw is obj
+// as a JSON-like map. When all do, it returns regs itself: callers only
+// read the result.
+func (k *kindController) selected(regs []*contract.Handler, obj client.Object, raw map[string]any) []*contract.Handler {
+	for i, r := range regs {
+		if k.selects(r, obj, raw) {
+			continue
+		}
+		out := append(make([]*contract.Handler, 0, len(regs)-1), regs[:i]...)
+		for _, r := range regs[i+1:] {
+			if k.selects(r, obj, raw) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return regs
+}
+
+// selects applies a handler's filters to obj in the handler's Go type. raw
+// is obj as a JSON-like map, or nil to have it converted when needed.
+func (k *kindController) selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
+	var indexes *spec.Indexes
+	if k.shared != nil { // the planner has no indexes: filters see none
+		indexes = k.shared.indexes
+	}
+	if r.Options.When == nil {
+		return selects(r, obj, raw, indexes)
+	}
+	typed, err := k.objectFor(r, obj)
+	return err == nil && selects(r, typed, raw, indexes)
+}
+
+// holds reports whether obj carries gopf's finalizer or that of the Kopf
+// operator gopf takes over from, which gopf answers for as for its own.
+func (k *kindController) holds(obj client.Object) bool {
+	return controllerutil.ContainsFinalizer(obj, k.finalizer) || controllerutil.ContainsFinalizer(obj, k.opts.KopfFinalizer)
 }

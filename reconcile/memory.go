@@ -130,13 +130,6 @@ func (ms *memories) forget(key types.NamespacedName) {
 	delete(ms.m, key)
 }
 
-// hasStarted reports whether the startup handlers are done.
-func (g *gate) hasStarted() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.started
-}
-
 // clonePatch copies a handler patch, so that what a failed write carried
 // is kept apart from the turn's patch, which results and state join. The
 // top-level keys of a patch are single field names, as Set made them.

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
@@ -309,50 +307,6 @@ func (e *entry) callReason(purpose handlers.Reason) handlers.Reason {
 // reasonOf is the cause a change handler runs for ("" for other kinds).
 func reasonOf(h *contract.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
 
-func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extras) {
-	reason := e.cause
-	c, x := t.k.baseCall(e.reg, t.obj, withValuesLazily(t.log, "handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
-	x.SubsAllowed = e.reg.Kind.Reason() != "" // change handlers
-	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
-	c.Old, c.New, c.Diff = e.old, e.new, e.diff
-	c.Patch = &t.patch
-	x.Result = t.result
-	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
-	return c, x
-}
-
-// outcome records what a call's error means for the handler (see judge):
-// success, a retry after a delay, or a failure.
-func (t *turn) outcome(e *entry, rec *progress, err error) {
-	log := withValuesLazily(t.log, "handler", e.opts.ID, "cause", e.cause, "retry", rec.Retries)
-	rec.Retries++
-	rec.Delayed = nil
-	v := judge(e.opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
-	handlerCalls.WithLabelValues(t.k.name, e.opts.ID, v.outcome.String()).Inc()
-	rec.Message = ""
-	if v.err != nil {
-		rec.Message = v.err.Error()
-	}
-	switch v.outcome {
-	case succeeded:
-		rec.Success, rec.Message, rec.Handled = true, "", e.handled
-		if v.ignored {
-			log.Info("handler failed; the error is ignored as configured", "error", v.err.Error())
-		} else {
-			log.V(1).Info("handler succeeded")
-		}
-	case failed:
-		rec.Failure, rec.Handled = true, e.handled
-		log.Error(v.err, "handler failed permanently")
-		t.k.failedForGood(t.obj, e.opts.ID, v.err)
-	case retrying:
-		next := t.now.Add(v.delay)
-		rec.Delayed = &next
-		t.soon(v.delay)
-		log.Info("handler failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
-	}
-}
-
 func (t *turn) soon(d time.Duration) {
 	if d <= 0 {
 		d = time.Millisecond
@@ -399,34 +353,6 @@ func (t *turn) result(id string) (any, bool) {
 	return v, err == nil
 }
 
-// asJSON returns v as encoding/json decodes its encoding.
-func asJSON(v any) (any, error) {
-	data, err := jsonMarshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return decodeJSON(string(data)), nil
-}
-
-// runLevel runs the level handlers on the object.
-func (t *turn) runLevel(ctx context.Context, level []*contract.Handler, cause handlers.Reason) (reconcile.Result, error) {
-	var res reconcile.Result
-	var errs []error
-	for _, r := range level {
-		c, _ := t.newCall(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &progress{Started: t.now})
-		c.Reason = cause
-		out, err := t.k.callLevel(ctx, r, t.obj, c)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if out.RequeueAfter > 0 && (res.RequeueAfter == 0 || out.RequeueAfter < res.RequeueAfter) {
-			res.RequeueAfter = out.RequeueAfter
-		}
-	}
-	return res, errors.Join(errs...)
-}
-
 // hasUnfinished reports unfinished records of a purpose.
 func hasUnfinished(st *state, purpose handlers.Reason) bool {
 	for _, rec := range st.Progress {
@@ -435,34 +361,4 @@ func hasUnfinished(st *state, purpose handlers.Reason) bool {
 		}
 	}
 	return false
-}
-
-func decodeJSON(s string) any {
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		return nil
-	}
-	return v
-}
-
-// sameJSON compares two JSON-like values by their encoding.
-func sameJSON(a, b any) bool {
-	da, err1 := json.Marshal(a)
-	db, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(da) == string(db)
-}
-
-// sameState reports whether two states are stored the same (nil and empty
-// are the same: nothing stored).
-func sameState(a, b *state) bool {
-	if a == nil {
-		a = &state{}
-	}
-	if b == nil {
-		b = &state{}
-	}
-	if len(a.Progress) == 0 && len(b.Progress) == 0 {
-		return a.Essence == b.Essence // what is stored when a cause is done
-	}
-	return a.encode() == b.encode()
 }
