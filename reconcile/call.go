@@ -80,7 +80,8 @@ func (k *kindController) callLevel(ctx context.Context, h *contract.Handler, obj
 
 // invoke runs fn with obj in h's Go type and c's logger in the context,
 // recovering a panic, and names the handler and object in an error.
-func (k *kindController) invoke(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause, fn func(ctx context.Context, arg client.Object) error) error {
+func (k *kindController) invoke(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause,
+	fn func(ctx context.Context, arg client.Object) error) error {
 	var arg client.Object
 	if h.NewObject != nil {
 		var err error

@@ -18,7 +18,7 @@ import (
 
 func TestAsDecodedJSONGivesWhatAJSONRoundTripGives(t *testing.T) {
 	values := []any{
-		nil, true, "text", "<&>", 1.5, -0.0, int64(42), int64(1<<53 + 1), 7, int32(-3),
+		nil, true, "text", "<&>", 1.5, math.Copysign(0, -1), int64(42), int64(1<<53 + 1), 7, int32(-3),
 		map[string]any{"a": int64(1), "b": []any{"x", 2.5, nil, map[string]any{}}, "c": map[string]any{"d": false}},
 		[]any{}, map[string]any(nil), []any(nil),
 	}

@@ -46,7 +46,7 @@ func TestAGopfOperatorObeysAKopfOperatorInTheSamePeering(t *testing.T) {
 			obj := newExample(ns, "during-kopf")
 			g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 			key := client.ObjectKeyFromObject(obj)
-			g.Eventually(func(g Gomega) float64 { return gauge(g, "gopf_peering_paused", peering) }, timeout).Should(BeNumerically("==", 1))
+			g.Eventually(func(g Gomega) float64 { return pausedGauge(g, peering) }, timeout).Should(BeNumerically("==", 1))
 			g.Consistently(func(g Gomega) any { return statusField(g, key, "tag", "by") }, settle).Should(BeNil(), "the Kopf operator has the higher priority")
 
 			writeKopfPeer(g, peering, kopf, 0, 0, nil) // Kopf stops

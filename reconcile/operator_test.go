@@ -81,7 +81,7 @@ func TestADevRunPausesTheDeployedOperator(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: peering}, &p)).To(Succeed())
 		return p.Status
 	}, timeout).Should(HaveKey(fmt.Sprintf("op-%d", gopfreconcile.DevPriority)))
-	g.Eventually(func(g Gomega) float64 { return gauge(g, "gopf_peering_paused", peering) }, timeout).Should(BeNumerically("==", 1))
+	g.Eventually(func(g Gomega) float64 { return pausedGauge(g, peering) }, timeout).Should(BeNumerically("==", 1))
 
 	obj := newExample(ns, "during-dev")
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
@@ -189,17 +189,17 @@ func TestStartupRunsFirstCleanupLastAndMetricsCountHandlerCalls(t *testing.T) {
 	g.Expect(strings.Join(order, ",")).To(Equal("startup,startup,create,cleanup"))
 }
 
-// gauge reads a gauge from the metrics registry by one label value.
-func gauge(g Gomega, name, label string) float64 {
+// pausedGauge reads gopf_peering_paused of a peering.
+func pausedGauge(g Gomega, peering string) float64 {
 	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, f := range families {
-		if f.GetName() != name {
+		if f.GetName() != "gopf_peering_paused" {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetValue() == label {
+				if l.GetValue() == peering {
 					return m.GetGauge().GetValue()
 				}
 			}

@@ -57,7 +57,7 @@ func TestAnOptionalPeeringRunsStandaloneUntilItsObjectExistsThenTakesPart(t *tes
 	g.Eventually(func(g Gomega) map[string]any { return peeringStatus(g, "ClusterKopfPeering", "", name) }, timeout).Should(HaveKey("auto-op"), "it announces itself once the object exists")
 
 	g.Expect(gopfreconcile.Freeze(ctx, k8s, name, nil, freeze("higher", 10, ""))).To(Succeed())
-	g.Eventually(func(g Gomega) float64 { return gauge(g, "gopf_peering_paused", name) }, timeout).Should(BeNumerically("==", 1))
+	g.Eventually(func(g Gomega) float64 { return pausedGauge(g, name) }, timeout).Should(BeNumerically("==", 1))
 	paused := createExample(t, ns, "paused")
 	g.Consistently(func(g Gomega) any { return statusField(g, paused, "tag") }, settle).Should(BeNil(), "a higher peer is alive")
 }
@@ -67,7 +67,7 @@ func TestAMandatoryPeeringPausesWhileItsObjectDoesNotExist(t *testing.T) {
 	ns := newNamespace(t)
 	name := fmt.Sprintf("absent-%d", time.Now().UnixNano())
 	runOperator(t, ns, tagging("mandatory"), peered(name, 0))
-	g.Eventually(func(g Gomega) float64 { return gauge(g, "gopf_peering_paused", name) }, timeout).Should(BeNumerically("==", 1))
+	g.Eventually(func(g Gomega) float64 { return pausedGauge(g, name) }, timeout).Should(BeNumerically("==", 1))
 	key := createExample(t, ns, "waits")
 	g.Consistently(func(g Gomega) any { return statusField(g, key, "tag") }, settle).Should(BeNil())
 
@@ -137,7 +137,7 @@ func TestAStealthOperatorWritesNothingAndPausesForEveryLivePeer(t *testing.T) {
 	runOperator(t, ns, tagging("stealth"), func(o *envtest.OperatorOptions) {
 		o.Reconcile.Peering = &gopfreconcile.PeeringOptions{Name: name, Stealth: true, Lifetime: 4 * time.Second, Identity: "stealth-op"}
 	})
-	g.Eventually(func(g Gomega) float64 { return gauge(g, "gopf_peering_paused", name) }, timeout).Should(BeNumerically("==", 1))
+	g.Eventually(func(g Gomega) float64 { return pausedGauge(g, name) }, timeout).Should(BeNumerically("==", 1))
 	first := createExample(t, ns, "first")
 	g.Consistently(func(g Gomega) any { return statusField(g, first, "tag") }, settle).Should(BeNil(), "a higher peer is alive")
 
@@ -148,7 +148,7 @@ func TestAStealthOperatorWritesNothingAndPausesForEveryLivePeer(t *testing.T) {
 	// A lower peer does not know the stealth operator is there, so the
 	// stealth one pauses for it too.
 	g.Expect(gopfreconcile.Freeze(ctx, k8s, name, nil, freeze("lower", -10, ""))).To(Succeed())
-	g.Eventually(func(g Gomega) float64 { return gauge(g, "gopf_peering_paused", name) }, timeout).Should(BeNumerically("==", 1))
+	g.Eventually(func(g Gomega) float64 { return pausedGauge(g, name) }, timeout).Should(BeNumerically("==", 1))
 	second := createExample(t, ns, "second")
 	g.Consistently(func(g Gomega) any { return statusField(g, second, "tag") }, settle).Should(BeNil())
 	g.Expect(peeringStatus(g, "ClusterKopfPeering", "", name)).NotTo(HaveKey("stealth-op"))

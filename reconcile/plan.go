@@ -339,7 +339,7 @@ func failureOf(ev map[string]any) (types.UID, Failure, bool) {
 }
 
 func (p *Planner) kindNames() string {
-	var names []string
+	names := make([]string, 0, len(p.kinds))
 	for _, pk := range p.kinds {
 		names = append(names, pk.resource.GroupResource().String())
 	}
@@ -619,15 +619,22 @@ func (pl *objectPlan) deletion(d decision) {
 	}
 }
 
+// The owners of finalizers, as FinalizerStatus.Owner names them.
+const (
+	ownerGopf  = "gopf"
+	ownerKopf  = "kopf"
+	ownerOther = "other"
+)
+
 // held names the finalizers by which gopf holds the object: its own, and
 // Kopf's, which setFinalizer releases with it.
 func (pl *objectPlan) held() string {
 	var names []string
 	for _, name := range pl.t.obj.GetFinalizers() {
 		switch owner := pl.finalizerOwner(name); owner {
-		case "gopf":
+		case ownerGopf:
 			names = append(names, "finalizer "+name)
-		case "kopf":
+		case ownerKopf:
 			names = append(names, "Kopf's finalizer "+name)
 		}
 	}
@@ -638,11 +645,11 @@ func (pl *objectPlan) held() string {
 func (pl *objectPlan) finalizerOwner(name string) string {
 	switch name {
 	case pl.t.k.finalizer:
-		return "gopf"
+		return ownerGopf
 	case pl.t.k.opts.KopfFinalizer:
-		return "kopf"
+		return ownerKopf
 	}
-	return "other"
+	return ownerOther
 }
 
 // entry plans one handler of a cause, from its progress record as runEntry
@@ -724,9 +731,9 @@ func (pl *objectPlan) finalizers(generic bool) {
 	for _, name := range pl.t.obj.GetFinalizers() {
 		f := FinalizerStatus{Name: name, Owner: pl.finalizerOwner(name), Why: "another controller's: gopf leaves it alone"}
 		switch f.Owner {
-		case "gopf":
+		case ownerGopf:
 			f.Why = "gopf's: " + pl.finalizerReason(generic, true)
-		case "kopf":
+		case ownerKopf:
 			f.Why = "Kopf's, which gopf answers for as for its own: " + pl.finalizerReason(generic, false)
 		}
 		pl.out.Finalizers = append(pl.out.Finalizers, f)
@@ -836,7 +843,7 @@ func stateWritten(obj metav1.Object, s storage) *time.Time {
 			continue
 		}
 		var tree any
-		if json.Unmarshal(mf.FieldsV1.Raw, &tree) != nil {
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &tree) != nil {
 			continue
 		}
 		if _, ok := lookup(tree, path); ok && (newest == nil || mf.Time.After(*newest)) {

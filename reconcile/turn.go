@@ -218,7 +218,8 @@ func (t *turn) notDue(id string, rec *progress, records map[string]*progress) bo
 // returns the call's extras (the sub-handlers it registered) and, if the
 // handler ran sub-handlers through Cause.Execute that are unfinished, when
 // the first of them is due.
-func (t *turn) callEntry(ctx context.Context, purpose handlers.Reason, e *entry, rec *progress, records map[string]*progress) (any, *contract.Extras, *time.Time, error) {
+func (t *turn) callEntry(ctx context.Context, purpose handlers.Reason, e *entry, rec *progress,
+	records map[string]*progress) (any, *contract.Extras, *time.Time, error) {
 	c, x := t.newCall(e, rec)
 	var waiting *time.Time
 	if x.SubsAllowed {
@@ -267,7 +268,8 @@ func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *ent
 
 // executeSubs runs the sub-handlers a parent's call gives Cause.Execute,
 // and tells how they stand.
-func (t *turn) executeSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler, records map[string]*progress) spec.SubsOutcome {
+func (t *turn) executeSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler,
+	records map[string]*progress) spec.SubsOutcome {
 	var out spec.SubsOutcome
 	if done, next := t.runSubs(ctx, purpose, parent, subs, records); !done {
 		out.Due = next.Sub(t.now)

@@ -56,7 +56,8 @@ func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on
 	body := map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion()}}
 	err := k.sendAs(ctx, obj, types.MergePatchType, body, false, false)
 	if err != nil && !(apierrors.IsNotFound(err) && !on) {
-		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", map[bool]string{true: "adding", false: "removing"}[on], k.finalizer, k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		verb := map[bool]string{true: "adding", false: "removing"}[on]
+		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.finalizer, k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }
