@@ -234,6 +234,38 @@ func addChecks(mgr manager.Manager, webhookServer *webhook.Server) error {
 	return nil
 }
 
+// SetupWithManager adds the handlers of reg to a manager the caller already
+// has, next to its own Reconcilers. The manager's client should cache
+// unstructured objects if unstructured handlers are registered; gopf itself
+// reads through the manager's cache either way.
+//
+// Admission handlers are served by the manager's webhook server: build it
+// with webhook.NewServer to have gopf manage certificates and webhook
+// configurations, or keep a plain controller-runtime server (certificates
+// from cert-manager, static configurations).
+//
+// When the manager starts, SetupWithManager checks once that the
+// manager's user may do what the handlers need (see CheckPermissions) and
+// logs what is missing, as the ClusterRole --print-rbac writes and as
+// kubebuilder markers; the manager starts either way, and a failure to ask
+// is logged, not fatal. To stop instead, call CheckPermissions before
+// starting the manager.
+//
+// opts, if given, are the engine's options (storage, backoff, memo, ...).
+func SetupWithManager(mgr manager.Manager, reg *handlers.Registry, opts ...reconcile.Options) error {
+	var o reconcile.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := reconcile.Setup(mgr, reg, o); err != nil {
+		return err
+	}
+	if err := mgr.Add(permissionCheck{mgr: mgr, reg: reg, opts: o}); err != nil {
+		return err
+	}
+	return webhook.Setup(mgr, reg)
+}
+
 // metricsOptions are the metrics server's options: HTTPS with
 // authentication and authorization unless opts.MetricsInsecure.
 func metricsOptions(opts ManagerOptions) (metricsserver.Options, error) {
