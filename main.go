@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/cli"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -44,7 +44,16 @@ type MainOptions struct {
 // MainWith is Main with the engine's options (storage, backoff, memo, log
 // events, ...) chosen in code.
 func MainWith(reg *handlers.Registry, opts MainOptions) {
-	err := run(reg, opts, filepath.Base(os.Args[0]), os.Args[1:])
+	err := cli.Run(cli.Program{
+		Name:                   filepath.Base(os.Args[0]),
+		Registry:               reg,
+		AddToScheme:            opts.AddToScheme,
+		Engine:                 opts.Engine,
+		WatchInactivityTimeout: DefaultWatchInactivityTimeout,
+		NewManager: func(cfg *rest.Config, scheme *runtime.Scheme, f *cli.Flags) (manager.Manager, error) {
+			return NewManager(cfg, reg, managerOptions(f, scheme, opts.Engine))
+		},
+	}, os.Args[1:])
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		os.Exit(0)
@@ -55,52 +64,26 @@ func MainWith(reg *handlers.Registry, opts MainOptions) {
 	os.Exit(0)
 }
 
-// run is Main up to the exit: it runs the command args name, or the
-// operator when there is none.
-func run(reg *handlers.Registry, mo MainOptions, name string, args []string) error {
-	if len(args) > 0 && (args[0] == "freeze" || args[0] == "resume") {
-		return runFreeze(name, args[0], args[1:])
+// managerOptions are the manager's options that the flags f govern, with
+// the engine's options set in code and the flags over them.
+// controller-runtime leaves the client unthrottled; gopf sets a ceiling
+// (--kube-api-qps) high enough not to slow normal work and low enough to
+// stop a storm.
+func managerOptions(f *cli.Flags, scheme *runtime.Scheme, engine reconcile.Options) ManagerOptions {
+	return ManagerOptions{
+		Scheme:                  scheme,
+		Engine:                  f.EngineOptions(engine),
+		QPS:                     float32(f.QPS),
+		Burst:                   f.Burst,
+		MetricsBindAddress:      f.MetricsAddr,
+		MetricsInsecure:         !f.MetricsSecure,
+		MetricsCertDir:          f.MetricsCertDir,
+		HealthProbeBindAddress:  f.ProbeAddr,
+		LeaderElection:          f.LeaderElect,
+		LeaderElectionID:        f.ElectionID,
+		GracefulShutdownTimeout: &f.ShutdownTimeout,
+		WatchInactivityTimeout:  f.WatchInactivityTimeout(),
+		Webhook:                 f.Webhook,
+		KeepManagedFields:       f.KeepManagedFields,
 	}
-	if len(args) > 0 && (args[0] == "status" || args[0] == "plan") {
-		return runStatus(reg, mo, name, args[0], args[1:])
-	}
-	fs, f := newFlags(name)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (commands: freeze, resume, status, plan)", fs.Args())
-	}
-	if err := f.check(); err != nil {
-		return err
-	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap), f.encoder()))
-	scheme, err := buildScheme(mo.AddToScheme)
-	if err != nil {
-		return err
-	}
-	if f.printRBAC != "" || f.checkRBAC != "" {
-		return rbac(os.Stdout, reg, scheme, f)
-	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return fmt.Errorf("finding the cluster (set KUBECONFIG or run in a cluster): %w", err)
-	}
-	mgr, err := NewManager(cfg, reg, f.managerOptions(scheme, mo.Engine))
-	if err != nil {
-		return err
-	}
-	ctrl.Log.WithName("gopf").Info("starting the operator", "name", name, "namespaces", f.namespaces.String(), "peering", f.peeringName)
-	return mgr.Start(ctrl.SetupSignalHandler())
-}
-
-// buildScheme is a scheme of the built-in kinds and of addToScheme's.
-func buildScheme(addToScheme []func(*runtime.Scheme) error) (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
-		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("building the scheme: %w", err)
-		}
-	}
-	return scheme, nil
 }

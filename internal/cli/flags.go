@@ -1,4 +1,4 @@
-package gopf
+package cli
 
 import (
 	"errors"
@@ -8,21 +8,38 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/webhook"
 )
 
-// flags are Main's command-line flags: kubebuilder's cmd/main.go ones plus
-// Kopf's.
-type flags struct {
-	metricsAddr, probeAddr string
-	metricsSecure          bool
-	metricsCertDir         string
-	leaderElect            bool
-	electionID             string
+// Flags are the operator's command-line flags: kubebuilder's cmd/main.go
+// ones plus Kopf's. The exported ones are the manager's, which package gopf
+// turns into its ManagerOptions (Program.NewManager); this package handles
+// the others, for the engine, the log and the commands, itself.
+type Flags struct {
+	// MetricsAddr and ProbeAddr are --metrics-bind-address and
+	// --health-probe-bind-address.
+	MetricsAddr, ProbeAddr string
+	// MetricsSecure and MetricsCertDir are --metrics-secure and
+	// --metrics-cert-dir.
+	MetricsSecure  bool
+	MetricsCertDir string
+	// LeaderElect and ElectionID are --leader-elect and
+	// --leader-election-id.
+	LeaderElect bool
+	ElectionID  string
+	// ShutdownTimeout is --graceful-shutdown-timeout.
+	ShutdownTimeout time.Duration
+	// Webhook are the webhook server's flags (webhook.Options.BindFlags).
+	Webhook webhook.Options
+	// QPS and Burst are --kube-api-qps and --kube-api-burst.
+	QPS   float64
+	Burst int
+	// KeepManagedFields is --keep-managed-fields.
+	KeepManagedFields bool
+
 	concurrency            int
 	namespaces             multiFlag
 	allNamespaces          bool
@@ -32,30 +49,27 @@ type flags struct {
 	priority               int
 	lifetime               time.Duration
 	logFormat              string
-	shutdownTimeout        time.Duration
 	watchInactivity        time.Duration
 	zap                    zap.Options
-	webhook                webhook.Options
 	printRBAC              rbacFormat
 	checkRBAC              string
-	qps                    float64
 	fs                     *flag.FlagSet // to tell the flags given from defaults
-	burst                  int
 	kopfPrefix             string
-	keepManagedFields      bool
 }
 
-// newFlags defines Main's flags on a flag set of the program name.
-func newFlags(name string) (*flag.FlagSet, *flags) {
-	f := &flags{zap: zap.Options{Development: true}}
+// NewFlags defines the operator's flags on a flag set of the program name;
+// watchInactivity is the default of --watch-inactivity-timeout
+// (gopf.DefaultWatchInactivityTimeout).
+func NewFlags(name string, watchInactivity time.Duration) (*flag.FlagSet, *Flags) {
+	f := &Flags{zap: zap.Options{Development: true}}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	f.fs = fs
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to (e.g. :8443); 0 disables it. Probe results are served there at /probes.")
-	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics (and /probes) over HTTPS to callers whose bearer token the API server authenticates and authorizes (get on the path); false serves plain HTTP to anyone.")
-	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "A directory with tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change. Default: a self-signed certificate.")
-	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoints (/healthz, /readyz) bind to; 0 disables them.")
-	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Enable Lease-based leader election, so that only one replica handles objects at a time.")
-	fs.StringVar(&f.electionID, "leader-election-id", name+".gopf.dev", "The name of the Lease used for leader election.")
+	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to (e.g. :8443); 0 disables it. Probe results are served there at /probes.")
+	fs.BoolVar(&f.MetricsSecure, "metrics-secure", true, "Serve metrics (and /probes) over HTTPS to callers whose bearer token the API server authenticates and authorizes (get on the path); false serves plain HTTP to anyone.")
+	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "", "A directory with tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change. Default: a self-signed certificate.")
+	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoints (/healthz, /readyz) bind to; 0 disables them.")
+	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Enable Lease-based leader election, so that only one replica handles objects at a time.")
+	fs.StringVar(&f.ElectionID, "leader-election-id", name+".gopf.dev", "The name of the Lease used for leader election.")
 	fs.IntVar(&f.concurrency, "max-concurrent-reconciles", 16, "How many objects of one kind are handled at once.")
 	fs.Var(&f.namespaces, "namespace", "Namespaces to handle: names or patterns with * and ?, a leading ! excludes (e.g. 'app-*,!app-pr-*'); repeatable. Default: all namespaces.")
 	fs.Var(&f.namespaces, "n", "Short for --namespace.")
@@ -72,13 +86,13 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 	fs.DurationVar(&f.lifetime, "peering-lifetime", time.Minute, "How long this operator's peering entry lives unless renewed.")
 	fs.StringVar(&f.kopfPrefix, "kopf-prefix", "", "The annotation prefix of the Kopf operator this one takes over from, whose state it continues (default "+reconcile.DefaultKopfPrefix+").")
 	fs.StringVar(&f.logFormat, "log-format", "text", "Log format: text or json.")
-	fs.Float64Var(&f.qps, "kube-api-qps", 500, "Ceiling on the requests per second the operator sends to the API server (client-side); a bound on any retry storm.")
-	fs.IntVar(&f.burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
-	fs.DurationVar(&f.watchInactivity, "watch-inactivity-timeout", DefaultWatchInactivityTimeout, "Restart a watch that has delivered nothing, not even a bookmark, for this long, from the last version seen; 0: no bound.")
-	fs.DurationVar(&f.shutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
-	fs.BoolVar(&f.keepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
+	fs.Float64Var(&f.QPS, "kube-api-qps", 500, "Ceiling on the requests per second the operator sends to the API server (client-side); a bound on any retry storm.")
+	fs.IntVar(&f.Burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
+	fs.DurationVar(&f.watchInactivity, "watch-inactivity-timeout", watchInactivity, "Restart a watch that has delivered nothing, not even a bookmark, for this long, from the last version seen; 0: no bound.")
+	fs.DurationVar(&f.ShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
+	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
 	f.zap.BindFlags(fs)
-	f.webhook.BindFlags(fs)
+	f.Webhook.BindFlags(fs)
 	fs.Var(&f.printRBAC, "print-rbac", "Print the permissions the handlers need and exit: as a ClusterRole (manager-role-gopf) in YAML, or with --print-rbac=markers as kubebuilder RBAC markers for a project's controller file.")
 	fs.StringVar(&f.checkRBAC, "check-rbac", "", "Check that the Roles and ClusterRoles in this YAML file grant what the handlers need; print what is missing and exit, with status 1 if anything is.")
 	return fs, f
@@ -86,11 +100,11 @@ func newFlags(name string) (*flag.FlagSet, *flags) {
 
 // check reports flags that contradict each other, and namespace patterns
 // that do not parse.
-func (f *flags) check() error {
+func (f *Flags) check() error {
 	if f.allNamespaces && len(f.namespaces) > 0 {
 		return errors.New("give --namespace or --all-namespaces, not both")
 	}
-	if !f.metricsSecure && f.metricsCertDir != "" {
+	if !f.MetricsSecure && f.MetricsCertDir != "" {
 		return errors.New("--metrics-cert-dir needs --metrics-secure (HTTPS)")
 	}
 	if f.watchInactivity < 0 {
@@ -103,8 +117,8 @@ func (f *flags) check() error {
 	return err
 }
 
-// engineOptions sets the engine's options that the flags govern.
-func (f *flags) engineOptions(opts reconcile.Options) reconcile.Options {
+// EngineOptions sets the engine's options that the flags govern.
+func (f *Flags) EngineOptions(opts reconcile.Options) reconcile.Options {
 	opts.MaxConcurrentReconciles = f.concurrency
 	if f.kopfPrefix != "" {
 		opts.KopfPrefix = f.kopfPrefix
@@ -151,33 +165,10 @@ func (f *flags) engineOptions(opts reconcile.Options) reconcile.Options {
 	return opts
 }
 
-// managerOptions are the manager's options that the flags govern.
-// controller-runtime leaves the client unthrottled; gopf sets a ceiling
-// (--kube-api-qps) high enough not to slow normal work and low enough to
-// stop a storm.
-func (f *flags) managerOptions(scheme *runtime.Scheme, engine reconcile.Options) ManagerOptions {
-	return ManagerOptions{
-		Scheme:                  scheme,
-		Engine:                  f.engineOptions(engine),
-		QPS:                     float32(f.qps),
-		Burst:                   f.burst,
-		MetricsBindAddress:      f.metricsAddr,
-		MetricsInsecure:         !f.metricsSecure,
-		MetricsCertDir:          f.metricsCertDir,
-		HealthProbeBindAddress:  f.probeAddr,
-		LeaderElection:          f.leaderElect,
-		LeaderElectionID:        f.electionID,
-		GracefulShutdownTimeout: &f.shutdownTimeout,
-		WatchInactivityTimeout:  f.watchInactivityTimeout(),
-		Webhook:                 f.webhook,
-		KeepManagedFields:       f.keepManagedFields,
-	}
-}
-
-// watchInactivityTimeout is --watch-inactivity-timeout as
-// ManagerOptions.WatchInactivityTimeout, whose zero is the default and
+// WatchInactivityTimeout is --watch-inactivity-timeout as
+// gopf.ManagerOptions.WatchInactivityTimeout, whose zero is the default and
 // whose "no bound" is negative.
-func (f *flags) watchInactivityTimeout() time.Duration {
+func (f *Flags) WatchInactivityTimeout() time.Duration {
 	if f.watchInactivity == 0 {
 		return -1
 	}
@@ -185,7 +176,7 @@ func (f *flags) watchInactivityTimeout() time.Duration {
 }
 
 // encoder picks the log format.
-func (f *flags) encoder() zap.Opts {
+func (f *Flags) encoder() zap.Opts {
 	return func(o *zap.Options) {
 		if f.logFormat == "json" {
 			o.Development = false

@@ -1,4 +1,4 @@
-package gopf
+package cli
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 
 // rbac implements --print-rbac and --check-rbac, writing to w; it needs no
 // cluster.
-func rbac(w io.Writer, reg *handlers.Registry, scheme *runtime.Scheme, f *flags) error {
+func rbac(w io.Writer, reg *handlers.Registry, scheme *runtime.Scheme, f *Flags) error {
 	rules, err := reconcile.Permissions(reg, scheme, nil)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package gopf
+package cli
 
 import (
 	"context"
