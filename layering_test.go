@@ -18,8 +18,9 @@ const module = "github.com/gopf-dev/gopf"
 // way: internal/spec (the engine contract) knows no other gopf package;
 // handlers (the registration API) knows only the contract; internal/contract
 // instantiates the contract with handlers' types; the engine (reconcile)
-// and the webhooks know both; the root package ties them
-// together; envtest may use everything. Every package of the module is
+// and the webhooks know both; Main's command line (internal/cli) knows
+// those but not the root package, which ties them all together; envtest
+// may use everything. Every package of the module is
 // either here or a program (cmd/, examples/, test/), which uses only what
 // users can import.
 var libraryLayers = map[string][]string{
@@ -29,8 +30,9 @@ var libraryLayers = map[string][]string{
 	"internal/contract": {"handlers", "internal/spec"},
 	"reconcile":         {"handlers", "internal/contract", "internal/spec"},
 	"webhook":           {"handlers", "internal/contract", "internal/spec"},
-	"":                  {"handlers", "internal/contract", "internal/spec", "reconcile", "webhook"},
-	"envtest":           {"", "api/v1", "handlers", "internal/contract", "internal/spec", "reconcile", "webhook"},
+	"internal/cli":      {"handlers", "internal/contract", "internal/spec", "reconcile", "webhook"},
+	"":                  {"handlers", "internal/cli", "internal/contract", "internal/spec", "reconcile", "webhook"},
+	"envtest":           {"", "api/v1", "handlers", "internal/cli", "internal/contract", "internal/spec", "reconcile", "webhook"},
 }
 
 // programDirs hold the module's programs and their tests: operators,

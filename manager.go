@@ -135,6 +135,29 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	if err != nil {
 		return nil, err
 	}
+	var webhookServer *webhook.Server
+	if webhook.Needed(reg) {
+		if webhookServer, err = webhook.NewServer(opts.Webhook); err != nil {
+			return nil, err
+		}
+	}
+	mo := controllerManagerOptions(opts, cacheOptions(opts, cacheNamespaces), metrics, webhookServer)
+	mgr, err := ctrl.NewManager(clientConfig(cfg, opts), mo)
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := SetupWithManager(mgr, reg, opts.Engine); err != nil {
+		return nil, err
+	}
+	if err := addChecks(mgr, webhookServer); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// clientConfig is a copy of cfg with the client-side rate limit and the
+// bound on silent watches that opts ask for.
+func clientConfig(cfg *rest.Config, opts ManagerOptions) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	if opts.QPS != 0 {
 		cfg.QPS = opts.QPS
@@ -154,22 +177,29 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	case t > 0:
 		boundWatches(cfg, t)
 	}
-	var cacheOpts cache.Options
+	return cfg
+}
+
+// cacheOptions are the manager's cache options: watching namespaces (all
+// when empty), and managedFields dropped unless opts.KeepManagedFields.
+func cacheOptions(opts ManagerOptions, namespaces []string) cache.Options {
+	var co cache.Options
 	if !opts.KeepManagedFields {
-		cacheOpts.DefaultTransform = cache.TransformStripManagedFields()
+		co.DefaultTransform = cache.TransformStripManagedFields()
 	}
-	if len(cacheNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range cacheNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+	if len(namespaces) > 0 {
+		co.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			co.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
-	var webhookServer *webhook.Server
-	if webhook.Needed(reg) {
-		if webhookServer, err = webhook.NewServer(opts.Webhook); err != nil {
-			return nil, err
-		}
-	}
+	return co
+}
+
+// controllerManagerOptions are the options NewManager gives
+// controller-runtime's manager; webhookServer is nil when the registry has no
+// admission handlers.
+func controllerManagerOptions(opts ManagerOptions, cacheOpts cache.Options, metrics metricsserver.Options, webhookServer *webhook.Server) ctrl.Options {
 	mo := ctrl.Options{
 		WebhookServer:          serverOrNil(webhookServer),
 		Scheme:                 opts.Scheme,
@@ -186,25 +216,54 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	if opts.SkipNameValidation {
 		mo.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
 	}
-	mgr, err := ctrl.NewManager(cfg, mo)
-	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
-	}
-	if err := SetupWithManager(mgr, reg, opts.Engine); err != nil {
-		return nil, err
-	}
+	return mo
+}
+
+// addChecks adds the health and readiness checks: pings, and readiness of
+// the webhook server once it serves, when there is one.
+func addChecks(mgr manager.Manager, webhookServer *webhook.Server) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
+		return err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, err
+		return err
 	}
 	if webhookServer != nil {
-		if err := mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker()); err != nil {
-			return nil, err
-		}
+		return mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker())
 	}
-	return mgr, nil
+	return nil
+}
+
+// SetupWithManager adds the handlers of reg to a manager the caller already
+// has, next to its own Reconcilers. The manager's client should cache
+// unstructured objects if unstructured handlers are registered; gopf itself
+// reads through the manager's cache either way.
+//
+// Admission handlers are served by the manager's webhook server: build it
+// with webhook.NewServer to have gopf manage certificates and webhook
+// configurations, or keep a plain controller-runtime server (certificates
+// from cert-manager, static configurations).
+//
+// When the manager starts, SetupWithManager checks once that the
+// manager's user may do what the handlers need (see CheckPermissions) and
+// logs what is missing, as the ClusterRole --print-rbac writes and as
+// kubebuilder markers; the manager starts either way, and a failure to ask
+// is logged, not fatal. To stop instead, call CheckPermissions before
+// starting the manager.
+//
+// opts, if given, are the engine's options (storage, backoff, memo, ...).
+func SetupWithManager(mgr manager.Manager, reg *handlers.Registry, opts ...reconcile.Options) error {
+	var o reconcile.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := reconcile.Setup(mgr, reg, o); err != nil {
+		return err
+	}
+	if err := mgr.Add(permissionCheck{mgr: mgr, reg: reg, opts: o}); err != nil {
+		return err
+	}
+	return webhook.Setup(mgr, reg)
 }
 
 // metricsOptions are the metrics server's options: HTTPS with

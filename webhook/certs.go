@@ -289,44 +289,55 @@ func (c *certificates) refresh(ctx context.Context, force renewal) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fromFiles {
-		bundle, err := os.ReadFile(filepath.Join(c.dir, caCertFile))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		c.bundle = bundle
-		return c.publishLocked(ctx)
+		return c.refreshFromFilesLocked(ctx)
 	}
 	if c.store == nil {
 		return errors.New("the store of the webhook certificates is not set up (webhook.Setup was not called with this server's manager)")
 	}
+	serving, bundle, err := c.loadOrRenewLocked(ctx, force)
+	if err != nil {
+		return err
+	}
+	c.bundle = bundle
+	if err := c.publishLocked(ctx); err != nil {
+		return err
+	}
+	return c.presentLocked(serving)
+}
 
-	var ca, serving *keyPair
-	var bundle []byte
+// refreshFromFilesLocked reads the CA bundle from its file, when there is
+// one, and publishes it; the server reads the certificate files itself.
+func (c *certificates) refreshFromFilesLocked(ctx context.Context) error {
+	bundle, err := os.ReadFile(filepath.Join(c.dir, caCertFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	c.bundle = bundle
+	return c.publishLocked(ctx)
+}
+
+// loadOrRenewLocked returns the serving certificate and the CA bundle of
+// the store, after making and storing anew what planRenewal (or force)
+// asks for. When another replica stored certificates meanwhile, it loads
+// again and takes those, up to storeAttempts times.
+func (c *certificates) loadOrRenewLocked(ctx context.Context, force renewal) (*keyPair, []byte, error) {
 	for attempt := 1; ; attempt++ {
 		stored, version, err := c.store.load(ctx)
 		if err != nil {
-			return fmt.Errorf("reading the webhook certificates from %s: %w", c.store.where(), err)
+			return nil, nil, fmt.Errorf("reading the webhook certificates from %s: %w", c.store.where(), err)
 		}
-		ca, bundle = c.parse(stored.caCert, stored.caKey, caCertFile), stored.caCert
-		serving = c.parse(stored.cert, stored.key, certFile)
+		ca := c.parse(stored.caCert, stored.caKey, caCertFile)
+		serving := c.parse(stored.cert, stored.key, certFile)
 		now := c.now()
 		plan := planRenewal(ca, serving, c.hosts, now)
 		plan.ca = plan.ca || force.ca
 		plan.serving = plan.serving || force.serving || plan.ca
 		if !plan.ca && !plan.serving {
-			break
+			return serving, stored.caCert, nil
 		}
-		if plan.ca {
-			if ca, err = newCA(c.name, caLifetimes*c.validity, now); err != nil {
-				return fmt.Errorf("making a webhook CA: %w", err)
-			}
-			bundle = newBundle(ca.certPEM, bundle, now)
-			stored.caCert, stored.caKey = bundle, ca.keyPEM
+		if ca, serving, err = c.renew(plan, &stored, ca, now); err != nil {
+			return nil, nil, err
 		}
-		if serving, err = newServingCert(ca, c.hosts, c.validity, now); err != nil {
-			return fmt.Errorf("making a webhook serving certificate: %w", err)
-		}
-		stored.cert, stored.key = serving.certPEM, serving.keyPEM
 		err = c.store.save(ctx, stored, version)
 		if errors.Is(err, errStoreChanged) && attempt < storeAttempts {
 			// Another replica stored certificates meanwhile: use those
@@ -335,25 +346,46 @@ func (c *certificates) refresh(ctx context.Context, force renewal) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("storing the webhook certificates in %s: %w", c.store.where(), err)
+			return nil, nil, fmt.Errorf("storing the webhook certificates in %s: %w", c.store.where(), err)
 		}
 		if plan.ca {
 			c.log.Info("made a new webhook CA", "store", c.store.where(), "notAfter", ca.cert.NotAfter)
 		}
 		c.log.Info("made a new webhook serving certificate", "store", c.store.where(), "hosts", c.hosts, "notAfter", serving.cert.NotAfter)
-		break
+		return serving, stored.caCert, nil
 	}
-	c.bundle = bundle
-	if err := c.publishLocked(ctx); err != nil {
+}
+
+// renew makes a new serving certificate, signed by a new CA if plan.ca
+// (else by ca), and puts them into stored: a new CA goes in front of the
+// bundle. It returns the signing CA and the serving certificate.
+func (c *certificates) renew(plan renewal, stored *storedCerts, ca *keyPair, now time.Time) (*keyPair, *keyPair, error) {
+	if plan.ca {
+		var err error
+		if ca, err = newCA(c.name, caLifetimes*c.validity, now); err != nil {
+			return nil, nil, fmt.Errorf("making a webhook CA: %w", err)
+		}
+		stored.caCert, stored.caKey = newBundle(ca.certPEM, stored.caCert, now), ca.keyPEM
+	}
+	serving, err := newServingCert(ca, c.hosts, c.validity, now)
+	if err != nil {
+		return nil, nil, fmt.Errorf("making a webhook serving certificate: %w", err)
+	}
+	stored.cert, stored.key = serving.certPEM, serving.keyPEM
+	return ca, serving, nil
+}
+
+// presentLocked makes serving the certificate the server presents, unless
+// it presents it already.
+func (c *certificates) presentLocked(serving *keyPair) error {
+	if cur := c.serving.Load(); cur != nil && bytes.Equal(cur.Certificate[0], serving.cert.Raw) {
+		return nil
+	}
+	pair, err := tls.X509KeyPair(serving.certPEM, serving.keyPEM)
+	if err != nil {
 		return err
 	}
-	if cur := c.serving.Load(); cur == nil || !bytes.Equal(cur.Certificate[0], serving.cert.Raw) {
-		pair, err := tls.X509KeyPair(serving.certPEM, serving.keyPEM)
-		if err != nil {
-			return err
-		}
-		c.serving.Store(&pair)
-	}
+	c.serving.Store(&pair)
 	return nil
 }
 

@@ -140,10 +140,33 @@ func (o Options) withDefaults() (Options, error) {
 	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
 		return o, fmt.Errorf("webhook configuration name %q: %s", o.Name, strings.Join(errs, "; "))
 	}
+	if err := o.defaultListener(); err != nil {
+		return o, err
+	}
+	if err := o.defaultURL(); err != nil {
+		return o, err
+	}
+	if err := o.defaultCertStore(); err != nil {
+		return o, err
+	}
+	if o.CertValidity <= 0 {
+		o.CertValidity = defaultCertValidity
+	}
+	if o.CheckInterval <= 0 {
+		o.CheckInterval = defaultCheckInterval
+	}
+	o.Hosts = o.certHosts()
+	return o, nil
+}
+
+// defaultListener checks Service and fills in where the server listens
+// when Host and Port leave it open: port defaultServicePort behind a
+// Service; else host 127.0.0.1 and a free port.
+func (o *Options) defaultListener() error {
 	if o.Service != nil {
 		svc := *o.Service
 		if svc.Namespace == "" || svc.Name == "" {
-			return o, fmt.Errorf("the webhook Service needs a namespace and a name")
+			return fmt.Errorf("the webhook Service needs a namespace and a name")
 		}
 		if svc.Port == 0 {
 			svc.Port = 443
@@ -158,10 +181,17 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Port == 0 {
 		port, err := freePort(o.Host)
 		if err != nil {
-			return o, fmt.Errorf("choosing a free port for the webhook server: %w", err)
+			return fmt.Errorf("choosing a free port for the webhook server: %w", err)
 		}
 		o.Port = port
 	}
+	return nil
+}
+
+// defaultURL fills in, without a Service, the URL the API server calls: the
+// listener's address (127.0.0.1 when it listens on every address). It
+// checks the URL and drops a trailing slash.
+func (o *Options) defaultURL() error {
 	if o.Service == nil && o.URL == "" {
 		host := o.Host
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
@@ -172,32 +202,32 @@ func (o Options) withDefaults() (Options, error) {
 	if o.URL != "" {
 		u, err := url.Parse(o.URL)
 		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			return o, fmt.Errorf("webhook URL %q must be https://host[:port][/path], with no user, query or fragment", o.URL)
+			return fmt.Errorf("webhook URL %q must be https://host[:port][/path], with no user, query or fragment", o.URL)
 		}
 		o.URL = strings.TrimSuffix(o.URL, "/")
 	}
+	return nil
+}
+
+// defaultCertStore checks that generated certificates are kept in one place,
+// the Secret CertSecret or the folder CertDir, and defaults the folder to
+// one under the system's temporary folder.
+func (o *Options) defaultCertStore() error {
 	if ref := o.CertSecret; ref != nil {
 		switch {
 		case ref.Namespace == "" || ref.Name == "":
-			return o, fmt.Errorf("the webhook certificate Secret needs a namespace and a name")
+			return fmt.Errorf("the webhook certificate Secret needs a namespace and a name")
 		case o.CertificatesFromFiles:
-			return o, fmt.Errorf("the webhook certificates come either from files or from the Secret %s/%s, not both", ref.Namespace, ref.Name)
+			return fmt.Errorf("the webhook certificates come either from files or from the Secret %s/%s, not both", ref.Namespace, ref.Name)
 		case o.CertDir != "":
-			return o, fmt.Errorf("the generated webhook certificates are kept either in %s or in the Secret %s/%s, not both", o.CertDir, ref.Namespace, ref.Name)
+			return fmt.Errorf("the generated webhook certificates are kept either in %s or in the Secret %s/%s, not both", o.CertDir, ref.Namespace, ref.Name)
 		}
 		secret := *ref
 		o.CertSecret = &secret
 	} else if o.CertDir == "" {
 		o.CertDir = filepath.Join(os.TempDir(), "gopf-webhook", o.Name)
 	}
-	if o.CertValidity <= 0 {
-		o.CertValidity = defaultCertValidity
-	}
-	if o.CheckInterval <= 0 {
-		o.CheckInterval = defaultCheckInterval
-	}
-	o.Hosts = o.certHosts()
-	return o, nil
+	return nil
 }
 
 // certHosts lists the names the serving certificate must hold.

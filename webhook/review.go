@@ -82,24 +82,9 @@ func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission
 // nil when the handler changed nothing or was not called.
 func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, current []byte, memo *spec.Memo) ([]byte, []string, error) {
 	op := handlers.Operation(req.Operation)
-	// Objects decode as the API server decodes them, keys case-sensitively:
-	// encoding/json would let a "Spec" or "dAtA" the API server ignores
-	// decide what the handler sees.
-	obj := h.reg.NewObject()
-	if op == handlers.OperationConnect {
-		// The request's object is the options of the connection, of another
-		// kind; the handler finds it in AdmissionRequest.Raw.
-		obj.SetName(req.Name)
-		obj.SetNamespace(req.Namespace)
-	} else if err := utiljson.Unmarshal(current, obj); err != nil {
-		return nil, nil, fmt.Errorf("%s: decoding the object: %w", h.reg, err)
-	}
-	var old client.Object
-	if (op == handlers.OperationUpdate || op == handlers.OperationDelete) && len(req.OldObject.Raw) > 0 {
-		old = h.reg.NewObject()
-		if err := utiljson.Unmarshal(req.OldObject.Raw, old); err != nil {
-			return nil, nil, fmt.Errorf("%s: decoding the old object: %w", h.reg, err)
-		}
+	obj, old, err := decodeObjects(h, req, current)
+	if err != nil {
+		return nil, nil, err
 	}
 	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj, h.indexes()) {
 		return nil, nil, nil
@@ -107,30 +92,11 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 	mutate := rv.mutating && (op == handlers.OperationCreate || op == handlers.OperationUpdate)
 	var before []byte
 	if mutate {
-		var err error
 		if before, err = json.Marshal(obj); err != nil {
 			return nil, nil, fmt.Errorf("%s: encoding the object: %w", h.reg, err)
 		}
 	}
-	log := logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID)
-	areq := &handlers.AdmissionRequest{
-		Operation:   op,
-		SubResource: req.SubResource,
-		DryRun:      req.DryRun != nil && *req.DryRun,
-		UserInfo:    req.UserInfo,
-		Name:        req.Name,
-		Namespace:   req.Namespace,
-		HandlerID:   h.reg.Options.ID,
-		Param:       h.reg.Options.Param,
-		Log:         log,
-		Patch:       &handlers.Patch{},
-		Raw:         req,
-		Memo:        memo,
-		Client:      h.client,
-	}
-	if h.op != nil {
-		areq.Indexes = h.op.Indexes
-	}
+	areq := admissionRequest(ctx, h, req, memo)
 	review := &contract.Extras{}
 	h.set.BindRequest(areq, review)
 	if err := call(ctx, h, obj, old, areq); err != nil {
@@ -139,21 +105,78 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 	if !mutate {
 		return nil, review.Warnings, nil
 	}
+	next, err := mutated(h, current, before, obj, areq.Patch)
+	return next, review.Warnings, err
+}
+
+// decodeObjects decodes the object current (JSON) and, on UPDATE and
+// DELETE, the request's old object, as h's kind. On CONNECT the object is
+// an empty one with the request's name and namespace.
+func decodeObjects(h *hook, req *admissionv1.AdmissionRequest, current []byte) (obj, old client.Object, err error) {
+	op := handlers.Operation(req.Operation)
+	// Objects decode as the API server decodes them, keys case-sensitively:
+	// encoding/json would let a "Spec" or "dAtA" the API server ignores
+	// decide what the handler sees.
+	obj = h.reg.NewObject()
+	if op == handlers.OperationConnect {
+		// The request's object is the options of the connection, of another
+		// kind; the handler finds it in AdmissionRequest.Raw.
+		obj.SetName(req.Name)
+		obj.SetNamespace(req.Namespace)
+	} else if err := utiljson.Unmarshal(current, obj); err != nil {
+		return nil, nil, fmt.Errorf("%s: decoding the object: %w", h.reg, err)
+	}
+	if (op == handlers.OperationUpdate || op == handlers.OperationDelete) && len(req.OldObject.Raw) > 0 {
+		old = h.reg.NewObject()
+		if err := utiljson.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return nil, nil, fmt.Errorf("%s: decoding the old object: %w", h.reg, err)
+		}
+	}
+	return obj, old, nil
+}
+
+// admissionRequest is what handler h is given of req.
+func admissionRequest(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, memo *spec.Memo) *handlers.AdmissionRequest {
+	areq := &handlers.AdmissionRequest{
+		Operation:   handlers.Operation(req.Operation),
+		SubResource: req.SubResource,
+		DryRun:      req.DryRun != nil && *req.DryRun,
+		UserInfo:    req.UserInfo,
+		Name:        req.Name,
+		Namespace:   req.Namespace,
+		HandlerID:   h.reg.Options.ID,
+		Param:       h.reg.Options.Param,
+		Log:         logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID),
+		Patch:       &handlers.Patch{},
+		Raw:         req,
+		Memo:        memo,
+		Client:      h.client,
+	}
+	if h.op != nil {
+		areq.Indexes = h.op.Indexes
+	}
+	return areq
+}
+
+// mutated returns the object current (JSON) with the changes a mutator made:
+// to obj, which was before (JSON) when it was called, and in patch. It
+// returns nil when the mutator changed nothing.
+func mutated(h *hook, current, before []byte, obj client.Object, patch *handlers.Patch) ([]byte, error) {
 	after, err := json.Marshal(obj)
 	if err == nil {
-		after, err = mergePatch(after, areq.Patch)
+		after, err = mergePatch(after, patch)
 	}
 	if err != nil {
-		return nil, review.Warnings, fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)
+		return nil, fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)
 	}
 	if bytes.Equal(before, after) {
-		return nil, review.Warnings, nil
+		return nil, nil
 	}
 	next, err := applyChanges(current, before, after)
 	if err != nil {
-		return nil, review.Warnings, fmt.Errorf("%s: applying the changes: %w", h.reg, err)
+		return nil, fmt.Errorf("%s: applying the changes: %w", h.reg, err)
 	}
-	return next, review.Warnings, nil
+	return next, nil
 }
 
 // requestMemos finds the memos the handlers of one admission request get:

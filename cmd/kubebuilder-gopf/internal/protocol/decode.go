@@ -203,76 +203,92 @@ func (d *decoder) scan(buf *bytes.Buffer, limit, depth int) error {
 	case '"':
 		return d.str(buf, limit)
 	case '{', '[':
-		closing := byte('}')
-		if c == '[' {
-			closing = ']'
+		return d.container(buf, limit, depth, c)
+	default:
+		return d.literal(buf, limit)
+	}
+}
+
+// container consumes an object (opening is '{') or an array (opening is
+// '['), as scan does; depth is its own.
+func (d *decoder) container(buf *bytes.Buffer, limit, depth int, opening byte) error {
+	closing := byte('}')
+	if opening == '[' {
+		closing = ']'
+	}
+	if err := d.take(buf, limit); err != nil {
+		return err
+	}
+	if next, err := d.peekNonSpace(); err != nil {
+		return err
+	} else if next == closing {
+		return d.take(buf, limit)
+	}
+	for {
+		if opening == '{' {
+			if err := d.memberKey(buf, limit); err != nil {
+				return err
+			}
+		}
+		if err := d.scan(buf, limit, depth+1); err != nil {
+			return err
+		}
+		sep, err := d.nextNonSpace()
+		if err != nil {
+			return err
+		}
+		if err := d.put(buf, limit, sep); err != nil {
+			return err
+		}
+		if sep == closing {
+			return nil
+		}
+		if sep != ',' {
+			return fmt.Errorf("want ',' or %q, got %q", closing, sep)
+		}
+	}
+}
+
+// memberKey consumes an object member's key and the colon after it.
+func (d *decoder) memberKey(buf *bytes.Buffer, limit int) error {
+	if err := d.str(buf, limit); err != nil {
+		return err
+	}
+	if err := d.expect(':'); err != nil {
+		return err
+	}
+	return d.put(buf, limit, ':')
+}
+
+// literal consumes a number or a literal (true, false, null): everything up
+// to the next delimiter.
+func (d *decoder) literal(buf *bytes.Buffer, limit int) error {
+	var tok token
+	for {
+		c, err := d.peek()
+		if err == io.EOF && tok.n > 0 {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if isDelimiter(c) {
+			if tok.n == 0 {
+				return fmt.Errorf("unexpected %q", c)
+			}
+			break
+		}
+		if !tok.next(c) {
+			return fmt.Errorf("invalid literal or number: unexpected %q", c)
 		}
 		if err := d.take(buf, limit); err != nil {
 			return err
 		}
-		if next, err := d.peekNonSpace(); err != nil {
-			return err
-		} else if next == closing {
-			return d.take(buf, limit)
-		}
-		for {
-			if c == '{' {
-				if err := d.str(buf, limit); err != nil {
-					return err
-				}
-				if err := d.expect(':'); err != nil {
-					return err
-				}
-				if err := d.put(buf, limit, ':'); err != nil {
-					return err
-				}
-			}
-			if err := d.scan(buf, limit, depth+1); err != nil {
-				return err
-			}
-			sep, err := d.nextNonSpace()
-			if err != nil {
-				return err
-			}
-			if err := d.put(buf, limit, sep); err != nil {
-				return err
-			}
-			if sep == closing {
-				return nil
-			}
-			if sep != ',' {
-				return fmt.Errorf("want ',' or %q, got %q", closing, sep)
-			}
-		}
-	default:
-		// A number or a literal: everything up to the next delimiter.
-		var tok token
-		for {
-			c, err := d.peek()
-			if err == io.EOF && tok.n > 0 {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			if isDelimiter(c) {
-				if tok.n == 0 {
-					return fmt.Errorf("unexpected %q", c)
-				}
-				break
-			}
-			if !tok.next(c) {
-				return fmt.Errorf("invalid literal or number: unexpected %q", c)
-			}
-			if err := d.take(buf, limit); err != nil {
-				return err
-			}
-		}
-		if !tok.complete() {
-			return errors.New("invalid literal or number: cut short")
-		}
-		return nil
 	}
+	if !tok.complete() {
+		return errors.New("invalid literal or number: cut short")
+	}
+	return nil
 }
 
 // token follows a number or a literal (true, false, null) a byte at a time,

@@ -216,6 +216,27 @@ func registerCall(src, marker, stmt string) (string, error) {
 	return insertBefore(src, marker, stmt+"\n")
 }
 
+// registerInMain writes main (cmd/main.go's content, go/v4's setup of the
+// kind removed) back with the call register(reg) of the package at
+// importPath added before marker, importing the package as alias when it
+// is not imported yet.
+func (s *session) registerInMain(main, importPath, alias, marker, register string) error {
+	main, name, err := ensureImport(main, importPath, alias)
+	if err != nil {
+		return err
+	}
+	main, err = registerCall(main, marker, name+"."+register+"(reg)")
+	if err != nil {
+		return err
+	}
+	main, err = formatGo(mainPath, main)
+	if err != nil {
+		return err
+	}
+	s.write(mainPath, main)
+	return nil
+}
+
 // removeReconcilerSetup removes go/v4's setup of kind's Reconciler from
 // main.go: the statement
 //

@@ -94,6 +94,17 @@ var (
 // flags in the project.
 func (p *project) resolveKind(f flagValues) (*kind, error) {
 	k := &kind{Group: f["group"], Version: f["version"], Kind: f["kind"]}
+	if err := checkKindFlags(k); err != nil {
+		return nil, err
+	}
+	k.resource = p.resource(k)
+	p.describe(k)
+	return k, nil
+}
+
+// checkKindFlags checks that the flags named k's group, version and kind,
+// and that the names are valid.
+func checkKindFlags(k *kind) error {
 	var missing []string
 	for _, n := range []struct{ flag, value string }{{"--group", k.Group}, {"--version", k.Version}, {"--kind", k.Kind}} {
 		if n.value == "" || n.value == "true" {
@@ -101,25 +112,36 @@ func (p *project) resolveKind(f flagValues) (*kind, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("missing %s: give the kind's group, version and kind, e.g. --group db --version v1 --kind Database", strings.Join(missing, ", "))
+		return fmt.Errorf("missing %s: give the kind's group, version and kind, e.g. --group db --version v1 --kind Database", strings.Join(missing, ", "))
 	}
 	if !groupPattern.MatchString(k.Group) {
-		return nil, fmt.Errorf("--group %q is not a valid API group name (lower-case letters, digits, '-' and '.')", k.Group)
+		return fmt.Errorf("--group %q is not a valid API group name (lower-case letters, digits, '-' and '.')", k.Group)
 	}
 	if !versionPattern.MatchString(k.Version) {
-		return nil, fmt.Errorf("--version %q is not a Kubernetes API version such as v1, v1beta1 or v2alpha1", k.Version)
+		return fmt.Errorf("--version %q is not a Kubernetes API version such as v1, v1beta1 or v2alpha1", k.Version)
 	}
 	if !isExportedIdent(k.Kind) {
-		return nil, fmt.Errorf("--kind %q must be a CamelCase Go identifier starting with an upper-case letter, such as Database", k.Kind)
+		return fmt.Errorf("--kind %q must be a CamelCase Go identifier starting with an upper-case letter, such as Database", k.Kind)
 	}
+	return nil
+}
+
+// resource returns the PROJECT file's entry of k's group, version and
+// kind, or nil.
+func (p *project) resource(k *kind) *protocol.Resource {
 	for i := range p.Resources {
 		r := &p.Resources[i]
 		if r.Group == k.Group && r.Version == k.Version && r.Kind == k.Kind {
-			k.resource = r
-			break
+			return r
 		}
 	}
+	return nil
+}
 
+// describe fills in what the templates need to know of k beyond its
+// names, from its PROJECT entry when it has one and from the project's
+// defaults otherwise.
+func (p *project) describe(k *kind) {
 	domain := p.Domain
 	k.Own = true
 	k.Namespaced = true
@@ -152,7 +174,6 @@ func (p *project) resolveKind(f flagValues) (*kind, error) {
 		k.APIPath = p.Repo + "/api/" + p.groupDir(k) + k.Version
 	}
 	k.APIAlias = importAlias(k.Group, k.Version)
-	return k, nil
 }
 
 // builtinHasStatus reports whether a built-in kind has a status: its Go

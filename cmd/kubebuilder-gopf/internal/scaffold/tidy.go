@@ -3,6 +3,7 @@ package scaffold
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,20 +24,52 @@ import (
 // the result. When tidy cannot run or fails, the edit still stands and a
 // note tells the user to run it.
 func (s *session) tidy() {
-	fail := func(why string) {
-		s.note("go.mod: %s; run \"go mod tidy\" in the project before building it", why)
+	if err := s.tidyInCopy(); err != nil {
+		s.note("go.mod: %s; run \"go mod tidy\" in the project before building it", err)
 	}
+}
+
+// tidyInCopy tidies a temporary copy of the project and writes the go.mod
+// and go.sum it gives.
+func (s *session) tidyInCopy() error {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		fail("there is no go command on PATH to tidy it")
-		return
+		return errors.New("there is no go command on PATH to tidy it")
 	}
 	dir, err := os.MkdirTemp("", "gopf-tidy-")
 	if err != nil {
-		fail(err.Error())
-		return
+		return err
 	}
 	defer os.RemoveAll(dir)
+	if err := s.copyForTidy(dir); err != nil {
+		return err
+	}
+	gocmd := goCommand(goBin, dir)
+	relative, err := s.absoluteReplaces(gocmd)
+	if err != nil {
+		return err
+	}
+	if _, err := gocmd("mod", "tidy"); err != nil {
+		return err
+	}
+	for old, target := range relative {
+		if _, err := gocmd("mod", "edit", "-replace="+old+"="+target); err != nil {
+			return err
+		}
+	}
+	for _, p := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			return err
+		}
+		s.write(p, string(data))
+	}
+	return nil
+}
+
+// copyForTidy writes the files tidy reads, the project's go.mod, go.sum
+// and Go files as this request leaves them, into dir.
+func (s *session) copyForTidy(dir string) error {
 	for p := range s.req.Universe {
 		if p != "go.mod" && p != "go.sum" && !isProjectGoFile(p) {
 			continue
@@ -44,15 +77,20 @@ func (s *session) tidy() {
 		content, _ := s.file(p)
 		file := filepath.Join(dir, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			fail(err.Error())
-			return
+			return err
 		}
 		if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
-			fail(err.Error())
-			return
+			return err
 		}
 	}
-	gocmd := func(args ...string) ([]byte, error) {
+	return nil
+}
+
+// goCommand returns a function that runs the go command goBin in dir,
+// outside any workspace and free to update go.mod, and returns its output;
+// its error carries what the command wrote to stderr.
+func goCommand(goBin, dir string) func(args ...string) ([]byte, error) {
+	return func(args ...string) ([]byte, error) {
 		cmd := exec.Command(goBin, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
@@ -63,29 +101,6 @@ func (s *session) tidy() {
 			return nil, fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 		}
 		return out, nil
-	}
-	relative, err := s.absoluteReplaces(gocmd)
-	if err != nil {
-		fail(err.Error())
-		return
-	}
-	if _, err := gocmd("mod", "tidy"); err != nil {
-		fail(err.Error())
-		return
-	}
-	for old, target := range relative {
-		if _, err := gocmd("mod", "edit", "-replace="+old+"="+target); err != nil {
-			fail(err.Error())
-			return
-		}
-	}
-	for _, p := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(dir, p))
-		if err != nil {
-			fail(err.Error())
-			return
-		}
-		s.write(p, string(data))
 	}
 }
 

@@ -23,14 +23,9 @@ func (s *session) createWebhook() error {
 	if err != nil {
 		return err
 	}
-	if s.flags.bool("conversion") {
-		return fmt.Errorf("%s does not scaffold conversion webhooks: gopf has no conversion handlers. "+
-			"Run \"kubebuilder create webhook --plugins go/v4 --group %s --version %s --kind %s --conversion ...\" for controller-runtime's, "+
-			"and this command without --conversion for gopf's defaulting and validation handlers", PluginKey, k.Group, k.Version, k.Kind)
-	}
-	defaulting, validation := s.flags.bool("defaulting"), s.flags.bool("programmatic-validation")
-	if !defaulting && !validation {
-		return fmt.Errorf("give --defaulting (a mutating handler), --programmatic-validation (a validating handler), or both")
+	defaulting, validation, err := s.admissionKinds(k)
+	if err != nil {
+		return err
 	}
 	if err := s.requireWired(); err != nil {
 		return err
@@ -48,34 +43,16 @@ func (s *session) createWebhook() error {
 		kind: k, Boilerplate: s.boilerplate(), Package: hook.pkg,
 		Defaulting: defaulting, Validation: validation, Paths: servedAt(k, defaulting, validation),
 	}
-
-	if strings.Contains(hook.content, "func Register"+k.Kind+"Webhooks(") {
-		s.note("%s already has gopf admission handlers; leaving it as it is (add handlers.OnMutate or handlers.OnValidate there by hand)", hook.path)
-	} else {
-		if !strings.Contains(hook.content, "Setup"+k.Kind+"WebhookWithManager") {
-			s.note("replacing %s, which does not look like go/v4's scaffold, with gopf admission handlers", hook.path)
-		}
-		content, err := render("webhook.go.tmpl", data)
-		if err != nil {
-			return err
-		}
-		s.write(hook.path, content)
+	if err := s.writeAdmissionHandlers(hook, data); err != nil {
+		return err
 	}
-
-	testPath := path.Join(dir, k.Lower()+"_webhook_test.go")
-	if old, ok := s.req.Universe[testPath]; !ok || isGoV4WebhookTest(old) {
-		content, err := render("webhook_test.go.tmpl", data)
-		if err != nil {
-			return err
-		}
-		s.write(testPath, content)
+	if err := s.writeAdmissionTest(dir, data); err != nil {
+		return err
 	}
 	if err := s.webhookSuite(p, dir, hook.pkg); err != nil {
 		return err
 	}
-
-	main := s.req.Universe[mainPath]
-	main, err = removeWebhookSetup(main, k.Kind)
+	main, err := removeWebhookSetup(s.req.Universe[mainPath], k.Kind)
 	if err != nil {
 		return err
 	}
@@ -83,19 +60,54 @@ func (s *session) createWebhook() error {
 	if !p.MultiGroup {
 		alias = "webhook" + k.Version
 	}
-	main, name, err := ensureImport(main, p.packageDir(dir), alias)
+	return s.registerInMain(main, p.packageDir(dir), alias, markerWebhooks, "Register"+k.Kind+"Webhooks")
+}
+
+// admissionKinds reads which admission handlers the flags ask for: a
+// mutating one (--defaulting), a validating one (--programmatic-validation),
+// or both. Conversion webhooks are not gopf's.
+func (s *session) admissionKinds(k *kind) (defaulting, validation bool, err error) {
+	if s.flags.bool("conversion") {
+		return false, false, fmt.Errorf("%s does not scaffold conversion webhooks: gopf has no conversion handlers. "+
+			"Run \"kubebuilder create webhook --plugins go/v4 --group %s --version %s --kind %s --conversion ...\" for controller-runtime's, "+
+			"and this command without --conversion for gopf's defaulting and validation handlers", PluginKey, k.Group, k.Version, k.Kind)
+	}
+	defaulting, validation = s.flags.bool("defaulting"), s.flags.bool("programmatic-validation")
+	if !defaulting && !validation {
+		return false, false, fmt.Errorf("give --defaulting (a mutating handler), --programmatic-validation (a validating handler), or both")
+	}
+	return defaulting, validation, nil
+}
+
+// writeAdmissionHandlers replaces go/v4's webhook file with gopf admission
+// handlers, unless it has them already.
+func (s *session) writeAdmissionHandlers(hook *goFile, data fileData) error {
+	if strings.Contains(hook.content, "func Register"+data.Kind+"Webhooks(") {
+		s.note("%s already has gopf admission handlers; leaving it as it is (add handlers.OnMutate or handlers.OnValidate there by hand)", hook.path)
+		return nil
+	}
+	if !strings.Contains(hook.content, "Setup"+data.Kind+"WebhookWithManager") {
+		s.note("replacing %s, which does not look like go/v4's scaffold, with gopf admission handlers", hook.path)
+	}
+	content, err := render("webhook.go.tmpl", data)
 	if err != nil {
 		return err
 	}
-	main, err = registerCall(main, markerWebhooks, fmt.Sprintf("%s.Register%sWebhooks(reg)", name, k.Kind))
-	if err != nil {
-		return err
+	s.write(hook.path, content)
+	return nil
+}
+
+// writeAdmissionTest writes the admission handlers' test into dir, unless a
+// test other than go/v4's is there.
+func (s *session) writeAdmissionTest(dir string, data fileData) error {
+	testPath := path.Join(dir, data.Lower()+"_webhook_test.go")
+	if old, ok := s.req.Universe[testPath]; !ok || isGoV4WebhookTest(old) {
+		content, err := render("webhook_test.go.tmpl", data)
+		if err != nil {
+			return err
+		}
+		s.write(testPath, content)
 	}
-	main, err = formatGo(mainPath, main)
-	if err != nil {
-		return err
-	}
-	s.write(mainPath, main)
 	return nil
 }
 

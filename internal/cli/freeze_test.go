@@ -1,4 +1,4 @@
-package gopf_test
+package cli_test
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
+	"github.com/gopf-dev/gopf/internal/cli"
 )
 
 func TestFreezeWritesItsEntryAndMessageToTheNamespacesGivenAndResumeRemovesIt(t *testing.T) {
@@ -33,7 +33,7 @@ func TestFreezeWritesItsEntryAndMessageToTheNamespacesGivenAndResumeRemovesIt(t 
 		return e, ok
 	}
 
-	if err := gopf.FreezeCommand(ctx, c, "freeze", "-P", "ops", "-n", one, "-t", "600", "-m", "upgrading", "-i", "me"); err != nil {
+	if err := cli.FreezeCommand(ctx, c, "freeze", "-P", "ops", "-n", one, "-t", "600", "-m", "upgrading", "-i", "me"); err != nil {
 		t.Fatal(err)
 	}
 	if e, ok := entry(one); !ok || e.Priority != 100 || e.Lifetime != 600 || e.Message != "upgrading" {
@@ -43,7 +43,7 @@ func TestFreezeWritesItsEntryAndMessageToTheNamespacesGivenAndResumeRemovesIt(t 
 		t.Errorf("the freeze reached %s, which -n did not name", two)
 	}
 
-	if err := gopf.FreezeCommand(ctx, c, "resume", "-P", "ops", "-n", one, "-i", "me"); err != nil {
+	if err := cli.FreezeCommand(ctx, c, "resume", "-P", "ops", "-n", one, "-i", "me"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := entry(one); ok {

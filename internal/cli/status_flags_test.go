@@ -1,4 +1,4 @@
-package gopf
+package cli
 
 import (
 	"context"
@@ -57,7 +57,7 @@ func TestStatusAndPlanShowTheirHelpWithoutACluster(t *testing.T) {
 			t.Errorf("%s -h looked for the cluster", command)
 			return nil, errors.New("no cluster")
 		}
-		err := statusCommand(context.Background(), io.Discard, &stderr, noCluster, handlers.NewRegistry(), MainOptions{}, "op", command, []string{"-h"})
+		err := statusCommand(context.Background(), io.Discard, &stderr, noCluster, Program{Name: "op", Registry: handlers.NewRegistry()}, command, []string{"-h"})
 		if !errors.Is(err, flag.ErrHelp) {
 			t.Errorf("%s -h returned %v, want flag.ErrHelp", command, err)
 		}

@@ -1,4 +1,4 @@
-package gopf_test
+package cli_test
 
 import (
 	"bytes"
@@ -17,20 +17,18 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/cli"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
 var cfg *rest.Config
 
 func TestMain(m *testing.M) {
-	logger := logs.logger()
 	envtest.MainWith(m, envtest.MainOptions{
-		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"config/crd/bases"}},
-		Logger:       &logger,
+		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases"}},
 		BeforeTests: func(cp *envtest.ControlPlane) error {
 			cfg = cp.Config
 			return nil
@@ -129,7 +127,7 @@ func runCommand(t *testing.T, command string, args ...string) string {
 func runCommandOf(t *testing.T, reg *handlers.Registry, command string, args ...string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err := gopf.StatusCommand(context.Background(), &out, &errOut, cfg, reg, gopf.MainOptions{AddToScheme: []func(*runtime.Scheme) error{kopfv1.AddToScheme}}, "operator", command, args)
+	err := cli.StatusCommand(context.Background(), &out, &errOut, cfg, cli.Program{Name: "operator", Registry: reg, AddToScheme: []func(*runtime.Scheme) error{kopfv1.AddToScheme}}, command, args)
 	if err != nil {
 		t.Fatalf("%s %v: %v (stderr: %s)", command, args, err, errOut.String())
 	}
@@ -279,7 +277,7 @@ func TestThePlannerEmitsEachPageBeforeListingTheNextAndWritesNothing(t *testing.
 
 func TestTheStatusCommandRefusesAKindTheOperatorDoesNotHave(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := gopf.StatusCommand(context.Background(), &out, &errOut, cfg, statusRegistry(), gopf.MainOptions{AddToScheme: []func(*runtime.Scheme) error{kopfv1.AddToScheme}}, "operator", "status", []string{"pods"})
+	err := cli.StatusCommand(context.Background(), &out, &errOut, cfg, cli.Program{Name: "operator", Registry: statusRegistry(), AddToScheme: []func(*runtime.Scheme) error{kopfv1.AddToScheme}}, "status", []string{"pods"})
 	if err == nil || !strings.Contains(err.Error(), `no kind called "pods" (its kinds: kopfexamples.kopf.dev)`) {
 		t.Fatalf("got %v, want an error naming the operator's kinds", err)
 	}

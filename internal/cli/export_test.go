@@ -1,4 +1,4 @@
-package gopf
+package cli
 
 import (
 	"context"
@@ -7,14 +7,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/gopf-dev/gopf/handlers"
 )
 
 // StatusCommand lets the external tests run the status and plan commands
 // against a control plane of their own.
-func StatusCommand(ctx context.Context, stdout, stderr io.Writer, cfg *rest.Config, reg *handlers.Registry, mo MainOptions, name, command string, args []string) error {
-	return statusCommand(ctx, stdout, stderr, func() (*rest.Config, error) { return cfg, nil }, reg, mo, name, command, args)
+func StatusCommand(ctx context.Context, stdout, stderr io.Writer, cfg *rest.Config, p Program, command string, args []string) error {
+	return statusCommand(ctx, stdout, stderr, func() (*rest.Config, error) { return cfg, nil }, p, command, args)
 }
 
 // FreezeCommand lets the external tests run the freeze and resume commands

@@ -1,4 +1,4 @@
-package gopf
+package cli
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -83,7 +82,7 @@ func (f *statusFlags) selection(positional []string) (reconcile.Selection, error
 
 // runStatus implements the status and plan commands on the cluster of
 // KUBECONFIG (or in-cluster config).
-func runStatus(reg *handlers.Registry, mo MainOptions, name, command string, args []string) error {
+func runStatus(p Program, command string, args []string) error {
 	cluster := func() (*rest.Config, error) {
 		cfg, err := ctrl.GetConfig()
 		if err != nil {
@@ -91,7 +90,7 @@ func runStatus(reg *handlers.Registry, mo MainOptions, name, command string, arg
 		}
 		return cfg, nil
 	}
-	return statusCommand(ctrl.SetupSignalHandler(), os.Stdout, os.Stderr, cluster, reg, mo, name, command, args)
+	return statusCommand(ctrl.SetupSignalHandler(), os.Stdout, os.Stderr, cluster, p, command, args)
 }
 
 // statusCommand is the status command (or, with command "plan", the dry
@@ -99,15 +98,15 @@ func runStatus(reg *handlers.Registry, mo MainOptions, name, command string, arg
 // where each handler stands, or what the operator would do on start. It
 // writes nothing to the cluster. cluster is asked for the cluster only
 // once the flags are read, so that -h and bad flags need none.
-func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func() (*rest.Config, error), reg *handlers.Registry, mo MainOptions, name, command string, args []string) error {
-	fs := flag.NewFlagSet(name+" "+command, flag.ContinueOnError)
+func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func() (*rest.Config, error), p Program, command string, args []string) error {
+	fs := flag.NewFlagSet(p.Name+" "+command, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		what := "where each handler stands on each object"
 		if command == "plan" {
 			what = "what the operator would do with each object on start, writing nothing"
 		}
-		fmt.Fprintf(fs.Output(), "Usage: %s %s [KIND] [NAME] [-n NAMESPACE | -A] [-o table|json|yaml]\n\nShows %s.\n\n", name, command, what)
+		fmt.Fprintf(fs.Output(), "Usage: %s %s [KIND] [NAME] [-n NAMESPACE | -A] [-o table|json|yaml]\n\nShows %s.\n\n", p.Name, command, what)
 		fs.PrintDefaults()
 	}
 	f := newStatusFlags(fs)
@@ -119,11 +118,11 @@ func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func()
 	if err != nil {
 		return err
 	}
-	scheme, err := buildScheme(mo.AddToScheme)
+	scheme, err := buildScheme(p.AddToScheme)
 	if err != nil {
 		return err
 	}
-	opts := mo.Engine
+	opts := p.Engine
 	if f.peeringName != "" {
 		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS}
 	}
@@ -131,7 +130,7 @@ func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func()
 	if err != nil {
 		return err
 	}
-	planner, err := reconcile.NewPlanner(cfg, scheme, reg, opts)
+	planner, err := reconcile.NewPlanner(cfg, scheme, p.Registry, opts)
 	if err != nil {
 		return err
 	}
@@ -152,14 +151,7 @@ func (f *statusFlags) print(ctx context.Context, stdout, stderr io.Writer, plann
 	return err
 }
 
-// RunKubectlPlugin runs the commands of the kubectl plugin
-// (cmd/kubectl-gopf): `kubectl gopf status KIND[,KIND...] [NAME] [-n NS |
-// -A] [-o table|json|yaml]` shows, for the objects of any gopf operator,
-// what gopf stored on them — progress records, last-handled state,
-// finalizers — without knowing the operator's handlers. The cluster is
-// the one of --kubeconfig (or KUBECONFIG) and --context; the namespace
-// defaults to the context's, as kubectl's does. It writes nothing to the
-// cluster.
+// RunKubectlPlugin is gopf.RunKubectlPlugin.
 func RunKubectlPlugin(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	const usage = "Usage: kubectl gopf status KIND[,KIND...] [NAME] [-n NAMESPACE | -A] [-o table|json|yaml]\n\n" +
 		"Shows what gopf stored on objects of the kinds: the progress of each handler, the last-handled state, finalizers.\n\n"

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/webhook"
+)
+
+// Flags are the operator's command-line flags: kubebuilder's cmd/main.go
+// ones plus Kopf's. The exported ones are the manager's, which package gopf
+// turns into its ManagerOptions (Program.NewManager); this package handles
+// the others, for the engine, the log and the commands, itself.
+type Flags struct {
+	// MetricsAddr and ProbeAddr are --metrics-bind-address and
+	// --health-probe-bind-address.
+	MetricsAddr, ProbeAddr string
+	// MetricsSecure and MetricsCertDir are --metrics-secure and
+	// --metrics-cert-dir.
+	MetricsSecure  bool
+	MetricsCertDir string
+	// LeaderElect and ElectionID are --leader-elect and
+	// --leader-election-id.
+	LeaderElect bool
+	ElectionID  string
+	// ShutdownTimeout is --graceful-shutdown-timeout.
+	ShutdownTimeout time.Duration
+	// Webhook are the webhook server's flags (webhook.Options.BindFlags).
+	Webhook webhook.Options
+	// QPS and Burst are --kube-api-qps and --kube-api-burst.
+	QPS   float64
+	Burst int
+	// KeepManagedFields is --keep-managed-fields.
+	KeepManagedFields bool
+
+	concurrency            int
+	namespaces             multiFlag
+	allNamespaces          bool
+	peeringName, peeringNS string
+	standalone, dev        bool
+	stealth                bool
+	priority               int
+	lifetime               time.Duration
+	logFormat              string
+	watchInactivity        time.Duration
+	zap                    zap.Options
+	printRBAC              rbacFormat
+	checkRBAC              string
+	fs                     *flag.FlagSet // to tell the flags given from defaults
+	kopfPrefix             string
+}
+
+// NewFlags defines the operator's flags on a flag set of the program name;
+// watchInactivity is the default of --watch-inactivity-timeout
+// (gopf.DefaultWatchInactivityTimeout).
+func NewFlags(name string, watchInactivity time.Duration) (*flag.FlagSet, *Flags) {
+	f := &Flags{zap: zap.Options{Development: true}}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	f.fs = fs
+	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to (e.g. :8443); 0 disables it. Probe results are served there at /probes.")
+	fs.BoolVar(&f.MetricsSecure, "metrics-secure", true, "Serve metrics (and /probes) over HTTPS to callers whose bearer token the API server authenticates and authorizes (get on the path); false serves plain HTTP to anyone.")
+	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "", "A directory with tls.crt and tls.key for the HTTPS metrics endpoint, reloaded when they change. Default: a self-signed certificate.")
+	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoints (/healthz, /readyz) bind to; 0 disables them.")
+	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "Enable Lease-based leader election, so that only one replica handles objects at a time.")
+	fs.StringVar(&f.ElectionID, "leader-election-id", name+".gopf.dev", "The name of the Lease used for leader election.")
+	fs.IntVar(&f.concurrency, "max-concurrent-reconciles", 16, "How many objects of one kind are handled at once.")
+	fs.Var(&f.namespaces, "namespace", "Namespaces to handle: names or patterns with * and ?, a leading ! excludes (e.g. 'app-*,!app-pr-*'); repeatable. Default: all namespaces.")
+	fs.Var(&f.namespaces, "n", "Short for --namespace.")
+	fs.BoolVar(&f.allNamespaces, "all-namespaces", false, "Handle all namespaces (the default when no --namespace is given).")
+	fs.BoolVar(&f.allNamespaces, "A", false, "Short for --all-namespaces.")
+	fs.StringVar(&f.peeringName, "peering", "", "Take part in the peering of this name: only the live operator with the highest priority works, and the operator pauses while the peering object does not exist. Default: the peering named default if its object exists, else none. With --namespace, the KopfPeering in each served namespace; else the ClusterKopfPeering.")
+	fs.StringVar(&f.peeringName, "P", "", "Short for --peering.")
+	fs.StringVar(&f.peeringNS, "peering-namespace", "", "Use the KopfPeering in this one namespace instead.")
+	fs.BoolVar(&f.standalone, "standalone", false, "Do not take part in peering, even with --peering.")
+	fs.BoolVar(&f.stealth, "peering-stealth", false, "Take part in peering without announcing this operator: write nothing to the peering object, and pause while any other peer is alive.")
+	fs.BoolVar(&f.dev, "dev", false, fmt.Sprintf("Development run: peering priority %d, so that this operator pauses the one deployed in the cluster.", reconcile.DevPriority))
+	fs.IntVar(&f.priority, "priority", 0, "Peering priority of this operator.")
+	fs.IntVar(&f.priority, "p", 0, "Short for --priority.")
+	fs.DurationVar(&f.lifetime, "peering-lifetime", time.Minute, "How long this operator's peering entry lives unless renewed.")
+	fs.StringVar(&f.kopfPrefix, "kopf-prefix", "", "The annotation prefix of the Kopf operator this one takes over from, whose state it continues (default "+reconcile.DefaultKopfPrefix+").")
+	fs.StringVar(&f.logFormat, "log-format", "text", "Log format: text or json.")
+	fs.Float64Var(&f.QPS, "kube-api-qps", 500, "Ceiling on the requests per second the operator sends to the API server (client-side); a bound on any retry storm.")
+	fs.IntVar(&f.Burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
+	fs.DurationVar(&f.watchInactivity, "watch-inactivity-timeout", watchInactivity, "Restart a watch that has delivered nothing, not even a bookmark, for this long, from the last version seen; 0: no bound.")
+	fs.DurationVar(&f.ShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
+	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
+	f.zap.BindFlags(fs)
+	f.Webhook.BindFlags(fs)
+	fs.Var(&f.printRBAC, "print-rbac", "Print the permissions the handlers need and exit: as a ClusterRole (manager-role-gopf) in YAML, or with --print-rbac=markers as kubebuilder RBAC markers for a project's controller file.")
+	fs.StringVar(&f.checkRBAC, "check-rbac", "", "Check that the Roles and ClusterRoles in this YAML file grant what the handlers need; print what is missing and exit, with status 1 if anything is.")
+	return fs, f
+}
+
+// check reports flags that contradict each other, and namespace patterns
+// that do not parse.
+func (f *Flags) check() error {
+	if f.allNamespaces && len(f.namespaces) > 0 {
+		return errors.New("give --namespace or --all-namespaces, not both")
+	}
+	if !f.MetricsSecure && f.MetricsCertDir != "" {
+		return errors.New("--metrics-cert-dir needs --metrics-secure (HTTPS)")
+	}
+	if f.watchInactivity < 0 {
+		return errors.New("--watch-inactivity-timeout cannot be negative (0 turns the bound off)")
+	}
+	if f.logFormat != "text" && f.logFormat != "json" {
+		return fmt.Errorf("--log-format is text or json, not %q", f.logFormat)
+	}
+	_, err := reconcile.CacheNamespaces(f.namespaces) // a bad pattern is reported before the cluster is looked for
+	return err
+}
+
+// EngineOptions sets the engine's options that the flags govern.
+func (f *Flags) EngineOptions(opts reconcile.Options) reconcile.Options {
+	opts.MaxConcurrentReconciles = f.concurrency
+	if f.kopfPrefix != "" {
+		opts.KopfPrefix = f.kopfPrefix
+	}
+	if len(f.namespaces) > 0 {
+		opts.Namespaces = f.namespaces
+	}
+	switch {
+	case f.standalone:
+		opts.Peering = nil
+	case f.peeringName == "" && opts.Peering != nil:
+		// The peering set in code, with the peering flags given on the
+		// command line over it.
+		p := *opts.Peering
+		f.fs.Visit(func(fl *flag.Flag) {
+			switch fl.Name {
+			case "peering-namespace":
+				p.Namespace = f.peeringNS
+			case "priority", "p":
+				p.Priority = f.priority
+			case "peering-lifetime":
+				p.Lifetime = f.lifetime
+			case "peering-stealth":
+				p.Stealth = f.stealth
+			}
+		})
+		if f.dev {
+			p.Priority = reconcile.DevPriority
+		}
+		opts.Peering = &p
+	default:
+		// As Kopf: without --peering, the peering named default if its
+		// object exists (Optional), else none.
+		p := &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS, Priority: f.priority, Lifetime: f.lifetime, Stealth: f.stealth}
+		if p.Name == "" {
+			p.Name, p.Optional = "default", true
+		}
+		p.PerNamespace = p.Namespace == "" && len(f.namespaces) > 0
+		if f.dev {
+			p.Priority = reconcile.DevPriority
+		}
+		opts.Peering = p
+	}
+	return opts
+}
+
+// WatchInactivityTimeout is --watch-inactivity-timeout as
+// gopf.ManagerOptions.WatchInactivityTimeout, whose zero is the default and
+// whose "no bound" is negative.
+func (f *Flags) WatchInactivityTimeout() time.Duration {
+	if f.watchInactivity == 0 {
+		return -1
+	}
+	return f.watchInactivity
+}
+
+// encoder picks the log format.
+func (f *Flags) encoder() zap.Opts {
+	return func(o *zap.Options) {
+		if f.logFormat == "json" {
+			o.Development = false
+			o.NewEncoder = func(eo ...zap.EncoderConfigOption) zapcore.Encoder {
+				cfg := zapcore.EncoderConfig{
+					TimeKey: "ts", LevelKey: "level", NameKey: "logger", MessageKey: "msg", StacktraceKey: "stacktrace",
+					EncodeTime: zapcore.ISO8601TimeEncoder, EncodeLevel: zapcore.LowercaseLevelEncoder, EncodeDuration: zapcore.StringDurationEncoder,
+				}
+				for _, opt := range eo {
+					opt(&cfg)
+				}
+				return zapcore.NewJSONEncoder(cfg)
+			}
+		}
+	}
+}
+
+// multiFlag is a repeatable flag whose values may also be comma-separated.
+type multiFlag []string
+
+func (m *multiFlag) String() string { return strings.Join(*m, ",") }
+
+func (m *multiFlag) Set(v string) error {
+	*m = append(*m, v)
+	return nil
+}
