@@ -96,11 +96,7 @@ func (t *turn) write(ctx context.Context) error {
 func (t *turn) send(ctx context.Context, own bool) error {
 	k := t.k
 	t.mergeResults()
-	showing := ""
-	if t.st.Essence == t.essence {
-		t.handledPatched()
-		showing = t.st.Essence
-	}
+	showing := t.handledPatched()
 	stateChanged := t.fitState()
 	if stateChanged {
 		if err := t.store.save(&t.patch, t.raw, t.st); err != nil {
@@ -144,22 +140,34 @@ func (t *turn) mergeResults() {
 	}
 }
 
-// handledPatched makes the state, which records the cause handled on this
-// turn's essence, record the object as the handlers' own patch leaves it:
-// or the next reconcile would take their own change for an update.
-func (t *turn) handledPatched() {
-	obj := spec.ObjectPatch(&t.patch)
-	if len(obj) == 0 && len(spec.Transforms(&t.patch)) == 0 || t.st.Essence == "" {
-		return
+// handledPatched makes what the turn records as handled on its essence
+// (the state's essence, and the records of the handlers that finished on
+// it) the object as the handlers' own patch leaves it: or the next
+// reconcile would take their own change for a change of the object. It
+// returns the essence the object shows after the write when the state
+// records it as handled, or "".
+func (t *turn) handledPatched() string {
+	patched := t.essence
+	if obj := spec.ObjectPatch(&t.patch); len(obj) > 0 || len(spec.Transforms(&t.patch)) > 0 {
+		k := t.k
+		after := applyMergePatch(deepCopyJSON(t.raw).(map[string]any), obj)
+		if transformed, err := k.transformed(t.raw, &t.patch); err == nil && transformed != nil {
+			after = transformed
+		}
+		if data, err := jsonMarshal(essence(after, k.opts.Prefix, k.extra)); err == nil {
+			patched = string(data)
+		}
 	}
-	k := t.k
-	patched := applyMergePatch(deepCopyJSON(t.raw).(map[string]any), obj)
-	if transformed, err := k.transformed(t.raw, &t.patch); err == nil && transformed != nil {
-		patched = transformed
+	for _, rec := range t.st.Progress {
+		if rec.Handled == t.essence {
+			rec.Handled = patched
+		}
 	}
-	if data, err := jsonMarshal(essence(patched, k.opts.Prefix, k.extra)); err == nil {
-		t.st.Essence = string(data)
+	if t.st.Essence != t.essence {
+		return ""
 	}
+	t.st.Essence = patched
+	return patched
 }
 
 // sendStatus sends the status patch. When it stores the state in status,
