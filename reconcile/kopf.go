@@ -106,6 +106,11 @@ type found struct {
 	touchKeys   []string
 }
 
+// newFound is an empty found, ready to be filled.
+func newFound() *found {
+	return &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
+}
+
 // scan finds the Kopf state on obj. Unreadable state is an error naming
 // where it is.
 func (s *kopfStore) scan(obj map[string]any) (*found, error) {
@@ -115,69 +120,105 @@ func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 		return &found{}, nil
 	}
 	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
-	f := &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
-	claimed := map[string]bool{}
+	sc := &kopfScan{found: newFound(), annotations: annotations, claimed: map[string]bool{}}
+	s.scanEssence(sc, rsd)
+	if err := s.scanRecords(sc, rsd); err != nil {
+		return nil, err
+	}
+	if err := s.scanStatus(obj, sc.found); err != nil {
+		return nil, err
+	}
+	return sc.found, nil
+}
+
+// kopfScan is a scan of one object's annotations under the prefix: what it
+// found so far, and the keys it claimed, so that each key is read once.
+type kopfScan struct {
+	*found
+	annotations map[string]any
+	claimed     map[string]bool
+}
+
+// scanEssence finds the essence and the touch annotation, and claims the
+// keys that hold no record: those, Kopf's marker, and on a ReplicaSet of a
+// Deployment the keys Kubernetes copied from the Deployment, which are the
+// Deployment's.
+func (s *kopfStore) scanEssence(sc *kopfScan, rsd bool) {
 	for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
-		if text, ok := annotations[key].(string); ok {
-			if f.essence == "" {
-				f.essence = text
+		if text, ok := sc.annotations[key].(string); ok {
+			if sc.essence == "" {
+				sc.essence = text
 			}
-			f.essenceKeys = append(f.essenceKeys, key)
-			claimed[key] = true
+			sc.essenceKeys = append(sc.essenceKeys, key)
+			sc.claimed[key] = true
 		}
 	}
 	for _, key := range kopfKeys(s.prefix, kopfTouchName, rsd) {
-		if _, ok := annotations[key]; ok {
-			f.touchKeys = append(f.touchKeys, key)
-			claimed[key] = true
+		if _, ok := sc.annotations[key]; ok {
+			sc.touchKeys = append(sc.touchKeys, key)
+			sc.claimed[key] = true
 		}
 	}
-	claimed[s.prefix+"/"+kopfMarkerName] = true
+	sc.claimed[s.prefix+"/"+kopfMarkerName] = true
 	if rsd {
-		// What Kubernetes copied from the Deployment is the Deployment's.
-		claimed[kopfKeyV2(s.prefix, kopfEssenceName)] = true
-		claimed[kopfKeyV2(s.prefix, kopfTouchName)] = true
+		sc.claimed[kopfKeyV2(s.prefix, kopfEssenceName)] = true
+		sc.claimed[kopfKeyV2(s.prefix, kopfTouchName)] = true
 	}
-	read := func(id, key string) error {
-		text, _ := annotations[key].(string)
-		var rec kopfRecord
-		if err := json.Unmarshal([]byte(text), &rec); err != nil {
-			return fmt.Errorf("Kopf's progress annotation %s is not a progress record: %w", key, err)
-		}
-		if f.records[id] == nil {
-			f.records[id] = &rec
-		}
-		f.keys[id] = append(f.keys[id], key)
-		claimed[key] = true
-		return nil
-	}
+}
+
+// scanRecords reads the progress records in annotations: those of the
+// kind's handlers under their keys, then the rest under the prefix, which
+// are records of sub-handlers (<parent>/<sub>, written <parent>.<sub>) or
+// of handlers this operator does not have (left alone, with a warning).
+func (s *kopfStore) scanRecords(sc *kopfScan, rsd bool) error {
 	for _, id := range s.ids {
 		for _, key := range s.keysOf(id, rsd) {
-			if _, ok := annotations[key]; ok {
-				if err := read(id, key); err != nil {
-					return nil, err
+			if _, ok := sc.annotations[key]; ok {
+				if err := sc.record(id, key); err != nil {
+					return err
 				}
 			}
 		}
 	}
-	// The rest under the prefix: records of sub-handlers (<parent>/<sub>,
-	// written <parent>.<sub>), or of handlers this operator does not have.
 	var rest []string
-	for key := range annotations {
-		if strings.HasPrefix(key, s.prefix+"/") && !claimed[key] {
+	for key := range sc.annotations {
+		if strings.HasPrefix(key, s.prefix+"/") && !sc.claimed[key] {
 			rest = append(rest, key)
 		}
 	}
 	sort.Strings(rest)
 	for _, key := range rest {
 		if id := s.subID(strings.TrimPrefix(key, s.prefix+"/")); id != "" {
-			if err := read(id, key); err != nil {
-				return nil, err
+			if err := sc.record(id, key); err != nil {
+				return err
 			}
 			continue
 		}
 		s.warnUnknown(key)
 	}
+	return nil
+}
+
+// record reads the annotation key as a record of handler id, and claims
+// it. Of records of one id under several keys, the first one read counts.
+func (sc *kopfScan) record(id, key string) error {
+	text, _ := sc.annotations[key].(string)
+	var rec kopfRecord
+	if err := json.Unmarshal([]byte(text), &rec); err != nil {
+		return fmt.Errorf("Kopf's progress annotation %s is not a progress record: %w", key, err)
+	}
+	if sc.records[id] == nil {
+		sc.records[id] = &rec
+	}
+	sc.keys[id] = append(sc.keys[id], key)
+	sc.claimed[key] = true
+	return nil
+}
+
+// scanStatus reads the records in status.kopf.progress, where Kopf kept
+// them before it moved to annotations; a record in annotations counts
+// first, as Kopf reads them.
+func (s *kopfStore) scanStatus(obj map[string]any, f *found) error {
 	status, _ := obj["status"].(map[string]any)
 	kopfStatus, _ := status["kopf"].(map[string]any)
 	progress, _ := kopfStatus["progress"].(map[string]any)
@@ -192,14 +233,14 @@ func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 			err = json.Unmarshal(data, &rec)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("Kopf's status.kopf.progress.%s is not a progress record: %w", id, err)
+			return fmt.Errorf("Kopf's status.kopf.progress.%s is not a progress record: %w", id, err)
 		}
 		f.inStatus[id] = true
-		if f.records[id] == nil { // annotations first, as Kopf reads them
+		if f.records[id] == nil {
 			f.records[id] = &rec
 		}
 	}
-	return f, nil
+	return nil
 }
 
 // mayHold reports whether obj has anything where Kopf keeps its state: an
@@ -357,56 +398,83 @@ func kopfRecordOf(p *progress, stopped *time.Time) *kopfRecord {
 func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 	f, err := s.scan(obj)
 	if err != nil {
-		f = &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
+		f = newFound()
 	}
 	meta, _ := obj["metadata"].(map[string]any)
-	annotations, _ := meta["annotations"].(map[string]any)
+	w := annotationWriter{p: p}
+	w.annotations, _ = meta["annotations"].(map[string]any)
 	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
-	set := func(key string, value *string) {
-		old, there := annotations[key].(string)
-		if value == nil && there || value != nil && (!there || old != *value) {
-			p.SetAnnotation(key, value)
-		}
-	}
-	if st.Essence != "" {
-		text, err := kopfEssenceText(st.Essence)
-		if err != nil {
-			return fmt.Errorf("the essence cannot be written in Kopf's format: %w", err)
-		}
-		for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
-			set(key, &text)
-		}
-	} else {
-		for _, key := range f.essenceKeys {
-			set(key, nil)
-		}
+	if err := s.saveEssence(w, f, st.Essence, rsd); err != nil {
+		return err
 	}
 	for id := range f.records {
 		if _, keep := st.Progress[id]; !keep {
 			s.purgeRecord(p, f, id)
 		}
 	}
+	if err := s.saveRecords(w, obj, f, st, rsd); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(s.prefix, "kopf.") && (st.Essence != "" || len(st.Progress) > 0) {
+		// Kopf marks a prefix of its own choosing, so that other Kopf
+		// operators (and gopf) keep its annotations out of the essence.
+		marker := s.prefix + "/" + kopfMarkerName
+		if _, there := w.annotations[marker]; !there {
+			yes := "yes"
+			p.SetAnnotation(marker, &yes)
+		}
+	}
+	return nil
+}
+
+// annotationWriter adds to a patch the annotations that change: those set
+// to another value, and those removed (nil) that the object has.
+type annotationWriter struct {
+	p           *spec.Patch
+	annotations map[string]any // the object's
+}
+
+func (w annotationWriter) set(key string, value *string) {
+	old, there := w.annotations[key].(string)
+	if value == nil && there || value != nil && (!there || old != *value) {
+		w.p.SetAnnotation(key, value)
+	}
+}
+
+// saveEssence writes the essence under each of its keys, or removes it
+// wherever it was found when there is none.
+func (s *kopfStore) saveEssence(w annotationWriter, f *found, essence string, rsd bool) error {
+	if essence == "" {
+		for _, key := range f.essenceKeys {
+			w.set(key, nil)
+		}
+		return nil
+	}
+	text, err := kopfEssenceText(essence)
+	if err != nil {
+		return fmt.Errorf("the essence cannot be written in Kopf's format: %w", err)
+	}
+	for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
+		w.set(key, &text)
+	}
+	return nil
+}
+
+// saveRecords writes the records of st that differ from those found, in
+// Kopf's format and at Kopf's precision (see save). A rewritten record of
+// a handler that had finished keeps its stopped time; others stop now.
+func (s *kopfStore) saveRecords(w annotationWriter, obj map[string]any, f *found, st *state, rsd bool) error {
 	now := time.Now()
+	handled := st.Essence != ""
 	for id, rec := range st.Progress {
-		if st.Essence == "" && rec.Purpose == handlers.ReasonUpdate {
-			// Nothing handled yet: every record is for the creation, field
-			// handlers' included, as Kopf records them.
-			rec.Purpose = handlers.ReasonCreate
-		}
-		rec.Started = rec.Started.UTC().Truncate(time.Microsecond)
-		if rec.Delayed != nil {
-			d := rec.Delayed.UTC().Truncate(time.Microsecond)
-			rec.Delayed = &d
-		}
+		toKopfRecord(rec, handled)
 		stopped := &now
 		if old := f.records[id]; old != nil {
-			if was, err := old.progress(obj, st.Essence != ""); err == nil && sameRecord(was, rec) {
+			if was, err := old.progress(obj, handled); err == nil && sameRecord(was, rec) {
 				continue // unchanged: keep Kopf's text, stopped time and all
 			}
-			if old.Stopped != nil && (old.Success || old.Failure) {
-				if t, err := parseKopfTime(*old.Stopped); err == nil {
-					stopped = &t
-				}
+			if t, ok := old.stoppedTime(); ok {
+				stopped = &t
 			}
 		}
 		data, err := jsonMarshal(kopfRecordOf(rec, stopped))
@@ -415,18 +483,34 @@ func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 		}
 		text := string(data)
 		for _, key := range s.keysOf(id, rsd) {
-			set(key, &text)
-		}
-	}
-	if marker := s.prefix + "/" + kopfMarkerName; !strings.HasPrefix(s.prefix, "kopf.") && (st.Essence != "" || len(st.Progress) > 0) {
-		// Kopf marks a prefix of its own choosing, so that other Kopf
-		// operators (and gopf) keep its annotations out of the essence.
-		if _, there := annotations[marker]; !there {
-			yes := "yes"
-			p.SetAnnotation(marker, &yes)
+			w.set(key, &text)
 		}
 	}
 	return nil
+}
+
+// toKopfRecord rounds a record's times to Kopf's precision, and makes a
+// record of an object not handled yet one of its creation, as Kopf
+// records every handler's then, field handlers' included.
+func toKopfRecord(rec *progress, handled bool) {
+	if !handled && rec.Purpose == handlers.ReasonUpdate {
+		rec.Purpose = handlers.ReasonCreate
+	}
+	rec.Started = rec.Started.UTC().Truncate(time.Microsecond)
+	if rec.Delayed != nil {
+		d := rec.Delayed.UTC().Truncate(time.Microsecond)
+		rec.Delayed = &d
+	}
+}
+
+// stoppedTime is when the handler of a finished record stopped, if the
+// record says so readably.
+func (r *kopfRecord) stoppedTime() (time.Time, bool) {
+	if r.Stopped == nil || !r.Success && !r.Failure {
+		return time.Time{}, false
+	}
+	t, err := parseKopfTime(*r.Stopped)
+	return t, err == nil
 }
 
 // sameRecord compares two records as Kopf stores them (without what
