@@ -81,6 +81,11 @@ func (s *kopfStore) where() string {
 	return "annotations " + s.prefix + "/* (Kopf's format)"
 }
 
+// inStatus is false: Kopf's state is written in annotations (records
+// Kopf kept in status.kopf.progress are read, and removed, but never
+// written).
+func (s *kopfStore) inStatus() bool { return false }
+
 // kopfRecord is one handler's progress as Kopf stores it; the field order
 // is Kopf's.
 type kopfRecord struct {
@@ -547,83 +552,6 @@ func (s *kopfStore) purge(p *spec.Patch, obj map[string]any) {
 	}
 }
 
-// kopfFallback is gopf's own storage, which reads every place gopf may
-// have written as well as Kopf's state: storage, where this operator keeps
-// the state; other, gopf's other place (annotations or status), where an
-// older gopf or another configuration may have kept it; then Kopf's, for
-// objects an operator takes over from Kopf. The first place that holds
-// readable state wins. Once gopf stores the state, the copies elsewhere go
-// (see save): objects move one by one, as gopf handles them.
-type kopfFallback struct {
-	storage
-	other storage
-	kopf  *kopfStore
-}
-
-// load returns the state of the first place that holds readable state. If
-// none does, it returns the first place's error, if any place was
-// unreadable.
-func (s kopfFallback) load(obj map[string]any) (*state, error) {
-	st, bad := s.loadAll(obj)
-	if st != nil {
-		return st, nil
-	}
-	return nil, bad
-}
-
-// loadAll returns the state of the first place that holds readable state,
-// and the error of the first unreadable place before or after it: state
-// that cannot be read is reported even when another place's is used.
-func (s kopfFallback) loadAll(obj map[string]any) (*state, error) {
-	var bad error
-	for _, place := range []storage{s.storage, s.other, s.kopf} {
-		if place == nil {
-			continue
-		}
-		st, err := place.load(obj)
-		if err != nil {
-			if bad == nil {
-				bad = err
-			}
-			continue
-		}
-		if st != nil {
-			return st, bad
-		}
-	}
-	return nil, bad
-}
-
-// save stores st in storage and removes the copies elsewhere: Kopf's, and
-// the one in gopf's other place. A copy in annotations goes in the same
-// write (the object patch, sent after the status patch). A copy in status
-// goes once storage holds a state: the status patch is sent first, so that
-// removing it in the write that moves the state could lose the state if
-// the object patch then failed.
-func (s kopfFallback) save(p *spec.Patch, obj map[string]any, st *state) error {
-	if err := s.storage.save(p, obj, st); err != nil {
-		return err
-	}
-	switch other := s.other.(type) {
-	case annotationStorage:
-		other.purge(p, obj)
-	case statusStorage:
-		if held, err := s.storage.load(obj); held != nil || err != nil {
-			other.purge(p, obj)
-		}
-	}
-	s.kopf.purge(p, obj)
-	return nil
-}
-
-// baseStorage returns the storage gopf keeps its own state in.
-func baseStorage(s storage) storage {
-	if f, ok := s.(kopfFallback); ok {
-		return f.storage
-	}
-	return s
-}
-
 // ownedByDeployment reports an owner reference to a Deployment: Kopf marks
 // the keys of such ReplicaSets (see kopfKeys).
 func ownedByDeployment(obj map[string]any) bool {
@@ -641,10 +569,4 @@ func ownedByDeployment(obj map[string]any) bool {
 func deletionRequested(obj map[string]any) bool {
 	meta, _ := obj["metadata"].(map[string]any)
 	return meta["deletionTimestamp"] != nil
-}
-
-// essenceText is the essence of obj as gopf stores it.
-func (k *kindController) essenceText(obj map[string]any) string {
-	data, _ := jsonMarshal(essence(obj, k.opts.Prefix, k.extra))
-	return string(data)
 }

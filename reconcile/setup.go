@@ -510,6 +510,12 @@ func (k *kindController) chooseStorage(s kindSchema) error {
 	return nil
 }
 
+// essenceText is the essence of obj as gopf stores it.
+func (k *kindController) essenceText(obj map[string]any) string {
+	data, _ := jsonMarshal(essence(obj, k.opts.Prefix, k.extra))
+	return string(data)
+}
+
 // objectMaker returns the constructor of the objects of a kind: the Go type
 // of its first registration proto, or unstructured objects.
 func objectMaker(gvk schema.GroupVersionKind, proto *contract.Handler) func() client.Object {
