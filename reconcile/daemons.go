@@ -37,18 +37,27 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 }
 
 // runDaemon is the daemon's goroutine: it runs the function, again after a
-// temporary error, until the function is done or asked to stop.
+// temporary error, until the function is done or asked to stop; then it
+// forgets the daemon.
 func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *spawned, d *daemonState, delay time.Duration) {
 	defer spawnedRunning.WithLabelValues(s.k.name, "daemon").Dec()
 	defer s.k.shared.busy.Add(-1)
 	defer close(d.done)
 	defer d.cancel()
-	log, id := d.ctl.Cause.Log, d.reg.Options.ID
-	forGood := false
+	forGood := s.runDaemonAttempts(ctx, o, d, delay)
+	s.wakeUp(s.daemonEnded(key, o, d, forGood))
+}
+
+// runDaemonAttempts runs the daemon's function, first after delay and again
+// after each temporary error, until it returns for good or the daemon is
+// asked to stop. It reports whether the daemon is done for good with the
+// object: it returned, or failed permanently, rather than being stopped.
+func (s *spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonState, delay time.Duration) (forGood bool) {
+	log := d.ctl.Cause.Log
 	var started time.Time
 	for attempt := 1; ; attempt++ {
 		if !sleepUnlessStopped(delay, d.ctl.Stopping()) {
-			break
+			return false
 		}
 		now := time.Now()
 		if attempt == 1 {
@@ -66,43 +75,55 @@ func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *sp
 		}
 		if d.ctl.Reason() != "" {
 			log.V(1).Info("daemon stopped", "reason", d.ctl.Reason())
-			break
+			return false
 		}
 		v := judge(d.reg.Options, s.k.opts.DefaultBackoff, err, attempt, started, time.Now())
-		handlerCalls.WithLabelValues(s.k.name, id, v.outcome.String()).Inc()
-		if v.outcome == retrying {
-			log.Info("daemon failed; it will be started again", "error", v.err.Error(), "retryIn", v.delay)
-			delay = v.delay
-			continue
+		handlerCalls.WithLabelValues(s.k.name, d.reg.Options.ID, v.outcome.String()).Inc()
+		if v.outcome != retrying {
+			s.daemonDone(o, d, v)
+			return true
 		}
-		forGood = true
-		if v.outcome == failed {
-			log.Error(v.err, "daemon failed permanently; it is not started again for this object")
-			s.mu.Lock()
-			obj := o.latest
-			s.mu.Unlock()
-			s.k.failedForGood(obj, id, v.err)
-		} else if v.ignored {
-			log.Info("daemon failed; the error is ignored as configured and it is not started again for this object", "error", v.err.Error())
-		} else {
-			log.Info("daemon returned; it is not started again for this object")
-		}
-		break
+		log.Info("daemon failed; it will be started again", "error", v.err.Error(), "retryIn", v.delay)
+		delay = v.delay
 	}
+}
 
+// daemonDone reports a daemon that is not started again for the object: it
+// returned, failed permanently, or failed with an error that is ignored.
+func (s *spawner) daemonDone(o *spawned, d *daemonState, v verdict) {
+	log := d.ctl.Cause.Log
+	switch {
+	case v.outcome == failed:
+		log.Error(v.err, "daemon failed permanently; it is not started again for this object")
+		s.mu.Lock()
+		obj := o.latest
+		s.mu.Unlock()
+		s.k.failedForGood(obj, d.reg.Options.ID, v.err)
+	case v.ignored:
+		log.Info("daemon failed; the error is ignored as configured and it is not started again for this object", "error", v.err.Error())
+	default:
+		log.Info("daemon returned; it is not started again for this object")
+	}
+}
+
+// daemonEnded forgets a daemon whose goroutine ends (unless another took
+// its place, or gopf abandoned it), and the object too once nothing of it
+// runs or is wanted; a daemon done for good is not started again. It
+// returns the object, to reconcile again: its finalizer may go now.
+func (s *spawner) daemonEnded(key types.NamespacedName, o *spawned, d *daemonState, forGood bool) client.Object {
 	s.mu.Lock()
-	if o.daemons[d.reg.Options.ID] == d {
-		delete(o.daemons, d.reg.Options.ID)
+	defer s.mu.Unlock()
+	id := d.reg.Options.ID
+	if o.daemons[id] == d {
+		delete(o.daemons, id)
 		if forGood {
-			o.finished[d.reg.Options.ID] = true
+			o.finished[id] = true
 		}
 	}
-	obj := o.latest
 	if len(o.daemons) == 0 && len(o.wanted) == 0 && s.objects[key] == o {
 		delete(s.objects, key)
 	}
-	s.mu.Unlock()
-	s.wakeUp(obj)
+	return o.latest
 }
 
 // applyDaemonPatch sends what the daemon put in its Patch during the attempt

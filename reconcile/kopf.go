@@ -81,6 +81,11 @@ func (s *kopfStore) where() string {
 	return "annotations " + s.prefix + "/* (Kopf's format)"
 }
 
+// inStatus is false: Kopf's state is written in annotations (records
+// Kopf kept in status.kopf.progress are read, and removed, but never
+// written).
+func (s *kopfStore) inStatus() bool { return false }
+
 // kopfRecord is one handler's progress as Kopf stores it; the field order
 // is Kopf's.
 type kopfRecord struct {
@@ -106,6 +111,11 @@ type found struct {
 	touchKeys   []string
 }
 
+// newFound is an empty found, ready to be filled.
+func newFound() *found {
+	return &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
+}
+
 // scan finds the Kopf state on obj. Unreadable state is an error naming
 // where it is.
 func (s *kopfStore) scan(obj map[string]any) (*found, error) {
@@ -115,69 +125,105 @@ func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 		return &found{}, nil
 	}
 	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
-	f := &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
-	claimed := map[string]bool{}
+	sc := &kopfScan{found: newFound(), annotations: annotations, claimed: map[string]bool{}}
+	s.scanEssence(sc, rsd)
+	if err := s.scanRecords(sc, rsd); err != nil {
+		return nil, err
+	}
+	if err := s.scanStatus(obj, sc.found); err != nil {
+		return nil, err
+	}
+	return sc.found, nil
+}
+
+// kopfScan is a scan of one object's annotations under the prefix: what it
+// found so far, and the keys it claimed, so that each key is read once.
+type kopfScan struct {
+	*found
+	annotations map[string]any
+	claimed     map[string]bool
+}
+
+// scanEssence finds the essence and the touch annotation, and claims the
+// keys that hold no record: those, Kopf's marker, and on a ReplicaSet of a
+// Deployment the keys Kubernetes copied from the Deployment, which are the
+// Deployment's.
+func (s *kopfStore) scanEssence(sc *kopfScan, rsd bool) {
 	for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
-		if text, ok := annotations[key].(string); ok {
-			if f.essence == "" {
-				f.essence = text
+		if text, ok := sc.annotations[key].(string); ok {
+			if sc.essence == "" {
+				sc.essence = text
 			}
-			f.essenceKeys = append(f.essenceKeys, key)
-			claimed[key] = true
+			sc.essenceKeys = append(sc.essenceKeys, key)
+			sc.claimed[key] = true
 		}
 	}
 	for _, key := range kopfKeys(s.prefix, kopfTouchName, rsd) {
-		if _, ok := annotations[key]; ok {
-			f.touchKeys = append(f.touchKeys, key)
-			claimed[key] = true
+		if _, ok := sc.annotations[key]; ok {
+			sc.touchKeys = append(sc.touchKeys, key)
+			sc.claimed[key] = true
 		}
 	}
-	claimed[s.prefix+"/"+kopfMarkerName] = true
+	sc.claimed[s.prefix+"/"+kopfMarkerName] = true
 	if rsd {
-		// What Kubernetes copied from the Deployment is the Deployment's.
-		claimed[kopfKeyV2(s.prefix, kopfEssenceName)] = true
-		claimed[kopfKeyV2(s.prefix, kopfTouchName)] = true
+		sc.claimed[kopfKeyV2(s.prefix, kopfEssenceName)] = true
+		sc.claimed[kopfKeyV2(s.prefix, kopfTouchName)] = true
 	}
-	read := func(id, key string) error {
-		text, _ := annotations[key].(string)
-		var rec kopfRecord
-		if err := json.Unmarshal([]byte(text), &rec); err != nil {
-			return fmt.Errorf("Kopf's progress annotation %s is not a progress record: %w", key, err)
-		}
-		if f.records[id] == nil {
-			f.records[id] = &rec
-		}
-		f.keys[id] = append(f.keys[id], key)
-		claimed[key] = true
-		return nil
-	}
+}
+
+// scanRecords reads the progress records in annotations: those of the
+// kind's handlers under their keys, then the rest under the prefix, which
+// are records of sub-handlers (<parent>/<sub>, written <parent>.<sub>) or
+// of handlers this operator does not have (left alone, with a warning).
+func (s *kopfStore) scanRecords(sc *kopfScan, rsd bool) error {
 	for _, id := range s.ids {
 		for _, key := range s.keysOf(id, rsd) {
-			if _, ok := annotations[key]; ok {
-				if err := read(id, key); err != nil {
-					return nil, err
+			if _, ok := sc.annotations[key]; ok {
+				if err := sc.record(id, key); err != nil {
+					return err
 				}
 			}
 		}
 	}
-	// The rest under the prefix: records of sub-handlers (<parent>/<sub>,
-	// written <parent>.<sub>), or of handlers this operator does not have.
 	var rest []string
-	for key := range annotations {
-		if strings.HasPrefix(key, s.prefix+"/") && !claimed[key] {
+	for key := range sc.annotations {
+		if strings.HasPrefix(key, s.prefix+"/") && !sc.claimed[key] {
 			rest = append(rest, key)
 		}
 	}
 	sort.Strings(rest)
 	for _, key := range rest {
 		if id := s.subID(strings.TrimPrefix(key, s.prefix+"/")); id != "" {
-			if err := read(id, key); err != nil {
-				return nil, err
+			if err := sc.record(id, key); err != nil {
+				return err
 			}
 			continue
 		}
 		s.warnUnknown(key)
 	}
+	return nil
+}
+
+// record reads the annotation key as a record of handler id, and claims
+// it. Of records of one id under several keys, the first one read counts.
+func (sc *kopfScan) record(id, key string) error {
+	text, _ := sc.annotations[key].(string)
+	var rec kopfRecord
+	if err := json.Unmarshal([]byte(text), &rec); err != nil {
+		return fmt.Errorf("Kopf's progress annotation %s is not a progress record: %w", key, err)
+	}
+	if sc.records[id] == nil {
+		sc.records[id] = &rec
+	}
+	sc.keys[id] = append(sc.keys[id], key)
+	sc.claimed[key] = true
+	return nil
+}
+
+// scanStatus reads the records in status.kopf.progress, where Kopf kept
+// them before it moved to annotations; a record in annotations counts
+// first, as Kopf reads them.
+func (s *kopfStore) scanStatus(obj map[string]any, f *found) error {
 	status, _ := obj["status"].(map[string]any)
 	kopfStatus, _ := status["kopf"].(map[string]any)
 	progress, _ := kopfStatus["progress"].(map[string]any)
@@ -192,14 +238,14 @@ func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 			err = json.Unmarshal(data, &rec)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("Kopf's status.kopf.progress.%s is not a progress record: %w", id, err)
+			return fmt.Errorf("Kopf's status.kopf.progress.%s is not a progress record: %w", id, err)
 		}
 		f.inStatus[id] = true
-		if f.records[id] == nil { // annotations first, as Kopf reads them
+		if f.records[id] == nil {
 			f.records[id] = &rec
 		}
 	}
-	return f, nil
+	return nil
 }
 
 // mayHold reports whether obj has anything where Kopf keeps its state: an
@@ -357,56 +403,83 @@ func kopfRecordOf(p *progress, stopped *time.Time) *kopfRecord {
 func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 	f, err := s.scan(obj)
 	if err != nil {
-		f = &found{records: map[string]*kopfRecord{}, keys: map[string][]string{}, inStatus: map[string]bool{}}
+		f = newFound()
 	}
 	meta, _ := obj["metadata"].(map[string]any)
-	annotations, _ := meta["annotations"].(map[string]any)
+	w := annotationWriter{p: p}
+	w.annotations, _ = meta["annotations"].(map[string]any)
 	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
-	set := func(key string, value *string) {
-		old, there := annotations[key].(string)
-		if value == nil && there || value != nil && (!there || old != *value) {
-			p.SetAnnotation(key, value)
-		}
-	}
-	if st.Essence != "" {
-		text, err := kopfEssenceText(st.Essence)
-		if err != nil {
-			return fmt.Errorf("the essence cannot be written in Kopf's format: %w", err)
-		}
-		for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
-			set(key, &text)
-		}
-	} else {
-		for _, key := range f.essenceKeys {
-			set(key, nil)
-		}
+	if err := s.saveEssence(w, f, st.Essence, rsd); err != nil {
+		return err
 	}
 	for id := range f.records {
 		if _, keep := st.Progress[id]; !keep {
 			s.purgeRecord(p, f, id)
 		}
 	}
+	if err := s.saveRecords(w, obj, f, st, rsd); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(s.prefix, "kopf.") && (st.Essence != "" || len(st.Progress) > 0) {
+		// Kopf marks a prefix of its own choosing, so that other Kopf
+		// operators (and gopf) keep its annotations out of the essence.
+		marker := s.prefix + "/" + kopfMarkerName
+		if _, there := w.annotations[marker]; !there {
+			yes := "yes"
+			p.SetAnnotation(marker, &yes)
+		}
+	}
+	return nil
+}
+
+// annotationWriter adds to a patch the annotations that change: those set
+// to another value, and those removed (nil) that the object has.
+type annotationWriter struct {
+	p           *spec.Patch
+	annotations map[string]any // the object's
+}
+
+func (w annotationWriter) set(key string, value *string) {
+	old, there := w.annotations[key].(string)
+	if value == nil && there || value != nil && (!there || old != *value) {
+		w.p.SetAnnotation(key, value)
+	}
+}
+
+// saveEssence writes the essence under each of its keys, or removes it
+// wherever it was found when there is none.
+func (s *kopfStore) saveEssence(w annotationWriter, f *found, essence string, rsd bool) error {
+	if essence == "" {
+		for _, key := range f.essenceKeys {
+			w.set(key, nil)
+		}
+		return nil
+	}
+	text, err := kopfEssenceText(essence)
+	if err != nil {
+		return fmt.Errorf("the essence cannot be written in Kopf's format: %w", err)
+	}
+	for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
+		w.set(key, &text)
+	}
+	return nil
+}
+
+// saveRecords writes the records of st that differ from those found, in
+// Kopf's format and at Kopf's precision (see save). A rewritten record of
+// a handler that had finished keeps its stopped time; others stop now.
+func (s *kopfStore) saveRecords(w annotationWriter, obj map[string]any, f *found, st *state, rsd bool) error {
 	now := time.Now()
+	handled := st.Essence != ""
 	for id, rec := range st.Progress {
-		if st.Essence == "" && rec.Purpose == handlers.ReasonUpdate {
-			// Nothing handled yet: every record is for the creation, field
-			// handlers' included, as Kopf records them.
-			rec.Purpose = handlers.ReasonCreate
-		}
-		rec.Started = rec.Started.UTC().Truncate(time.Microsecond)
-		if rec.Delayed != nil {
-			d := rec.Delayed.UTC().Truncate(time.Microsecond)
-			rec.Delayed = &d
-		}
+		toKopfRecord(rec, handled)
 		stopped := &now
 		if old := f.records[id]; old != nil {
-			if was, err := old.progress(obj, st.Essence != ""); err == nil && sameRecord(was, rec) {
+			if was, err := old.progress(obj, handled); err == nil && sameRecord(was, rec) {
 				continue // unchanged: keep Kopf's text, stopped time and all
 			}
-			if old.Stopped != nil && (old.Success || old.Failure) {
-				if t, err := parseKopfTime(*old.Stopped); err == nil {
-					stopped = &t
-				}
+			if t, ok := old.stoppedTime(); ok {
+				stopped = &t
 			}
 		}
 		data, err := jsonMarshal(kopfRecordOf(rec, stopped))
@@ -415,18 +488,34 @@ func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 		}
 		text := string(data)
 		for _, key := range s.keysOf(id, rsd) {
-			set(key, &text)
-		}
-	}
-	if marker := s.prefix + "/" + kopfMarkerName; !strings.HasPrefix(s.prefix, "kopf.") && (st.Essence != "" || len(st.Progress) > 0) {
-		// Kopf marks a prefix of its own choosing, so that other Kopf
-		// operators (and gopf) keep its annotations out of the essence.
-		if _, there := annotations[marker]; !there {
-			yes := "yes"
-			p.SetAnnotation(marker, &yes)
+			w.set(key, &text)
 		}
 	}
 	return nil
+}
+
+// toKopfRecord rounds a record's times to Kopf's precision, and makes a
+// record of an object not handled yet one of its creation, as Kopf
+// records every handler's then, field handlers' included.
+func toKopfRecord(rec *progress, handled bool) {
+	if !handled && rec.Purpose == handlers.ReasonUpdate {
+		rec.Purpose = handlers.ReasonCreate
+	}
+	rec.Started = rec.Started.UTC().Truncate(time.Microsecond)
+	if rec.Delayed != nil {
+		d := rec.Delayed.UTC().Truncate(time.Microsecond)
+		rec.Delayed = &d
+	}
+}
+
+// stoppedTime is when the handler of a finished record stopped, if the
+// record says so readably.
+func (r *kopfRecord) stoppedTime() (time.Time, bool) {
+	if r.Stopped == nil || !r.Success && !r.Failure {
+		return time.Time{}, false
+	}
+	t, err := parseKopfTime(*r.Stopped)
+	return t, err == nil
 }
 
 // sameRecord compares two records as Kopf stores them (without what
@@ -463,83 +552,6 @@ func (s *kopfStore) purge(p *spec.Patch, obj map[string]any) {
 	}
 }
 
-// kopfFallback is gopf's own storage, which reads every place gopf may
-// have written as well as Kopf's state: storage, where this operator keeps
-// the state; other, gopf's other place (annotations or status), where an
-// older gopf or another configuration may have kept it; then Kopf's, for
-// objects an operator takes over from Kopf. The first place that holds
-// readable state wins. Once gopf stores the state, the copies elsewhere go
-// (see save): objects move one by one, as gopf handles them.
-type kopfFallback struct {
-	storage
-	other storage
-	kopf  *kopfStore
-}
-
-// load returns the state of the first place that holds readable state. If
-// none does, it returns the first place's error, if any place was
-// unreadable.
-func (s kopfFallback) load(obj map[string]any) (*state, error) {
-	st, bad := s.loadAll(obj)
-	if st != nil {
-		return st, nil
-	}
-	return nil, bad
-}
-
-// loadAll returns the state of the first place that holds readable state,
-// and the error of the first unreadable place before or after it: state
-// that cannot be read is reported even when another place's is used.
-func (s kopfFallback) loadAll(obj map[string]any) (*state, error) {
-	var bad error
-	for _, place := range []storage{s.storage, s.other, s.kopf} {
-		if place == nil {
-			continue
-		}
-		st, err := place.load(obj)
-		if err != nil {
-			if bad == nil {
-				bad = err
-			}
-			continue
-		}
-		if st != nil {
-			return st, bad
-		}
-	}
-	return nil, bad
-}
-
-// save stores st in storage and removes the copies elsewhere: Kopf's, and
-// the one in gopf's other place. A copy in annotations goes in the same
-// write (the object patch, sent after the status patch). A copy in status
-// goes once storage holds a state: the status patch is sent first, so that
-// removing it in the write that moves the state could lose the state if
-// the object patch then failed.
-func (s kopfFallback) save(p *spec.Patch, obj map[string]any, st *state) error {
-	if err := s.storage.save(p, obj, st); err != nil {
-		return err
-	}
-	switch other := s.other.(type) {
-	case annotationStorage:
-		other.purge(p, obj)
-	case statusStorage:
-		if held, err := s.storage.load(obj); held != nil || err != nil {
-			other.purge(p, obj)
-		}
-	}
-	s.kopf.purge(p, obj)
-	return nil
-}
-
-// baseStorage returns the storage gopf keeps its own state in.
-func baseStorage(s storage) storage {
-	if f, ok := s.(kopfFallback); ok {
-		return f.storage
-	}
-	return s
-}
-
 // ownedByDeployment reports an owner reference to a Deployment: Kopf marks
 // the keys of such ReplicaSets (see kopfKeys).
 func ownedByDeployment(obj map[string]any) bool {
@@ -557,10 +569,4 @@ func ownedByDeployment(obj map[string]any) bool {
 func deletionRequested(obj map[string]any) bool {
 	meta, _ := obj["metadata"].(map[string]any)
 	return meta["deletionTimestamp"] != nil
-}
-
-// essenceText is the essence of obj as gopf stores it.
-func (k *kindController) essenceText(obj map[string]any) string {
-	data, _ := jsonMarshal(essence(obj, k.opts.Prefix, k.extra))
-	return string(data)
 }

@@ -300,41 +300,67 @@ func (l *lazyKinds) start(ctx context.Context, lk *lazyKind) error {
 	}
 	run := &runningKind{kc: kc}
 	run.ctx, run.cancel = context.WithCancel(ctx)
-	var runnables []func(context.Context) error
+	runnables, err := l.runnables(kc)
+	if err != nil {
+		run.cancel()
+		return err
+	}
+	l.launch(lk, run, runnables)
+	lk.running = run
+	l.log.Info("kind is served now; its handlers start", "kind", lk.gvk.String())
+	return nil
+}
+
+// runnables are what runs a lazy kind's handlers, as Setup adds them to the
+// manager for a kind served from the start: the watcher of its event and
+// index handlers, the spawner of its timers and daemons, and the
+// controller of its change and level handlers, timers and daemons.
+func (l *lazyKinds) runnables(kc *kindController) ([]func(context.Context) error, error) {
+	var out []func(context.Context) error
 	if len(kc.events)+len(kc.indexes) > 0 {
-		w := &watcher{k: kc, cache: kc.cache, events: kc.events, indexes: kc.indexes}
-		if len(kc.indexes) > 0 {
-			l.sh.mu.Lock()
-			l.sh.watchers = append(l.sh.watchers, w)
-			l.sh.mu.Unlock()
-			runnables = append(runnables, func(ctx context.Context) error {
-				defer l.forgetWatcher(w)
-				return w.Start(ctx)
-			})
-		} else {
-			runnables = append(runnables, w.Start)
-		}
+		out = append(out, l.watcherOf(kc))
 	}
 	if len(kc.change)+len(kc.level)+len(kc.spawned) > 0 {
 		if len(kc.spawned) > 0 {
 			kc.spawner = newSpawner(kc, l.opts.MaxConcurrentReconciles)
-			runnables = append(runnables, kc.spawner.Start)
+			out = append(out, kc.spawner.Start)
 		}
 		c, err := kc.unmanagedController(l.mgr, l.opts)
 		if err != nil {
-			run.cancel()
-			return err
+			return nil, err
 		}
-		runnables = append(runnables, c.Start)
+		out = append(out, c.Start)
 	}
+	return out, nil
+}
+
+// watcherOf returns the run of kc's watcher. A watcher that feeds indexes
+// counts, until it stops, among those whose first list the indexes wait for.
+func (l *lazyKinds) watcherOf(kc *kindController) func(context.Context) error {
+	w := &watcher{k: kc, cache: kc.cache, events: kc.events, indexes: kc.indexes}
+	if len(kc.indexes) == 0 {
+		return w.Start
+	}
+	l.sh.mu.Lock()
+	l.sh.watchers = append(l.sh.watchers, w)
+	l.sh.mu.Unlock()
+	return func(ctx context.Context) error {
+		defer l.forgetWatcher(w)
+		return w.Start(ctx)
+	}
+}
+
+// launch runs a lazy kind's runnables, each in its own goroutine, once the
+// kind's informers are in sync: a stop before then ends the wait quietly,
+// where controller-runtime's sources would log it as an error, and a kind
+// whose informer does not sync is reported once, here. A kind that does
+// not start, or one of whose runnables fails, is stopped, and the kinds
+// are looked at again.
+func (l *lazyKinds) launch(lk *lazyKind, run *runningKind, runnables []func(context.Context) error) {
 	run.done.Add(1)
 	go func() {
 		defer run.done.Done()
-		// The controller and the watcher start on informers that are in
-		// sync: a stop before then ends the wait quietly, where
-		// controller-runtime's sources would log it as an error, and a kind
-		// whose informer does not sync is reported once, here.
-		if err := l.syncInformers(run.ctx, kc); err != nil {
+		if err := l.syncInformers(run.ctx, run.kc); err != nil {
 			if run.ctx.Err() == nil {
 				l.log.Error(err, "a lazy kind did not start; looking again", "kind", lk.gvk.String())
 				run.cancel()
@@ -354,9 +380,6 @@ func (l *lazyKinds) start(ctx context.Context, lk *lazyKind) error {
 			}()
 		}
 	}()
-	lk.running = run
-	l.log.Info("kind is served now; its handlers start", "kind", lk.gvk.String())
-	return nil
 }
 
 // syncInformers waits until the informers of kc's controller are in

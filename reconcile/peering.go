@@ -213,7 +213,14 @@ func (p *peering) Start(ctx context.Context) error {
 		return fmt.Errorf("gopf: watching peering objects: %w", err)
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	p.takePart(ctx)
+	return nil
+}
 
+// takePart decides, and announces this operator, again on every change of
+// the peering objects, when a blocking peer expires and when the entries
+// are due for renewal, until ctx ends; then it leaves the peering.
+func (p *peering) takePart(ctx context.Context) {
 	renew := p.opts.Lifetime / 2
 	next := time.Now().Add(renew)
 	sent := map[string]peer{} // by the namespace of the peering object
@@ -226,31 +233,52 @@ func (p *peering) Start(ctx context.Context) error {
 		if !p.opts.Stealth {
 			p.announce(ctx, found, sent, due)
 		}
-		if until := time.Until(next); wait <= 0 || until < wait {
-			wait = until
+		if !p.sleep(ctx, p.untilNextLook(wait, next)) {
+			p.leave(ctx, sent)
+			return
 		}
-		if p.sh.gate.paused() != "" && p.sh.busy.Load() > 0 && wait > busyPoll {
-			wait = busyPoll
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			// Stop handling and let running handlers finish before leaving,
-			// so that a peer taking over never works on the same objects at
-			// once; then leave, so that it need not wait for our lifetime.
-			p.sh.gate.pause("the operator is stopping")
-			if !p.sh.idle(writeTimeout + 20*time.Second) {
-				p.log.Info("WARNING: handlers still running when leaving the peering")
-			}
-			for ns := range sent {
-				p.touch(context.WithoutCancel(ctx), ns, nil)
-			}
-			return nil
-		case <-p.poke:
-			t.Stop()
-		case <-t.C:
-		}
+	}
+}
+
+// untilNextLook is how long to wait before deciding again: until decide
+// asked to look again (wait, if set), or the next renewal, whichever comes
+// first; and while paused with handlers running, until the next check that
+// they have returned, so that the busy flag is cleared soon.
+func (p *peering) untilNextLook(wait time.Duration, renewal time.Time) time.Duration {
+	if until := time.Until(renewal); wait <= 0 || until < wait {
+		wait = until
+	}
+	if p.sh.gate.paused() != "" && p.sh.busy.Load() > 0 && wait > busyPoll {
+		wait = busyPoll
+	}
+	return wait
+}
+
+// sleep waits d, or until a peering object changes; it reports false if ctx
+// ends first.
+func (p *peering) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-p.poke:
+	case <-t.C:
+	}
+	return true
+}
+
+// leave stops handling and lets running handlers finish, so that a peer
+// taking over never works on the same objects at once; then it removes
+// this operator's entries, so that the peer need not wait for their
+// lifetime.
+func (p *peering) leave(ctx context.Context, sent map[string]peer) {
+	p.sh.gate.pause("the operator is stopping")
+	if !p.sh.idle(writeTimeout + 20*time.Second) {
+		p.log.Info("WARNING: handlers still running when leaving the peering")
+	}
+	for ns := range sent {
+		p.touch(context.WithoutCancel(ctx), ns, nil)
 	}
 }
 
@@ -372,89 +400,128 @@ func (p *peering) decide(ctx context.Context) ([]string, time.Duration) {
 		return nil, time.Second
 	}
 	now := time.Now()
-	var found, higher, equal, unsettled []string
-	var wait time.Duration
+	var found []string
+	var live livePeers
 	for _, obj := range objs {
 		found = append(found, obj.GetNamespace())
-		status, _ := obj.Object["status"].(map[string]any)
-		var expired []string
-		for id, raw := range status {
-			if id == p.opts.Identity || raw == nil {
-				continue
-			}
-			var other peer
-			if data, err := json.Marshal(raw); err != nil || json.Unmarshal(data, &other) != nil {
-				continue
-			}
-			if !other.alive(now) {
-				expired = append(expired, id)
-				continue
-			}
-			seen, _ := parseKopfTime(other.LastSeen)
-			left := seen.Add(time.Duration(other.Lifetime) * time.Second).Sub(now)
-			name := id
-			if other.Message != "" {
-				name += fmt.Sprintf(" (%q)", other.Message)
-			}
-			if p.opts.PerNamespace {
-				name += " in " + obj.GetNamespace()
-			}
-			switch {
-			case p.opts.Stealth || other.Priority > p.opts.Priority:
-				higher = append(higher, name)
-			case other.Priority == p.opts.Priority:
-				equal = append(equal, name)
-			case !other.settled():
-				unsettled = append(unsettled, name) // woken by its next change
-				continue
-			default:
-				continue
-			}
-			if wait == 0 || left < wait {
-				wait = left
-			}
-		}
-		for _, id := range expired {
-			if p.opts.Stealth {
-				break // a stealth peer writes nothing
-			}
-			if err := writePeer(ctx, p.writer, obj, id, nil); err == nil {
-				p.log.Info("removed an expired peer", "peer", id, "namespace", obj.GetNamespace())
-			}
-		}
+		expired := p.count(&live, obj, now)
+		p.removeExpired(ctx, obj, expired)
 	}
-	sort.Strings(higher)
-	sort.Strings(equal)
-	sort.Strings(unsettled)
-	if len(higher) > 0 || len(equal) > 0 || len(unsettled) == 0 {
+	live.sort()
+	if len(live.higher) > 0 || len(live.equal) > 0 || len(live.unsettled) == 0 {
 		p.waitingSince = time.Time{}
 	}
+	wait := live.wait
 	switch missing := p.missing(objs); {
 	case missing != "":
 		p.pause(missing)
 		return found, time.Second
-	case len(higher) > 0 && p.opts.Stealth:
-		p.pause("a stealth operator pauses while other peers are alive: " + strings.Join(higher, ", "))
-	case len(higher) > 0:
-		p.pause("peers with a higher priority are alive: " + strings.Join(higher, ", "))
-	case len(equal) > 0:
-		p.pause("peers with the same priority are alive (give each operator its own priority): " + strings.Join(equal, ", "))
-	case len(unsettled) > 0 && p.waitForSettling(now, &wait):
-		p.pause("waiting for peers with a lower priority to pause and finish their handlers: " + strings.Join(unsettled, ", "))
+	case len(live.higher) > 0 && p.opts.Stealth:
+		p.pause("a stealth operator pauses while other peers are alive: " + strings.Join(live.higher, ", "))
+	case len(live.higher) > 0:
+		p.pause("peers with a higher priority are alive: " + strings.Join(live.higher, ", "))
+	case len(live.equal) > 0:
+		p.pause("peers with the same priority are alive (give each operator its own priority): " + strings.Join(live.equal, ", "))
+	case len(live.unsettled) > 0 && p.waitForSettling(now, &wait):
+		p.pause("waiting for peers with a lower priority to pause and finish their handlers: " + strings.Join(live.unsettled, ", "))
 	default:
-		if alone := len(objs) == 0; alone != p.alone {
-			p.alone = alone
-			if alone {
-				p.log.Info("no peering object of this name: running standalone until one appears")
-			}
-		}
-		if was := p.sh.gate.paused(); was != "" {
-			p.log.Info("resuming: no peer with a higher or equal priority is alive")
-		}
-		p.sh.gate.resume()
-		peeringState.WithLabelValues(p.opts.Name).Set(0)
+		p.resume(len(objs) == 0)
 	}
 	return found, wait
+}
+
+// livePeers are the other live peers that keep this operator paused, by
+// why, named for the log; and when the first one that pauses it by its
+// priority expires (0 if none does).
+type livePeers struct {
+	higher    []string // with a higher priority; for a stealth operator, any peer
+	equal     []string // with the same priority
+	unsettled []string // with a lower priority, not paused or still busy
+	wait      time.Duration
+}
+
+// count adds the live entries of a peering object to live, and returns the
+// ids of those that expired.
+func (p *peering) count(live *livePeers, obj *unstructured.Unstructured, now time.Time) (expired []string) {
+	status, _ := obj.Object["status"].(map[string]any)
+	for id, raw := range status {
+		if id == p.opts.Identity || raw == nil {
+			continue
+		}
+		var other peer
+		if data, err := json.Marshal(raw); err != nil || json.Unmarshal(data, &other) != nil {
+			continue
+		}
+		if !other.alive(now) {
+			expired = append(expired, id)
+			continue
+		}
+		name := id
+		if other.Message != "" {
+			name += fmt.Sprintf(" (%q)", other.Message)
+		}
+		if p.opts.PerNamespace {
+			name += " in " + obj.GetNamespace()
+		}
+		live.add(p.opts, name, other, now)
+	}
+	return expired
+}
+
+// add counts one live peer, named name, against this operator's options.
+func (live *livePeers) add(opts PeeringOptions, name string, other peer, now time.Time) {
+	switch {
+	case opts.Stealth || other.Priority > opts.Priority:
+		live.higher = append(live.higher, name)
+	case other.Priority == opts.Priority:
+		live.equal = append(live.equal, name)
+	case !other.settled():
+		live.unsettled = append(live.unsettled, name) // woken by its next change
+		return
+	default:
+		return
+	}
+	seen, _ := parseKopfTime(other.LastSeen)
+	if left := seen.Add(time.Duration(other.Lifetime) * time.Second).Sub(now); live.wait == 0 || left < live.wait {
+		live.wait = left
+	}
+}
+
+// sort puts the names in order, for a stable log.
+func (live *livePeers) sort() {
+	sort.Strings(live.higher)
+	sort.Strings(live.equal)
+	sort.Strings(live.unsettled)
+}
+
+// removeExpired removes expired entries from a peering object, unless this
+// operator is a stealth one, which writes nothing.
+func (p *peering) removeExpired(ctx context.Context, obj *unstructured.Unstructured, expired []string) {
+	if p.opts.Stealth {
+		return
+	}
+	for _, id := range expired {
+		if err := writePeer(ctx, p.writer, obj, id, nil); err == nil {
+			p.log.Info("removed an expired peer", "peer", id, "namespace", obj.GetNamespace())
+		}
+	}
+}
+
+// resume lets the operator handle objects: no peer keeps it paused. alone
+// says there is no peering object (an optional peering), which is logged
+// when it begins.
+func (p *peering) resume(alone bool) {
+	if alone != p.alone {
+		p.alone = alone
+		if alone {
+			p.log.Info("no peering object of this name: running standalone until one appears")
+		}
+	}
+	if was := p.sh.gate.paused(); was != "" {
+		p.log.Info("resuming: no peer with a higher or equal priority is alive")
+	}
+	p.sh.gate.resume()
+	peeringState.WithLabelValues(p.opts.Name).Set(0)
 }
 
 // waitForSettling reports whether to keep waiting for lower-priority peers

@@ -116,75 +116,104 @@ func Permissions(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RES
 	var errs []error
 	set := contract.SetOf(reg)
 	for _, r := range set.Handlers(objectKinds...) {
-		if r.Options.Kinds != nil {
-			// Which kinds a selector chooses is known only to the cluster,
-			// and changes with it: the operator watches CRDs to find out.
-			res.lazy = true
-			continue
-		}
-		gr, err := res.handled(r)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
-			continue
-		}
-		need.add("", gr, readVerbs...)
-		if r.Kind != spec.KindEvent && r.Kind != spec.KindIndex {
-			need.add("", gr, "patch")
-			need.add("status", gr, "patch")
-			if strings.Contains(gr.Group, ".") {
-				// Where the state of a kind that may be a CRD lives is
-				// read from its CRD's schema at setup (see placement.go).
-				need.add("", schema.GroupResource{Group: crdResource.Group, Resource: crdResource.Resource}, "get")
-			}
-		}
-		usesFinalizer := r.Kind == spec.KindTimer || r.Kind == spec.KindDaemon || r.Kind == spec.KindDelete && !r.Options.Optional
-		if usesFinalizer || len(r.Options.Owned) > 0 || createsObjects(r) {
-			need.add("finalizers", gr, "update")
-		}
-		var secondary []client.Object
-		secondary = append(secondary, r.Options.Owned...)
-		for _, w := range r.Options.Watched {
-			secondary = append(secondary, w.Object)
-		}
-		for _, obj := range secondary {
-			sgr, err := res.object(obj)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("gopf: %s: watching %T: %w", r, obj, err))
-				continue
-			}
-			need.add("", sgr, readVerbs...)
-		}
+		errs = append(errs, need.addHandled(res, r)...)
 	}
 	for _, r := range set.Handlers() {
-		for _, use := range r.Options.Uses {
-			gr, err := useResource(res, use)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
-				continue
-			}
-			need.add("", gr, use.Verbs...)
-			if slices.Contains(use.Verbs, "get") || slices.Contains(use.Verbs, "list") {
-				need.add("", gr, readVerbs...) // reads come from the informer cache
-			}
-		}
+		errs = append(errs, need.addUses(res, r)...)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if res.lazy {
-		need.add("", schema.GroupResource{Group: crdResource.Group, Resource: crdResource.Resource}, readVerbs...)
+	need.addOperator(res.lazy, len(set.Handlers(spec.KindValidate, spec.KindMutate)) > 0)
+	return need.rules(), nil
+}
+
+// addHandled adds what an object handler needs on its kind, and reads on
+// the kinds it owns or watches. A handler that chooses its kinds
+// (ForCategory, ForKinds) adds nothing: which kinds it chooses is known
+// only to the cluster, and changes with it, so the operator watches CRDs
+// to find out (res.lazy).
+func (s permissionSet) addHandled(res *resolver, r *contract.Handler) []error {
+	if r.Options.Kinds != nil {
+		res.lazy = true
+		return nil
 	}
-	need.add("", schema.GroupResource{Resource: "events"}, eventVerbs...)
-	need.add("", schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, eventVerbs...)
-	need.add("", leases, leaseVerbs...)
-	if len(set.Handlers(spec.KindValidate, spec.KindMutate)) > 0 {
+	gr, err := res.handled(r)
+	if err != nil {
+		return []error{fmt.Errorf("gopf: %s: %w", r, err)}
+	}
+	s.add("", gr, readVerbs...)
+	if r.Kind != spec.KindEvent && r.Kind != spec.KindIndex {
+		s.add("", gr, "patch")
+		s.add("status", gr, "patch")
+		if strings.Contains(gr.Group, ".") {
+			// Where the state of a kind that may be a CRD lives is
+			// read from its CRD's schema at setup (see placement.go).
+			s.add("", schema.GroupResource{Group: crdResource.Group, Resource: crdResource.Resource}, "get")
+		}
+	}
+	usesFinalizer := r.Kind == spec.KindTimer || r.Kind == spec.KindDaemon || r.Kind == spec.KindDelete && !r.Options.Optional
+	if usesFinalizer || len(r.Options.Owned) > 0 || createsObjects(r) {
+		s.add("finalizers", gr, "update")
+	}
+	return s.addSecondary(res, r)
+}
+
+// addSecondary adds reads on the kinds a handler owns (Owns) or watches
+// (Watches): the informer cache watches them.
+func (s permissionSet) addSecondary(res *resolver, r *contract.Handler) []error {
+	var secondary []client.Object
+	secondary = append(secondary, r.Options.Owned...)
+	for _, w := range r.Options.Watched {
+		secondary = append(secondary, w.Object)
+	}
+	var errs []error
+	for _, obj := range secondary {
+		gr, err := res.object(obj)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gopf: %s: watching %T: %w", r, obj, err))
+			continue
+		}
+		s.add("", gr, readVerbs...)
+	}
+	return errs
+}
+
+// addUses adds what a handler declared with Uses.
+func (s permissionSet) addUses(res *resolver, r *contract.Handler) []error {
+	var errs []error
+	for _, use := range r.Options.Uses {
+		gr, err := useResource(res, use)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gopf: %s: %w", r, err))
+			continue
+		}
+		s.add("", gr, use.Verbs...)
+		if slices.Contains(use.Verbs, "get") || slices.Contains(use.Verbs, "list") {
+			s.add("", gr, readVerbs...) // reads come from the informer cache
+		}
+	}
+	return errs
+}
+
+// addOperator adds what the operator itself needs, whatever its handlers:
+// Events and leader election; reads on CRDs when it waits for kinds to be
+// served (watchesCRDs); and with admission handlers, the webhook
+// configurations.
+func (s permissionSet) addOperator(watchesCRDs, admission bool) {
+	if watchesCRDs {
+		s.add("", schema.GroupResource{Group: crdResource.Group, Resource: crdResource.Resource}, readVerbs...)
+	}
+	s.add("", schema.GroupResource{Resource: "events"}, eventVerbs...)
+	s.add("", schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, eventVerbs...)
+	s.add("", leases, leaseVerbs...)
+	if admission {
 		// The webhook package writes both configurations, deleting the one
 		// that would be left empty.
 		for _, resource := range []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"} {
-			need.add("", schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: resource}, webhookConfigVerbs...)
+			s.add("", schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: resource}, webhookConfigVerbs...)
 		}
 	}
-	return need.rules(), nil
 }
 
 // useResource resolves the kind a Uses option named.

@@ -195,13 +195,8 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 		return err
 	}
 	opts = opts.withDefaults()
-	if problems := validation.IsQualifiedName(opts.EventComponent); len(problems) > 0 {
-		return fmt.Errorf("gopf: EventComponent %q is not a valid reporting component: %s", opts.EventComponent, strings.Join(problems, "; "))
-	}
-	if opts.Peering != nil {
-		if err := opts.Peering.validate(); err != nil {
-			return err
-		}
+	if err := opts.validate(); err != nil {
+		return err
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
@@ -230,28 +225,49 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 			return err
 		}
 	}
+	return addLazyKinds(mgr, disco, reg, kinds, pending, opts, sh)
+}
+
+// validate checks the options Setup cannot default.
+func (o Options) validate() error {
+	if problems := validation.IsQualifiedName(o.EventComponent); len(problems) > 0 {
+		return fmt.Errorf("gopf: EventComponent %q is not a valid reporting component: %s", o.EventComponent, strings.Join(problems, "; "))
+	}
+	if o.Peering != nil {
+		return o.Peering.validate()
+	}
+	return nil
+}
+
+// addLazyKinds adds to mgr, if there are any, the kinds that are not served
+// yet (pending) and those that handlers choose among the served ones (see
+// lazyKinds). A chosen kind is left to its own handlers when it has some:
+// those of the kinds that started, and of the pending ones. The indexes of
+// pending kinds exist from the start, as those of served kinds do.
+func addLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, reg *handlers.Registry, started []*kindController, pending []*pendingKind, opts Options, sh *shared) error {
 	selected := selectedOf(reg)
-	if len(pending)+len(selected) > 0 {
-		explicit := map[schema.GroupKind]bool{}
-		for _, kc := range kinds {
-			explicit[kc.gvk.GroupKind()] = true
-		}
-		for _, p := range pending {
-			explicit[p.gvk.GroupKind()] = true
-		}
-		for _, p := range pending {
-			for _, r := range p.handlers {
-				if r.Kind == spec.KindIndex {
-					if sh.indexes.Get(r.Options.ID) != nil {
-						return fmt.Errorf("gopf: %s: an index of that name exists already", r)
-					}
-					spec.AddIndex(sh.indexes, r.Options.ID)
+	if len(pending)+len(selected) == 0 {
+		return nil
+	}
+	explicit := map[schema.GroupKind]bool{}
+	for _, kc := range started {
+		explicit[kc.gvk.GroupKind()] = true
+	}
+	for _, p := range pending {
+		explicit[p.gvk.GroupKind()] = true
+	}
+	for _, p := range pending {
+		for _, r := range p.handlers {
+			if r.Kind == spec.KindIndex {
+				if sh.indexes.Get(r.Options.ID) != nil {
+					return fmt.Errorf("gopf: %s: an index of that name exists already", r)
 				}
+				spec.AddIndex(sh.indexes, r.Options.ID)
 			}
 		}
-		if err := mgr.Add(newLazyKinds(mgr, disco, pending, selected, explicit, opts, sh)); err != nil {
-			return fmt.Errorf("gopf: adding the kinds not served yet or chosen among those served: %w", err)
-		}
+	}
+	if err := mgr.Add(newLazyKinds(mgr, disco, pending, selected, explicit, opts, sh)); err != nil {
+		return fmt.Errorf("gopf: adding the kinds not served yet or chosen among those served: %w", err)
 	}
 	return nil
 }
@@ -508,6 +524,12 @@ func (k *kindController) chooseStorage(s kindSchema) error {
 		k.store = kopfFallback{storage: inAnnotations, other: inStatus, kopf: k.kopf}
 	}
 	return nil
+}
+
+// essenceText is the essence of obj as gopf stores it.
+func (k *kindController) essenceText(obj map[string]any) string {
+	data, _ := jsonMarshal(essence(obj, k.opts.Prefix, k.extra))
+	return string(data)
 }
 
 // objectMaker returns the constructor of the objects of a kind: the Go type

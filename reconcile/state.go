@@ -110,29 +110,14 @@ func decodeProgress(raw any, where string) (map[string]*progress, error) {
 	return out, nil
 }
 
-// storage reads and writes the state kept on objects of one kind.
-type storage interface {
-	// load returns the stored state, nil if there is none, or an error
-	// describing state that is there but cannot be read.
-	load(obj map[string]any) (*state, error)
-	// save adds to p what turns the state stored on obj (the object as
-	// read, whether that state is readable or not) into st.
-	save(p *spec.Patch, obj map[string]any, st *state) error
-	// where names the place, for messages.
-	where() string
-}
-
-// saved reports whether obj carries st in s.
-func saved(s storage, obj map[string]any, st *state) bool {
-	got, err := s.load(obj)
-	return err == nil && sameState(got, st)
-}
-
 // statusStorage keeps the state in status.<field>. Results go to status too,
 // so results and state cost one request together.
 type statusStorage struct{ field string }
 
 func (s statusStorage) where() string { return "status." + s.field }
+
+// inStatus is true: the state is written with the status subresource.
+func (s statusStorage) inStatus() bool { return true }
 
 func (s statusStorage) load(obj map[string]any) (*state, error) {
 	status, _ := obj["status"].(map[string]any)
@@ -229,6 +214,9 @@ type annotationStorage struct{ prefix string }
 func (s annotationStorage) essenceKey() string  { return s.prefix + "/last-handled-configuration" }
 func (s annotationStorage) progressKey() string { return s.prefix + "/progress" }
 func (s annotationStorage) where() string       { return "annotations " + s.prefix + "/*" }
+
+// inStatus is false: the state is written in the object's annotations.
+func (s annotationStorage) inStatus() bool { return false }
 
 func (s annotationStorage) load(obj map[string]any) (*state, error) {
 	meta, _ := obj["metadata"].(map[string]any)

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,101 +28,152 @@ func (s *spawner) worker() {
 func (s *spawner) runTimer(key timerKey) {
 	s.k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
 	defer s.k.shared.busy.Add(-1)
+	ctx, run := s.beginTimerRun(key)
+	if run == nil {
+		return
+	}
+	err := s.callTimer(ctx, run)
+	end := time.Now()
+	opts := run.t.reg.Options
+	v := judge(opts, s.k.opts.DefaultBackoff, err, run.attempts+1, run.started, end)
+	handlerCalls.WithLabelValues(s.k.name, opts.ID, v.outcome.String()).Inc()
+	if s.endTimerRun(run, v, end) {
+		run.c.Log.Error(v.err, "timer failed permanently; it stops for this object")
+		s.k.failedForGood(run.obj, opts.ID, v.err)
+		s.wakeUp(run.obj)
+	}
+}
+
+// timerRun is one run of a timer, as its worker sees it between taking the
+// timer from the queue and recording the outcome.
+type timerRun struct {
+	key       timerKey
+	o         *spawned
+	t         *timerState
+	obj       client.Object // a private copy of the object
+	changedAt time.Time     // the object's last change when the run began
+	attempts  int           // failed attempts before this one
+	started   time.Time     // first attempt of the run
+	c         *handlers.Cause
+}
+
+// beginTimerRun prepares a run of the timer of key, with the context to run
+// it in; it returns a nil run when the timer is not to run now: it is gone,
+// the spawner stops, the operator is paused, or the object has not been
+// quiet long enough.
+func (s *spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	o := s.objects[key.obj]
 	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.shared.gate.open() {
-		s.mu.Unlock()
-		return
+		return nil, nil
 	}
 	t := o.timers[key.id]
 	if t == nil {
-		s.mu.Unlock()
-		return
+		return nil, nil
 	}
-	opts := t.reg.Options
 	now := time.Now()
-	if opts.Idle > 0 {
-		if quiet := now.Sub(o.changedAt); quiet < opts.Idle {
-			s.queue.AddAfter(key, opts.Idle-quiet)
-			s.mu.Unlock()
-			return
-		}
-		if opts.Interval <= 0 && t.ranFor.Equal(o.changedAt) {
-			s.mu.Unlock() // already ran in this quiet period; the next change re-adds it
-			return
-		}
+	if !s.idleLongEnoughLocked(key, o, t, now) {
+		return nil, nil
 	}
 	if !t.due.IsZero() {
-		timerLateness.WithLabelValues(s.k.name, opts.ID).Observe(now.Sub(t.due).Seconds())
+		timerLateness.WithLabelValues(s.k.name, t.reg.Options.ID).Observe(now.Sub(t.due).Seconds())
 		t.due = time.Time{}
 	}
-	// A private copy: the write below decodes the response into it.
-	obj, changedAt := o.latest.DeepCopyObject().(client.Object), o.changedAt
 	if t.attempts == 0 {
 		t.started = now
 	}
 	if t.first.IsZero() {
 		t.first = now
 	}
-	c := s.newCall(t.reg, obj, t.attempts, t.started)
-	c.Patch = &spec.Patch{}
-	ctx := s.ctx
-	s.mu.Unlock()
+	// A private copy: the write after the call decodes the response into it.
+	run := &timerRun{key: key, o: o, t: t, obj: o.latest.DeepCopyObject().(client.Object), changedAt: o.changedAt, attempts: t.attempts, started: t.started}
+	run.c = s.newCall(t.reg, run.obj, t.attempts, t.started)
+	run.c.Patch = &spec.Patch{}
+	return s.ctx, run
+}
 
-	result, err := s.k.call(ctx, t.reg, obj, c)
-	if err == nil {
-		if result != nil {
-			status, _ := statusOf(obj)
-			if changes(status[opts.ID], result) {
-				spec.MergeStatus(c.Patch, opts.ID, result)
-			}
-		}
-		if werr := s.k.sendPatch(ctx, obj, c.Patch); werr != nil {
-			err = handlers.Temporary(werr, 0)
+// idleLongEnoughLocked reports whether a timer with an idle time may run:
+// its object has not changed for that long, and an idle-only timer (one
+// without an interval) has not run yet in this quiet period; the next
+// change queues it again. A timer queued too early goes back into the queue
+// for when the object will have been quiet long enough.
+func (s *spawner) idleLongEnoughLocked(key timerKey, o *spawned, t *timerState, now time.Time) bool {
+	opts := t.reg.Options
+	if opts.Idle <= 0 {
+		return true
+	}
+	if quiet := now.Sub(o.changedAt); quiet < opts.Idle {
+		s.queue.AddAfter(key, opts.Idle-quiet)
+		return false
+	}
+	return opts.Interval > 0 || !t.ranFor.Equal(o.changedAt)
+}
+
+// callTimer calls the timer's function and sends its patch, with what the
+// function returned stored in status under the timer's id when that
+// changes it. A patch that cannot be sent is a temporary error.
+func (s *spawner) callTimer(ctx context.Context, run *timerRun) error {
+	reg := run.t.reg
+	result, err := s.k.call(ctx, reg, run.obj, run.c)
+	if err != nil {
+		return err
+	}
+	if result != nil {
+		status, _ := statusOf(run.obj)
+		if changes(status[reg.Options.ID], result) {
+			spec.MergeStatus(run.c.Patch, reg.Options.ID, result)
 		}
 	}
-	end := time.Now()
-	v := judge(opts, s.k.opts.DefaultBackoff, err, t.attempts+1, t.started, end)
-	handlerCalls.WithLabelValues(s.k.name, opts.ID, v.outcome.String()).Inc()
+	if werr := s.k.sendPatch(ctx, run.obj, run.c.Patch); werr != nil {
+		return handlers.Temporary(werr, 0)
+	}
+	return nil
+}
 
+// endTimerRun records the verdict on a run that ended at end and schedules
+// the timer's next run, unless the timer was stopped while it ran. It
+// reports whether the timer failed for good: as in Kopf, such a timer stops
+// for this object (in this process) and no longer holds its finalizer.
+func (s *spawner) endTimerRun(run *timerRun, v verdict, end time.Time) (failedForGood bool) {
 	s.mu.Lock()
-	if o.timers[key.id] != t {
-		s.mu.Unlock()
-		return // stopped while running
+	defer s.mu.Unlock()
+	o, t := run.o, run.t
+	if o.timers[run.key.id] != t {
+		return false // stopped while running
 	}
 	switch v.outcome {
 	case retrying:
 		t.attempts++
-		c.Log.Info("timer failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
-		s.schedule(key, t, v.delay)
-		s.mu.Unlock()
-		return
+		run.c.Log.Info("timer failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
+		s.schedule(run.key, t, v.delay)
+		return false
 	case failed:
-		// As in Kopf, a timer that fails for good stops for this object (in
-		// this process), and no longer holds its finalizer.
-		delete(o.timers, key.id)
-		o.finished[key.id] = true
-		s.mu.Unlock()
-		c.Log.Error(v.err, "timer failed permanently; it stops for this object")
-		s.k.failedForGood(obj, opts.ID, v.err)
-		s.wakeUp(obj)
-		return
+		delete(o.timers, run.key.id)
+		o.finished[run.key.id] = true
+		return true
 	}
-	defer s.mu.Unlock()
 	if v.ignored {
-		c.Log.Info("timer failed; the error is ignored as configured", "error", v.err.Error())
+		run.c.Log.Info("timer failed; the error is ignored as configured", "error", v.err.Error())
 	}
 	t.attempts = 0
-	t.ranFor = changedAt
-	if opts.Interval <= 0 {
-		return
+	t.ranFor = run.changedAt
+	if t.reg.Options.Interval > 0 {
+		s.schedule(run.key, t, time.Until(t.nextRun(end)))
 	}
-	next := end.Add(opts.Interval)
-	if opts.Sharp {
-		periods := end.Sub(t.first)/opts.Interval + 1
-		next = t.first.Add(periods * opts.Interval)
+	return false
+}
+
+// nextRun is when a timer with an interval runs next after a run that ended
+// at end: an interval later, or for a sharp timer at the next point of the
+// grid its first run began.
+func (t *timerState) nextRun(end time.Time) time.Time {
+	opts := t.reg.Options
+	if !opts.Sharp {
+		return end.Add(opts.Interval)
 	}
-	s.schedule(key, t, time.Until(next))
+	periods := end.Sub(t.first)/opts.Interval + 1
+	return t.first.Add(periods * opts.Interval)
 }
 
 // schedule puts a timer's next run in the queue and remembers when it is due.
