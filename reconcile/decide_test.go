@@ -143,7 +143,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 				return // the Planner shows a starting process
 			}
 			p := &Planner{}
-			st, err := p.objectStatus(&plannedKind{k: k, stores: layers(k.store)}, item, now, "", nil)
+			st, err := p.objectStatus(&plannedKind{k: k, stores: k.store.places()}, item, now, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -86,6 +86,8 @@ func (s *kopfStore) where() string {
 // written).
 func (s *kopfStore) inStatus() bool { return false }
 
+func (s *kopfStore) places() []storage { return []storage{s} }
+
 // kopfRecord is one handler's progress as Kopf stores it; the field order
 // is Kopf's.
 type kopfRecord struct {

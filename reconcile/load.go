@@ -66,13 +66,7 @@ func (t *turn) refreshMetadata() {
 // After a failed write that carried a handler's own patch, the turn is to
 // send that write again, alone (see flush).
 func (t *turn) loadState() error {
-	var loaded *state
-	var err error
-	if layered, ok := t.store.(kopfFallback); ok {
-		loaded, err = layered.loadAll(t.raw)
-	} else if loaded, err = t.store.load(t.raw); err != nil {
-		loaded = nil
-	}
+	loaded, err := loadAll(t.store, t.raw)
 	t.loaded, t.known = loaded, loaded
 	t.takeUnsaved()
 	if t.known != nil {

@@ -184,7 +184,7 @@ func TestUnreadableStateGivesWayToSoundStateElsewhere(t *testing.T) {
 	s := kopfFallback{storage: statusStorage{field: "gopf"}, other: annotationStorage{prefix: "gopf.dev"}, kopf: kopf}
 	obj := object(t, `{"metadata":{"annotations":{"kopf.zalando.org/last-handled-configuration":"{\"spec\":{\"field\":\"a\"}}\n"}},
 		"spec":{"field":"a"},"status":{"gopf":{"lastHandled":"{truncated"}}}`)
-	st, bad := s.loadAll(obj)
+	st, bad := loadAll(s, obj)
 	if bad == nil || !strings.Contains(bad.Error(), "status.gopf") {
 		t.Errorf("the unreadable state is not reported: %v", bad)
 	}

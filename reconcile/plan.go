@@ -58,8 +58,10 @@ type Planner struct {
 type plannedKind struct {
 	k        *kindController
 	resource schema.GroupVersionResource
-	// stores are where state is looked for, in order: the controller's
-	// storage, then (for a generic planner) the other one.
+	// stores are where state is looked for, in order: the places the
+	// controller's storage reads (storage.places), with, for a generic
+	// planner, gopf's other place after its own. The planner says which
+	// one held an object's state (ObjectStatus.StateSource).
 	stores []storage
 }
 
@@ -200,29 +202,17 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *kindController) error {
 	if err != nil {
 		return fmt.Errorf("gopf: kind %s is not served by the API server: %w", k.gvk, err)
 	}
-	pk := &plannedKind{k: k, resource: mapping.Resource, stores: layers(k.store)}
+	pk := &plannedKind{k: k, resource: mapping.Resource, stores: k.store.places()}
 	if p.generic {
 		// gopf's other place goes right after its own, before Kopf's.
 		var other storage = statusStorage{field: p.opts.StatusField}
-		if _, inStatus := pk.stores[0].(statusStorage); inStatus {
+		if pk.stores[0].inStatus() {
 			other = annotationStorage{prefix: p.opts.Prefix}
 		}
 		pk.stores = slices.Insert(pk.stores, 1, other)
 	}
 	p.kinds = append(p.kinds, pk)
 	return nil
-}
-
-// layers lists the places a storage reads state from, in the order it
-// reads them, so that the planner can say which one held an object's
-// state (ObjectStatus.StateSource). A storage that falls back to another
-// place when its own is empty is listed as its layers: gopf's own storage,
-// then Kopf's state on objects gopf takes over.
-func layers(s storage) []storage {
-	if f, ok := s.(kopfFallback); ok {
-		return []storage{f.storage, f.other, f.kopf}
-	}
-	return []storage{s}
 }
 
 // Kinds returns the kinds the planner covers, in the order it lists them.

@@ -152,7 +152,7 @@ func (s permissionSet) addHandled(res *resolver, r *contract.Handler) []error {
 			s.add("", schema.GroupResource{Group: crdResource.Group, Resource: crdResource.Resource}, "get")
 		}
 	}
-	usesFinalizer := r.Kind == spec.KindTimer || r.Kind == spec.KindDaemon || r.Kind == spec.KindDelete && !r.Options.Optional
+	usesFinalizer := holdsObjects(r)
 	if usesFinalizer || len(r.Options.Owned) > 0 || createsObjects(r) {
 		s.add("finalizers", gr, "update")
 	}

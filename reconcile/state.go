@@ -119,6 +119,8 @@ func (s statusStorage) where() string { return "status." + s.field }
 // inStatus is true: the state is written with the status subresource.
 func (s statusStorage) inStatus() bool { return true }
 
+func (s statusStorage) places() []storage { return []storage{s} }
+
 func (s statusStorage) load(obj map[string]any) (*state, error) {
 	status, _ := obj["status"].(map[string]any)
 	raw, ok := status[s.field]
@@ -217,6 +219,8 @@ func (s annotationStorage) where() string       { return "annotations " + s.pref
 
 // inStatus is false: the state is written in the object's annotations.
 func (s annotationStorage) inStatus() bool { return false }
+
+func (s annotationStorage) places() []storage { return []storage{s} }
 
 func (s annotationStorage) load(obj map[string]any) (*state, error) {
 	meta, _ := obj["metadata"].(map[string]any)

@@ -16,6 +16,9 @@ type storage interface {
 	// API server keeps only what the kind's status schema declares: the
 	// status patch carries it, and its response shows whether it stayed.
 	inStatus() bool
+	// places lists the places the storage reads state from, in the order
+	// it reads them: itself, or for gopf's layered storage its layers.
+	places() []storage
 }
 
 // purgeable is a storage that can also remove what it holds, readable or
@@ -48,22 +51,32 @@ type kopfFallback struct {
 // none does, it returns the first place's error, if any place was
 // unreadable.
 func (s kopfFallback) load(obj map[string]any) (*state, error) {
-	st, bad := s.loadAll(obj)
+	st, bad := loadAll(s, obj)
 	if st != nil {
 		return st, nil
 	}
 	return nil, bad
 }
 
-// loadAll returns the state of the first place that holds readable state,
-// and the error of the first unreadable place before or after it: state
-// that cannot be read is reported even when another place's is used.
-func (s kopfFallback) loadAll(obj map[string]any) (*state, error) {
+// places are gopf's place, its other place and Kopf's, those there are.
+func (s kopfFallback) places() []storage {
+	out := []storage{s.storage}
+	if s.other != nil {
+		out = append(out, s.other)
+	}
+	if s.kopf != nil {
+		out = append(out, s.kopf)
+	}
+	return out
+}
+
+// loadAll returns the state of the first of the storage's places that
+// holds readable state, and the error of the first unreadable place before
+// or after it: state that cannot be read is reported even when another
+// place's is used.
+func loadAll(s storage, obj map[string]any) (*state, error) {
 	var bad error
-	for _, place := range []storage{s.storage, s.other, s.kopf} {
-		if place == nil {
-			continue
-		}
+	for _, place := range s.places() {
 		st, err := place.load(obj)
 		if err != nil {
 			if bad == nil {
@@ -99,12 +112,4 @@ func (s kopfFallback) save(p *spec.Patch, obj map[string]any, st *state) error {
 	}
 	s.kopf.purge(p, obj)
 	return nil
-}
-
-// baseStorage returns the storage gopf keeps its own state in.
-func baseStorage(s storage) storage {
-	if f, ok := s.(kopfFallback); ok {
-		return f.storage
-	}
-	return s
 }

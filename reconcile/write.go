@@ -177,7 +177,7 @@ func (t *turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final m
 	k := t.k
 	// The response is read whole only while it may show that the API
 	// server drops gopf's state from status (storageFallback).
-	_, inStatus := baseStorage(t.store).(statusStorage)
+	inStatus := t.store.inStatus()
 	whole := stateChanged && inStatus && !k.statusKept.Load()
 	if err := k.sendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
 		return nil, nil, err
@@ -235,7 +235,7 @@ func (k *kindController) keepsResult(t *turn, id string) bool {
 // returns nil.
 func (t *turn) storageFallback() (map[string]any, error) {
 	k := t.k
-	if _, inStatus := baseStorage(t.store).(statusStorage); !inStatus || k.statusKept.Load() {
+	if !t.store.inStatus() || k.statusKept.Load() {
 		return nil, nil
 	}
 	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
