@@ -1,10 +1,7 @@
 package handlers
 
 import (
-	"fmt"
-	"reflect"
 	"sort"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -177,62 +174,13 @@ type FieldPath interface{ ~string | ~[]string }
 // (such as "metadata.labels.app.kubernetes.io/name", which names the key
 // "app" and then keys inside its string value); give such a path as keys.
 func Field[P FieldPath](path P) FieldSetting {
-	keys, problem := fieldKeys(path)
+	keys, problem := spec.FieldKeys(path)
 	return FieldSetting{setting: set(func(d *draft) {
 		d.Field = keys
 		if problem != "" {
 			d.problem("%s", problem)
 		}
 	})}
-}
-
-// fieldKeys turns a FieldPath into keys, with what makes it unable to match
-// ("" if nothing). The keys are returned even then, so that the handler's
-// default id shows the path as given.
-func fieldKeys[P FieldPath](path P) ([]string, string) {
-	switch p := any(path).(type) {
-	case string:
-		return dottedKeys(p)
-	case []string:
-		return listedKeys(p)
-	}
-	// A type defined on string or []string.
-	v := reflect.ValueOf(path)
-	if v.Kind() == reflect.String {
-		return dottedKeys(v.String())
-	}
-	return listedKeys(v.Convert(reflect.TypeOf([]string(nil))).Interface().([]string))
-}
-
-func dottedKeys(path string) ([]string, string) {
-	if path == "" {
-		return nil, "the field path is empty"
-	}
-	keys := strings.Split(path, ".")
-	for _, k := range keys {
-		if k == "" {
-			return keys, fmt.Sprintf("field %q has an empty segment", path)
-		}
-	}
-	if len(keys) > 3 && keys[0] == "metadata" && (keys[1] == "labels" || keys[1] == "annotations") {
-		return keys, fmt.Sprintf("field %q can never match: %s values are strings, with no keys inside; "+
-			"for a key with dots give the path as keys: []string{%q, %q, %q}",
-			path, strings.TrimSuffix(keys[1], "s"), keys[0], keys[1], strings.Join(keys[2:], "."))
-	}
-	return keys, ""
-}
-
-func listedKeys(path []string) ([]string, string) {
-	if len(path) == 0 {
-		return nil, "the field path is empty"
-	}
-	keys := append([]string(nil), path...)
-	for i, k := range keys {
-		if k == "" {
-			return keys, fmt.Sprintf("field %q has an empty key at position %d", keys, i)
-		}
-	}
-	return keys, ""
 }
 
 // Value requires the field named with Field to match v (a literal, Present,

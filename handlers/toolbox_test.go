@@ -8,11 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -74,57 +70,6 @@ func TestIndexRefsReadKeysOfAnyComparableTypeAndFlatIndexesTyped(t *testing.T) {
 	}
 	if got := fmt.Sprint(flat.Get(indexes, nil), flat.Keys(indexes)); got != "[a b] [<nil>]" {
 		t.Errorf("flat index: Get(nil), Keys = %s", got)
-	}
-}
-
-func TestAdoptSetsOwnerNamespacePrefixAndLabelsDownToPodTemplates(t *testing.T) {
-	owner := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod", UID: "u1", Labels: map[string]string{"team": "a", "tier": "x"}}}
-	owner.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
-
-	job := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "own"}}}
-	job.Spec.JobTemplate.Spec.Template.Labels = map[string]string{"pod": "yes"}
-	if err := handlers.Adopt(owner, job); err != nil {
-		t.Fatal(err)
-	}
-	if job.Namespace != "prod" || job.GenerateName != "web-" {
-		t.Errorf("namespace %q, generateName %q", job.Namespace, job.GenerateName)
-	}
-	if job.Labels["team"] != "a" || job.Labels["tier"] != "own" {
-		t.Errorf("labels = %v: the owner's are added, the child's own win", job.Labels)
-	}
-	if l := job.Spec.JobTemplate.Spec.Template.Labels; l["team"] != "a" || l["pod"] != "yes" {
-		t.Errorf("pod template labels = %v", l)
-	}
-	ref := job.OwnerReferences[0]
-	if ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || !*ref.Controller || !*ref.BlockOwnerDeletion {
-		t.Errorf("owner reference = %+v", ref)
-	}
-	if err := handlers.Adopt(owner, job); err != nil || len(job.OwnerReferences) != 1 {
-		t.Errorf("adopting twice: %v, %d references", err, len(job.OwnerReferences))
-	}
-
-	other := owner.DeepCopy()
-	other.UID, other.Name = "u2", "other"
-	if err := handlers.Adopt(other, job); err == nil || !strings.Contains(err.Error(), "already controlled") {
-		t.Errorf("stealing a child: %v", err)
-	}
-}
-
-func TestAdoptWorksOnUnstructuredChildrenAndNeedsTheOwnersKind(t *testing.T) {
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns", UID: "u"}}
-	child := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "d"},
-		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{}}}}}
-	if err := handlers.Adopt(owner, child); err == nil {
-		t.Error("an owner without apiVersion/kind was accepted")
-	}
-	owner.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	owner.Labels = map[string]string{"app": "x"}
-	if err := handlers.Adopt(owner, child); err != nil {
-		t.Fatal(err)
-	}
-	labels, _, _ := unstructured.NestedStringMap(child.Object, "spec", "template", "metadata", "labels")
-	if child.GetNamespace() != "ns" || child.GetName() != "d" || labels["app"] != "x" {
-		t.Errorf("child = %v", child.Object)
 	}
 }
 
