@@ -34,7 +34,12 @@ func Func(fn func(value any) bool) Filter { return spec.Func(fn) }
 // operator's indexes, as Kopf gives its filter callbacks the indexes: a
 // label or a field can be matched against what an index holds. See
 // WhenWithIndexes for what the indexes hold when a filter runs.
-func FuncWithIndexes(fn func(value any, ixs *Indexes) bool) Filter { return spec.FuncWithIndexes(fn) }
+func FuncWithIndexes(fn func(value any, ixs *Indexes) bool) Filter {
+	if fn == nil {
+		return spec.FuncWithIndexes(nil)
+	}
+	return spec.FuncWithIndexes(func(value any, ixs *spec.Indexes) bool { return fn(value, (*Indexes)(ixs)) })
+}
 
 // FilterSetting is an option that selects objects. Every handler kind that
 // is for objects takes it; an object no handler of its kind selects is left
@@ -92,7 +97,7 @@ func mergeFilters(d *draft, what string, into map[string]Filter, from map[string
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		f, err := spec.ParseFilter(from[k])
+		f, err := parseFilter(from[k])
 		if err != nil {
 			d.problem("%s %q: %v", what, k, err)
 			continue
@@ -140,9 +145,9 @@ func WhenWithIndexes[T client.Object](fn func(obj T, ixs *Indexes) bool) FilterS
 		return FilterSetting{setting: rejected("WhenWithIndexes(nil) is not a filter")}
 	}
 	return FilterSetting{setting: set(func(d *draft) {
-		d.When = func(obj client.Object, ixs *Indexes) bool {
+		d.When = func(obj client.Object, ixs *spec.Indexes) bool {
 			typed, ok := obj.(T)
-			return ok && fn(typed, ixs)
+			return ok && fn(typed, (*Indexes)(ixs))
 		}
 	})}
 }
@@ -210,11 +215,29 @@ func NewValue(v any) ChangeSetting {
 
 func fieldFilter(name string, v any, assign func(*draft, *Filter)) setting {
 	return set(func(d *draft) {
-		f, err := spec.ParseFilter(v)
+		f, err := parseFilter(v)
 		if err != nil {
 			d.problem("%s: %v", name, err)
 			return
 		}
 		assign(d, &f)
 	})
+}
+
+// parseFilter is spec.ParseFilter for a filter value as a user gives it,
+// whose functions with indexes take this package's Indexes.
+func parseFilter(v any) (Filter, error) {
+	switch fn := v.(type) {
+	case func(any, *Indexes) bool:
+		v = (func(any, *spec.Indexes) bool)(nil)
+		if fn != nil {
+			v = func(x any, ixs *spec.Indexes) bool { return fn(x, (*Indexes)(ixs)) }
+		}
+	case func(string, *Indexes) bool:
+		v = (func(string, *spec.Indexes) bool)(nil)
+		if fn != nil {
+			v = func(s string, ixs *spec.Indexes) bool { return fn(s, (*Indexes)(ixs)) }
+		}
+	}
+	return spec.ParseFilter(v)
 }

@@ -289,6 +289,10 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 			register: func(r *handlers.Registry) {
 				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Annotations{"a": handlers.Func(nil)})
 			}},
+		{name: "nil filter function with indexes", id: "c", want: `label "a": a nil function is not a filter`,
+			register: func(r *handlers.Registry) {
+				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Labels{"a": (func(string, *handlers.Indexes) bool)(nil)})
+			}},
 		{name: "When(nil)", id: "c", want: "When(nil) is not a filter",
 			register: func(r *handlers.Registry) {
 				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.When[*corev1.Pod](nil))

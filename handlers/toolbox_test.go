@@ -51,14 +51,15 @@ func TestIndexRefsReadKeysOfAnyComparableTypeAndFlatIndexesTyped(t *testing.T) {
 	reg := handlers.NewRegistry()
 	byPort := handlers.OnIndex(reg, "by_port", func(*corev1.Service) map[key]int { return nil })
 	flat := handlers.OnFlatIndex(reg, "names", func(*corev1.Service) string { return "" })
-	indexes := spec.NewIndexes()
+	engineSide := spec.NewIndexes()
+	indexes := (*handlers.Indexes)(engineSide) // as the engine hands them to handlers
 	if byPort.Get(indexes, key{"ns", 80}) != nil || byPort.Keys(indexes) != nil || byPort.Len(indexes) != 0 {
 		t.Error("an index that does not exist is not empty")
 	}
-	spec.SetEntries(spec.AddIndex(indexes, "by_port"), "ns/b", map[any]any{key{"ns", 80}: 2, key{"ns", 443}: 2})
-	spec.SetEntries(indexes.Get("by_port"), "ns/a", map[any]any{key{"ns", 80}: 1})
-	spec.SetEntries(spec.AddIndex(indexes, "names"), "ns/b", map[any]any{nil: "b"})
-	spec.SetEntries(indexes.Get("names"), "ns/a", map[any]any{nil: "a"})
+	spec.SetEntries(spec.AddIndex(engineSide, "by_port"), "ns/b", map[any]any{key{"ns", 80}: 2, key{"ns", 443}: 2})
+	spec.SetEntries(engineSide.Get("by_port"), "ns/a", map[any]any{key{"ns", 80}: 1})
+	spec.SetEntries(spec.AddIndex(engineSide, "names"), "ns/b", map[any]any{nil: "b"})
+	spec.SetEntries(engineSide.Get("names"), "ns/a", map[any]any{nil: "a"})
 	if got := fmt.Sprint(byPort.Get(indexes, key{"ns", 80}), byPort.Keys(indexes), byPort.Len(indexes)); got != "[1 2] [{ns 443} {ns 80}] 2" {
 		t.Errorf("by_port: Get, Keys, Len = %s", got)
 	}

@@ -335,9 +335,9 @@ func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log lo
 		UID:         obj.GetUID(),
 		Labels:      nonNil(obj.GetLabels()),
 		Annotations: nonNil(obj.GetAnnotations()),
-		Memo:        &k.memory.get(key, obj.GetUID()).memo,
+		Memo:        (*handlers.Memo)(&k.memory.get(key, obj.GetUID()).memo),
 		Param:       r.Options.Param,
-		Indexes:     k.shared.indexes,
+		Indexes:     (*handlers.Indexes)(k.shared.indexes),
 		Client:      k.writer,
 	}
 	x := &contract.Extras{Post: func(eventType, reason, message string) {

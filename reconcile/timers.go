@@ -64,7 +64,8 @@ func (s *spawner) runTimer(key timerKey) {
 		t.first = now
 	}
 	c := s.newCall(t.reg, obj, t.attempts, t.started)
-	c.Patch = &spec.Patch{}
+	patch := &spec.Patch{}
+	c.Patch = (*handlers.Patch)(patch)
 	ctx := s.ctx
 	s.mu.Unlock()
 
@@ -73,10 +74,10 @@ func (s *spawner) runTimer(key timerKey) {
 		if result != nil {
 			status, _ := statusOf(obj)
 			if changes(status[opts.ID], result) {
-				spec.MergeStatus(c.Patch, opts.ID, result)
+				spec.MergeStatus(patch, opts.ID, result)
 			}
 		}
-		if werr := s.k.sendPatch(ctx, obj, c.Patch); werr != nil {
+		if werr := s.k.sendPatch(ctx, obj, patch); werr != nil {
 			err = handlers.Temporary(werr, 0)
 		}
 	}

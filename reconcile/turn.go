@@ -422,7 +422,7 @@ func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extr
 	x.SubsAllowed = e.reg.Kind.Reason() != "" // change handlers
 	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
-	c.Patch = &t.patch
+	c.Patch = (*handlers.Patch)(&t.patch)
 	x.Result = t.result
 	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
 	return c, x

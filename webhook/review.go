@@ -125,11 +125,11 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 		Log:         log,
 		Patch:       &handlers.Patch{},
 		Raw:         req,
-		Memo:        memo,
+		Memo:        (*handlers.Memo)(memo),
 		Client:      h.client,
 	}
 	if h.op != nil {
-		areq.Indexes = h.op.Indexes
+		areq.Indexes = (*handlers.Indexes)(h.op.Indexes)
 	}
 	review := &contract.Extras{}
 	h.set.BindRequest(areq, review)
@@ -141,7 +141,7 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 	}
 	after, err := json.Marshal(obj)
 	if err == nil {
-		after, err = mergePatch(after, areq.Patch)
+		after, err = mergePatch(after, (*spec.Patch)(areq.Patch))
 	}
 	if err != nil {
 		return nil, review.Warnings, fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)
