@@ -16,23 +16,26 @@ const module = "github.com/gopf-dev/gopf"
 // libraryLayers lists, for every library package of the module, which of the
 // module's packages it may depend on (directly or not). Layers point one
 // way: internal/spec (the engine contract) knows no other gopf package;
-// handlers (the registration API) knows only the contract; internal/contract
-// instantiates the contract with handlers' types; the engine (reconcile)
-// and the webhooks know both; Main's command line (internal/cli) knows
-// those but not the root package, which ties them all together; envtest
-// may use everything. Every package of the module is
+// handlers (the registration API) knows only the contract; handlers/objects
+// (the helpers for children and fields) knows only handlers and the
+// contract, and no other package needs it; internal/contract instantiates
+// the contract with handlers' types; the engine (reconcile) and the
+// webhooks know both; Main's command line (internal/cli) knows those but
+// not the root package, which ties them all together; envtest may use
+// everything. Every package of the module is
 // either here or a program (cmd/, examples/, test/), which uses only what
 // users can import.
 var libraryLayers = map[string][]string{
 	"internal/spec":     {},
 	"api/v1":            {},
 	"handlers":          {"internal/spec"},
+	"handlers/objects":  {"handlers", "internal/spec"},
 	"internal/contract": {"handlers", "internal/spec"},
 	"reconcile":         {"handlers", "internal/contract", "internal/spec"},
 	"webhook":           {"handlers", "internal/contract", "internal/spec"},
 	"internal/cli":      {"handlers", "internal/contract", "internal/spec", "reconcile", "webhook"},
 	"":                  {"handlers", "internal/cli", "internal/contract", "internal/spec", "reconcile", "webhook"},
-	"envtest":           {"", "api/v1", "handlers", "internal/cli", "internal/contract", "internal/spec", "reconcile", "webhook"},
+	"envtest":           {"", "api/v1", "handlers", "handlers/objects", "internal/cli", "internal/contract", "internal/spec", "reconcile", "webhook"},
 }
 
 // programDirs hold the module's programs and their tests: operators,

@@ -7,8 +7,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // Reason says why a change handler is being called.
@@ -166,87 +164,3 @@ func (c *Cause) ExceptionAs(reason string, err error) {
 	}
 	c.Post(EventWarning, reason, err.Error())
 }
-
-// Patch collects changes a handler wants made to its object: Set,
-// SetLabel, SetAnnotation and SetStatus, and Transform for what a merge
-// patch cannot say (appending to or removing from a list, as Kopf's
-// patch.fns). gopf applies the changes of all handlers of one reconcile
-// together, as one write to the object and one to its status, after the
-// handlers return: JSON merge patches, or JSON patches (RFC 6902) when there
-// are transformations. Setting a value to nil removes the field.
-//
-// A condition appended to status.conditions, and a finalizer removed:
-//
-//	c.Patch.Transform(func(obj map[string]any) {
-//		status, ok := obj["status"].(map[string]any)
-//		if !ok {
-//			status = map[string]any{}
-//			obj["status"] = status
-//		}
-//		conditions, _ := status["conditions"].([]any)
-//		status["conditions"] = append(conditions, map[string]any{"type": "Ready", "status": "True"})
-//	})
-//	c.Patch.Transform(func(obj map[string]any) {
-//		meta := obj["metadata"].(map[string]any)
-//		finalizers, _ := meta["finalizers"].([]any)
-//		meta["finalizers"] = slices.DeleteFunc(finalizers, func(f any) bool { return f == "example.com/cleanup" })
-//	})
-type Patch = spec.Patch
-
-// Memo is a per-object scratchpad kept in the operator's memory (never
-// stored on the object), with Get, Set and Update: every handler of one
-// object sees the same Memo until the object is gone or the operator
-// restarts. The operator has one too, for the operator-level handlers,
-// with reconcile.Options.Memo as its starting content. An object's memo
-// starts as a shallow copy of the operator memo, taken when the object is
-// first seen after the startup handlers finished: later changes to the
-// operator memo's keys do not reach objects seen before, but a value both
-// hold (a map, a channel, a pointer) is the same value. It is safe for
-// concurrent use.
-type Memo = spec.Memo
-
-// Diff is the list of changes from Cause.Old to Cause.New, sorted by path.
-// Maps are compared key by key, so each item names the deepest key whose
-// value changed; anything else (lists, strings, numbers) is compared as a
-// whole. Paths are relative to Old and New: from the essence's root for
-// handlers of whole objects, from the field for handlers narrowed to one.
-// An empty Path is the root itself. For a handler of the field "spec":
-//
-//	spec.replicas 1 → 2:          {DiffChange, [replicas], 1, 2}
-//	spec.paused added:            {DiffAdd, [paused], nil, true}
-//	spec.selector.app removed:    {DiffRemove, [selector app], "db", nil}
-//	spec.ports [80] → [80 443]:   {DiffChange, [ports], [80], [80 443]}
-//	spec appears (Old is nil):    {DiffAdd, [], nil, map[...]}    (one item)
-//	spec disappears (New is nil): {DiffRemove, [], map[...], nil} (one item)
-//
-// Create handlers get the root item of the whole essence, as in Kopf:
-// {DiffAdd, [], nil, essence}. Resume and delete handlers get an empty Diff,
-// so check its length before taking c.Diff[0] (Kopf's diff[0] idiom).
-type Diff = spec.Diff
-
-// DiffItem is one change between two essences: the field at Path was added,
-// changed or removed; Old is nil for an addition and New for a removal.
-type DiffItem = spec.DiffItem
-
-// DiffOp is the kind of one change in a Diff: DiffAdd, DiffChange or
-// DiffRemove.
-type DiffOp = spec.DiffOp
-
-// The kinds of change in a Diff.
-const (
-	DiffAdd    = spec.DiffAdd
-	DiffChange = spec.DiffChange
-	DiffRemove = spec.DiffRemove
-)
-
-// Indexes are the operator's indexes, by name: Get(name) returns one (nil if
-// there is no index of that name; a nil Index reads as empty). See OnIndex,
-// and IndexRef for typed access.
-type Indexes = spec.Indexes
-
-// Index maps keys to the values objects contributed under them: Get(key),
-// Keys() and Len(). Keys are of the comparable type the index function
-// used (the key of a flat index, see OnFlatIndex, is nil), and Get needs a
-// key of that very type: Get(int64(1)) finds nothing under the int 1. It is
-// safe for concurrent use.
-type Index = spec.Index

@@ -1,10 +1,7 @@
 package handlers
 
 import (
-	"fmt"
-	"reflect"
 	"sort"
-	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,7 +34,12 @@ func Func(fn func(value any) bool) Filter { return spec.Func(fn) }
 // operator's indexes, as Kopf gives its filter callbacks the indexes: a
 // label or a field can be matched against what an index holds. See
 // WhenWithIndexes for what the indexes hold when a filter runs.
-func FuncWithIndexes(fn func(value any, ixs *Indexes) bool) Filter { return spec.FuncWithIndexes(fn) }
+func FuncWithIndexes(fn func(value any, ixs *Indexes) bool) Filter {
+	if fn == nil {
+		return spec.FuncWithIndexes(nil)
+	}
+	return spec.FuncWithIndexes(func(value any, ixs *spec.Indexes) bool { return fn(value, (*Indexes)(ixs)) })
+}
 
 // FilterSetting is an option that selects objects. Every handler kind that
 // is for objects takes it; an object no handler of its kind selects is left
@@ -95,7 +97,7 @@ func mergeFilters(d *draft, what string, into map[string]Filter, from map[string
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		f, err := spec.ParseFilter(from[k])
+		f, err := parseFilter(from[k])
 		if err != nil {
 			d.problem("%s %q: %v", what, k, err)
 			continue
@@ -143,9 +145,9 @@ func WhenWithIndexes[T client.Object](fn func(obj T, ixs *Indexes) bool) FilterS
 		return FilterSetting{setting: rejected("WhenWithIndexes(nil) is not a filter")}
 	}
 	return FilterSetting{setting: set(func(d *draft) {
-		d.When = func(obj client.Object, ixs *Indexes) bool {
+		d.When = func(obj client.Object, ixs *spec.Indexes) bool {
 			typed, ok := obj.(T)
-			return ok && fn(typed, ixs)
+			return ok && fn(typed, (*Indexes)(ixs))
 		}
 	})}
 }
@@ -177,62 +179,13 @@ type FieldPath interface{ ~string | ~[]string }
 // (such as "metadata.labels.app.kubernetes.io/name", which names the key
 // "app" and then keys inside its string value); give such a path as keys.
 func Field[P FieldPath](path P) FieldSetting {
-	keys, problem := fieldKeys(path)
+	keys, problem := spec.FieldKeys(path)
 	return FieldSetting{setting: set(func(d *draft) {
 		d.Field = keys
 		if problem != "" {
 			d.problem("%s", problem)
 		}
 	})}
-}
-
-// fieldKeys turns a FieldPath into keys, with what makes it unable to match
-// ("" if nothing). The keys are returned even then, so that the handler's
-// default id shows the path as given.
-func fieldKeys[P FieldPath](path P) ([]string, string) {
-	switch p := any(path).(type) {
-	case string:
-		return dottedKeys(p)
-	case []string:
-		return listedKeys(p)
-	}
-	// A type defined on string or []string.
-	v := reflect.ValueOf(path)
-	if v.Kind() == reflect.String {
-		return dottedKeys(v.String())
-	}
-	return listedKeys(v.Convert(reflect.TypeOf([]string(nil))).Interface().([]string))
-}
-
-func dottedKeys(path string) ([]string, string) {
-	if path == "" {
-		return nil, "the field path is empty"
-	}
-	keys := strings.Split(path, ".")
-	for _, k := range keys {
-		if k == "" {
-			return keys, fmt.Sprintf("field %q has an empty segment", path)
-		}
-	}
-	if len(keys) > 3 && keys[0] == "metadata" && (keys[1] == "labels" || keys[1] == "annotations") {
-		return keys, fmt.Sprintf("field %q can never match: %s values are strings, with no keys inside; "+
-			"for a key with dots give the path as keys: []string{%q, %q, %q}",
-			path, strings.TrimSuffix(keys[1], "s"), keys[0], keys[1], strings.Join(keys[2:], "."))
-	}
-	return keys, ""
-}
-
-func listedKeys(path []string) ([]string, string) {
-	if len(path) == 0 {
-		return nil, "the field path is empty"
-	}
-	keys := append([]string(nil), path...)
-	for i, k := range keys {
-		if k == "" {
-			return keys, fmt.Sprintf("field %q has an empty key at position %d", keys, i)
-		}
-	}
-	return keys, ""
 }
 
 // Value requires the field named with Field to match v (a literal, Present,
@@ -262,11 +215,29 @@ func NewValue(v any) ChangeSetting {
 
 func fieldFilter(name string, v any, assign func(*draft, *Filter)) setting {
 	return set(func(d *draft) {
-		f, err := spec.ParseFilter(v)
+		f, err := parseFilter(v)
 		if err != nil {
 			d.problem("%s: %v", name, err)
 			return
 		}
 		assign(d, &f)
 	})
+}
+
+// parseFilter is spec.ParseFilter for a filter value as a user gives it,
+// whose functions with indexes take this package's Indexes.
+func parseFilter(v any) (Filter, error) {
+	switch fn := v.(type) {
+	case func(any, *Indexes) bool:
+		v = (func(any, *spec.Indexes) bool)(nil)
+		if fn != nil {
+			v = func(x any, ixs *spec.Indexes) bool { return fn(x, (*Indexes)(ixs)) }
+		}
+	case func(string, *Indexes) bool:
+		v = (func(string, *spec.Indexes) bool)(nil)
+		if fn != nil {
+			v = func(s string, ixs *spec.Indexes) bool { return fn(s, (*Indexes)(ixs)) }
+		}
+	}
+	return spec.ParseFilter(v)
 }

@@ -73,12 +73,12 @@ func TestPatchRoutesStatusAndNullsRemovals(t *testing.T) {
 	if err := p.Set("status.phase", "Ready"); err != nil {
 		t.Fatal(err)
 	}
-	spec.MergeStatus(&p, "result", map[string]any{"a": 1})
-	spec.MergeStatus(&p, "result", map[string]any{"b": 2})
+	spec.MergeStatus((*spec.Patch)(&p), "result", map[string]any{"a": 1})
+	spec.MergeStatus((*spec.Patch)(&p), "result", map[string]any{"b": 2})
 	if err := p.Set("spec..x", 1); err == nil {
 		t.Error("a bad path was accepted")
 	}
-	obj, status := spec.ObjectPatch(&p), spec.StatusPatch(&p)
+	obj, status := spec.ObjectPatch((*spec.Patch)(&p)), spec.StatusPatch((*spec.Patch)(&p))
 	meta := obj["metadata"].(map[string]any)
 	if meta["labels"].(map[string]any)["app"] != "1" || meta["annotations"].(map[string]any)["gone"] != nil {
 		t.Errorf("metadata = %v", meta)
@@ -139,7 +139,7 @@ func TestSubHandlersOutsideChangeHandlersAreAnErrorThatIsLogged(t *testing.T) {
 
 // listedIn returns indexes with one index "listed" whose key "names" holds
 // the given names.
-func listedIn(names ...string) *handlers.Indexes {
+func listedIn(names ...string) *spec.Indexes {
 	ixs := spec.NewIndexes()
 	ix := spec.AddIndex(ixs, "listed")
 	for _, n := range names {
@@ -204,7 +204,7 @@ func TestIndexFunctionsThatReadIndexesGetTheOperatorsIndexes(t *testing.T) {
 	pod := &corev1.Pod{}
 	pod.Name = "pod-1"
 	c := handlers.CauseWith(r, "named", &handlers.Extras{})
-	c.Indexes = listedIn("pod-1")
+	c.Indexes = (*handlers.Indexes)(listedIn("pod-1"))
 	hs := handlers.HandlersOf(r)
 	out, err := hs[0].Call(context.Background(), pod, c)
 	if err != nil || out.(map[any]any)["pod-1"] != true {

@@ -47,13 +47,6 @@ var optionKinds = []optionKind{
 	{"probe", reflect.TypeOf((*handlers.ProbeOption)(nil)).Elem()},
 	{"admission", reflect.TypeOf((*handlers.AdmissionOption)(nil)).Elem()},
 	{"sub", reflect.TypeOf((*handlers.SubOption)(nil)).Elem()},
-	// The children helpers (Adopt and Kopf's hierarchies kit).
-	{"adopt", reflect.TypeOf((*handlers.AdoptOption)(nil)).Elem()},
-	{"label", reflect.TypeOf((*handlers.LabelOption)(nil)).Elem()},
-	{"naming", reflect.TypeOf((*handlers.NamingOption)(nil)).Elem()},
-	{"namespace", reflect.TypeOf((*handlers.NamespaceOption)(nil)).Elem()},
-	{"ownerref", reflect.TypeOf((*handlers.OwnerReferenceOption)(nil)).Elem()},
-	{"append", reflect.TypeOf((*handlers.AppendOption)(nil)).Elem()},
 }
 
 // The handler kinds each option is for, as the options' documentation
@@ -110,11 +103,6 @@ var optionTable = []struct {
 	{"SideEffects", handlers.SideEffects(), "admission"},
 	{"IgnoreFailures", handlers.IgnoreFailures(), "admission"},
 	{"WebhookTimeout", handlers.WebhookTimeout(5 * time.Second), "admission"},
-	{"Forced", handlers.Forced(), "adopt label naming namespace append"},
-	{"Strict", handlers.Strict(), "adopt naming"},
-	{"Nested", handlers.Nested("spec.template"), "adopt label"},
-	{"NotController", handlers.NotController(), "ownerref append"},
-	{"NoBlockOwnerDeletion", handlers.NoBlockOwnerDeletion(), "ownerref append"},
 }
 
 // An option implements the option interface of a registration function
@@ -300,6 +288,10 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 		{name: "Func(nil) annotation", id: "c", want: `annotation "a": Func(nil) is not a filter`,
 			register: func(r *handlers.Registry) {
 				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Annotations{"a": handlers.Func(nil)})
+			}},
+		{name: "nil filter function with indexes", id: "c", want: `label "a": a nil function is not a filter`,
+			register: func(r *handlers.Registry) {
+				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Labels{"a": (func(string, *handlers.Indexes) bool)(nil)})
 			}},
 		{name: "When(nil)", id: "c", want: "When(nil) is not a filter",
 			register: func(r *handlers.Registry) {

@@ -13,82 +13,133 @@ import (
 
 // Each registration function takes the options of its own handler kind, as
 // controller-runtime's builder does (ForOption, OwnsOption): an option that
-// a kind does not have does not compile there. The option values below say
-// in their type's documentation which kinds take them.
+// a kind does not have does not compile there. Each option interface lists
+// the options it accepts, and the option values below say in their type's
+// documentation which kinds take them.
 
 // CreateOption is an option of OnCreate.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
+// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// Annotations, Field, Value, Errors, Retries, Timeout, Backoff.
 type CreateOption interface {
 	applyTo(*draft)
 	create()
 }
 
 // UpdateOption is an option of OnUpdate and OnField.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
+// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// Annotations, Field, Value, OldValue, NewValue, Errors, Retries, Timeout,
+// Backoff.
 type UpdateOption interface {
 	applyTo(*draft)
 	update()
 }
 
 // DeleteOption is an option of OnDelete.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
+// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Optional.
 type DeleteOption interface {
 	applyTo(*draft)
 	delete()
 }
 
 // ResumeOption is an option of OnResume.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
+// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Deleted.
 type ResumeOption interface {
 	applyTo(*draft)
 	resume()
 }
 
 // ReconcileOption is an option of OnReconcile.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
+// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// Annotations, Field, Value, Owns, Watches.
 type ReconcileOption interface {
 	applyTo(*draft)
 	reconcile()
 }
 
 // TimerOption is an option of OnTimer.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
+// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
+// InitialDelay, InitialDelayFunc, Idle, Sharp.
 type TimerOption interface {
 	applyTo(*draft)
 	timer()
 }
 
 // DaemonOption is an option of OnDaemon.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
+// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
+// InitialDelay, InitialDelayFunc, CancellationBackoff, CancellationTimeout.
 type DaemonOption interface {
 	applyTo(*draft)
 	daemon()
 }
 
 // EventOption is an option of OnEvent.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
+// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// Annotations, Field, Value.
 type EventOption interface {
 	applyTo(*draft)
 	event()
 }
 
 // IndexOption is an option of OnIndex.
+//
+// Options: ForKind, ForResource, When, WhenWithIndexes, Labels, Annotations,
+// Field, Value.
 type IndexOption interface {
 	applyTo(*draft)
 	index()
 }
 
 // ActivityOption is an option of OnStartup and OnCleanup.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, Errors, Retries,
+// Timeout, Backoff.
 type ActivityOption interface {
 	applyTo(*draft)
 	activity()
 }
 
 // ProbeOption is an option of OnProbe.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource.
 type ProbeOption interface {
 	applyTo(*draft)
 	probe()
 }
 
 // AdmissionOption is an option of OnValidate and OnMutate.
+//
+// Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
+// ForResource, When, WhenWithIndexes, Labels, Annotations, Field, Value,
+// Operations, SubResource, Persistent, SideEffects, IgnoreFailures,
+// WebhookTimeout.
 type AdmissionOption interface {
 	applyTo(*draft)
 	admission()
 }
 
 // SubOption is an option of a sub-handler (Cause.Register).
+//
+// Options: Errors, Retries, Timeout, Backoff.
 type SubOption interface {
 	applyTo(*draft)
 	sub()

@@ -8,11 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -55,14 +51,15 @@ func TestIndexRefsReadKeysOfAnyComparableTypeAndFlatIndexesTyped(t *testing.T) {
 	reg := handlers.NewRegistry()
 	byPort := handlers.OnIndex(reg, "by_port", func(*corev1.Service) map[key]int { return nil })
 	flat := handlers.OnFlatIndex(reg, "names", func(*corev1.Service) string { return "" })
-	indexes := spec.NewIndexes()
+	engineSide := spec.NewIndexes()
+	indexes := (*handlers.Indexes)(engineSide) // as the engine hands them to handlers
 	if byPort.Get(indexes, key{"ns", 80}) != nil || byPort.Keys(indexes) != nil || byPort.Len(indexes) != 0 {
 		t.Error("an index that does not exist is not empty")
 	}
-	spec.SetEntries(spec.AddIndex(indexes, "by_port"), "ns/b", map[any]any{key{"ns", 80}: 2, key{"ns", 443}: 2})
-	spec.SetEntries(indexes.Get("by_port"), "ns/a", map[any]any{key{"ns", 80}: 1})
-	spec.SetEntries(spec.AddIndex(indexes, "names"), "ns/b", map[any]any{nil: "b"})
-	spec.SetEntries(indexes.Get("names"), "ns/a", map[any]any{nil: "a"})
+	spec.SetEntries(spec.AddIndex(engineSide, "by_port"), "ns/b", map[any]any{key{"ns", 80}: 2, key{"ns", 443}: 2})
+	spec.SetEntries(engineSide.Get("by_port"), "ns/a", map[any]any{key{"ns", 80}: 1})
+	spec.SetEntries(spec.AddIndex(engineSide, "names"), "ns/b", map[any]any{nil: "b"})
+	spec.SetEntries(engineSide.Get("names"), "ns/a", map[any]any{nil: "a"})
 	if got := fmt.Sprint(byPort.Get(indexes, key{"ns", 80}), byPort.Keys(indexes), byPort.Len(indexes)); got != "[1 2] [{ns 443} {ns 80}] 2" {
 		t.Errorf("by_port: Get, Keys, Len = %s", got)
 	}
@@ -74,57 +71,6 @@ func TestIndexRefsReadKeysOfAnyComparableTypeAndFlatIndexesTyped(t *testing.T) {
 	}
 	if got := fmt.Sprint(flat.Get(indexes, nil), flat.Keys(indexes)); got != "[a b] [<nil>]" {
 		t.Errorf("flat index: Get(nil), Keys = %s", got)
-	}
-}
-
-func TestAdoptSetsOwnerNamespacePrefixAndLabelsDownToPodTemplates(t *testing.T) {
-	owner := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod", UID: "u1", Labels: map[string]string{"team": "a", "tier": "x"}}}
-	owner.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
-
-	job := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "own"}}}
-	job.Spec.JobTemplate.Spec.Template.Labels = map[string]string{"pod": "yes"}
-	if err := handlers.Adopt(owner, job); err != nil {
-		t.Fatal(err)
-	}
-	if job.Namespace != "prod" || job.GenerateName != "web-" {
-		t.Errorf("namespace %q, generateName %q", job.Namespace, job.GenerateName)
-	}
-	if job.Labels["team"] != "a" || job.Labels["tier"] != "own" {
-		t.Errorf("labels = %v: the owner's are added, the child's own win", job.Labels)
-	}
-	if l := job.Spec.JobTemplate.Spec.Template.Labels; l["team"] != "a" || l["pod"] != "yes" {
-		t.Errorf("pod template labels = %v", l)
-	}
-	ref := job.OwnerReferences[0]
-	if ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || !*ref.Controller || !*ref.BlockOwnerDeletion {
-		t.Errorf("owner reference = %+v", ref)
-	}
-	if err := handlers.Adopt(owner, job); err != nil || len(job.OwnerReferences) != 1 {
-		t.Errorf("adopting twice: %v, %d references", err, len(job.OwnerReferences))
-	}
-
-	other := owner.DeepCopy()
-	other.UID, other.Name = "u2", "other"
-	if err := handlers.Adopt(other, job); err == nil || !strings.Contains(err.Error(), "already controlled") {
-		t.Errorf("stealing a child: %v", err)
-	}
-}
-
-func TestAdoptWorksOnUnstructuredChildrenAndNeedsTheOwnersKind(t *testing.T) {
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns", UID: "u"}}
-	child := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "d"},
-		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{}}}}}
-	if err := handlers.Adopt(owner, child); err == nil {
-		t.Error("an owner without apiVersion/kind was accepted")
-	}
-	owner.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	owner.Labels = map[string]string{"app": "x"}
-	if err := handlers.Adopt(owner, child); err != nil {
-		t.Fatal(err)
-	}
-	labels, _, _ := unstructured.NestedStringMap(child.Object, "spec", "template", "metadata", "labels")
-	if child.GetNamespace() != "ns" || child.GetName() != "d" || labels["app"] != "x" {
-		t.Errorf("child = %v", child.Object)
 	}
 }
 

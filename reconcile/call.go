@@ -33,9 +33,9 @@ func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log lo
 		UID:         obj.GetUID(),
 		Labels:      nonNil(obj.GetLabels()),
 		Annotations: nonNil(obj.GetAnnotations()),
-		Memo:        &k.memory.get(key, obj.GetUID()).memo,
+		Memo:        (*handlers.Memo)(&k.memory.get(key, obj.GetUID()).memo),
 		Param:       r.Options.Param,
-		Indexes:     k.shared.indexes,
+		Indexes:     (*handlers.Indexes)(k.shared.indexes),
 		Client:      k.writer,
 	}
 	x := &contract.Extras{Post: func(eventType, reason, message string) {
@@ -142,7 +142,7 @@ func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extr
 	x.SubsAllowed = e.reg.Kind.Reason() != "" // change handlers
 	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
-	c.Patch = &t.patch
+	c.Patch = (*handlers.Patch)(&t.patch)
 	x.Result = t.result
 	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
 	return c, x

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
@@ -65,7 +66,7 @@ func (s *spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonSt
 		}
 		d.ctl.Cause.Retry, d.ctl.Cause.Started, d.ctl.Cause.Runtime = attempt-1, started, now.Sub(started)
 		if d.ctl.Cause.Patch == nil {
-			d.ctl.Cause.Patch = &spec.Patch{}
+			d.ctl.Cause.Patch = &handlers.Patch{}
 		}
 		err := spec.Protect(log, func() error { return d.reg.RunDaemon(ctx, d.ctl) })
 		if werr := s.applyDaemonPatch(o, d); werr != nil {
@@ -130,7 +131,7 @@ func (s *spawner) daemonEnded(key types.NamespacedName, o *spawned, d *daemonSta
 // that just ended, as Kopf applies a daemon's patch after each attempt, and
 // gives the daemon an empty one; an unsent patch stays for the next attempt.
 func (s *spawner) applyDaemonPatch(o *spawned, d *daemonState) error {
-	p := d.ctl.Cause.Patch
+	p := (*spec.Patch)(d.ctl.Cause.Patch)
 	if p.Empty() {
 		return nil
 	}
@@ -141,7 +142,7 @@ func (s *spawner) applyDaemonPatch(o *spawned, d *daemonState) error {
 	if err := s.k.sendPatch(s.ctx, obj, p); err != nil {
 		return err
 	}
-	d.ctl.Cause.Patch = &spec.Patch{}
+	d.ctl.Cause.Patch = &handlers.Patch{}
 	return nil
 }
 

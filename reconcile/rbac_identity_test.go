@@ -19,6 +19,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -70,7 +71,7 @@ func TestTheGeneratedRoleIsEnoughForAHandlerThatCreatesAndAdoptsChildren(t *test
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		cm := &corev1.ConfigMap{Data: map[string]string{"field": obj.Spec.Field}}
-		if err := handlers.Adopt(obj, cm); err != nil {
+		if err := objects.Adopt(obj, cm); err != nil {
 			return nil, err
 		}
 		if err := c.Client.Create(ctx, cm); err != nil {
@@ -115,7 +116,7 @@ func TestTheGeneratedRoleIsEnoughForAHandlerThatCreatesAndAdoptsChildren(t *test
 	adopted := func() *corev1.ConfigMap {
 		cm := &corev1.ConfigMap{}
 		owner.SetGroupVersionKind(kopfv1.GroupVersion.WithKind("KopfExample"))
-		g.Expect(handlers.Adopt(owner, cm)).To(Succeed())
+		g.Expect(objects.Adopt(owner, cm)).To(Succeed())
 		return cm
 	}
 	without := func(user string, drop rbacv1.PolicyRule) client.Client {

@@ -89,7 +89,7 @@ func (s *spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 	// A private copy: the write after the call decodes the response into it.
 	run := &timerRun{key: key, o: o, t: t, obj: o.latest.DeepCopyObject().(client.Object), changedAt: o.changedAt, attempts: t.attempts, started: t.started}
 	run.c = s.newCall(t.reg, run.obj, t.attempts, t.started)
-	run.c.Patch = &spec.Patch{}
+	run.c.Patch = &handlers.Patch{}
 	return s.ctx, run
 }
 
@@ -122,10 +122,10 @@ func (s *spawner) callTimer(ctx context.Context, run *timerRun) error {
 	if result != nil {
 		status, _ := statusOf(run.obj)
 		if changes(status[reg.Options.ID], result) {
-			spec.MergeStatus(run.c.Patch, reg.Options.ID, result)
+			spec.MergeStatus((*spec.Patch)(run.c.Patch), reg.Options.ID, result)
 		}
 	}
-	if werr := s.k.sendPatch(ctx, run.obj, run.c.Patch); werr != nil {
+	if werr := s.k.sendPatch(ctx, run.obj, (*spec.Patch)(run.c.Patch)); werr != nil {
 		return handlers.Temporary(werr, 0)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 	gopfreconcile "github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -102,7 +103,7 @@ func TestAdoptedChildrenBelongToTheirOwnerAndWakeItsReconcile(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		cm := &corev1.ConfigMap{Data: map[string]string{"field": obj.Spec.Field}}
-		if err := handlers.Adopt(obj, cm); err != nil {
+		if err := objects.Adopt(obj, cm); err != nil {
 			return nil, err
 		}
 		if err := k8s.Create(ctx, cm); err != nil {

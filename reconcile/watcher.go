@@ -60,7 +60,7 @@ func newShared(mgr manager.Manager, reg *handlers.Registry, sc *scope, opts Opti
 // operator's memo, indexes and client, and no object.
 func (s *shared) operatorCall(h *contract.Handler, log logr.Logger) *handlers.Cause {
 	c := &handlers.Cause{HandlerID: h.Options.ID, Param: h.Options.Param, Started: time.Now(),
-		Log: log.WithValues("handler", h.Options.ID), Memo: s.memo, Indexes: s.indexes, Client: s.client}
+		Log: log.WithValues("handler", h.Options.ID), Memo: (*handlers.Memo)(s.memo), Indexes: (*handlers.Indexes)(s.indexes), Client: s.client}
 	s.set.BindCause(c, &contract.Extras{})
 	return c
 }

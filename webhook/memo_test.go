@@ -19,14 +19,14 @@ const storedConfigMap = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name
 func TestAdmissionHandlersGetTheObjectsMemoOrACopyOfTheOperatorsAndTheIndexes(t *testing.T) {
 	reg := handlers.NewRegistry()
 	type seen struct {
-		memo   *handlers.Memo
+		memo   *spec.Memo
 		client client.Client
 		region any
 		values []any
 	}
 	var calls []seen
 	handlers.OnValidate(reg, func(ctx context.Context, cm *corev1.ConfigMap, a *cmAdmission) error {
-		calls = append(calls, seen{memo: a.Memo, client: a.Client, region: a.Memo.Get("region"), values: a.Indexes.Get("by_port").Get(8080)})
+		calls = append(calls, seen{memo: (*spec.Memo)(a.Memo), client: a.Client, region: a.Memo.Get("region"), values: a.Indexes.Get("by_port").Get(8080)})
 		a.Memo.Set("region", "set by "+string(a.Operation))
 		return nil
 	}, handlers.Operations(handlers.OperationCreate, handlers.OperationUpdate))

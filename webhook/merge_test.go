@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 func TestApplyChangesCarriesOnlyTheHandlersChanges(t *testing.T) {
@@ -62,7 +63,7 @@ func TestMergePatchSetsAndRemovesFieldsAndStatus(t *testing.T) {
 	}
 	p.SetLabel("old", nil)
 	p.SetStatus("phase", "Pending")
-	got, err := mergePatch([]byte(`{"metadata":{"labels":{"old":"x","keep":"y"}},"spec":{"replicas":1,"image":"i"}}`), &p)
+	got, err := mergePatch([]byte(`{"metadata":{"labels":{"old":"x","keep":"y"}},"spec":{"replicas":1,"image":"i"}}`), (*spec.Patch)(&p))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,11 +149,11 @@ func admissionRequest(ctx context.Context, h *hook, req *admissionv1.AdmissionRe
 		Log:         logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID),
 		Patch:       &handlers.Patch{},
 		Raw:         req,
-		Memo:        memo,
+		Memo:        (*handlers.Memo)(memo),
 		Client:      h.client,
 	}
 	if h.op != nil {
-		areq.Indexes = h.op.Indexes
+		areq.Indexes = (*handlers.Indexes)(h.op.Indexes)
 	}
 	return areq
 }
@@ -164,7 +164,7 @@ func admissionRequest(ctx context.Context, h *hook, req *admissionv1.AdmissionRe
 func mutated(h *hook, current, before []byte, obj client.Object, patch *handlers.Patch) ([]byte, error) {
 	after, err := json.Marshal(obj)
 	if err == nil {
-		after, err = mergePatch(after, patch)
+		after, err = mergePatch(after, (*spec.Patch)(patch))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)

@@ -29,6 +29,7 @@ import (
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -139,7 +140,7 @@ func child(obj *kopfv1.KopfExample) *corev1.ConfigMap {
 // created it.
 func ensureChild(ctx context.Context, k8s client.Client, obj *kopfv1.KopfExample) (*corev1.ConfigMap, bool, error) {
 	cm := child(obj)
-	if err := handlers.Adopt(obj, cm); err != nil {
+	if err := objects.Adopt(obj, cm); err != nil {
 		return nil, false, err
 	}
 	err := k8s.Create(ctx, cm)

@@ -1,6 +1,6 @@
 // Command children shows how an operator makes child objects: for every new
 // KopfExample it creates a Pod that sleeps for spec.duration, adopted with
-// handlers.Adopt (a controller owner reference, the owner's namespace, a name
+// objects.Adopt (a controller owner reference, the owner's namespace, a name
 // prefix and its labels), so the garbage collector removes the Pod with its
 // owner. The Pod's name lands in status.create_fn.
 package main
@@ -15,6 +15,7 @@ import (
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 )
 
 // +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
@@ -44,7 +45,7 @@ func registry() *handlers.Registry {
 				Command: []string{"sleep", fmt.Sprint(int(duration.Seconds()))},
 			}},
 		}}
-		if err := handlers.Adopt(obj, pod); err != nil {
+		if err := objects.Adopt(obj, pod); err != nil {
 			return nil, err
 		}
 		if err := c.Client.Create(ctx, pod); err != nil {

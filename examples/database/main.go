@@ -31,6 +31,7 @@ import (
 	"github.com/gopf-dev/gopf"
 	dbv1 "github.com/gopf-dev/gopf/examples/database/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 )
 
 // What the operator needs; generate.sh turns these markers into
@@ -166,7 +167,7 @@ func condition(kind string, ok bool, generation int64, yesReason, yesMessage, no
 // ensure creates child as a child of db unless it exists already, and
 // reports whether it created it.
 func ensure(ctx context.Context, k8s client.Client, db *dbv1.Database, child client.Object) (bool, error) {
-	if err := handlers.Adopt(db, child); err != nil {
+	if err := objects.Adopt(db, child); err != nil {
 		return false, err
 	}
 	err := k8s.Create(ctx, child)

@@ -9,10 +9,10 @@
 //     ConfigMap's name lands in status.create_page.configMap.
 //   - update_page (on changes of spec) reads that name back from the
 //     status and patches the ConfigMap's index.html and theme label with a
-//     handlers.ChildPatch: those fields only, whatever else the ConfigMap
+//     objects.ChildPatch: those fields only, whatever else the ConfigMap
 //     holds.
 //
-// The handlers read fields with handlers.Decode, into a plain struct
+// The handlers read fields with objects.Decode, into a plain struct
 // (pageSpec) or a string, rather than with unstructured.NestedString and
 // type assertions.
 package main
@@ -29,6 +29,7 @@ import (
 
 	"github.com/gopf-dev/gopf"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 )
 
 // The handled kind, and the label the operator puts on the ConfigMaps.
@@ -68,7 +69,7 @@ func registry() *handlers.Registry {
 // exists already (made by an earlier attempt whose result was not stored)
 // is brought up to date instead.
 func createPage(ctx context.Context, page *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-	spec, err := handlers.Decode[pageSpec](page, "spec")
+	spec, err := objects.Decode[pageSpec](page, "spec")
 	if err != nil {
 		return nil, handlers.Permanent(err)
 	}
@@ -76,7 +77,7 @@ func createPage(ctx context.Context, page *unstructured.Unstructured, c *handler
 	if spec.Theme != "" {
 		cm.Labels = map[string]string{themeLabel: spec.Theme}
 	}
-	if err := handlers.Adopt(page, cm, handlers.Strict()); err != nil {
+	if err := objects.Adopt(page, cm, objects.Strict()); err != nil {
 		return nil, err
 	}
 	err = c.Client.Create(ctx, cm)
@@ -92,14 +93,14 @@ func createPage(ctx context.Context, page *unstructured.Unstructured, c *handler
 
 // updatePage patches the ConfigMap that createPage recorded in the status.
 func updatePage(ctx context.Context, page *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-	name, err := handlers.Decode[string](page, "status.create_page.configMap")
+	name, err := objects.Decode[string](page, "status.create_page.configMap")
 	if err != nil {
 		return nil, handlers.Permanent(err)
 	}
 	if name == "" {
 		return nil, handlers.Permanent(fmt.Errorf("status.create_page.configMap is empty: the page was never rendered"))
 	}
-	spec, err := handlers.Decode[pageSpec](page, "spec")
+	spec, err := objects.Decode[pageSpec](page, "spec")
 	if err != nil {
 		return nil, handlers.Permanent(err)
 	}
@@ -117,12 +118,12 @@ func updatePage(ctx context.Context, page *unstructured.Unstructured, c *handler
 
 // contentPatch sets what the operator keeps in a page's ConfigMap: its
 // index.html, and the theme label, removed when the page has no theme.
-func contentPatch(spec pageSpec) *handlers.ChildPatch {
+func contentPatch(spec pageSpec) *objects.ChildPatch {
 	var theme *string
 	if spec.Theme != "" {
 		theme = &spec.Theme
 	}
-	return handlers.NewChildPatch().
+	return objects.NewChildPatch().
 		SetKeys([]string{"data", "index.html"}, render(spec)). // the key has a dot: Set("data.index.html") would nest
 		SetLabel(themeLabel, theme)
 }

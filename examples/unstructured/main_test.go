@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/envtest"
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +29,7 @@ func newPage(ns, name string, spec map[string]any) *unstructured.Unstructured {
 
 // rendered reports whether create_page recorded the page's ConfigMap.
 func rendered(page *unstructured.Unstructured) bool {
-	name, err := handlers.Decode[string](page, "status.create_page.configMap")
+	name, err := objects.Decode[string](page, "status.create_page.configMap")
 	return err == nil && name != ""
 }
 
@@ -41,7 +41,7 @@ func TestAWebpageGetsAnAdoptedConfigMapNamedInItsStatus(t *testing.T) {
 	g.Expect(k8s.Create(ctx, page)).To(Succeed())
 
 	g.Expect(envtest.WaitFor(ctx, k8s, page, rendered)).To(Succeed())
-	name, err := handlers.Decode[string](page, "status.create_page.configMap")
+	name, err := objects.Decode[string](page, "status.create_page.configMap")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(name).To(Equal("home"))
 
@@ -66,14 +66,14 @@ func TestChangingTheSpecPatchesOnlyTheOperatorsFieldsOfTheConfigMap(t *testing.T
 	// Someone else keeps a file and a label of their own in the ConfigMap.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "news"}}
 	team := "web"
-	g.Expect(k8s.Patch(ctx, cm, handlers.NewChildPatch().
+	g.Expect(k8s.Patch(ctx, cm, objects.NewChildPatch().
 		SetKeys([]string{"data", "robots.txt"}, "User-agent: *").
 		SetLabel("team", &team))).To(Succeed())
 	g.Expect(cm.Data).To(HaveKey("index.html"), "the client reads the patched object back")
 	created := cm.UID
 
 	// A new title, and no theme: a merge patch of the unstructured page.
-	g.Expect(k8s.Patch(ctx, page, handlers.NewChildPatch().
+	g.Expect(k8s.Patch(ctx, page, objects.NewChildPatch().
 		Set("spec.title", "Breaking news").
 		Set("spec.theme", nil))).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, cm, func(cm *corev1.ConfigMap) bool {

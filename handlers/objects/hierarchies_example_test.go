@@ -1,4 +1,4 @@
-package handlers_test
+package objects_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 )
 
 // exampleOwner is an owner as handlers receive it: stored, with its kind.
@@ -24,7 +24,7 @@ func exampleOwner() *corev1.ConfigMap {
 func ExampleAdopt() {
 	owner := exampleOwner()
 	deployment := &appsv1.Deployment{}
-	if err := handlers.Adopt(owner, deployment); err != nil {
+	if err := objects.Adopt(owner, deployment); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -40,7 +40,7 @@ func ExampleAdopt_strict() {
 	// Strict names the child after its owner exactly; Nested() keeps the
 	// labels off the pod template.
 	deployment := &appsv1.Deployment{}
-	if err := handlers.Adopt(exampleOwner(), deployment, handlers.Strict(), handlers.Nested[string]()); err != nil {
+	if err := objects.Adopt(exampleOwner(), deployment, objects.Strict(), objects.Nested[string]()); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -54,7 +54,7 @@ func ExampleAdoptAll() {
 		"apiVersion": "example.com/v1", "kind": "Worker",
 		"spec": map[string]any{"pod": map[string]any{}},
 	}}
-	err := handlers.AdoptAll(exampleOwner(), []client.Object{service, worker}, handlers.Nested("spec.pod"))
+	err := objects.AdoptAll(exampleOwner(), []client.Object{service, worker}, objects.Nested("spec.pod"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -69,10 +69,10 @@ func ExampleAdopt_forced() {
 	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cache"}}
 	other := exampleOwner()
 	other.Name, other.UID = "legacy", "91aa"
-	_ = handlers.Adopt(other, child)
+	_ = objects.Adopt(other, child)
 
-	fmt.Println(handlers.Adopt(exampleOwner(), child))
-	if err := handlers.Adopt(exampleOwner(), child, handlers.Forced()); err != nil {
+	fmt.Println(objects.Adopt(exampleOwner(), child))
+	if err := objects.Adopt(exampleOwner(), child, objects.Forced()); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -84,9 +84,9 @@ func ExampleAdopt_forced() {
 
 func ExampleLabel() {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "own"}}}
-	_ = handlers.Label(pod, map[string]string{"app": "shop", "team": "web"})
+	_ = objects.Label(pod, map[string]string{"app": "shop", "team": "web"})
 	fmt.Println(pod.Labels)
-	_ = handlers.Label(pod, map[string]string{"app": "shop"}, handlers.Forced())
+	_ = objects.Label(pod, map[string]string{"app": "shop"}, objects.Forced())
 	fmt.Println(pod.Labels)
 	// Output:
 	// map[app:own team:web]
@@ -95,9 +95,9 @@ func ExampleLabel() {
 
 func ExampleHarmonizeNaming() {
 	pod := &corev1.Pod{}
-	_ = handlers.HarmonizeNaming(pod, "shop")
+	_ = objects.HarmonizeNaming(pod, "shop")
 	fmt.Printf("name %q, generateName %q\n", pod.Name, pod.GenerateName)
-	_ = handlers.HarmonizeNaming(pod, "shop", handlers.Strict(), handlers.Forced())
+	_ = objects.HarmonizeNaming(pod, "shop", objects.Strict(), objects.Forced())
 	fmt.Printf("name %q, generateName %q\n", pod.Name, pod.GenerateName)
 	// Output:
 	// name "", generateName "shop-"
@@ -106,8 +106,8 @@ func ExampleHarmonizeNaming() {
 
 func ExampleAdjustNamespace() {
 	pod := &corev1.Pod{}
-	handlers.AdjustNamespace(pod, "prod")
-	handlers.AdjustNamespace(pod, "dev") // kept: the pod has one
+	objects.AdjustNamespace(pod, "prod")
+	objects.AdjustNamespace(pod, "dev") // kept: the pod has one
 	fmt.Println(pod.Namespace)
 	// Output: prod
 }
@@ -115,7 +115,7 @@ func ExampleAdjustNamespace() {
 func ExampleAppendOwnerReference() {
 	pod := &corev1.Pod{}
 	// A plain owner: the pod goes with the owner, and can have a controller.
-	if err := handlers.AppendOwnerReference(exampleOwner(), pod, handlers.NotController()); err != nil {
+	if err := objects.AppendOwnerReference(exampleOwner(), pod, objects.NotController()); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -126,14 +126,14 @@ func ExampleAppendOwnerReference() {
 func ExampleRemoveOwnerReference() {
 	owner := exampleOwner()
 	pod := &corev1.Pod{}
-	_ = handlers.AppendOwnerReference(owner, pod)
-	_ = handlers.RemoveOwnerReference(owner, pod) // the pod now outlives its owner
+	_ = objects.AppendOwnerReference(owner, pod)
+	_ = objects.RemoveOwnerReference(owner, pod) // the pod now outlives its owner
 	fmt.Println(len(pod.OwnerReferences))
 	// Output: 0
 }
 
 func ExampleOwnerReference() {
-	ref, err := handlers.OwnerReference(exampleOwner())
+	ref, err := objects.OwnerReference(exampleOwner())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -143,7 +143,7 @@ func ExampleOwnerReference() {
 }
 
 func ExampleObjectReference() {
-	ref := handlers.ObjectReference(exampleOwner())
+	ref := objects.ObjectReference(exampleOwner())
 	fmt.Println(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name, ref.UID)
 	// Output: v1 ConfigMap prod shop 6f1c
 }

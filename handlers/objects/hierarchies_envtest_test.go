@@ -1,4 +1,4 @@
-package handlers_test
+package objects_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/envtest"
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 )
 
 // TestTheAPIServerAcceptsAdoptedChildrenAndRefusesKopfsSecondController
@@ -56,14 +56,14 @@ func TestTheAPIServerAcceptsAdoptedChildrenAndRefusesKopfsSecondController(t *te
 	settings := &unstructured.Unstructured{}
 	settings.SetAPIVersion("v1")
 	settings.SetKind("ConfigMap")
-	if err := handlers.AdoptAll(owner, []client.Object{deployment, settings}); err != nil {
+	if err := objects.AdoptAll(owner, []client.Object{deployment, settings}); err != nil {
 		t.Fatal(err)
 	}
 	taken := &corev1.Secret{}
-	if err := handlers.Adopt(legacy, taken, handlers.Strict()); err != nil {
+	if err := objects.Adopt(legacy, taken, objects.Strict()); err != nil {
 		t.Fatal(err)
 	}
-	if err := handlers.Adopt(owner, taken, handlers.Forced()); err != nil {
+	if err := objects.Adopt(owner, taken, objects.Forced()); err != nil {
 		t.Fatal(err)
 	}
 	for _, child := range []client.Object{deployment, settings, taken} {
@@ -90,11 +90,11 @@ func TestTheAPIServerAcceptsAdoptedChildrenAndRefusesKopfsSecondController(t *te
 	}
 
 	// What Kopf's adopt makes of a child another owner controls.
-	ownerRef, err := handlers.OwnerReference(owner)
+	ownerRef, err := objects.OwnerReference(owner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	legacyRef, err := handlers.OwnerReference(legacy)
+	legacyRef, err := objects.OwnerReference(legacy)
 	if err != nil {
 		t.Fatal(err)
 	}

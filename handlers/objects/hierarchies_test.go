@@ -1,4 +1,4 @@
-package handlers_test
+package objects_test
 
 import (
 	"strings"
@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 )
 
 func ownerDeployment() *appsv1.Deployment {
@@ -30,7 +30,7 @@ func TestAdoptAllAdoptsTypedAndUnstructuredChildrenTogether(t *testing.T) {
 	owner := ownerDeployment()
 	cm := &corev1.ConfigMap{}
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "own"}}}
-	if err := handlers.AdoptAll(owner, []client.Object{cm, u}); err != nil {
+	if err := objects.AdoptAll(owner, []client.Object{cm, u}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []client.Object{cm, u} {
@@ -43,7 +43,7 @@ func TestAdoptAllAdoptsTypedAndUnstructuredChildrenTogether(t *testing.T) {
 	}
 
 	pods := []*corev1.Pod{{}, {}}
-	if err := handlers.AdoptAll(owner, pods); err != nil || pods[1].GenerateName != "web-" {
+	if err := objects.AdoptAll(owner, pods); err != nil || pods[1].GenerateName != "web-" {
 		t.Errorf("a slice of typed pointers: %v, %+v", err, pods[1].ObjectMeta)
 	}
 }
@@ -52,14 +52,14 @@ func TestAdoptAllChangesNoChildWhenOneCannotBeAdopted(t *testing.T) {
 	owner := ownerDeployment()
 	free := &corev1.ConfigMap{}
 	taken := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "taken", OwnerReferences: []metav1.OwnerReference{controllerRef("Other", "boss", "u9")}}}
-	err := handlers.AdoptAll(owner, []*corev1.ConfigMap{free, taken})
+	err := objects.AdoptAll(owner, []*corev1.ConfigMap{free, taken})
 	if err == nil || !strings.Contains(err.Error(), "children[1]") || !strings.Contains(err.Error(), "already controlled by Other boss") {
 		t.Fatalf("error = %v", err)
 	}
 	if free.Namespace != "" || free.GenerateName != "" || len(free.OwnerReferences) != 0 || len(free.Labels) != 0 {
 		t.Errorf("the adoptable child was changed: %+v", free.ObjectMeta)
 	}
-	if err := handlers.AdoptAll(owner, []*corev1.ConfigMap{free, nil}); err == nil || !strings.Contains(err.Error(), "children[1] is nil") {
+	if err := objects.AdoptAll(owner, []*corev1.ConfigMap{free, nil}); err == nil || !strings.Contains(err.Error(), "children[1] is nil") {
 		t.Errorf("a nil child: %v", err)
 	}
 }
@@ -68,7 +68,7 @@ func TestAdoptForcedTakesOverTheNameNamespaceLabelsAndController(t *testing.T) {
 	owner := ownerDeployment()
 	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: "dev", Labels: map[string]string{"team": "b", "x": "y"},
 		OwnerReferences: []metav1.OwnerReference{controllerRef("Other", "boss", "u9")}}}
-	if err := handlers.Adopt(owner, child, handlers.Forced()); err != nil {
+	if err := objects.Adopt(owner, child, objects.Forced()); err != nil {
 		t.Fatal(err)
 	}
 	if child.Name != "" || child.GenerateName != "web-" || child.Namespace != "prod" || child.Labels["team"] != "a" || child.Labels["x"] != "y" {
@@ -81,7 +81,7 @@ func TestAdoptForcedTakesOverTheNameNamespaceLabelsAndController(t *testing.T) {
 
 	clusterOwner := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", UID: "u3"}}
 	clusterOwner.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := handlers.Adopt(clusterOwner, child, handlers.Forced()); err != nil || child.Namespace != "prod" {
+	if err := objects.Adopt(clusterOwner, child, objects.Forced()); err != nil || child.Namespace != "prod" {
 		t.Errorf("a cluster-scoped owner cleared the namespace: %v, %q", err, child.Namespace)
 	}
 }
@@ -89,14 +89,14 @@ func TestAdoptForcedTakesOverTheNameNamespaceLabelsAndController(t *testing.T) {
 func TestAdoptStrictNamesTheChildAfterItsOwner(t *testing.T) {
 	owner := ownerDeployment()
 	child := &corev1.ConfigMap{}
-	if err := handlers.Adopt(owner, child, handlers.Strict()); err != nil || child.Name != "web" || child.GenerateName != "" {
+	if err := objects.Adopt(owner, child, objects.Strict()); err != nil || child.Name != "web" || child.GenerateName != "" {
 		t.Errorf("strict: %v, %q/%q", err, child.Name, child.GenerateName)
 	}
 	named := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "own-"}}
-	if err := handlers.Adopt(owner, named, handlers.Strict()); err != nil || named.Name != "" || named.GenerateName != "own-" {
+	if err := objects.Adopt(owner, named, objects.Strict()); err != nil || named.Name != "" || named.GenerateName != "own-" {
 		t.Errorf("strict without forced renamed a named child: %v, %q/%q", err, named.Name, named.GenerateName)
 	}
-	if err := handlers.Adopt(owner, named, handlers.Strict(), handlers.Forced()); err != nil || named.Name != "web" || named.GenerateName != "" {
+	if err := objects.Adopt(owner, named, objects.Strict(), objects.Forced()); err != nil || named.Name != "web" || named.GenerateName != "" {
 		t.Errorf("strict and forced: %v, %q/%q", err, named.Name, named.GenerateName)
 	}
 }
@@ -104,14 +104,14 @@ func TestAdoptStrictNamesTheChildAfterItsOwner(t *testing.T) {
 func TestAdoptNestedReplacesThePodTemplateDefaults(t *testing.T) {
 	owner := ownerDeployment()
 	sts := &appsv1.StatefulSet{}
-	if err := handlers.Adopt(owner, sts, handlers.Nested[string]()); err != nil {
+	if err := objects.Adopt(owner, sts, objects.Nested[string]()); err != nil {
 		t.Fatal(err)
 	}
 	if sts.Labels["team"] != "a" || len(sts.Spec.Template.Labels) != 0 {
 		t.Errorf("Nested() labelled the template: %v / %v", sts.Labels, sts.Spec.Template.Labels)
 	}
 	sts = &appsv1.StatefulSet{}
-	if err := handlers.Adopt(owner, sts); err != nil || sts.Spec.Template.Labels["team"] != "a" {
+	if err := objects.Adopt(owner, sts); err != nil || sts.Spec.Template.Labels["team"] != "a" {
 		t.Errorf("by default the pod template is labelled: %v, %v", err, sts.Spec.Template.Labels)
 	}
 
@@ -121,7 +121,7 @@ func TestAdoptNestedReplacesThePodTemplateDefaults(t *testing.T) {
 		"workers": map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "own"}}}},
 		"db.x":    map[string]any{},
 	}}}
-	err := handlers.Adopt(owner, u, handlers.Nested("spec.workers.template"), handlers.Nested([]string{"spec", "db.x"}), handlers.Forced())
+	err := objects.Adopt(owner, u, objects.Nested("spec.workers.template"), objects.Nested([]string{"spec", "db.x"}), objects.Forced())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,18 +138,18 @@ func TestAdoptNestedReplacesThePodTemplateDefaults(t *testing.T) {
 func TestNestedPathsThatCannotBeLabelledAreErrors(t *testing.T) {
 	owner := ownerDeployment()
 	for name, tc := range map[string]struct {
-		opt  handlers.AdoptOption
+		opt  objects.AdoptOption
 		want string
 	}{
-		"empty path":    {handlers.Nested(""), "empty"},
-		"empty segment": {handlers.Nested("spec..template"), "empty segment"},
-		"empty key":     {handlers.Nested([]string{"spec", ""}), "empty key"},
-		"not an object": {handlers.Nested("spec.replicas"), "spec.replicas is a int64, not an object"},
-		"bad metadata":  {handlers.Nested("spec.odd"), "metadata is a string"},
+		"empty path":    {objects.Nested(""), "empty"},
+		"empty segment": {objects.Nested("spec..template"), "empty segment"},
+		"empty key":     {objects.Nested([]string{"spec", ""}), "empty key"},
+		"not an object": {objects.Nested("spec.replicas"), "spec.replicas is a int64, not an object"},
+		"bad metadata":  {objects.Nested("spec.odd"), "metadata is a string"},
 	} {
 		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(1), "odd": map[string]any{"metadata": "x"}}}}
 		before := u.DeepCopy()
-		err := handlers.Adopt(owner, u, tc.opt)
+		err := objects.Adopt(owner, u, tc.opt)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error = %v, want %q", name, err, tc.want)
 		}
@@ -167,13 +167,13 @@ func equalObjects(a, b *unstructured.Unstructured) bool {
 
 func TestLabelKeepsTheChildsOwnUnlessForcedAndReachesNestedPaths(t *testing.T) {
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "own"}}}
-	if err := handlers.Label(job, map[string]string{"app": "x", "env": "prod"}); err != nil {
+	if err := objects.Label(job, map[string]string{"app": "x", "env": "prod"}); err != nil {
 		t.Fatal(err)
 	}
 	if job.Labels["app"] != "own" || job.Labels["env"] != "prod" || len(job.Spec.Template.Labels) != 0 {
 		t.Errorf("without options: %v, template %v (Label nests only when asked, as Kopf)", job.Labels, job.Spec.Template.Labels)
 	}
-	if err := handlers.Label(job, map[string]string{"app": "x"}, handlers.Forced(), handlers.Nested("spec.template")); err != nil {
+	if err := objects.Label(job, map[string]string{"app": "x"}, objects.Forced(), objects.Nested("spec.template")); err != nil {
 		t.Fatal(err)
 	}
 	if job.Labels["app"] != "x" || job.Spec.Template.Labels["app"] != "x" {
@@ -181,7 +181,7 @@ func TestLabelKeepsTheChildsOwnUnlessForcedAndReachesNestedPaths(t *testing.T) {
 	}
 	two := int32(2)
 	job.Spec.Parallelism = &two
-	if err := handlers.Label(job, map[string]string{"a": "b"}, handlers.Nested("spec.parallelism.x")); err == nil {
+	if err := objects.Label(job, map[string]string{"a": "b"}, objects.Nested("spec.parallelism.x")); err == nil {
 		t.Error("a nested path through a number was accepted")
 	}
 }
@@ -190,39 +190,39 @@ func TestHarmonizeNamingGivesAPrefixOrWithStrictTheName(t *testing.T) {
 	for _, tc := range []struct {
 		name                 string
 		child                metav1.ObjectMeta
-		opts                 []handlers.NamingOption
+		opts                 []objects.NamingOption
 		wantName, wantPrefix string
 	}{
 		{"unnamed", metav1.ObjectMeta{}, nil, "", "db-"},
-		{"unnamed strict", metav1.ObjectMeta{}, []handlers.NamingOption{handlers.Strict()}, "db", ""},
+		{"unnamed strict", metav1.ObjectMeta{}, []objects.NamingOption{objects.Strict()}, "db", ""},
 		{"named", metav1.ObjectMeta{Name: "own"}, nil, "own", ""},
-		{"prefixed", metav1.ObjectMeta{GenerateName: "own-"}, []handlers.NamingOption{handlers.Strict()}, "", "own-"},
-		{"named forced", metav1.ObjectMeta{Name: "own"}, []handlers.NamingOption{handlers.Forced()}, "", "db-"},
-		{"prefixed forced strict", metav1.ObjectMeta{GenerateName: "own-"}, []handlers.NamingOption{handlers.Forced(), handlers.Strict()}, "db", ""},
+		{"prefixed", metav1.ObjectMeta{GenerateName: "own-"}, []objects.NamingOption{objects.Strict()}, "", "own-"},
+		{"named forced", metav1.ObjectMeta{Name: "own"}, []objects.NamingOption{objects.Forced()}, "", "db-"},
+		{"prefixed forced strict", metav1.ObjectMeta{GenerateName: "own-"}, []objects.NamingOption{objects.Forced(), objects.Strict()}, "db", ""},
 	} {
 		u := &unstructured.Unstructured{Object: map[string]any{}}
 		u.SetName(tc.child.Name)
 		u.SetGenerateName(tc.child.GenerateName)
-		if err := handlers.HarmonizeNaming(u, "db", tc.opts...); err != nil {
+		if err := objects.HarmonizeNaming(u, "db", tc.opts...); err != nil {
 			t.Fatal(err)
 		}
 		if u.GetName() != tc.wantName || u.GetGenerateName() != tc.wantPrefix {
 			t.Errorf("%s: name %q generateName %q, want %q %q", tc.name, u.GetName(), u.GetGenerateName(), tc.wantName, tc.wantPrefix)
 		}
 	}
-	if err := handlers.HarmonizeNaming(&corev1.Pod{}, ""); err == nil {
+	if err := objects.HarmonizeNaming(&corev1.Pod{}, ""); err == nil {
 		t.Error("an empty name was accepted")
 	}
 }
 
 func TestAdjustNamespaceKeepsTheChildsUnlessForced(t *testing.T) {
 	pod := &corev1.Pod{}
-	handlers.AdjustNamespace(pod, "a")
-	handlers.AdjustNamespace(pod, "b")
+	objects.AdjustNamespace(pod, "a")
+	objects.AdjustNamespace(pod, "b")
 	if pod.Namespace != "a" {
 		t.Errorf("namespace = %q", pod.Namespace)
 	}
-	handlers.AdjustNamespace(pod, "b", handlers.Forced())
+	objects.AdjustNamespace(pod, "b", objects.Forced())
 	if pod.Namespace != "b" {
 		t.Errorf("forced: namespace = %q", pod.Namespace)
 	}
@@ -230,45 +230,96 @@ func TestAdjustNamespaceKeepsTheChildsUnlessForced(t *testing.T) {
 
 func TestOwnerReferencesAreBuiltAppendedAndRemoved(t *testing.T) {
 	owner := ownerDeployment()
-	ref, err := handlers.OwnerReference(owner)
+	ref, err := objects.OwnerReference(owner)
 	if err != nil || ref.APIVersion != "apps/v1" || ref.Kind != "Deployment" || ref.Name != "web" || ref.UID != "u1" || !*ref.Controller || !*ref.BlockOwnerDeletion {
 		t.Errorf("OwnerReference = %+v, %v", ref, err)
 	}
-	ref, _ = handlers.OwnerReference(owner, handlers.NotController(), handlers.NoBlockOwnerDeletion())
+	ref, _ = objects.OwnerReference(owner, objects.NotController(), objects.NoBlockOwnerDeletion())
 	if ref.Controller != nil || ref.BlockOwnerDeletion != nil {
 		t.Errorf("plain reference = %+v", ref)
 	}
-	if _, err := handlers.OwnerReference(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u"}}); err == nil || !strings.Contains(err.Error(), "apiVersion/kind") {
+	if _, err := objects.OwnerReference(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u"}}); err == nil || !strings.Contains(err.Error(), "apiVersion/kind") {
 		t.Errorf("an owner without a kind: %v", err)
 	}
 	unstored := ownerDeployment()
 	unstored.UID = ""
-	if _, err := handlers.OwnerReference(unstored); err == nil || !strings.Contains(err.Error(), "uid") {
+	if _, err := objects.OwnerReference(unstored); err == nil || !strings.Contains(err.Error(), "uid") {
 		t.Errorf("an owner without a uid: %v", err)
 	}
 
 	child := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{controllerRef("Other", "boss", "u9")}}}
-	if err := handlers.AppendOwnerReference(owner, child); err == nil || !strings.Contains(err.Error(), "already controlled") {
+	if err := objects.AppendOwnerReference(owner, child); err == nil || !strings.Contains(err.Error(), "already controlled") {
 		t.Errorf("a second controller: %v", err)
 	}
-	if err := handlers.AppendOwnerReference(owner, child, handlers.NotController()); err != nil || len(child.OwnerReferences) != 2 {
+	if err := objects.AppendOwnerReference(owner, child, objects.NotController()); err != nil || len(child.OwnerReferences) != 2 {
 		t.Fatalf("a plain owner next to the controller: %v, %+v", err, child.OwnerReferences)
 	}
-	if err := handlers.AppendOwnerReference(owner, child, handlers.Forced()); err != nil || len(child.OwnerReferences) != 2 || metav1.GetControllerOf(child).UID != "u1" {
+	if err := objects.AppendOwnerReference(owner, child, objects.Forced()); err != nil || len(child.OwnerReferences) != 2 || metav1.GetControllerOf(child).UID != "u1" {
 		t.Errorf("forced: the same owner's reference is replaced and takes control: %v, %+v", err, child.OwnerReferences)
 	}
-	if err := handlers.RemoveOwnerReference(owner, child); err != nil || len(child.OwnerReferences) != 1 || child.OwnerReferences[0].UID != "u9" {
+	if err := objects.RemoveOwnerReference(owner, child); err != nil || len(child.OwnerReferences) != 1 || child.OwnerReferences[0].UID != "u9" {
 		t.Errorf("removed: %v, %+v", err, child.OwnerReferences)
 	}
-	if err := handlers.RemoveOwnerReference(unstored, child); err == nil {
+	if err := objects.RemoveOwnerReference(unstored, child); err == nil {
 		t.Error("removing a reference to an owner without a uid was accepted")
 	}
 }
 
 func TestObjectReferenceNamesTheObject(t *testing.T) {
-	got := handlers.ObjectReference(ownerDeployment())
+	got := objects.ObjectReference(ownerDeployment())
 	want := corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "prod", Name: "web", UID: "u1"}
 	if got != want {
 		t.Errorf("ObjectReference = %+v", got)
+	}
+}
+
+func TestAdoptSetsOwnerNamespacePrefixAndLabelsDownToPodTemplates(t *testing.T) {
+	owner := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "prod", UID: "u1", Labels: map[string]string{"team": "a", "tier": "x"}}}
+	owner.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+
+	job := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "own"}}}
+	job.Spec.JobTemplate.Spec.Template.Labels = map[string]string{"pod": "yes"}
+	if err := objects.Adopt(owner, job); err != nil {
+		t.Fatal(err)
+	}
+	if job.Namespace != "prod" || job.GenerateName != "web-" {
+		t.Errorf("namespace %q, generateName %q", job.Namespace, job.GenerateName)
+	}
+	if job.Labels["team"] != "a" || job.Labels["tier"] != "own" {
+		t.Errorf("labels = %v: the owner's are added, the child's own win", job.Labels)
+	}
+	if l := job.Spec.JobTemplate.Spec.Template.Labels; l["team"] != "a" || l["pod"] != "yes" {
+		t.Errorf("pod template labels = %v", l)
+	}
+	ref := job.OwnerReferences[0]
+	if ref.Kind != "Deployment" || ref.APIVersion != "apps/v1" || !*ref.Controller || !*ref.BlockOwnerDeletion {
+		t.Errorf("owner reference = %+v", ref)
+	}
+	if err := objects.Adopt(owner, job); err != nil || len(job.OwnerReferences) != 1 {
+		t.Errorf("adopting twice: %v, %d references", err, len(job.OwnerReferences))
+	}
+
+	other := owner.DeepCopy()
+	other.UID, other.Name = "u2", "other"
+	if err := objects.Adopt(other, job); err == nil || !strings.Contains(err.Error(), "already controlled") {
+		t.Errorf("stealing a child: %v", err)
+	}
+}
+
+func TestAdoptWorksOnUnstructuredChildrenAndNeedsTheOwnersKind(t *testing.T) {
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "ns", UID: "u"}}
+	child := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "d"},
+		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{}}}}}
+	if err := objects.Adopt(owner, child); err == nil {
+		t.Error("an owner without apiVersion/kind was accepted")
+	}
+	owner.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	owner.Labels = map[string]string{"app": "x"}
+	if err := objects.Adopt(owner, child); err != nil {
+		t.Fatal(err)
+	}
+	labels, _, _ := unstructured.NestedStringMap(child.Object, "spec", "template", "metadata", "labels")
+	if child.GetNamespace() != "ns" || child.GetName() != "d" || labels["app"] != "x" {
+		t.Errorf("child = %v", child.Object)
 	}
 }

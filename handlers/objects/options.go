@@ -1,8 +1,11 @@
-package handlers
+package objects
 
 import (
 	"errors"
 	"strings"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // childDraft is what the options of Adopt and the other children helpers
@@ -102,20 +105,20 @@ func (NestedSetting) labelOption() {}
 
 // Nested is Kopf's nested=: the labels also go into the metadata of the
 // objects at these paths inside the child, such as "spec.template" (a pod
-// template). A path is a FieldPath: dotted, or keys one by one
+// template). A path is a handlers.FieldPath: dotted, or keys one by one
 // ([]string{"spec", "template"}) for keys with dots. A path the child does
 // not have is skipped; one that reaches something other than an object is
 // an error, as is an empty path or segment.
 //
 // The paths replace Adopt's default ones (spec.template and
 // spec.jobTemplate.spec.template); Nested() with no paths labels the child
-// alone. Several Nested options add up, so paths of both FieldPath forms
-// can be given.
-func Nested[P FieldPath](paths ...P) NestedSetting {
+// alone. Several Nested options add up, so paths of both handlers.FieldPath
+// forms can be given.
+func Nested[P handlers.FieldPath](paths ...P) NestedSetting {
 	keys := make([][]string, 0, len(paths))
 	var problems []string
 	for _, p := range paths {
-		k, problem := fieldKeys(p)
+		k, problem := spec.FieldKeys(p)
 		if problem != "" {
 			problems = append(problems, "nested "+problem)
 		}

@@ -1,4 +1,4 @@
-package handlers
+package objects
 
 import (
 	"fmt"
@@ -48,7 +48,8 @@ var podTemplates = [][]string{
 // Where the API server enforces blockOwnerDeletion
 // (OwnerReferencesPermissionEnforcement), creating the child needs update
 // on the owner's <resource>/finalizers: declare the creation on the
-// handler with Uses(child, "create"), and --print-rbac grants both.
+// handler with handlers.Uses(child, "create"), and --print-rbac grants
+// both.
 //
 // The owner needs its apiVersion and kind: objects gopf hands to handlers
 // carry them. child may be typed or unstructured. When Adopt fails, the

@@ -1,4 +1,4 @@
-package handlers_test
+package objects_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/handlers/objects"
 )
 
 // A handler of a kind without Go types (a Database, registered with
@@ -17,13 +18,13 @@ import (
 func ExampleChildPatch() {
 	reg := handlers.NewRegistry()
 	handlers.OnField(reg, "spec.replicas", func(ctx context.Context, db *unstructured.Unstructured, c *handlers.Cause) (any, error) {
-		replicas, err := handlers.Decode[int32](db, "spec.replicas")
+		replicas, err := objects.Decode[int32](db, "spec.replicas")
 		if err != nil {
 			return nil, handlers.Permanent(err)
 		}
 		size := fmt.Sprint(replicas)
 		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: db.GetNamespace(), Name: db.GetName()}}
-		patch := handlers.NewChildPatch().
+		patch := objects.NewChildPatch().
 			Set("spec.replicas", replicas).
 			SetLabel("example.com/size", &size)
 		if err := c.Client.Patch(ctx, sts, patch); err != nil {
@@ -38,7 +39,7 @@ func ExampleChildPatch() {
 // What a ChildPatch sends: a JSON merge patch of the fields set, with nil
 // (a null) for those removed.
 func ExampleChildPatch_data() {
-	patch := handlers.NewChildPatch().
+	patch := objects.NewChildPatch().
 		SetKeys([]string{"data", "index.html"}, "Hello").
 		Set("metadata.annotations.owner", nil)
 	data, err := patch.Data(nil)
@@ -58,13 +59,13 @@ func ExampleDecode() {
 		Replicas int    `json:"replicas"`
 		Backups  *bool  `json:"backups"`
 	}
-	spec, err := handlers.Decode[databaseSpec](db, "spec")
+	spec, err := objects.Decode[databaseSpec](db, "spec")
 	fmt.Printf("%+v %v\n", spec, err)
-	service, err := handlers.Decode[string](db, "status.create_fn.service")
+	service, err := objects.Decode[string](db, "status.create_fn.service")
 	fmt.Println(service, err)
-	backups, err := handlers.Decode[*bool](db, "spec.backups") // absent: nil
+	backups, err := objects.Decode[*bool](db, "spec.backups") // absent: nil
 	fmt.Println(backups, err)
-	_, err = handlers.Decode[int](db, "spec.engine")
+	_, err = objects.Decode[int](db, "spec.engine")
 	fmt.Println(err)
 	// Output:
 	// {Engine:postgres Replicas:3 Backups:<nil>} <nil>

@@ -1,0 +1,81 @@
+package handlers_test
+
+import (
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// optionsPrefix starts the paragraph of an option interface's doc comment
+// that lists the options it accepts.
+const optionsPrefix = "Options:"
+
+// What OnTimer (or any registration function) accepts is looked up in one
+// place, the doc comment of its option interface; this keeps those lists
+// true. The options an interface accepts are those of optionTable whose
+// type implements it, and optionTable is checked against the source above.
+func TestEachOptionInterfaceDocListsTheOptionsItAccepts(t *testing.T) {
+	docs := interfaceDocs(t)
+	for _, k := range optionKinds {
+		var want []string
+		for _, tc := range optionTable {
+			if reflect.TypeOf(tc.value).Implements(k.iface) {
+				want = append(want, tc.option)
+			}
+		}
+		listed, ok := listedOptions(docs[k.iface.Name()])
+		if !ok {
+			t.Errorf("the doc of %s has no paragraph starting %q; want:\n%s %s.", k.iface.Name(), optionsPrefix, optionsPrefix, strings.Join(want, ", "))
+			continue
+		}
+		if missing, extra := difference(want, listed), difference(listed, want); len(missing)+len(extra) > 0 {
+			t.Errorf("the doc of %s lists %v, which %s does not accept, and misses %v; want:\n%s %s.",
+				k.iface.Name(), extra, k.iface.Name(), missing, optionsPrefix, strings.Join(want, ", "))
+		}
+	}
+}
+
+// interfaceDocs returns the doc comments of the package's types by name.
+func interfaceDocs(t *testing.T) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, f := range pkgs["handlers"].Files {
+		files = append(files, f)
+	}
+	p, err := doc.NewFromFiles(fset, files, "github.com/gopf-dev/gopf/handlers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string]string{}
+	for _, typ := range p.Types {
+		docs[typ.Name] = typ.Doc
+	}
+	return docs
+}
+
+// listedOptions returns the names in the paragraph of text that starts
+// with optionsPrefix: "Options: ID, WithParam, ..., Sharp."
+func listedOptions(text string) ([]string, bool) {
+	for _, para := range strings.Split(text, "\n\n") {
+		if rest, ok := strings.CutPrefix(para, optionsPrefix); ok {
+			rest = strings.TrimSuffix(strings.TrimSpace(rest), ".")
+			return slices.DeleteFunc(strings.FieldsFunc(rest, func(r rune) bool {
+				return r == ',' || r == ' ' || r == '\n'
+			}), func(s string) bool { return s == "and" }), true
+		}
+	}
+	return nil, false
+}
