@@ -213,7 +213,7 @@ const (
 // dashboardOf builds the dashboard: a time series panel per metric, two
 // per row, in the order of the definitions.
 func dashboardOf(metrics []metric) map[string]any {
-	var panels []any
+	panels := make([]any, 0, len(metrics))
 	for i, m := range metrics {
 		legend := make([]string, len(m.Labels))
 		for j, l := range m.Labels {
@@ -273,7 +273,10 @@ func dashboardOf(metrics []metric) map[string]any {
 		first += "_count"
 	}
 	return map[string]any{
-		"__inputs":   []any{map[string]any{"name": "DS_PROMETHEUS", "label": prometheusName, "description": "", "type": "datasource", "pluginId": prometheusPlugin, "pluginName": prometheusName}},
+		"__inputs": []any{map[string]any{
+			"name": "DS_PROMETHEUS", "label": prometheusName, "description": "",
+			"type": "datasource", "pluginId": prometheusPlugin, "pluginName": prometheusName,
+		}},
 		"__requires": []any{map[string]any{"type": "datasource", "id": prometheusPlugin, "name": prometheusName, "version": "1.0.0"}},
 		"annotations": map[string]any{"list": []any{map[string]any{
 			"builtIn": 1, "datasource": "-- Grafana --", "enable": true, "hide": true, "iconColor": "rgba(0, 211, 255, 1)",
