@@ -5,6 +5,8 @@
 LOCALBIN ?= $(shell pwd)/bin
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 KUBE_VERSION ?= v1.37.0
 ETCD_VERSION ?= v3.6.16
 GO ?= go
@@ -53,6 +55,14 @@ fmt: ## Run go fmt.
 .PHONY: vet
 vet: ## Run go vet.
 	$(GO) vet ./...
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint with the linters of .golangci.yml (kubebuilder's set).
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: lint-fix
+lint-fix: golangci-lint ## Run golangci-lint and apply the fixes it can make itself.
+	$(GOLANGCI_LINT) run --fix ./...
 
 .PHONY: test
 # Each Go benchmark runs once too (-benchtime 1x), so that `make bench-go`
@@ -125,6 +135,13 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(LOCALBIN)
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $(CONTROLLER_GEN)
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
+$(GOLANGCI_LINT):
+	@mkdir -p $(LOCALBIN)
+	GOBIN=$(LOCALBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(LOCALBIN)/golangci-lint $(GOLANGCI_LINT)
 
 ##@ Deployment
 

@@ -194,7 +194,7 @@ type KopfExampleList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&KopfExample{}, &KopfExampleList{})
+	register(&KopfExample{}, &KopfExampleList{})
 }
 
 // extraToObject returns a map ready for json.Marshal holding the entries of

@@ -86,5 +86,5 @@ type KopfPeeringList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ClusterKopfPeering{}, &ClusterKopfPeeringList{}, &KopfPeering{}, &KopfPeeringList{})
+	register(&ClusterKopfPeering{}, &ClusterKopfPeeringList{}, &KopfPeering{}, &KopfPeeringList{})
 }

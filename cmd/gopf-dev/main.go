@@ -261,13 +261,13 @@ func runLocal(opts options, argv []string, sigs <-chan os.Signal) (code int) {
 	c, err := client.New(cp.Config, client.Options{})
 	if err != nil {
 		fail("creating a client: %v", err)
-		op.stop(stopGrace, sigs)
+		_ = op.stop(stopGrace, sigs) // the run failed already; how the operator exits adds nothing
 		return 1
 	}
 	objs, err := applySamples(c, opts.samples)
 	if err != nil {
 		fail("creating the samples: %v; fix them, or pass --samples= to create none, and run again", err)
-		op.stop(stopGrace, sigs)
+		_ = op.stop(stopGrace, sigs) // as above
 		return 1
 	}
 	printHints(c, cp, opts.kubeconfig)

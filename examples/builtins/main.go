@@ -60,7 +60,7 @@ func stampExpiry(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, 
 
 // summarisePorts annotates a Service with its ports, as name:port/protocol.
 func summarisePorts(ctx context.Context, svc *corev1.Service, c *handlers.Cause) (any, error) {
-	var ports []string
+	ports := make([]string, 0, len(svc.Spec.Ports))
 	for _, p := range svc.Spec.Ports {
 		ports = append(ports, fmt.Sprintf("%s:%d/%s", p.Name, p.Port, p.Protocol))
 	}

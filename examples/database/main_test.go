@@ -168,7 +168,8 @@ func TestReadyReplicasAndConditionsFollowTheStatefulSet(t *testing.T) {
 	// Play the StatefulSet controller: one replica ready, then both.
 	g.Expect(k8s.Status().Patch(ctx, sts, mergePatch(`{"status":{"replicas":2,"readyReplicas":1}}`))).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, db, func(db *dbv1.Database) bool {
-		return db.Status.ReadyReplicas == 1 && conditionIs(db, dbv1.ConditionAvailable, metav1.ConditionTrue) && conditionIs(db, dbv1.ConditionReady, metav1.ConditionFalse)
+		return db.Status.ReadyReplicas == 1 &&
+			conditionIs(db, dbv1.ConditionAvailable, metav1.ConditionTrue) && conditionIs(db, dbv1.ConditionReady, metav1.ConditionFalse)
 	})).To(Succeed())
 	g.Expect(k8s.Status().Patch(ctx, sts, mergePatch(`{"status":{"replicas":2,"readyReplicas":2}}`))).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, db, func(db *dbv1.Database) bool {

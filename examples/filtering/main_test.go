@@ -41,7 +41,8 @@ func TestHandlersSeeOnlyTheObjectsTheirFiltersSelect(t *testing.T) {
 	}
 	g.Expect(k8s.Create(ctx, sample)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, sample, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["gopf"].Raw != nil })).To(Succeed())
-	for _, id := range []string{"label_value", "label_present", "label_absent_too", "label_func", "annotation_value", "annotation_func", "when_items", "field_value"} {
+	matched := []string{"label_value", "label_present", "label_absent_too", "label_func", "annotation_value", "annotation_func", "when_items", "field_value"}
+	for _, id := range matched {
 		g.Expect(sample.Status.Extra).To(HaveKey(id))
 		g.Expect(string(sample.Status.Extra[id].Raw)).To(MatchJSON(`{"matched":true}`), id)
 	}

@@ -49,8 +49,9 @@ func registry(interval time.Duration) *handlers.Registry {
 
 // appPods returns the names of the Pods whose app label is spec.field.
 func appPods(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-	names := []string{}
-	for _, v := range c.Indexes.Get("pods_by_app").Get(obj.Spec.Field) {
+	pods := c.Indexes.Get("pods_by_app").Get(obj.Spec.Field)
+	names := make([]string, 0, len(pods))
+	for _, v := range pods {
 		names = append(names, v.(string))
 	}
 	sort.Strings(names)

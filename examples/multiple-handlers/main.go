@@ -68,7 +68,7 @@ func countItems(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause)
 
 // describeChange reports the changes of an update, as (op, path, old, new).
 func describeChange(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-	var changes []string
+	changes := make([]string, 0, len(c.Diff))
 	for _, d := range c.Diff {
 		changes = append(changes, d.String())
 	}

@@ -113,7 +113,7 @@ func readMetrics(dir string) ([]metric, error) {
 				return true
 			}
 			typ := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(sel.Sel.Name, "New"), "Vec"))
-			if !slices.Contains([]string{"counter", "gauge", "histogram", "summary"}, typ) || len(call.Args) == 0 {
+			if !slices.Contains([]string{typeCounter, "gauge", typeHistogram, "summary"}, typ) || len(call.Args) == 0 {
 				return true
 			}
 			m, err := readMetric(call, typ)
@@ -195,10 +195,25 @@ func stringLit(e ast.Expr) (string, error) {
 // and namespace variables.
 const selector = `job="$job", namespace="$namespace"`
 
+// The Prometheus data source of the dashboard: Grafana asks for it on import
+// (the DS_PROMETHEUS input) and every panel and variable queries it.
+const (
+	datasource       = "${DS_PROMETHEUS}"
+	prometheusPlugin = "prometheus"
+	prometheusName   = "Prometheus"
+)
+
+// The metric types, as readMetric reads them off the prometheus.New...
+// constructors, that the panels query differently from a gauge.
+const (
+	typeCounter   = "counter"
+	typeHistogram = "histogram"
+)
+
 // dashboardOf builds the dashboard: a time series panel per metric, two
 // per row, in the order of the definitions.
 func dashboardOf(metrics []metric) map[string]any {
-	var panels []any
+	panels := make([]any, 0, len(metrics))
 	for i, m := range metrics {
 		legend := make([]string, len(m.Labels))
 		for j, l := range m.Labels {
@@ -207,9 +222,9 @@ func dashboardOf(metrics []metric) map[string]any {
 		by := strings.Join(m.Labels, ", ")
 		var targets []any
 		switch m.Type {
-		case "counter":
+		case typeCounter:
 			targets = append(targets, target("A", fmt.Sprintf("sum by (%s) (rate(%s{%s}[5m]))", by, m.Name, selector), strings.Join(legend, " ")))
-		case "histogram":
+		case typeHistogram:
 			for j, q := range []string{"0.5", "0.95", "0.99"} {
 				expr := fmt.Sprintf("histogram_quantile(%s, sum by (%s) (rate(%s_bucket{%s}[5m])))", q, strings.Join(append([]string{"le"}, m.Labels...), ", "), m.Name, selector)
 				targets = append(targets, target(string(rune('A'+j)), expr, "p"+strings.TrimPrefix(q, "0.")+" "+strings.Join(legend, " ")))
@@ -221,11 +236,11 @@ func dashboardOf(metrics []metric) map[string]any {
 		switch {
 		case strings.HasSuffix(m.Name, "_seconds"):
 			unit = "s"
-		case m.Type == "counter":
+		case m.Type == typeCounter:
 			unit = "ops"
 		}
 		panels = append(panels, map[string]any{
-			"datasource":  "${DS_PROMETHEUS}",
+			"datasource":  datasource,
 			"description": m.Help + " (" + m.Name + ")",
 			"fieldConfig": map[string]any{
 				"defaults": map[string]any{
@@ -248,18 +263,21 @@ func dashboardOf(metrics []metric) map[string]any {
 	}
 	variable := func(name, query string) map[string]any {
 		return map[string]any{
-			"datasource": "${DS_PROMETHEUS}", "definition": query, "hide": 0, "includeAll": false, "multi": false,
+			"datasource": datasource, "definition": query, "hide": 0, "includeAll": false, "multi": false,
 			"name": name, "options": []any{}, "query": map[string]any{"query": query, "refId": "StandardVariableQuery"},
 			"refresh": 1, "regex": "", "skipUrlSync": false, "sort": 0, "type": "query",
 		}
 	}
 	first := metrics[0].Name
-	if metrics[0].Type == "histogram" {
+	if metrics[0].Type == typeHistogram {
 		first += "_count"
 	}
 	return map[string]any{
-		"__inputs":   []any{map[string]any{"name": "DS_PROMETHEUS", "label": "Prometheus", "description": "", "type": "datasource", "pluginId": "prometheus", "pluginName": "Prometheus"}},
-		"__requires": []any{map[string]any{"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"}},
+		"__inputs": []any{map[string]any{
+			"name": "DS_PROMETHEUS", "label": prometheusName, "description": "",
+			"type": "datasource", "pluginId": prometheusPlugin, "pluginName": prometheusName,
+		}},
+		"__requires": []any{map[string]any{"type": "datasource", "id": prometheusPlugin, "name": prometheusName, "version": "1.0.0"}},
 		"annotations": map[string]any{"list": []any{map[string]any{
 			"builtIn": 1, "datasource": "-- Grafana --", "enable": true, "hide": true, "iconColor": "rgba(0, 211, 255, 1)",
 			"name": "Annotations & Alerts", "type": "dashboard",
@@ -406,7 +424,7 @@ func checkExpr(expr string, byName map[string]metric) error {
 
 // target is one query of a panel.
 func target(refID, expr, legend string) map[string]any {
-	return map[string]any{"datasource": "${DS_PROMETHEUS}", "exemplar": true, "expr": expr, "interval": "", "legendFormat": legend, "refId": refID}
+	return map[string]any{"datasource": datasource, "exemplar": true, "expr": expr, "interval": "", "legendFormat": legend, "refId": refID}
 }
 
 // quote writes a YAML double-quoted scalar (JSON strings are valid YAML).

@@ -33,7 +33,10 @@ func TestEveryMetricHasAPanelThatQueriesIt(t *testing.T) {
 	for _, m := range metrics {
 		names[m.Name] = true
 	}
-	for _, want := range []string{"gopf_handler_calls_total", "gopf_handler_duration_seconds", "gopf_causes_total", "gopf_daemons_running", "gopf_timer_lateness_seconds", "gopf_peering_paused"} {
+	for _, want := range []string{
+		"gopf_handler_calls_total", "gopf_handler_duration_seconds", "gopf_causes_total",
+		"gopf_daemons_running", "gopf_timer_lateness_seconds", "gopf_peering_paused",
+	} {
 		if !names[want] {
 			t.Errorf("metric %s was not found in reconcile/", want)
 		}

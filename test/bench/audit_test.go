@@ -10,6 +10,7 @@ import (
 
 func TestAuditLogCountsEachRequestOnceWithItsResource(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.log")
+	//nolint:lll // an audit log: one JSON object a line
 	lines := `{"auditID":"a","stage":"ResponseStarted","verb":"watch","requestURI":"/apis/kopf.dev/v1/kopfexamples?watch=true","user":{"username":"op"},"objectRef":{"resource":"kopfexamples"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-01-01T00:00:00.000001Z"}
 {"auditID":"b","stage":"ResponseComplete","verb":"patch","requestURI":"/apis/kopf.dev/v1/namespaces/ns/kopfexamples/x/status","user":{"username":"op"},"objectRef":{"resource":"kopfexamples","subresource":"status"},"responseStatus":{"code":409},"requestReceivedTimestamp":"2026-01-01T00:00:01Z"}
 {"auditID":"a","stage":"ResponseComplete","verb":"watch","requestURI":"/apis/kopf.dev/v1/kopfexamples?watch=true","user":{"username":"op"},"objectRef":{"resource":"kopfexamples"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-01-01T00:00:00.000001Z"}

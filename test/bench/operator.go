@@ -83,7 +83,8 @@ type process struct {
 // environment and its output going to logPath. If reconcilesPath is set,
 // the operator writes its progress there until it has seen objects objects
 // (see package reconciles).
-func startProcess(bin string, args []string, kubeconfig string, env []string, concurrency int, logPath, reconcilesPath string, objects int, prof profiles) (*process, error) {
+func startProcess(bin string, args []string, kubeconfig string, env []string, concurrency int,
+	logPath, reconcilesPath string, objects int, prof profiles) (*process, error) {
 	out, err := os.Create(logPath)
 	if err != nil {
 		return nil, err

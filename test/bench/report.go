@@ -8,9 +8,16 @@ import (
 	"strings"
 )
 
+// targetColumns and targetAlign describe a table of targets: the figure,
+// the baseline it is compared against, both values, their ratio, the
+// highest ratio that passes and whether it did.
+var targetColumns = []string{"phase", "metric", "against", "baseline", "gopf", "gopf/baseline", "target", "result"}
+
+const targetAlign = "lllrrrrl"
+
 // targetTable lists every target of a scenario.
 func targetTable(s *ScenarioResult) *table {
-	t := &table{header: []string{"phase", "metric", "against", "baseline", "gopf", "gopf/baseline", "target", "result"}, align: "lllrrrrl"}
+	t := &table{header: targetColumns, align: targetAlign}
 	for _, tr := range s.Targets {
 		t.add(tr.Phase, tr.Metric, tr.Operator, figure(tr.Metric, tr.Baseline), figure(tr.Metric, tr.Gopf),
 			ratioString(tr), fmt.Sprintf("≤ %.2f×", tr.MaxRatio), passString(tr.Pass))
@@ -21,7 +28,10 @@ func targetTable(s *ScenarioResult) *table {
 // phaseTable lists, per phase and operator, the time, resources and
 // requests.
 func phaseTable(s *ScenarioResult) *table {
-	t := &table{header: []string{"phase", "operator", "time (s)", "CPU (s)", "RSS (MiB)", "handler calls", "writes", "writes/object", "requests (verb resource: count)"}, align: "llrrrrrrl"}
+	t := &table{
+		header: []string{"phase", "operator", "time (s)", "CPU (s)", "RSS (MiB)", "handler calls", "writes", "writes/object", "requests (verb resource: count)"},
+		align:  "llrrrrrrl",
+	}
 	if len(s.Medians) == 0 {
 		return t
 	}
@@ -44,8 +54,9 @@ func phaseTable(s *ScenarioResult) *table {
 
 // requestList summarises a phase's requests; failed ones are noted.
 func requestList(p *PhaseResult) string {
-	var parts []string
-	for _, k := range p.RequestKeys() {
+	keys := p.RequestKeys()
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
 		parts = append(parts, fmt.Sprintf("%s: %d", k, p.Requests[k]))
 	}
 	s := strings.Join(parts, ", ")

@@ -25,6 +25,10 @@ const (
 	PhaseShutdown = "shutdown"
 )
 
+// PhaseTotal is the Phase of a target on a figure of the whole run (CPU,
+// peak RSS) rather than of one phase.
+const PhaseTotal = "total"
+
 // Results are the figures of one benchmark run.
 type Results struct {
 	// Date is when the run started.

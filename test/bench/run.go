@@ -113,7 +113,8 @@ func (b *bench) setUp(ctx context.Context, root, assets string) (func(), error) 
 		}
 	}
 	b.cp, b.audit = cp, newAuditLog(cp.auditLog)
-	if err := b.newClient(); err == nil {
+	err = b.newClient()
+	if err == nil {
 		err = b.warmUp(ctx)
 	}
 	if err != nil {

@@ -4,7 +4,7 @@ package bench
 
 // Target is a limit on the ratio gopf/baseline of one figure.
 type Target struct {
-	// Phase is the phase the figure belongs to, or "total".
+	// Phase is the phase the figure belongs to, or PhaseTotal.
 	Phase string `json:"phase"`
 	// Metric names the figure.
 	Metric string `json:"metric"`
@@ -46,9 +46,9 @@ var Targets = []Target{
 	{Phase: PhaseRestart, Metric: MetricSeconds, MaxRatio: 1.05, value: phaseValue(PhaseRestart, seconds)},
 	{Phase: PhaseUpdate, Metric: MetricSeconds, MaxRatio: 1.05, value: phaseValue(PhaseUpdate, seconds)},
 	{Phase: PhaseDelete, Metric: MetricSeconds, MaxRatio: 1.05, value: phaseValue(PhaseDelete, seconds)},
-	{Phase: "total", Metric: MetricCPUSeconds, MaxRatio: 1.05, value: func(r *RunResult) float64 { return r.CPUSeconds }},
-	{Phase: "total", Metric: MetricPeakRSS, MaxRatio: 1.0, Against: Baseline.Name, value: peakRSSMiB},
-	{Phase: "total", Metric: MetricPeakRSS, MaxRatio: 0.9, Against: BaselineUnstructured.Name, value: peakRSSMiB},
+	{Phase: PhaseTotal, Metric: MetricCPUSeconds, MaxRatio: 1.05, value: func(r *RunResult) float64 { return r.CPUSeconds }},
+	{Phase: PhaseTotal, Metric: MetricPeakRSS, MaxRatio: 1.0, Against: Baseline.Name, value: peakRSSMiB},
+	{Phase: PhaseTotal, Metric: MetricPeakRSS, MaxRatio: 0.9, Against: BaselineUnstructured.Name, value: peakRSSMiB},
 }
 
 func peakRSSMiB(r *RunResult) float64 { return float64(r.PeakRSSKiB) / 1024 }
@@ -87,7 +87,7 @@ type TargetResult struct {
 func evaluate(against string, baseline, gopf *RunResult) []TargetResult {
 	out := make([]TargetResult, 0, len(Targets))
 	for _, t := range Targets {
-		if t.Against != "" && t.Against != against || t.Phase != "total" && baseline.Phase(t.Phase) == nil {
+		if t.Against != "" && t.Against != against || t.Phase != PhaseTotal && baseline.Phase(t.Phase) == nil {
 			continue
 		}
 		tr := TargetResult{Target: t, Operator: against, Baseline: t.value(baseline), Gopf: t.value(gopf)}

@@ -123,8 +123,8 @@ func TestRatioShowsAThirdDecimalWhenTwoWouldHideAMiss(t *testing.T) {
 }
 
 func TestHandlerCallsAfterARestartPassOnlyWhenZeroAgainstAZeroBaseline(t *testing.T) {
-	withRestart := func(r RunResult, calls, writes int) RunResult {
-		r.Phases = append(r.Phases, PhaseResult{Name: PhaseRestart, HandlerCalls: calls, Writes: writes, Seconds: 1})
+	withRestart := func(r RunResult, handlerCalls, writes int) RunResult {
+		r.Phases = append(r.Phases, PhaseResult{Name: PhaseRestart, HandlerCalls: handlerCalls, Writes: writes, Seconds: 1})
 		return r
 	}
 	base := withRestart(fakeRun("baseline", 20, 0, 2, 1, 1000), 0, 0)

@@ -246,7 +246,7 @@ func TestUnserialisableResultsAndPanicsAreReportedAndOthersServed(t *testing.T) 
 		HavePrefix("Logging: "), ContainSubstring("panic: boom"))))
 
 	g.Expect(k8s.Create(ctx, newExample(ns, "healthy"))).To(Succeed())
-	g.Eventually(func(g Gomega) any { return field(rawObject(g, key("healthy")), "status", "healthy", "ok") }, timeout).Should(Equal(true))
+	g.Eventually(func(g Gomega) any { return field(rawObject(g, key("healthy")), "status", "healthy", "ok") }, timeout).Should(BeTrue())
 
 	record(t, "6e", outcome{Objects: 2, Outcome: "held", Figures: joinf(
 		"each panic recovered, logged with its stack and posted as a Warning Event (LogEvents errors); retried once, then failed permanently as configured",
@@ -257,7 +257,8 @@ func TestUnserialisableResultsAndPanicsAreReportedAndOthersServed(t *testing.T) 
 			Figures: "a clear log line and Event (\"json: unsupported type: chan int\" / \"unsupported value: +Inf\"); the cause completes as failed, no result is written; the operator goes on"})
 		g := NewWithT(t)
 		for _, name := range []string{"channel", "infinity"} {
-			g.Eventually(func(g Gomega) []string { return eventNotes(g, newExample(ns, name)) }, 5*time.Second).Should(ContainElement(ContainSubstring("cannot be stored as JSON")), name)
+			g.Eventually(func(g Gomega) []string { return eventNotes(g, newExample(ns, name)) }, 5*time.Second).
+				Should(ContainElement(ContainSubstring("cannot be stored as JSON")), name)
 		}
 	})
 }
@@ -327,7 +328,7 @@ func TestAdmissionRequestsThatAreNotJSONGetAClearAnswer(t *testing.T) {
 	g.Expect(k8s.Create(ctx, good)).To(Succeed())
 	g.Eventually(func(g Gomega) any {
 		return field(rawObject(g, client.ObjectKeyFromObject(good)), "status", "create", "ok")
-	}, timeout).Should(Equal(true))
+	}, timeout).Should(BeTrue())
 	record(t, "6f", outcome{Objects: 2, Outcome: "held", Figures: joinf(
 		fmt.Sprintf("garbage: denied with code %d (%q...)", garbage.Result.Code, garbage.Result.Message[:min(len(garbage.Result.Message), 50)]),
 		fmt.Sprintf("an array as the object: denied with code %d naming the handler", notAnObject.Result.Code),

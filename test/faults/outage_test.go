@@ -49,7 +49,7 @@ func TestTheOperatorRecoversFromAnOutageAndStalledWatchesWithoutARestart(t *test
 	}, handlers.ID("delete"))
 	op := runOperator(t, throughProxy(px, 20, 30), ns, reg, func(o *envtest.OperatorOptions) { o.WatchInactivityTimeout = watchBound })
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
-	updated := func(name, value string) func(g Gomega) any {
+	updated := func(name string) func(g Gomega) any {
 		return func(g Gomega) any { return field(rawObject(g, key(name)), "status", "update", "field") }
 	}
 
@@ -67,7 +67,7 @@ func TestTheOperatorRecoversFromAnOutageAndStalledWatchesWithoutARestart(t *test
 	<-time.After(outage) // the fault lasts this long
 	px.Restore()
 	restored := time.Now()
-	g.Eventually(updated("steady", ""), timeout).Should(Equal("changed while down"))
+	g.Eventually(updated("steady"), timeout).Should(Equal("changed while down"))
 	g.Eventually(func(g Gomega) bool { return handled(rawObject(g, key("born"))) }, timeout).Should(BeTrue())
 	g.Expect(envtest.WaitGone(ctx, k8s, newExample(ns, "doomed"))).To(Succeed())
 	recovered := time.Since(restored)
@@ -82,10 +82,10 @@ func TestTheOperatorRecoversFromAnOutageAndStalledWatchesWithoutARestart(t *test
 	const silence = 2 * time.Second
 	px.StallWatches()
 	patchField(g, ns, "steady", "changed during a stall")
-	g.Consistently(updated("steady", ""), silence).Should(Equal("changed while down"), "the stall hides the change")
+	g.Consistently(updated("steady"), silence).Should(Equal("changed while down"), "the stall hides the change")
 	px.ReleaseWatches()
 	released := time.Now()
-	g.Eventually(updated("steady", ""), timeout).Should(Equal("changed during a stall"))
+	g.Eventually(updated("steady"), timeout).Should(Equal("changed during a stall"))
 	record(t, "2b", outcome{Objects: 1, Outcome: "held", Figures: fmt.Sprintf(
 		"blind for the %s of the stall (as expected); handled %s after the release", seconds(silence), seconds(time.Since(released)))})
 
@@ -93,7 +93,7 @@ func TestTheOperatorRecoversFromAnOutageAndStalledWatchesWithoutARestart(t *test
 	// operator watches again from the last version it saw.
 	px.StallWatches()
 	patchField(g, ns, "steady", "changed during a stall that ended")
-	g.Consistently(updated("steady", ""), silence).Should(Equal("changed during a stall"))
+	g.Consistently(updated("steady"), silence).Should(Equal("changed during a stall"))
 	var watchTimeouts []int
 	for _, w := range px.OpenWatches() {
 		if strings.HasSuffix(w.Path, "/kopfexamples") {
@@ -103,7 +103,7 @@ func TestTheOperatorRecoversFromAnOutageAndStalledWatchesWithoutARestart(t *test
 	g.Expect(watchTimeouts).NotTo(BeEmpty(), "the operator watches kopfexamples")
 	px.EndWatches()
 	ended := time.Now()
-	g.Eventually(updated("steady", ""), timeout).Should(Equal("changed during a stall that ended"))
+	g.Eventually(updated("steady"), timeout).Should(Equal("changed during a stall that ended"))
 	record(t, "2c", outcome{Objects: 1, Outcome: "held", Figures: fmt.Sprintf(
 		"the change dropped with the stream was handled %s after the streams ended (the API server replays from the last version seen)", seconds(time.Since(ended)))})
 
@@ -114,7 +114,7 @@ func TestTheOperatorRecoversFromAnOutageAndStalledWatchesWithoutARestart(t *test
 	px.SilenceOpenWatches()
 	silenced := time.Now()
 	patchField(g, ns, "steady", "changed during a silent stall")
-	g.Eventually(updated("steady", ""), watchBound+timeout).Should(Equal("changed during a silent stall"))
+	g.Eventually(updated("steady"), watchBound+timeout).Should(Equal("changed during a silent stall"))
 	blind := time.Since(silenced)
 	g.Expect(blind).To(BeNumerically("<", watchBound+timeout))
 	relists := 0

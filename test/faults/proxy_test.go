@@ -69,7 +69,8 @@ func TestProxyAnswersInjectedFailuresAsTheAPIServerWould(t *testing.T) {
 	_, err = cs.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "got %v", err)
 
-	px.SetFaults(faults.Faults{Fraction: 1, Statuses: []int{http.StatusInternalServerError}, Match: func(r *http.Request) bool { return r.Method != http.MethodGet }})
+	notGet := func(r *http.Request) bool { return r.Method != http.MethodGet }
+	px.SetFaults(faults.Faults{Fraction: 1, Statuses: []int{http.StatusInternalServerError}, Match: notGet})
 	_, err = cs.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred(), "Match limits the faults to the requests it accepts")
 	_, err = cs.CoreV1().ConfigMaps("default").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "proxy-"}}, metav1.CreateOptions{})

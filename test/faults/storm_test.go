@@ -140,7 +140,8 @@ func TestAStormOf429sAnd500sIsRiddenOutWithinTheClientsRateLimit(t *testing.T) {
 
 	record(t, "3", outcome{Objects: n, Outcome: "held", Figures: joinf(
 		fmt.Sprintf("%d writes (%d injected 429s, %d injected 500s) in %s, busiest second %d (limit %d + %d/s), average %.1f/s",
-			len(writes), injected[http.StatusTooManyRequests], injected[http.StatusInternalServerError], seconds(span), peak, burst, qps, float64(len(writes))/span.Seconds()),
+			len(writes), injected[http.StatusTooManyRequests], injected[http.StatusInternalServerError], seconds(span),
+			peak, burst, qps, float64(len(writes))/span.Seconds()),
 		fmt.Sprintf("at most %d writes for one object", most),
 		fmt.Sprintf("all handled %s after the storm ended (%s after it began), then no writes", seconds(done.Sub(calm)), seconds(done.Sub(began))),
 		fmt.Sprintf("%d extra create handler calls after failed state writes", dupes),

@@ -2,11 +2,11 @@ package kinds
 
 import (
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 // +kubebuilder:object:generate=true
@@ -18,19 +18,23 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "kinds.test.gopf.dev", Version: "v1"}
 
 	// SchemeBuilder collects the kinds for registration with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKinds)
 
 	// AddToScheme registers the kinds with a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-func init() {
-	SchemeBuilder.Register(&Widget{}, &WidgetList{}, &ClusterWidget{}, &ClusterWidgetList{}, &Gadget{}, &GadgetList{})
+// addKinds registers the kinds, and the metav1 types every group version
+// serves (ListOptions, DeleteOptions, ...), under GroupVersion.
+func addKinds(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Widget{}, &WidgetList{}, &ClusterWidget{}, &ClusterWidgetList{}, &Gadget{}, &GadgetList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
 }
 
 // CRDDir is the folder of the kinds' CustomResourceDefinitions.
 func CRDDir() string {
-	_, file, _, _ := runtime.Caller(0)
+	_, file, _, _ := goruntime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "crd")
 }
 

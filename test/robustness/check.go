@@ -110,44 +110,57 @@ type objectHistory struct {
 	events []int   // indices into all of this object's events
 }
 
+// check returns the object's violations of the contract, rule by rule.
 func (o objectHistory) check() []Violation {
-	var out []Violation
-	add := func(rule, format string, args ...any) {
-		out = append(out, Violation{Rule: rule, Object: o.name, Message: fmt.Sprintf(format, args...)})
-	}
 	deleted := o.index(func(e Event) bool { return e.Kind == EventDelete }) >= 0
-	calls := o.filter(func(e Event) bool { return e.Kind == EventCall })
-	finished := func(handler string) []int {
-		return o.filter(func(e Event) bool {
-			return e.Kind == EventCall && e.Handler == handler && e.Outcome.finished()
-		})
+	calls := len(o.filter(func(e Event) bool { return e.Kind == EventCall }))
+	creates := o.finished(HandlerCreate)
+	alive := !deleted && o.final.Exists
+	var out []Violation
+	out = append(out, o.checkCreate(creates, alive)...)
+	out = append(out, o.checkUpdates(creates, alive)...)
+	out = append(out, o.checkDelete(deleted, calls)...)
+	out = append(out, o.checkResume()...)
+	out = append(out, o.checkFinalizers(deleted)...)
+	if budget := o.budget(calls); o.final.Writes > budget {
+		out = append(out, o.violation(RuleWrites, "the operator wrote %d times about the object, over the budget of %d (%d handler calls)", o.final.Writes, budget, calls))
 	}
+	return out
+}
 
-	// Create once per lifetime.
-	creates := finished(HandlerCreate)
+// checkCreate checks that the create handler finished once per lifetime
+// (creates are the events where it finished), and at all if the object
+// lived to the end.
+func (o objectHistory) checkCreate(creates []int, alive bool) []Violation {
+	var out []Violation
 	if len(creates) > 0 {
 		first := creates[0]
 		for _, i := range o.filter(func(e Event) bool { return e.Kind == EventCall && e.Handler == HandlerCreate }) {
 			if i > first && !o.refusedBetween(first, i) {
-				add(RuleCreateOnce, "the create handler ran again after it had finished (event %d, finished at event %d) with no refused write in between", i, first)
+				out = append(out, o.violation(RuleCreateOnce,
+					"the create handler ran again after it had finished (event %d, finished at event %d) with no refused write in between", i, first))
 				break
 			}
 		}
 	}
-	alive := !deleted && o.final.Exists
 	if alive && len(creates) == 0 {
-		add(RuleCreateDone, "the object lived to the end and no create handler finished for it")
+		out = append(out, o.violation(RuleCreateDone, "the object lived to the end and no create handler finished for it"))
 	}
+	return out
+}
 
-	// Every change reaches the update handlers; none that is not a change.
+// checkUpdates checks that every change reaches the update handlers, and
+// none that is not a change.
+func (o objectHistory) checkUpdates(creates []int, alive bool) []Violation {
+	var out []Violation
 	if alive && len(creates) > 0 {
 		seen := o.all[creates[0]].Versions
 		want := o.final.Versions
 		if seen != want && !o.anyFinished(HandlerUpdate, func(v Versions) bool { return v == want }) {
-			add(RuleUpdateLost, "the object ended at %s, its create handler saw %s, and no update handler finished on %s", want, seen, want)
+			out = append(out, o.violation(RuleUpdateLost, "the object ended at %s, its create handler saw %s, and no update handler finished on %s", want, seen, want))
 		}
 		if !o.anyFinished(HandlerField, func(v Versions) bool { return v.Watched == want.Watched }) {
-			add(RuleUpdateLost, "the watched field ended at %q and no field handler finished on it", want.Watched)
+			out = append(out, o.violation(RuleUpdateLost, "the watched field ended at %q and no field handler finished on it", want.Watched))
 		}
 	}
 	changes := o.filter(func(e Event) bool {
@@ -161,51 +174,66 @@ func (o objectHistory) check() []Violation {
 		if prev.Handler == HandlerUpdate && o.refusedBetween(changes[k-1], changes[k]) {
 			continue
 		}
-		add(RuleUpdateSpurious, "the update handler finished on %s (event %d), what the %s handler had already finished on (event %d)", cur.Versions, changes[k], prev.Handler, changes[k-1])
+		out = append(out, o.violation(RuleUpdateSpurious,
+			"the update handler finished on %s (event %d), what the %s handler had already finished on (event %d)", cur.Versions, changes[k], prev.Handler, changes[k-1]))
 	}
-	fields := finished(HandlerField)
+	fields := o.finished(HandlerField)
 	for k := 1; k < len(fields); k++ {
 		prev, cur := o.all[fields[k-1]], o.all[fields[k]]
 		if cur.Versions.Watched == prev.Versions.Watched && !o.refusedBetween(fields[k-1], fields[k]) {
-			add(RuleUpdateSpurious, "the field handler finished twice on %q (events %d and %d)", cur.Versions.Watched, fields[k-1], fields[k])
+			out = append(out, o.violation(RuleUpdateSpurious, "the field handler finished twice on %q (events %d and %d)", cur.Versions.Watched, fields[k-1], fields[k]))
 		}
-	}
-
-	// Delete once.
-	deletes := finished(HandlerDelete)
-	switch {
-	case !deleted && len(o.filter(func(e Event) bool { return e.Kind == EventCall && e.Handler == HandlerDelete })) > 0:
-		add(RuleDeleteOnce, "a delete handler ran for an object that was not deleted")
-	case deleted && len(deletes) == 0 && len(calls) > 0:
-		add(RuleDeleteOnce, "the object was deleted after handlers had seen it, and no delete handler finished")
-	case len(deletes) > 1 && !o.refusedBetween(deletes[0], deletes[1]):
-		add(RuleDeleteOnce, "the delete handler finished %d times (events %v) with no refused write in between", len(deletes), deletes)
-	}
-
-	out = append(out, o.checkResume()...)
-
-	// Finalizers.
-	if deleted {
-		left := slices.DeleteFunc(slices.Clone(o.final.Finalizers), func(f string) bool { return !slices.Contains(o.h.Finalizers, f) })
-		switch {
-		case o.h.Terminating && len(left) > 0:
-			add(RuleFinalizer, "the object was deleted and still has gopf's finalizers %v", left)
-		case !o.h.Terminating && o.final.Exists:
-			add(RuleFinalizer, "the object was deleted and is still there, with finalizers %v", o.final.Finalizers)
-		}
-	}
-	if o.final.Exists && o.final.ForeignFinalizer && !slices.Contains(o.final.Finalizers, ForeignFinalizer) {
-		add(RuleForeign, "another writer's finalizer %s is gone (finalizers: %v)", ForeignFinalizer, o.final.Finalizers)
-	}
-
-	// Writes.
-	if budget := o.budget(len(calls)); o.final.Writes > budget {
-		add(RuleWrites, "the operator wrote %d times about the object, over the budget of %d (%d handler calls)", o.final.Writes, budget, len(calls))
 	}
 	return out
 }
 
-// checkResume checks the resume handlers' calls, process by process.
+// checkDelete checks that the delete handler finished once, for a deleted
+// object that handlers had seen (calls handler calls in all), and never
+// ran for an object that was not deleted.
+func (o objectHistory) checkDelete(deleted bool, calls int) []Violation {
+	deletes := o.finished(HandlerDelete)
+	switch {
+	case !deleted && len(o.filter(func(e Event) bool { return e.Kind == EventCall && e.Handler == HandlerDelete })) > 0:
+		return []Violation{o.violation(RuleDeleteOnce, "a delete handler ran for an object that was not deleted")}
+	case deleted && len(deletes) == 0 && calls > 0:
+		return []Violation{o.violation(RuleDeleteOnce, "the object was deleted after handlers had seen it, and no delete handler finished")}
+	case len(deletes) > 1 && !o.refusedBetween(deletes[0], deletes[1]):
+		return []Violation{o.violation(RuleDeleteOnce, "the delete handler finished %d times (events %v) with no refused write in between", len(deletes), deletes)}
+	}
+	return nil
+}
+
+// checkFinalizers checks that a deleted object keeps none of gopf's
+// finalizers, and that another writer's finalizer stays.
+func (o objectHistory) checkFinalizers(deleted bool) []Violation {
+	var out []Violation
+	if deleted {
+		left := slices.DeleteFunc(slices.Clone(o.final.Finalizers), func(f string) bool { return !slices.Contains(o.h.Finalizers, f) })
+		switch {
+		case o.h.Terminating && len(left) > 0:
+			out = append(out, o.violation(RuleFinalizer, "the object was deleted and still has gopf's finalizers %v", left))
+		case !o.h.Terminating && o.final.Exists:
+			out = append(out, o.violation(RuleFinalizer, "the object was deleted and is still there, with finalizers %v", o.final.Finalizers))
+		}
+	}
+	if o.final.Exists && o.final.ForeignFinalizer && !slices.Contains(o.final.Finalizers, ForeignFinalizer) {
+		out = append(out, o.violation(RuleForeign, "another writer's finalizer %s is gone (finalizers: %v)", ForeignFinalizer, o.final.Finalizers))
+	}
+	return out
+}
+
+// violation is a violation of rule by the object, its message formatted.
+func (o objectHistory) violation(rule, format string, args ...any) Violation {
+	return Violation{Rule: rule, Object: o.name, Message: fmt.Sprintf(format, args...)}
+}
+
+// finished returns the indices of the events where handler finished.
+func (o objectHistory) finished(handler string) []int {
+	return o.filter(func(e Event) bool {
+		return e.Kind == EventCall && e.Handler == handler && e.Outcome.finished()
+	})
+}
+
 func (o objectHistory) checkResume() []Violation {
 	var out []Violation
 	add := func(format string, args ...any) {

@@ -76,6 +76,10 @@ type options struct {
 	watched []string              // the field handler's path
 }
 
+// The kinds of test/kinds (Widget, ClusterWidget, Gadget) keep the spec
+// field OpSpec changes in spec.color and the watched one in spec.size.
+var widgetSpecPath, widgetWatchedPath = []string{"spec", "color"}, []string{"spec", "size"}
+
 // Classes are the classes of kinds the suite covers.
 var Classes = []Class{
 	{
@@ -94,19 +98,19 @@ var Classes = []Class{
 	},
 	{
 		Name: "Widget", GVK: kinds.GroupVersion.WithKind("Widget"), Resource: "widgets", Status: true,
-		specPath: []string{"spec", "color"}, watchedPath: []string{"spec", "size"}, watchedInt: true,
+		specPath: widgetSpecPath, watchedPath: widgetWatchedPath, watchedInt: true,
 		Skip:     map[reconcile.Storage]string{reconcile.StorageStatus: "a typed status drops unknown fields: there is no status.gopf to keep state in"},
 		register: registerTyped[*kinds.Widget],
 	},
 	{
 		Name: "ClusterWidget", GVK: kinds.GroupVersion.WithKind("ClusterWidget"), Resource: "clusterwidgets", Status: true, Cluster: true,
-		specPath: []string{"spec", "color"}, watchedPath: []string{"spec", "size"}, watchedInt: true,
+		specPath: widgetSpecPath, watchedPath: widgetWatchedPath, watchedInt: true,
 		Skip:     map[reconcile.Storage]string{reconcile.StorageStatus: "a typed status drops unknown fields: there is no status.gopf to keep state in"},
 		register: registerTyped[*kinds.ClusterWidget],
 	},
 	{
 		Name: "Gadget", GVK: kinds.GroupVersion.WithKind("Gadget"), Resource: "gadgets",
-		specPath: []string{"spec", "color"}, watchedPath: []string{"spec", "size"}, watchedInt: true,
+		specPath: widgetSpecPath, watchedPath: widgetWatchedPath, watchedInt: true,
 		Skip:     map[reconcile.Storage]string{reconcile.StorageStatus: "a Gadget has no status subresource, and its typed status drops unknown fields"},
 		register: registerTyped[*kinds.Gadget],
 	},
@@ -233,16 +237,13 @@ func registerTyped[T client.Object](reg *handlers.Registry, h handlerFunc, opts 
 			return h(ctx, id, m, c)
 		}
 	}
-	var kind []handlers.KindSetting
-	if opts.kind != nil {
-		kind = append(kind, *opts.kind)
-	}
 	create := []handlers.CreateOption{handlers.ID(HandlerCreate), opts.labels}
 	update := []handlers.UpdateOption{handlers.ID(HandlerUpdate), opts.labels}
 	field := []handlers.UpdateOption{handlers.ID(HandlerField), opts.labels}
 	del := []handlers.DeleteOption{handlers.ID(HandlerDelete), opts.labels}
 	resume := []handlers.ResumeOption{handlers.ID(HandlerResume), opts.labels}
-	for _, k := range kind {
+	if opts.kind != nil {
+		k := *opts.kind
 		create, update, field, del, resume = append(create, k), append(update, k), append(field, k), append(del, k), append(resume, k)
 	}
 	handlers.OnCreate(reg, call(HandlerCreate), create...)

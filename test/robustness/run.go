@@ -492,7 +492,7 @@ func (r *runner) lastActivity() time.Time {
 // writer's); it removes the other writer's finalizer from deleted objects.
 func (r *runner) deletionsDone() bool {
 	r.mu.Lock()
-	var names []string
+	names := make([]string, 0, len(r.deleted))
 	for name := range r.deleted {
 		names = append(names, name)
 	}

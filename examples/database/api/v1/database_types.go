@@ -109,5 +109,5 @@ type DatabaseList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Database{}, &DatabaseList{})
+	register(&Database{}, &DatabaseList{})
 }
