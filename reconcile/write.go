@@ -145,7 +145,8 @@ func (t *turn) mergeResults() {
 // it) the object as the handlers' own patch leaves it: or the next
 // reconcile would take their own change for a change of the object. It
 // returns the essence the object shows after the write when the state
-// records it as handled, or "".
+// records it as handled (also when a failed write is sent again: see
+// flush), or "".
 func (t *turn) handledPatched() string {
 	patched := t.essence
 	if obj := spec.ObjectPatch(&t.patch); len(obj) > 0 || len(spec.Transforms(&t.patch)) > 0 {
@@ -163,10 +164,12 @@ func (t *turn) handledPatched() string {
 			rec.Handled = patched
 		}
 	}
-	if t.st.Essence != t.essence {
-		return ""
+	if t.st.Essence == t.essence {
+		t.st.Essence = patched
 	}
-	t.st.Essence = patched
+	if t.st.Essence != patched {
+		return "" // an older essence: the cache need not show it (createHandled)
+	}
 	return patched
 }
 
