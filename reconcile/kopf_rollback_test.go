@@ -20,7 +20,9 @@ func beforeKopf(t *testing.T, ns, file string) *unstructured.Unstructured {
 	t.Helper()
 	u := kopfFixture(t, file)
 	delete(u.Object, "status")
-	for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers", "annotations"} {
+	for _, f := range []string{
+		"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds", "finalizers", "annotations",
+	} {
 		unstructured.RemoveNestedField(u.Object, "metadata", f)
 	}
 	if u.GetKind() == "ConfigMap" {

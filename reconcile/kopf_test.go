@@ -50,7 +50,8 @@ func TestKopfsLastHandledEssenceIsTheEssenceGopfComputesForTheObject(t *testing.
 			continue // not handled yet
 		}
 		t.Run(name, func(t *testing.T) {
-			for _, s := range []storage{newKopfStore(idsFor(name), logr.Discard()), kopfFallback{storage: statusStorage{field: "gopf"}, kopf: newKopfStore(idsFor(name), logr.Discard())}} {
+			layered := kopfFallback{storage: statusStorage{field: "gopf"}, kopf: newKopfStore(idsFor(name), logr.Discard())}
+			for _, s := range []storage{newKopfStore(idsFor(name), logr.Discard()), layered} {
 				st, err := s.load(obj)
 				if err != nil || st == nil {
 					t.Fatalf("%s: load = %v, %v", s.where(), st, err)
@@ -92,7 +93,8 @@ func TestKopfsProgressLoadsWithItsRetriesStartAndDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := deleting.Progress["delete_fn"]
-	if rec == nil || rec.Purpose != handlers.ReasonDelete || rec.Retries != 1 || rec.finished() || rec.Delayed == nil || rec.Message != "cannot delete yet" || deleting.Essence == "" {
+	if rec == nil || rec.Purpose != handlers.ReasonDelete || rec.Retries != 1 || rec.finished() || rec.Delayed == nil ||
+		rec.Message != "cannot delete yet" || deleting.Essence == "" {
 		t.Errorf("deleting loads as %s", deleting.encode())
 	}
 }

@@ -98,7 +98,8 @@ type runningKind struct {
 	done   sync.WaitGroup
 }
 
-func newLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, pending []*pendingKind, selected []*contract.Handler, explicit map[schema.GroupKind]bool, opts Options, sh *shared) *lazyKinds {
+func newLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, pending []*pendingKind, selected []*contract.Handler,
+	explicit map[schema.GroupKind]bool, opts Options, sh *shared) *lazyKinds {
 	l := &lazyKinds{mgr: mgr, disco: disco, opts: opts, sh: sh, log: mgr.GetLogger().WithName("gopf").WithName("kinds"),
 		selected: selected, explicit: explicit, chosen: map[schema.GroupVersionKind]*lazyKind{},
 		minPeriod: time.Second, retry: 5 * time.Second, maxRetry: 5 * time.Minute, signal: make(chan struct{}, 1)}
@@ -483,7 +484,8 @@ func (k *kindController) unmanagedController(mgr manager.Manager, opts Options) 
 	}
 	for _, r := range k.level {
 		for _, owned := range r.Options.Owned {
-			srcs = append(srcs, quietSync{source.Kind(k.cache, owned, ctrlhandler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.newObject(), ctrlhandler.OnlyControllerOwner()))})
+			toOwner := ctrlhandler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.newObject(), ctrlhandler.OnlyControllerOwner())
+			srcs = append(srcs, quietSync{source.Kind(k.cache, owned, toOwner)})
 		}
 		for _, w := range r.Options.Watched {
 			srcs = append(srcs, quietSync{source.Kind(k.cache, w.Object, ctrlhandler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))})

@@ -122,7 +122,8 @@ func TestWriteBudgetOfCreateUpdateDeleteAndIdle(t *testing.T) {
 		key := client.ObjectKeyFromObject(obj)
 		g.Eventually(func(g Gomega) any { return statusField(g, key, "update_fn", "message") }, timeout).Should(Equal("updated"))
 	}
-	g.Consistently(func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }, time.Second).Should(Equal(n), "update: one status patch: %v", requests.Snapshot())
+	g.Consistently(func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }, time.Second).
+		Should(Equal(n), "update: one status patch: %v", requests.Snapshot())
 
 	// Idle objects and no-op edits of status cost nothing.
 	requests.Reset()

@@ -5,8 +5,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// labelController is the label of every metric that counts per controller.
-const labelController = "controller"
+// The labels of the metrics: the controller, and the handler.
+const (
+	labelController = "controller"
+	labelHandler    = "handler"
+)
 
 // timerLateness measures how late timers start compared with when they were
 // due: the cost of scheduling many timers on a bounded pool of workers.
@@ -14,7 +17,7 @@ var timerLateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "gopf_timer_lateness_seconds",
 	Help:    "How long after its due time a timer started running.",
 	Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
-}, []string{labelController, "handler"})
+}, []string{labelController, labelHandler})
 
 // peeringState is 1 while the operator is paused by peering, else 0.
 var peeringState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -26,14 +29,14 @@ var peeringState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 var handlerCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "gopf_handler_calls_total",
 	Help: "Handler calls, by outcome (success, retry, failure).",
-}, []string{labelController, "handler", "outcome"})
+}, []string{labelController, labelHandler, "outcome"})
 
 // handlerDuration measures how long handler calls take.
 var handlerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "gopf_handler_duration_seconds",
 	Help:    "How long handler calls take.",
 	Buckets: prometheus.DefBuckets,
-}, []string{labelController, "handler"})
+}, []string{labelController, labelHandler})
 
 // causes counts the causes detected, by reason.
 var causes = prometheus.NewCounterVec(prometheus.CounterOpts{

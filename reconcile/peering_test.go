@@ -97,7 +97,8 @@ func TestANamespacedOperatorPeersInEachServedNamespaceAndObeysAFreezeInAnyOfThem
 
 	// A freeze in the second namespace only pauses the whole operator.
 	g.Expect(gopfreconcile.Freeze(ctx, k8s, name, []string{two}, freeze("freeze@test", 100, "upgrading the database"))).To(Succeed())
-	g.Eventually(func(g Gomega) any { return peeringStatus(g, "KopfPeering", two, name)["freeze@test"] }, timeout).Should(HaveKeyWithValue("message", "upgrading the database"))
+	g.Eventually(func(g Gomega) any { return peeringStatus(g, "KopfPeering", two, name)["freeze@test"] }, timeout).
+		Should(HaveKeyWithValue("message", "upgrading the database"))
 	g.Expect(peeringStatus(g, "KopfPeering", one, name)).NotTo(HaveKey("freeze@test"))
 	g.Eventually(func(g Gomega) any { return peeringStatus(g, "KopfPeering", two, name)["ns-op"] }, timeout).Should(HaveKeyWithValue("paused", true))
 	during := createExample(t, one, "during")

@@ -80,7 +80,8 @@ func TestTheGoTypeKeepsGopfsStateOnlyIfItHasRoomForIt(t *testing.T) {
 }
 
 func TestDroppedStateAndResultsNameWhatDropsThem(t *testing.T) {
-	typed := kindSchema{known: true, crd: true, root: statusSchema(map[string]any{"type": "object", "properties": map[string]any{"phase": map[string]any{"type": "string"}}})}
+	phase := map[string]any{"type": "object", "properties": map[string]any{"phase": map[string]any{"type": "string"}}}
+	typed := kindSchema{known: true, crd: true, root: statusSchema(phase)}
 	unstructuredWidget := func() client.Object {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(kinds.GroupVersion.WithKind("Widget"))

@@ -14,7 +14,9 @@ import (
 )
 
 // kopfStateFiles are the objects of testdata/kopf-state.
-var kopfStateFiles = []string{"kopfexample-created.yaml", "kopfexample-updated.yaml", "kopfexample-flaky.yaml", "kopfexample-deleting.yaml", "configmap-captured.yaml"}
+var kopfStateFiles = []string{
+	"kopfexample-created.yaml", "kopfexample-updated.yaml", "kopfexample-flaky.yaml", "kopfexample-deleting.yaml", "configmap-captured.yaml",
+}
 
 // planKopfState recreates the objects of testdata/kopf-state in a namespace
 // of their own and returns the planner of the operator of Kopf's handlers.

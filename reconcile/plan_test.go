@@ -171,7 +171,8 @@ func TestAHandlerFailedEventReadsAsAFailure(t *testing.T) {
 		"series":         map[string]any{"lastObservedTime": "2026-01-02T03:09:05.000000Z"},
 	}
 	uid, f, ok := failureOf(ev)
-	if !ok || uid != "u-1" || f.Handler != "field_fn/spec.x" || f.Message != `permanent error: no: "quoted"` || !f.Time.Equal(time.Date(2026, 1, 2, 3, 9, 5, 0, time.UTC)) {
+	if !ok || uid != "u-1" || f.Handler != "field_fn/spec.x" || f.Message != `permanent error: no: "quoted"` ||
+		!f.Time.Equal(time.Date(2026, 1, 2, 3, 9, 5, 0, time.UTC)) {
 		t.Errorf("got %q %+v %v", uid, f, ok)
 	}
 	ev["message"] = "something else"

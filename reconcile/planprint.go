@@ -43,13 +43,20 @@ const tableBlock = 100
 // maxCellMessage bounds each message quoted in a table cell.
 const maxCellMessage = 60
 
+// The forms a StatusPrinter prints.
+const (
+	formatTable = "table"
+	formatJSON  = "json"
+	formatYAML  = "yaml"
+)
+
 // NewStatusPrinter returns a printer of the given form ("", "table", "json"
 // or "yaml") to w. Call Close after the last object.
 func NewStatusPrinter(w io.Writer, format string, view View) (*StatusPrinter, error) {
 	switch format {
-	case "", "table":
-		format = "table"
-	case "json", "yaml":
+	case "", formatTable:
+		format = formatTable
+	case formatJSON, formatYAML:
 	default:
 		return nil, fmt.Errorf("the output format is table, json or yaml, not %q", format)
 	}
@@ -60,7 +67,7 @@ func NewStatusPrinter(w io.Writer, format string, view View) (*StatusPrinter, er
 func (p *StatusPrinter) Print(st *ObjectStatus) error {
 	p.n++
 	switch p.format {
-	case "json":
+	case formatJSON:
 		data, err := json.MarshalIndent(st, "    ", "  ")
 		if err != nil {
 			return err
@@ -71,7 +78,7 @@ func (p *StatusPrinter) Print(st *ObjectStatus) error {
 		}
 		_, err = fmt.Fprintf(p.w, "%s%s", sep, data)
 		return err
-	case "yaml":
+	case formatYAML:
 		data, err := yaml.Marshal(st)
 		if err != nil {
 			return err
@@ -122,7 +129,7 @@ func (p *StatusPrinter) Print(st *ObjectStatus) error {
 // prints nothing).
 func (p *StatusPrinter) Close() error {
 	switch p.format {
-	case "json":
+	case formatJSON:
 		var err error
 		if p.n == 0 {
 			_, err = fmt.Fprintf(p.w, "{\n  \"apiVersion\": %q,\n  \"kind\": \"ObjectStatusList\",\n  \"items\": []\n}\n", StatusAPIVersion)
@@ -130,7 +137,7 @@ func (p *StatusPrinter) Close() error {
 			_, err = fmt.Fprint(p.w, "\n  ]\n}\n")
 		}
 		return err
-	case "yaml":
+	case formatYAML:
 		if p.n == 0 {
 			_, err := fmt.Fprintf(p.w, "apiVersion: %s\nkind: ObjectStatusList\nitems: []\n", StatusAPIVersion)
 			return err

@@ -162,7 +162,7 @@ func (s permissionSet) addHandled(res *resolver, r *contract.Handler) []error {
 // addSecondary adds reads on the kinds a handler owns (Owns) or watches
 // (Watches): the informer cache watches them.
 func (s permissionSet) addSecondary(res *resolver, r *contract.Handler) []error {
-	var secondary []client.Object
+	secondary := make([]client.Object, 0, len(r.Options.Owned)+len(r.Options.Watched))
 	secondary = append(secondary, r.Options.Owned...)
 	for _, w := range r.Options.Watched {
 		secondary = append(secondary, w.Object)
@@ -227,7 +227,7 @@ func useResource(res *resolver, use spec.Use) (schema.GroupResource, error) {
 	}
 	gr, err := res.object(use.Object)
 	if err != nil {
-		return gr, fmt.Errorf("Uses %T: %w", use.Object, err)
+		return gr, fmt.Errorf("the Uses option for %T: %w", use.Object, err)
 	}
 	return gr, nil
 }
@@ -467,8 +467,9 @@ func pluralOf(scheme *runtime.Scheme, group, name string) string {
 // apart: namespaces are not considered. An empty result means nothing is
 // missing.
 func MissingPermissions(required []rbacv1.PolicyRule, granted []rbacv1.PolicyRule) []string {
-	var missing []string
-	for _, a := range missingAccess(required, granted) {
+	access := missingAccess(required, granted)
+	missing := make([]string, 0, len(access))
+	for _, a := range access {
 		missing = append(missing, a.String())
 	}
 	return missing

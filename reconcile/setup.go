@@ -244,7 +244,8 @@ func (o Options) validate() error {
 // lazyKinds). A chosen kind is left to its own handlers when it has some:
 // those of the kinds that started, and of the pending ones. The indexes of
 // pending kinds exist from the start, as those of served kinds do.
-func addLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, reg *handlers.Registry, started []*kindController, pending []*pendingKind, opts Options, sh *shared) error {
+func addLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, reg *handlers.Registry, started []*kindController,
+	pending []*pendingKind, opts Options, sh *shared) error {
 	selected := selectedOf(reg)
 	if len(pending)+len(selected) == 0 {
 		return nil
@@ -290,7 +291,8 @@ func selectedOf(reg *handlers.Registry) []*contract.Handler {
 // (by a Go type in the scheme or ForKind) but not served by the API server
 // is pending: its handlers wait for its CRD (see lazyKinds). Errors name
 // the handler.
-func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMapper, newKind func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error)) ([]*kindController, []*pendingKind, error) {
+func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMapper,
+	newKind func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error)) ([]*kindController, []*pendingKind, error) {
 	var errs []error
 	byKind := map[schema.GroupVersionKind]*kindController{}
 	waiting := map[schema.GroupVersionKind]*pendingKind{}
@@ -440,7 +442,8 @@ var objectKinds = []spec.Kind{
 
 // newKindController prepares the controller of one kind; proto is the first
 // registration for it and decides the Go type objects are read into.
-func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *contract.Handler, opts Options, sh *shared) (*kindController, error) {
+func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *contract.Handler,
+	opts Options, sh *shared) (*kindController, error) {
 	kc, err := describeKind(mgr.GetRESTMapper(), disco, gvk, objectMaker(gvk, proto), opts)
 	if err != nil {
 		return nil, err
@@ -470,7 +473,8 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 // objects through it too, so that it reads stored state exactly as the
 // controller does. It reads the kind's CRD, if it has one, to decide where
 // the state lives (see placement.go).
-func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, newObject func() client.Object, opts Options) (*kindController, error) {
+func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind,
+	newObject func() client.Object, opts Options) (*kindController, error) {
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s is not served by the API server: %w", gvk, err)

@@ -25,7 +25,6 @@ import (
 // itself. Daemons get a goroutine each, as long-running functions must.
 type spawner struct {
 	k       *kindController
-	regs    []*contract.Handler // timers and daemons, in registration order
 	workers int
 	log     logr.Logger
 
@@ -147,7 +146,7 @@ func (s *spawner) sync(key types.NamespacedName, obj client.Object, essence stri
 	o := s.objects[key]
 	if o == nil || o.uid != obj.GetUID() {
 		if o != nil {
-			s.stopAllLocked(key, o, string(handlers.StopDeleted))
+			s.stopAllLocked(o, string(handlers.StopDeleted))
 		}
 		o = &spawned{uid: obj.GetUID(), timers: map[string]*timerState{}, daemons: map[string]*daemonState{}, finished: map[string]bool{}, changedAt: time.Now()}
 		s.objects[key] = o
@@ -222,7 +221,7 @@ func (s *spawner) stop(key types.NamespacedName) bool {
 	if o == nil {
 		return true
 	}
-	s.stopAllLocked(key, o, string(handlers.StopDeleted))
+	s.stopAllLocked(o, string(handlers.StopDeleted))
 	return len(o.daemons) == 0
 }
 
@@ -231,14 +230,14 @@ func (s *spawner) forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o := s.objects[key]; o != nil {
-		s.stopAllLocked(key, o, string(handlers.StopDeleted))
+		s.stopAllLocked(o, string(handlers.StopDeleted))
 		if len(o.daemons) == 0 {
 			delete(s.objects, key)
 		}
 	}
 }
 
-func (s *spawner) stopAllLocked(key types.NamespacedName, o *spawned, reason string) {
+func (s *spawner) stopAllLocked(o *spawned, reason string) {
 	o.wanted = nil
 	for id := range o.timers {
 		delete(o.timers, id)
