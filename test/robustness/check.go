@@ -156,10 +156,10 @@ func (o objectHistory) checkUpdates(creates []int, alive bool) []Violation {
 	if alive && len(creates) > 0 {
 		seen := o.all[creates[0]].Versions
 		want := o.final.Versions
-		if seen != want && !o.anyFinished(HandlerUpdate, func(v Versions) bool { return v == want }) {
+		if seen != want && !o.anyFinished(HandlerUpdate, func(v Versions) bool { return v == want }) && !o.causeFinished(want) {
 			out = append(out, o.violation(RuleUpdateLost, "the object ended at %s, its create handler saw %s, and no update handler finished on %s", want, seen, want))
 		}
-		if !o.anyFinished(HandlerField, func(v Versions) bool { return v.Watched == want.Watched }) {
+		if !o.anyFinished(HandlerField, func(v Versions) bool { return v.Watched == want.Watched }) && !o.causeFinished(want) {
 			out = append(out, o.violation(RuleUpdateLost, "the watched field ended at %q and no field handler finished on it", want.Watched))
 		}
 	}
@@ -331,6 +331,17 @@ func (o objectHistory) anyFinished(handler string, match func(Versions) bool) bo
 		}
 	}
 	return false
+}
+
+// causeFinished reports, for a storage whose changes coalesce into the
+// unfinished cause (History.Coalesced), whether a create or update handler
+// finished on the versions v: the cause that took the change in.
+func (o objectHistory) causeFinished(v Versions) bool {
+	if !o.h.Coalesced {
+		return false
+	}
+	same := func(w Versions) bool { return w == v }
+	return o.anyFinished(HandlerCreate, same) || o.anyFinished(HandlerUpdate, same)
 }
 
 // refusedBetween reports whether a write about the object was refused

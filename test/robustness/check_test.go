@@ -109,6 +109,21 @@ func TestCheckWantsNoResumeWhileTheCreateIsUnfinished(t *testing.T) {
 	}
 }
 
+func TestCheckLetsKopfsStorageCoalesceAChangeIntoTheUnfinishedCause(t *testing.T) {
+	v3 := Versions{Spec: "s1", Label: "l1", Watched: "w3"}
+	b := newHistory().start(1).write(v1).
+		callAs(1, HandlerCreate, v1, Retrying).call(1, HandlerField, v1).
+		write(v3).call(1, HandlerCreate, v3)
+	h := b.final(Final{Exists: true, Versions: v3, Writes: 3})
+	if v := Check(h); len(v) == 0 {
+		t.Fatal("gopf's own storage must let the field handler see the change made while the create retried")
+	}
+	h.Coalesced = true
+	if v := Check(h); len(v) > 0 {
+		t.Fatalf("with Kopf's storage the change belongs to the create, as in Kopf: %v", v)
+	}
+}
+
 func TestCheckExcusesARepeatAfterARefusedWrite(t *testing.T) {
 	h := newHistory().start(1).write(v1).
 		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
