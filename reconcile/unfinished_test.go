@@ -72,13 +72,7 @@ func TestAFieldHandlerIsNotCalledAgainWhileAnotherUpdateHandlerRetries(t *testin
 	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, recordOnly(&cs), handlers.ID("create"))
-	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.Record(c)
-		if obj.Labels["release"] != "yes" {
-			return nil, handlers.Temporary(errors.New("held"), 100*time.Millisecond)
-		}
-		return nil, nil
-	}, handlers.ID("update"))
+	handlers.OnUpdate(reg, heldUntilReleased(&cs), handlers.ID("update"))
 	handlers.OnUpdate(reg, recordOnly(&cs), handlers.ID("watched"), handlers.Field("metadata.annotations.watched"))
 	env.Start(reg, envtest.OperatorOptions{})
 
@@ -87,9 +81,7 @@ func TestAFieldHandlerIsNotCalledAgainWhileAnotherUpdateHandlerRetries(t *testin
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	g.Expect(cs.WaitCount(ctx, "create", 1)).To(Succeed())
 
-	patch := func(body string) {
-		g.Expect(env.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(body)))).To(Succeed())
-	}
+	patch := func(body string) { mergePatch(g, env, obj, body) }
 	patch(`{"metadata":{"annotations":{"watched":"two"}}}`)
 	g.Expect(cs.WaitCount(ctx, "watched", 1)).To(Succeed())
 	// Another change while the update handler retries: the update handler
@@ -98,14 +90,7 @@ func TestAFieldHandlerIsNotCalledAgainWhileAnotherUpdateHandlerRetries(t *testin
 	attempts := cs.Count("update")
 	g.Expect(cs.WaitCount(ctx, "update", attempts+2)).To(Succeed())
 	patch(`{"metadata":{"labels":{"release":"yes"}}}`)
-	g.Eventually(func(g Gomega) bool {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(kopfv1.GroupVersion.WithKind("KopfExample"))
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), u)).To(Succeed())
-		_, unfinished, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "gopf", "progress")
-		handled, _, _ := unstructured.NestedString(u.Object, "status", "gopf", "lastHandled")
-		return !unfinished && strings.Contains(handled, `"release":"yes"`)
-	}, timeout).Should(BeTrue(), "the update never completed")
+	g.Eventually(func(g Gomega) bool { return released(g, env, obj) }, timeout).Should(BeTrue(), "the update never completed")
 	g.Expect(cs.Count("watched")).To(Equal(1), "the field handler ran again for changes of other fields: %v", cs.Of("watched"))
 }
 
@@ -119,13 +104,7 @@ func TestAFieldHandlerSeesAChangeMadeWhileTheCreateRetries(t *testing.T) {
 	ctx := env.Ctx
 	var cs envtest.Calls
 	reg := handlers.NewRegistry()
-	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.Record(c)
-		if obj.Labels["release"] != "yes" {
-			return nil, handlers.Temporary(errors.New("held"), 100*time.Millisecond)
-		}
-		return nil, nil
-	}, handlers.ID("create"))
+	handlers.OnCreate(reg, heldUntilReleased(&cs), handlers.ID("create"))
 	handlers.OnUpdate(reg, recordOnly(&cs), handlers.ID("update"))
 	handlers.OnField(reg, "metadata.annotations.watched", recordOnly(&cs), handlers.ID("watched"))
 	env.Start(reg, envtest.OperatorOptions{})
@@ -134,9 +113,7 @@ func TestAFieldHandlerSeesAChangeMadeWhileTheCreateRetries(t *testing.T) {
 		Annotations: map[string]string{"watched": "one"}}}
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	g.Expect(cs.WaitCount(ctx, "watched", 1)).To(Succeed())
-	patch := func(body string) {
-		g.Expect(env.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(body)))).To(Succeed())
-	}
+	patch := func(body string) { mergePatch(g, env, obj, body) }
 	patch(`{"metadata":{"annotations":{"watched":"two"}}}`)
 	g.Expect(cs.WaitCount(ctx, "watched", 2)).To(Succeed(), "the field handler missed the change made while the create retried")
 	second := cs.Of("watched")[1]
@@ -144,13 +121,7 @@ func TestAFieldHandlerSeesAChangeMadeWhileTheCreateRetries(t *testing.T) {
 	g.Expect(second.New).To(Equal("two"))
 
 	patch(`{"metadata":{"labels":{"release":"yes"}}}`)
-	g.Eventually(func(g Gomega) bool {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(kopfv1.GroupVersion.WithKind("KopfExample"))
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), u)).To(Succeed())
-		handled, _, _ := unstructured.NestedString(u.Object, "status", "gopf", "lastHandled")
-		return strings.Contains(handled, `"release":"yes"`)
-	}, timeout).Should(BeTrue(), "the create never completed")
+	g.Eventually(func(g Gomega) bool { return released(g, env, obj) }, timeout).Should(BeTrue(), "the create never completed")
 	g.Expect(cs.Count("watched")).To(Equal(2), "calls: %v", cs.Of("watched"))
 	g.Expect(cs.Count("update")).To(Equal(0), "the changes made during the create are the create's")
 }
@@ -165,13 +136,7 @@ func TestAChangeMadeWhileACreateRetriesReachesTheUpdateHandlers(t *testing.T) {
 	var cs envtest.Calls
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, recordOnly(&cs), handlers.ID("create"))
-	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		cs.Record(c)
-		if obj.Labels["release"] != "yes" {
-			return nil, handlers.Temporary(errors.New("held"), 100*time.Millisecond)
-		}
-		return nil, nil
-	}, handlers.ID("slow"))
+	handlers.OnCreate(reg, heldUntilReleased(&cs), handlers.ID("slow"))
 	handlers.OnUpdate(reg, recordOnly(&cs), handlers.ID("update"))
 	env.Start(reg, envtest.OperatorOptions{})
 
@@ -180,13 +145,42 @@ func TestAChangeMadeWhileACreateRetriesReachesTheUpdateHandlers(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	g.Expect(cs.WaitCount(ctx, "create", 1)).To(Succeed())
 	attempts := cs.Count("slow")
-	g.Expect(env.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"field":"two"}}`)))).To(Succeed())
+	mergePatch(g, env, obj, `{"spec":{"field":"two"}}`)
 	g.Expect(cs.WaitCount(ctx, "slow", attempts+2)).To(Succeed(), "the slow create handler stopped retrying")
-	g.Expect(env.Client.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"release":"yes"}}}`)))).To(Succeed())
+	mergePatch(g, env, obj, `{"metadata":{"labels":{"release":"yes"}}}`)
 
 	g.Expect(cs.WaitCount(ctx, "update", 1)).To(Succeed(), "the change made while the create retried never reached the update handler")
 	g.Expect(cs.Of("update")[0].Diff).To(ContainSubstring("spec.field"))
 	g.Expect(cs.Count("create")).To(Equal(1))
+}
+
+// heldUntilReleased is a handler that records its calls in cs and fails
+// for a while (a retry in 100 ms) until its object has the label
+// release=yes.
+func heldUntilReleased(cs *envtest.Calls) func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (any, error) {
+	return func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		if obj.Labels["release"] != "yes" {
+			return nil, handlers.Temporary(errors.New("held"), 100*time.Millisecond)
+		}
+		return nil, nil
+	}
+}
+
+// mergePatch sends a JSON merge patch of obj.
+func mergePatch(g Gomega, env *envtest.Env, obj client.Object, body string) {
+	g.Expect(env.Client.Patch(env.Ctx, obj, client.RawPatch("application/merge-patch+json", []byte(body)))).To(Succeed())
+}
+
+// released reports whether the object's state records as handled, with
+// nothing unfinished, the object released by release=yes.
+func released(g Gomega, env *envtest.Env, obj client.Object) bool {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(kopfv1.GroupVersion.WithKind("KopfExample"))
+	g.Expect(env.Client.Get(env.Ctx, client.ObjectKeyFromObject(obj), u)).To(Succeed())
+	_, unfinished, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "gopf", "progress")
+	handled, _, _ := unstructured.NestedString(u.Object, "status", "gopf", "lastHandled")
+	return !unfinished && strings.Contains(handled, `"release":"yes"`)
 }
 
 // recordOnly is a handler that records its calls in cs and succeeds.
