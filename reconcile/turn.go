@@ -102,6 +102,9 @@ func (t *turn) createHandled(entries []*entry) (string, map[string]*progress) {
 			break
 		}
 	}
+	if handled == t.essence {
+		return handled, nil // field handlers saw any change of their field (createFieldAgain)
+	}
 	var kept map[string]*progress
 	for _, e := range entries {
 		if rec := t.st.Progress[e.opts.ID]; e.reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
