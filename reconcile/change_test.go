@@ -42,7 +42,7 @@ func TestUpdateHandlerReceivesTheExactDiff(t *testing.T) {
 	waitHandled(g, key)
 
 	patchSpec(g, obj, `{"field":"changed"}`)
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "update", "updated") }, timeout).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return statusTrue(g, key, "update", "updated") }, timeout).Should(BeTrue())
 	got := cs.Of("update")
 	g.Expect(got).To(HaveLen(1))
 	g.Expect(got[0].Reason).To(Equal(handlers.ReasonUpdate))
@@ -130,7 +130,7 @@ func TestOptionalDeleteHandlerAddsNoFinalizer(t *testing.T) {
 	obj := newExample(ns, "optional")
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "create", "ok") }, timeout).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return statusTrue(g, key, "create", "ok") }, timeout).Should(BeTrue())
 	g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
 	g.Expect(obj.Finalizers).To(BeEmpty())
 }
@@ -198,7 +198,7 @@ func TestRetryAndTimeoutLimitsEndInARecordedFailure(t *testing.T) {
 	g.Expect(cs.Count("permanent")).To(Equal(1))
 	g.Expect(cs.Count("ignored")).To(Equal(1))
 	g.Expect(cs.Count("fine")).To(Equal(1))
-	g.Expect(statusField(g, key, "fine", "ran")).To(BeTrue(), "a failing handler does not block the others")
+	g.Expect(statusTrue(g, key, "fine", "ran")).To(BeTrue(), "a failing handler does not block the others")
 }
 
 func TestPermanentFailureIsRecordedWhileOthersRetry(t *testing.T) {
@@ -219,7 +219,7 @@ func TestPermanentFailureIsRecordedWhileOthersRetry(t *testing.T) {
 	obj := newExample(ns, "permanent")
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "progress", "broken", "failure") }, timeout).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return statusTrue(g, key, "gopf", "progress", "broken", "failure") }, timeout).Should(BeTrue())
 	g.Expect(statusField(g, key, "gopf", "progress", "broken", "message")).To(ContainSubstring("bad spec"))
 	g.Expect(statusField(g, key, "gopf", "progress", "slow", "delayed")).NotTo(BeNil())
 }

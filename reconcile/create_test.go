@@ -37,6 +37,12 @@ func statusField(g Gomega, key types.NamespacedName, path ...string) any {
 	return v
 }
 
+// statusTrue reports whether the object's status holds true at path.
+func statusTrue(g Gomega, key types.NamespacedName, path ...string) bool {
+	v, _ := statusField(g, key, path...).(bool)
+	return v
+}
+
 // reconcileCount is controller-runtime's count of finished reconciles of a controller.
 func reconcileCount(g Gomega, controller string) float64 {
 	families, err := metrics.Registry.Gather()

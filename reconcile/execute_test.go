@@ -142,11 +142,11 @@ func TestAPermanentFailureOfAnExecutedSubHandlerFailsItsParent(t *testing.T) {
 	obj := newExample(ns, "failing")
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	key := client.ObjectKeyFromObject(obj)
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "progress", "parent", "failure") }, timeout).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return statusTrue(g, key, "gopf", "progress", "parent", "failure") }, timeout).Should(BeTrue())
 	g.Expect(statusField(g, key, "gopf", "progress", "parent", "message")).To(And(ContainSubstring("parent/b"), ContainSubstring("broken for good")))
-	g.Expect(statusField(g, key, "gopf", "progress", "parent/b", "failure")).To(BeTrue())
-	g.Expect(statusField(g, key, "gopf", "progress", "parent/a", "success")).To(BeTrue())
-	g.Expect(statusField(g, key, "gopf", "progress", "parent/c", "success")).To(BeTrue())
+	g.Expect(statusTrue(g, key, "gopf", "progress", "parent/b", "failure")).To(BeTrue())
+	g.Expect(statusTrue(g, key, "gopf", "progress", "parent/a", "success")).To(BeTrue())
+	g.Expect(statusTrue(g, key, "gopf", "progress", "parent/c", "success")).To(BeTrue())
 	g.Consistently(func() []int {
 		return []int{cs.Count("parent"), cs.Count("parent/a"), cs.Count("parent/b"), cs.Count("parent/c")}
 	}, time.Second).Should(Equal([]int{1, 1, 1, 1}), "a failed parent is not called again")

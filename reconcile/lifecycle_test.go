@@ -74,7 +74,7 @@ func TestObjectsNoHandlerSelectsAreLeftAloneUntilTheyMatch(t *testing.T) {
 
 	// Starting to match is a creation, not an update.
 	g.Expect(k8s.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"app":"mine"}}}`)))).To(Succeed())
-	g.Eventually(func(g Gomega) any { return statusField(g, key, "create", "ok") }, timeout).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return statusTrue(g, key, "create", "ok") }, timeout).Should(BeTrue())
 	g.Expect(cs.Count("update")).To(Equal(0))
 	g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
 	g.Expect(obj.Finalizers).To(ContainElement("gopf.dev/finalizer"))
@@ -330,7 +330,7 @@ func TestAnnotationStorageKeepsStateOutOfStatus(t *testing.T) {
 		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
 		return obj.Annotations
 	}, timeout).Should(HaveKey("gopf.dev/last-handled-configuration"))
-	g.Expect(statusField(g, key, "create", "ok")).To(BeTrue())
+	g.Expect(statusTrue(g, key, "create", "ok")).To(BeTrue())
 	g.Expect(statusField(g, key, "gopf")).To(BeNil())
 	patchSpec(g, obj, `{"field":"changed"}`)
 	g.Eventually(func() int { return cs.Count("update") }, timeout).Should(Equal(1))

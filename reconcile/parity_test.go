@@ -185,7 +185,7 @@ func TestTransformationsGoOutInTheSameSingleWriteAsTheMergePatch(t *testing.T) {
 	key := client.ObjectKeyFromObject(obj)
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "conditions") }, timeout).Should(Equal([]any{map[string]any{"type": "Ready", "status": "True"}}))
 	g.Expect(statusField(g, key, "phase")).To(Equal("ready"))
-	g.Expect(statusField(g, key, "ready", "done")).To(BeTrue())
+	g.Expect(statusTrue(g, key, "ready", "done")).To(BeTrue())
 	waitHandled(g, key)
 	// Result, state, the merge change and the appended condition: one
 	// write (there is no finalizer: nothing needs one).
