@@ -7,6 +7,9 @@ import (
 	"strings"
 )
 
+// goModPath is where a project's go.mod is, in the universe and on disk.
+const goModPath = "go.mod"
+
 // GopfModule is the module path of gopf.
 const GopfModule = "github.com/gopf-dev/gopf"
 
