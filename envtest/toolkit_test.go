@@ -101,7 +101,7 @@ func TestWaitForSaysWhatTheHandlersLastReported(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		var m map[string]int
-		m["boom"]++ // panics: a nil map
+		m["boom"]++ //nolint:staticcheck // SA5000: a nil map, so the handler panics on purpose
 		return nil, nil
 	}, handlers.ID("panicking"))
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
