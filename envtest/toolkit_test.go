@@ -74,7 +74,8 @@ func TestTheToolkitWaitsCollectsAndRestarts(t *testing.T) {
 
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	g.Expect(envtest.WaitFor(short, k8s, obj, func(*kopfv1.KopfExample) bool { return true })).To(MatchError(ContainSubstring("waiting for " + env.Namespace + "/toolkit")))
+	g.Expect(envtest.WaitFor(short, k8s, obj, func(*kopfv1.KopfExample) bool { return true })).
+		To(MatchError(ContainSubstring("waiting for " + env.Namespace + "/toolkit")))
 	g.Expect(calls.WaitCount(short, "never", 1)).To(MatchError(ContainSubstring(`handler "never" was called 0 times`)))
 }
 

@@ -7,8 +7,11 @@ import (
 	"strings"
 )
 
-// goModPath is where a project's go.mod is, in the universe and on disk.
-const goModPath = "go.mod"
+// Where a project's go.mod and go.sum are, in the universe and on disk.
+const (
+	goModPath = "go.mod"
+	goSumPath = "go.sum"
+)
 
 // GopfModule is the module path of gopf.
 const GopfModule = "github.com/gopf-dev/gopf"

@@ -91,7 +91,7 @@ func (o Options) withDefaults() Options {
 // may come after the universe in the request.
 func Keep(p string) bool {
 	switch p {
-	case goModPath, "go.sum", "Makefile", "PROJECT", setupEnvtestPath, "hack/boilerplate.go.txt":
+	case goModPath, goSumPath, "Makefile", "PROJECT", setupEnvtestPath, "hack/boilerplate.go.txt":
 		return true
 	}
 	return isProjectGoFile(p)
