@@ -86,7 +86,8 @@ func TestSetupWithManagerLogsThePermissionsTheManagersUserLacks(t *testing.T) {
 	err = gopf.CheckPermissions(ctx, mgr, reg, opts)
 	var pe *gopf.PermissionsError
 	g.Expect(errors.As(err, &pe)).To(BeTrue(), "CheckPermissions returned %v", err)
-	g.Expect(pe.Missing).To(ContainElement(rbacv1.PolicyRule{APIGroups: []string{"kopf.dev"}, Resources: []string{"kopfexamples/status"}, Verbs: []string{"patch"}}))
+	g.Expect(pe.Missing).To(ContainElement(
+		rbacv1.PolicyRule{APIGroups: []string{"kopf.dev"}, Resources: []string{"kopfexamples/status"}, Verbs: []string{"patch"}}))
 	g.Expect(pe.Missing).To(ContainElement(HaveField("Resources", ConsistOf("events"))))
 }
 

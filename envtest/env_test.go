@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	crscheme "sigs.k8s.io/controller-runtime/pkg/scheme"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
@@ -30,12 +29,18 @@ func TestNewSchemeKnowsTheBuiltInKindsAndTheGivenOnes(t *testing.T) {
 
 // lateTypes stands for a package of types that register in init, after
 // the package variables (such as a test's scheme) were initialized.
-var lateTypes = &crscheme.Builder{GroupVersion: kopfv1.GroupVersion}
+var lateTypes = runtime.NewSchemeBuilder(func(s *runtime.Scheme) error {
+	metav1.AddToGroupVersion(s, kopfv1.GroupVersion)
+	return nil
+})
 
 var schemeBeforeInit = envtest.NewScheme(lateTypes.AddToScheme)
 
 func TestASchemeMadeBeforeItsTypesRegisteredKnowsThemOnceATestUsesIt(t *testing.T) {
-	lateTypes.Register(&kopfv1.KopfExample{}, &kopfv1.KopfExampleList{}) // what init does
+	lateTypes.Register(func(s *runtime.Scheme) error { // what init does
+		s.AddKnownTypes(kopfv1.GroupVersion, &kopfv1.KopfExample{}, &kopfv1.KopfExampleList{})
+		return nil
+	})
 	env := envtest.New(t, schemeBeforeInit)
 	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "late"}}
 	if err := env.Client.Create(env.Ctx, obj); err != nil {

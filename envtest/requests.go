@@ -81,7 +81,7 @@ func (c *RequestCounter) Count(verb, resource string) int {
 func (c *RequestCounter) Snapshot() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []string
+	out := make([]string, 0, len(c.counts))
 	for k, v := range c.counts {
 		out = append(out, k+"="+strconv.Itoa(v))
 	}

@@ -74,7 +74,8 @@ func TestTheToolkitWaitsCollectsAndRestarts(t *testing.T) {
 
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	g.Expect(envtest.WaitFor(short, k8s, obj, func(*kopfv1.KopfExample) bool { return true })).To(MatchError(ContainSubstring("waiting for " + env.Namespace + "/toolkit")))
+	g.Expect(envtest.WaitFor(short, k8s, obj, func(*kopfv1.KopfExample) bool { return true })).
+		To(MatchError(ContainSubstring("waiting for " + env.Namespace + "/toolkit")))
 	g.Expect(calls.WaitCount(short, "never", 1)).To(MatchError(ContainSubstring(`handler "never" was called 0 times`)))
 }
 
@@ -101,7 +102,7 @@ func TestWaitForSaysWhatTheHandlersLastReported(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		var m map[string]int
-		m["boom"]++ // panics: a nil map
+		m["boom"]++ //nolint:staticcheck // SA5000: a nil map, so the handler panics on purpose
 		return nil, nil
 	}, handlers.ID("panicking"))
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {

@@ -41,7 +41,9 @@ func ExampleOnMutate() {
 			pod.Spec.PriorityClassName = "standard"
 		}
 		if a.Operation == handlers.OperationCreate {
-			a.Patch.Set("metadata.annotations.created-by", a.UserInfo.Username)
+			if err := a.Patch.Set("metadata.annotations.created-by", a.UserInfo.Username); err != nil {
+				return err
+			}
 		}
 		return nil
 	}, handlers.Operations(handlers.OperationCreate))

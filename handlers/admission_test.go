@@ -134,7 +134,9 @@ func TestBadAdmissionOptionValuesAreReported(t *testing.T) {
 	handlers.OnValidate(r, allowPod, handlers.Operations("PATCH"), handlers.WebhookTimeout(45*time.Second), handlers.SubResource("Not/Valid"))
 	handlers.OnMutate(r, allowPod, handlers.Operations(), handlers.WebhookTimeout(500*time.Millisecond))
 	err := r.Err()
-	for _, want := range []string{`unknown operation "PATCH"`, "WebhookTimeout 45s", `subresource "Not/Valid"`, "needs at least one operation", "WebhookTimeout 500ms"} {
+	for _, want := range []string{
+		`unknown operation "PATCH"`, "WebhookTimeout 45s", `subresource "Not/Valid"`, "needs at least one operation", "WebhookTimeout 500ms",
+	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want it to mention %s", err, want)
 		}

@@ -619,17 +619,39 @@ func TestDefaultIDsAreGoNamesOrKindFnCountedPerKindAndObjectType(t *testing.T) {
 // Options that compile for a kind must also reach the engine: each lands
 // in its field of the resolved options.
 func TestEachOptionLandsInTheResolvedOptions(t *testing.T) {
-	admit := func(context.Context, *corev1.Pod, *handlers.Admission[*corev1.Pod]) error { return nil }
-	named := func(name string) *corev1.Pod {
-		pod := &corev1.Pod{}
-		pod.Name = name
-		return pod
+	t.Run("which objects", func(t *testing.T) { checkResolvedOptions(t, selectingOptionCases()) })
+	t.Run("how handlers run", func(t *testing.T) { checkResolvedOptions(t, runningOptionCases()) })
+}
+
+// optionCase registers one handler with some options and checks them in
+// its resolved options.
+type optionCase struct {
+	name     string
+	register func(*handlers.Registry)
+	check    func(o spec.Options) bool
+}
+
+// checkResolvedOptions registers each case's handler in a registry of its
+// own and checks the options it resolved to.
+func checkResolvedOptions(t *testing.T, cases []optionCase) {
+	t.Helper()
+	for _, tc := range cases {
+		r := handlers.NewRegistry()
+		tc.register(r)
+		if err := r.Err(); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if o := handlers.HandlersOf(r)[0].Options; !tc.check(o) {
+			t.Errorf("%s: options = %+v", tc.name, o)
+		}
 	}
-	cases := []struct {
-		name     string
-		register func(*handlers.Registry)
-		check    func(o spec.Options) bool
-	}{{
+}
+
+// selectingOptionCases covers the options that say which objects and
+// changes a handler is for.
+func selectingOptionCases() []optionCase {
+	return []optionCase{{
 		name:     "ID and WithParam",
 		register: func(r *handlers.Registry) { handlers.OnProbe(r, probeFn, handlers.ID("p"), handlers.WithParam(7)) },
 		check:    func(o spec.Options) bool { return o.ID == "p" && o.Param == 7 },
@@ -651,7 +673,7 @@ func TestEachOptionLandsInTheResolvedOptions(t *testing.T) {
 			handlers.OnCreate(r, podFn, handlers.When(func(p *corev1.Pod) bool { return p.Name == "yes" }))
 		},
 		check: func(o spec.Options) bool {
-			return o.When(named("yes"), nil) && !o.When(named("no"), nil) && !o.When(&corev1.ConfigMap{}, nil)
+			return o.When(namedPod("yes"), nil) && !o.When(namedPod("no"), nil) && !o.When(&corev1.ConfigMap{}, nil)
 		},
 	}, {
 		name: "Labels and Annotations add up",
@@ -682,7 +704,13 @@ func TestEachOptionLandsInTheResolvedOptions(t *testing.T) {
 		check: func(o spec.Options) bool {
 			return slices.Equal(o.Field, []string{"spec", "a"}) && o.Old.Match("x", true) && o.New.Match(nil, false) && o.Value == nil
 		},
-	}, {
+	}}
+}
+
+// runningOptionCases covers the options that say how a handler runs: its
+// error policy, schedule, watches and admission settings, and the defaults.
+func runningOptionCases() []optionCase {
+	return []optionCase{{
 		name: "error policy",
 		register: func(r *handlers.Registry) {
 			handlers.OnCleanup(r, activityFn, handlers.Errors(handlers.ErrorsIgnored), handlers.Retries(3), handlers.Timeout(time.Minute), handlers.Backoff(time.Second))
@@ -729,13 +757,13 @@ func TestEachOptionLandsInTheResolvedOptions(t *testing.T) {
 				handlers.CancellationBackoff(time.Second), handlers.CancellationTimeout(time.Minute))
 		},
 		check: func(o spec.Options) bool {
-			return o.InitialDelayFunc(named("abc")) == 3 && o.InitialDelayFunc(&corev1.ConfigMap{}) == 0 &&
+			return o.InitialDelayFunc(namedPod("abc")) == 3 && o.InitialDelayFunc(&corev1.ConfigMap{}) == 0 &&
 				o.CancellationBackoff == time.Second && o.CancellationTimeout == time.Minute
 		},
 	}, {
 		name: "admission settings",
 		register: func(r *handlers.Registry) {
-			handlers.OnMutate(r, admit, handlers.Operations(handlers.OperationCreate), handlers.SubResource("status"), handlers.Persistent(),
+			handlers.OnMutate(r, admitPodFn, handlers.Operations(handlers.OperationCreate), handlers.SubResource("status"), handlers.Persistent(),
 				handlers.SideEffects(), handlers.IgnoreFailures(), handlers.WebhookTimeout(5*time.Second), handlers.ID("require-owner"), handlers.Labels{"app": "shop"})
 		},
 		check: func(o spec.Options) bool {
@@ -752,18 +780,16 @@ func TestEachOptionLandsInTheResolvedOptions(t *testing.T) {
 				o.Field == nil && o.When == nil && o.Labels == nil
 		},
 	}}
-	for _, tc := range cases {
-		r := handlers.NewRegistry()
-		tc.register(r)
-		if err := r.Err(); err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		if o := handlers.HandlersOf(r)[0].Options; !tc.check(o) {
-			t.Errorf("%s: options = %+v", tc.name, o)
-		}
-	}
 }
+
+// namedPod returns an empty pod with the given name.
+func namedPod(name string) *corev1.Pod {
+	pod := &corev1.Pod{}
+	pod.Name = name
+	return pod
+}
+
+func admitPodFn(context.Context, *corev1.Pod, *handlers.Admission[*corev1.Pod]) error { return nil }
 
 func probeFn(context.Context, *handlers.Cause) (any, error) { return nil, nil }
 

@@ -5,7 +5,7 @@ import (
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -45,16 +45,7 @@ func TestEachOptionInterfaceDocListsTheOptionsItAccepts(t *testing.T) {
 func interfaceDocs(t *testing.T) map[string]string {
 	t.Helper()
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []*ast.File
-	for _, f := range pkgs["handlers"].Files {
-		files = append(files, f)
-	}
+	files := parsePackageFiles(t, fset)
 	p, err := doc.NewFromFiles(fset, files, "github.com/gopf-dev/gopf/handlers")
 	if err != nil {
 		t.Fatal(err)
@@ -78,4 +69,26 @@ func listedOptions(text string) ([]string, bool) {
 		}
 	}
 	return nil, false
+}
+
+// parsePackageFiles parses the package's Go files in the current folder,
+// its tests left out, with their comments.
+func parsePackageFiles(t *testing.T, fset *token.FileSet) []*ast.File {
+	t.Helper()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := make([]*ast.File, 0, len(names))
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
 }

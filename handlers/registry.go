@@ -243,50 +243,85 @@ func optionProblems(h *handler) []string {
 	o := h.Options
 	var problems []string
 	if h.Kind.Resource() {
-		if h.NewObject() == nil {
-			problems = append(problems, "the object type must be a non-nil pointer type such as *v1.Pod")
-		}
-		hasKind, hasResource, hasKinds := !o.GVK.Empty(), o.Resource != "", o.Kinds != nil
-		switch {
-		case h.Unstructured && !hasKind && !hasResource && !hasKinds:
-			if h.Kind.Admission() || h.Kind == spec.KindIndex {
-				problems = append(problems, "an unstructured handler needs ForKind or ForResource to say which objects it is for")
-			} else {
-				problems = append(problems, "an unstructured handler needs ForKind or ForResource to say which objects it is for, or ForCategory or ForKinds for several kinds")
-			}
-		case h.Unstructured && hasKind && hasResource:
-			problems = append(problems, "give ForKind or ForResource, not both")
-		case h.Unstructured && hasKinds && (hasKind || hasResource):
-			problems = append(problems, "give ForKind or ForResource, or ForCategory or ForKinds, not both")
-		case !h.Unstructured && (hasKind || hasResource):
-			problems = append(problems, "ForKind and ForResource are only for unstructured handlers; a typed handler's kind comes from its Go type")
-		case !h.Unstructured && hasKinds:
-			problems = append(problems, "ForCategory and ForKinds are only for unstructured handlers: a typed handler's kind comes from its Go type, and objects of several kinds arrive as *unstructured.Unstructured")
-		}
-		if hasKind && (o.GVK.Version == "" || o.GVK.Kind == "") {
-			problems = append(problems, fmt.Sprintf("kind %q needs a version and a kind", o.GVK))
-		}
+		problems = append(problems, objectProblems(h)...)
 	}
+	problems = append(problems, fieldProblems(o)...)
+	if h.Kind == spec.KindTimer {
+		problems = append(problems, timerProblems(o)...)
+	}
+	if h.Kind == spec.KindIndex && o.ID == "" {
+		problems = append(problems, "an index needs a name")
+	}
+	return problems
+}
+
+// objectProblems checks how a handler of objects says which objects it is
+// for: its Go type, or for an unstructured handler its kind, resource or
+// kind selector.
+func objectProblems(h *handler) []string {
+	o := h.Options
+	var problems []string
+	if h.NewObject() == nil {
+		problems = append(problems, "the object type must be a non-nil pointer type such as *v1.Pod")
+	}
+	hasKind, hasResource, hasKinds := !o.GVK.Empty(), o.Resource != "", o.Kinds != nil
+	switch {
+	case h.Unstructured:
+		problems = append(problems, unstructuredProblems(h, hasKind, hasResource, hasKinds)...)
+	case hasKind || hasResource:
+		problems = append(problems, "ForKind and ForResource are only for unstructured handlers; a typed handler's kind comes from its Go type")
+	case hasKinds:
+		problems = append(problems, "ForCategory and ForKinds are only for unstructured handlers: a typed handler's kind comes from its Go type, and objects of several kinds arrive as *unstructured.Unstructured")
+	}
+	if hasKind && (o.GVK.Version == "" || o.GVK.Kind == "") {
+		problems = append(problems, fmt.Sprintf("kind %q needs a version and a kind", o.GVK))
+	}
+	return problems
+}
+
+// unstructuredProblems checks that an unstructured handler names its
+// objects one way: a kind or a resource, or (for handlers that may serve
+// several kinds) a kind selector.
+func unstructuredProblems(h *handler, hasKind, hasResource, hasKinds bool) []string {
+	switch {
+	case !hasKind && !hasResource && !hasKinds:
+		if h.Kind.Admission() || h.Kind == spec.KindIndex {
+			return []string{"an unstructured handler needs ForKind or ForResource to say which objects it is for"}
+		}
+		return []string{"an unstructured handler needs ForKind or ForResource to say which objects it is for, or ForCategory or ForKinds for several kinds"}
+	case hasKind && hasResource:
+		return []string{"give ForKind or ForResource, not both"}
+	case hasKinds && (hasKind || hasResource):
+		return []string{"give ForKind or ForResource, or ForCategory or ForKinds, not both"}
+	}
+	return nil
+}
+
+// fieldProblems checks that value filters come with the field they filter,
+// and that a handler filters on one value or on the change of one.
+func fieldProblems(o spec.Options) []string {
+	var problems []string
 	if len(o.Field) == 0 && (o.Value != nil || o.Old != nil || o.New != nil) {
 		problems = append(problems, "Value, OldValue and NewValue need a Field")
 	}
 	if o.Value != nil && (o.Old != nil || o.New != nil) {
 		problems = append(problems, "give Value, or OldValue/NewValue, not both")
 	}
-	if h.Kind == spec.KindTimer {
-		switch {
-		case o.Interval < 0:
-			problems = append(problems, "a timer's interval cannot be negative")
-		case o.Interval == 0 && o.Idle <= 0:
-			problems = append(problems, "a timer needs a positive interval or Idle")
-		case o.Interval == 0 && o.Sharp:
-			problems = append(problems, "Sharp needs a positive interval")
-		}
-	}
-	if h.Kind == spec.KindIndex && o.ID == "" {
-		problems = append(problems, "an index needs a name")
-	}
 	return problems
+}
+
+// timerProblems checks that a timer has a way to fire: a positive
+// interval, or an Idle delay without Sharp.
+func timerProblems(o spec.Options) []string {
+	switch {
+	case o.Interval < 0:
+		return []string{"a timer's interval cannot be negative"}
+	case o.Interval == 0 && o.Idle <= 0:
+		return []string{"a timer needs a positive interval or Idle"}
+	case o.Interval == 0 && o.Sharp:
+		return []string{"Sharp needs a positive interval"}
+	}
+	return nil
 }
 
 // idSpace groups the handler kinds whose ids must differ for one object

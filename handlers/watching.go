@@ -74,7 +74,9 @@ func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn 
 // functions run while the indexes fill, so at start another index may still
 // lack objects of its kind; a change of another index does not run the
 // function again for objects that had no event (see WhenWithIndexes).
-func OnIndexWithIndexes[T client.Object, K comparable, V any](r *Registry, name string, fn func(obj T, ixs *Indexes) map[K]V, opts ...IndexOption) IndexRef[K, V] {
+func OnIndexWithIndexes[T client.Object, K comparable, V any](
+	r *Registry, name string, fn func(obj T, ixs *Indexes) map[K]V, opts ...IndexOption,
+) IndexRef[K, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(_ context.Context, obj T, c *Cause) (any, error) {

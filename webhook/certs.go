@@ -32,6 +32,9 @@ const (
 	keyFile    = "tls.key"
 )
 
+// pemCertificate is the PEM block type of a certificate.
+const pemCertificate = "CERTIFICATE"
+
 // caLifetimes is how many serving-certificate lifetimes a generated CA
 // lives.
 const caLifetimes = 10
@@ -88,7 +91,7 @@ func covers(cert *x509.Certificate, hosts []string) bool {
 // newCA makes a self-signed CA certificate.
 func newCA(name string, validity time.Duration, now time.Time) (*keyPair, error) {
 	tmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: name + " webhook CA", Organization: []string{"gopf"}},
+		Subject:               pkix.Name{CommonName: name + " webhook CA", Organization: []string{managerName}},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
@@ -106,7 +109,7 @@ func newServingCert(ca *keyPair, hosts []string, validity time.Duration, now tim
 		notAfter = ca.cert.NotAfter
 	}
 	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: hosts[0], Organization: []string{"gopf"}},
+		Subject:     pkix.Name{CommonName: hosts[0], Organization: []string{managerName}},
 		NotBefore:   now.Add(-backdate),
 		NotAfter:    notAfter,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
@@ -147,7 +150,7 @@ func makeCert(tmpl *x509.Certificate, parent *keyPair) (*keyPair, error) {
 		return nil, err
 	}
 	return parseKeyPair(
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
 	)
 }
@@ -177,7 +180,7 @@ func parseCerts(bundle []byte) []*x509.Certificate {
 		if block == nil {
 			return out
 		}
-		if block.Type != "CERTIFICATE" {
+		if block.Type != pemCertificate {
 			continue
 		}
 		if c, err := x509.ParseCertificate(block.Bytes); err == nil {
@@ -193,7 +196,7 @@ func newBundle(caPEM, old []byte, now time.Time) []byte {
 	out := append([]byte(nil), caPEM...)
 	for _, c := range parseCerts(old) {
 		if now.Before(c.NotAfter) && c.IsCA {
-			out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+			out = append(out, pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: c.Raw})...)
 		}
 	}
 	return out

@@ -114,7 +114,7 @@ func (s secretStore) load(ctx context.Context) (storedCerts, string, error) {
 func (s secretStore) save(ctx context.Context, c storedCerts, version string) error {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.ref.Namespace, Name: s.ref.Name, ResourceVersion: version,
-			Labels: map[string]string{managedByLabel: "gopf"}},
+			Labels: map[string]string{managedByLabel: managerName}},
 		Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{caCertFile: c.caCert, caKeyFile: c.caKey, certFile: c.cert, keyFile: c.key},
 	}

@@ -33,6 +33,9 @@ const (
 	readyPoll = 100 * time.Millisecond
 	// managedByLabel marks the configurations gopf manages.
 	managedByLabel = "app.kubernetes.io/managed-by"
+	// manager is the value of managedByLabel on what gopf creates, and the
+	// organization of the certificates it issues.
+	managerName = "gopf"
 )
 
 // rules returns the handler's rule: its kind's resource (or subresource),
@@ -47,7 +50,7 @@ func rules(h *hook) []admissionregistrationv1.RuleWithOperations {
 	default:
 		resources = []string{h.resource + "/" + sub}
 	}
-	var ops []admissionregistrationv1.OperationType
+	ops := make([]admissionregistrationv1.OperationType, 0, len(h.reg.Options.Operations))
 	for _, op := range h.reg.Options.Operations {
 		ops = append(ops, admissionregistrationv1.OperationType(op))
 	}
@@ -127,8 +130,10 @@ func asMutating(w admissionregistrationv1.ValidatingWebhook) admissionregistrati
 // name for hooks, reached through clientConfig. With persistentOnly, only
 // the webhooks of persistent handlers are kept. A configuration with no
 // webhooks is not wanted in the cluster at all.
-func configurations(name string, hooks []*hook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, persistentOnly bool) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
-	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{managedByLabel: "gopf"}}
+func configurations(
+	name string, hooks []*hook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, persistentOnly bool,
+) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
+	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{managedByLabel: managerName}}
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
 	for _, h := range hooks {

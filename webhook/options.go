@@ -129,6 +129,9 @@ const (
 	defaultCertValidity  = 365 * 24 * time.Hour
 	defaultCheckInterval = time.Minute
 	defaultServicePort   = 9443
+	// loopback is where the server listens without a Service, and the host
+	// the API server calls when it listens on every address.
+	loopback = "127.0.0.1"
 )
 
 // withDefaults fills in the defaults and checks the options. It chooses the
@@ -176,7 +179,7 @@ func (o *Options) defaultListener() error {
 			o.Port = defaultServicePort
 		}
 	} else if o.Host == "" {
-		o.Host = "127.0.0.1"
+		o.Host = loopback
 	}
 	if o.Port == 0 {
 		port, err := freePort(o.Host)
@@ -195,7 +198,7 @@ func (o *Options) defaultURL() error {
 	if o.Service == nil && o.URL == "" {
 		host := o.Host
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-			host = "127.0.0.1"
+			host = loopback
 		}
 		o.URL = "https://" + net.JoinHostPort(host, strconv.Itoa(o.Port))
 	}
@@ -232,7 +235,7 @@ func (o *Options) defaultCertStore() error {
 
 // certHosts lists the names the serving certificate must hold.
 func (o Options) certHosts() []string {
-	hosts := append([]string{"localhost", "127.0.0.1"}, o.Hosts...)
+	hosts := append([]string{"localhost", loopback}, o.Hosts...)
 	if o.URL != "" {
 		if u, err := url.Parse(o.URL); err == nil {
 			hosts = append(hosts, u.Hostname())

@@ -205,7 +205,9 @@ func (cp *controlPlane) installCRDs(t *testing.T, dir string) {
 
 // create creates an object of the kind in namespace default, with the
 // fields of content besides its metadata.
-func (cp *controlPlane) create(t *testing.T, ctx context.Context, apiVersion, kind, name string, labels map[string]string, content map[string]any) *unstructured.Unstructured {
+func (cp *controlPlane) create(
+	t *testing.T, ctx context.Context, apiVersion, kind, name string, labels map[string]string, content map[string]any,
+) *unstructured.Unstructured {
 	t.Helper()
 	obj := &unstructured.Unstructured{Object: content}
 	if obj.Object == nil {

@@ -94,11 +94,13 @@ func TestThePluginShowsWhatAnUnknownOperatorStoredThroughAKubeconfig(t *testing.
 	g.Eventually(annotations("gave-up"), timeout).Should(HaveKey("gopf.dev/last-handled-configuration"))
 	g.Eventually(func(g Gomega) []corev1.Event {
 		events := &corev1.EventList{}
-		g.Expect(env.Client.List(env.Ctx, events, client.InNamespace(env.Namespace), client.MatchingFields{"reason": "HandlerFailed", "involvedObject.name": "gave-up"})).To(Succeed())
+		g.Expect(env.Client.List(env.Ctx, events, client.InNamespace(env.Namespace),
+			client.MatchingFields{"reason": "HandlerFailed", "involvedObject.name": "gave-up"})).To(Succeed())
 		return events.Items
 	}, timeout).ShouldNot(BeEmpty())
 	g.Eventually(annotations("retrying"), timeout).Should(HaveKeyWithValue("gopf.dev/progress", ContainSubstring(`"delayed"`)))
-	g.Eventually(annotations("failed"), timeout).Should(HaveKeyWithValue("gopf.dev/progress", And(ContainSubstring(`"failure":true`), ContainSubstring(`"delayed"`))))
+	g.Eventually(annotations("failed"), timeout).Should(
+		HaveKeyWithValue("gopf.dev/progress", And(ContainSubstring(`"failure":true`), ContainSubstring(`"delayed"`))))
 	g.Expect(op.Stop()).To(Succeed())
 	g.Expect(env.Client.Delete(env.Ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "deleting"}})).To(Succeed())
 

@@ -231,7 +231,8 @@ func TestAdjustNamespaceKeepsTheChildsUnlessForced(t *testing.T) {
 func TestOwnerReferencesAreBuiltAppendedAndRemoved(t *testing.T) {
 	owner := ownerDeployment()
 	ref, err := objects.OwnerReference(owner)
-	if err != nil || ref.APIVersion != "apps/v1" || ref.Kind != "Deployment" || ref.Name != "web" || ref.UID != "u1" || !*ref.Controller || !*ref.BlockOwnerDeletion {
+	if err != nil || ref.APIVersion != "apps/v1" || ref.Kind != "Deployment" || ref.Name != "web" || ref.UID != "u1" ||
+		!*ref.Controller || !*ref.BlockOwnerDeletion {
 		t.Errorf("OwnerReference = %+v, %v", ref, err)
 	}
 	ref, _ = objects.OwnerReference(owner, objects.NotController(), objects.NoBlockOwnerDeletion())
@@ -254,7 +255,8 @@ func TestOwnerReferencesAreBuiltAppendedAndRemoved(t *testing.T) {
 	if err := objects.AppendOwnerReference(owner, child, objects.NotController()); err != nil || len(child.OwnerReferences) != 2 {
 		t.Fatalf("a plain owner next to the controller: %v, %+v", err, child.OwnerReferences)
 	}
-	if err := objects.AppendOwnerReference(owner, child, objects.Forced()); err != nil || len(child.OwnerReferences) != 2 || metav1.GetControllerOf(child).UID != "u1" {
+	if err := objects.AppendOwnerReference(owner, child, objects.Forced()); err != nil ||
+		len(child.OwnerReferences) != 2 || metav1.GetControllerOf(child).UID != "u1" {
 		t.Errorf("forced: the same owner's reference is replaced and takes control: %v, %+v", err, child.OwnerReferences)
 	}
 	if err := objects.RemoveOwnerReference(owner, child); err != nil || len(child.OwnerReferences) != 1 || child.OwnerReferences[0].UID != "u9" {

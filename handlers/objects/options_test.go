@@ -5,7 +5,7 @@ import (
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -58,16 +58,7 @@ func TestEachOptionCompilesOnlyForTheHelpersThatHonourIt(t *testing.T) {
 // Forced, Strict, Nested.") lists exactly the options that implement it.
 func TestTheOptionTableAndTheOptionDocsCoverEveryOption(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []*ast.File
-	for _, f := range pkgs["objects"].Files {
-		files = append(files, f)
-	}
+	files := parsePackageFiles(t, fset)
 	p, err := doc.NewFromFiles(fset, files, "github.com/gopf-dev/gopf/handlers/objects")
 	if err != nil {
 		t.Fatal(err)
@@ -118,4 +109,26 @@ func checkListedOptions(t *testing.T, name, text string, iface reflect.Type) {
 	if !slices.Equal(listed, want) {
 		t.Errorf("the doc of %s lists %v, want %v", name, listed, want)
 	}
+}
+
+// parsePackageFiles parses the package's Go files in the current folder,
+// its tests left out, with their comments.
+func parsePackageFiles(t *testing.T, fset *token.FileSet) []*ast.File {
+	t.Helper()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := make([]*ast.File, 0, len(names))
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
 }

@@ -42,7 +42,7 @@ func Run(p Program, args []string) error {
 	if len(args) > 0 && (args[0] == "freeze" || args[0] == "resume") {
 		return runFreeze(p.Name, args[0], args[1:])
 	}
-	if len(args) > 0 && (args[0] == "status" || args[0] == "plan") {
+	if len(args) > 0 && (args[0] == "status" || args[0] == planCommand) {
 		return runStatus(p, args[0], args[1:])
 	}
 	fs, f := NewFlags(p.Name, p.WatchInactivityTimeout)

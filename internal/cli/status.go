@@ -93,7 +93,11 @@ func runStatus(p Program, command string, args []string) error {
 	return statusCommand(ctrl.SetupSignalHandler(), os.Stdout, os.Stderr, cluster, p, command, args)
 }
 
-// statusCommand is the status command (or, with command "plan", the dry
+// planCommand names the dry run of a start, which shares the status
+// command's flags and listing.
+const planCommand = "plan"
+
+// statusCommand is the status command (or, with command planCommand, the dry
 // run of a start): it lists the objects of the operator's kinds and tells
 // where each handler stands, or what the operator would do on start. It
 // writes nothing to the cluster. cluster is asked for the cluster only
@@ -103,7 +107,7 @@ func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func()
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		what := "where each handler stands on each object"
-		if command == "plan" {
+		if command == planCommand {
 			what = "what the operator would do with each object on start, writing nothing"
 		}
 		fmt.Fprintf(fs.Output(), "Usage: %s %s [KIND] [NAME] [-n NAMESPACE | -A] [-o table|json|yaml]\n\nShows %s.\n\n", p.Name, command, what)
@@ -135,7 +139,7 @@ func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func()
 		return err
 	}
 	view := reconcile.ViewStatus
-	if command == "plan" {
+	if command == planCommand {
 		view = reconcile.ViewPlan
 	}
 	return f.print(ctx, stdout, stderr, planner, sel, view)

@@ -103,7 +103,8 @@ func statusFixture(t *testing.T) *envtest.Env {
 	// Its HandlerFailed Event is what remains of bad_fn's failure.
 	g.Eventually(func(g Gomega) []corev1.Event {
 		events := &corev1.EventList{}
-		g.Expect(env.Client.List(env.Ctx, events, client.InNamespace(env.Namespace), client.MatchingFields{"reason": "HandlerFailed", "involvedObject.name": "gave-up"})).To(Succeed())
+		g.Expect(env.Client.List(env.Ctx, events, client.InNamespace(env.Namespace),
+			client.MatchingFields{"reason": "HandlerFailed", "involvedObject.name": "gave-up"})).To(Succeed())
 		return events.Items
 	}, timeout).ShouldNot(BeEmpty())
 	g.Eventually(stored("retrying"), timeout).Should(ContainSubstring(`"delayed"`))
@@ -127,7 +128,8 @@ func runCommand(t *testing.T, command string, args ...string) string {
 func runCommandOf(t *testing.T, reg *handlers.Registry, command string, args ...string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err := cli.StatusCommand(context.Background(), &out, &errOut, cfg, cli.Program{Name: "operator", Registry: reg, AddToScheme: []func(*runtime.Scheme) error{kopfv1.AddToScheme}}, command, args)
+	program := cli.Program{Name: "operator", Registry: reg, AddToScheme: []func(*runtime.Scheme) error{kopfv1.AddToScheme}}
+	err := cli.StatusCommand(context.Background(), &out, &errOut, cfg, program, command, args)
 	if err != nil {
 		t.Fatalf("%s %v: %v (stderr: %s)", command, args, err, errOut.String())
 	}

@@ -28,7 +28,7 @@ func (b *history) add(e Event) *history {
 }
 
 func (b *history) start(p int) *history { return b.add(Event{Kind: EventStart, Process: p}) }
-func (b *history) stop(p int) *history  { return b.add(Event{Kind: EventStop, Process: p}) }
+func (b *history) stopFirst() *history  { return b.add(Event{Kind: EventStop, Process: 1}) }
 func (b *history) write(v Versions) *history {
 	return b.add(Event{Kind: EventWrite, Versions: v})
 }
@@ -74,7 +74,7 @@ func rules(vs []Violation) []string {
 func TestCheckAcceptsAHistoryThatKeepsTheContract(t *testing.T) {
 	h := newHistory().start(1).write(v1).
 		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
-		stop(1).write(v2).start(2).
+		stopFirst().write(v2).start(2).
 		call(2, HandlerUpdate, v2).call(2, HandlerResume, v2).
 		final(Final{Exists: true, Versions: v2, Writes: 4})
 	if v := Check(h); len(v) > 0 {
@@ -85,7 +85,7 @@ func TestCheckAcceptsAHistoryThatKeepsTheContract(t *testing.T) {
 func TestCheckReportsACreateHandlerRunTwice(t *testing.T) {
 	h := newHistory().start(1).write(v1).
 		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
-		stop(1).start(2).
+		stopFirst().start(2).
 		call(2, HandlerCreate, v1).
 		final(Final{Exists: true, Versions: v1, Writes: 3})
 	v := Check(h)
@@ -101,7 +101,7 @@ func TestCheckReportsACreateHandlerRunTwice(t *testing.T) {
 func TestCheckWantsNoResumeWhileTheCreateIsUnfinished(t *testing.T) {
 	h := newHistory().start(1).write(v1).
 		call(1, HandlerCreate, v1).callAs(1, HandlerField, v1, Interrupted).
-		stop(1).start(2).
+		stopFirst().start(2).
 		call(2, HandlerField, v1).
 		final(Final{Exists: true, Versions: v1, Writes: 3})
 	if v := Check(h); len(v) > 0 {
@@ -140,7 +140,7 @@ func TestCheckReportsAnUpdateLost(t *testing.T) {
 	// create handler on the new spec and no update handler.
 	h := newHistory().start(1).write(v1).
 		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
-		stop(1).write(v2).start(2).
+		stopFirst().write(v2).start(2).
 		call(2, HandlerCreate, v2).
 		final(Final{Exists: true, Versions: v2, Writes: 3})
 	v := Check(h)

@@ -317,42 +317,67 @@ const (
 // next reports whether c may follow the bytes seen so far.
 func (t *token) next(c byte) bool {
 	if t.n == 0 {
-		switch c {
-		case 't':
-			t.word = "true"
-		case 'f':
-			t.word = "false"
-		case 'n':
-			t.word = "null"
-		}
+		t.word = literalStartingWith(c)
 	}
 	t.n++
 	if t.word != "" {
 		return t.n <= len(t.word) && c == t.word[t.n-1]
 	}
-	digit := '0' <= c && c <= '9'
-	switch {
-	case t.state == numStart && c == '-':
-		t.state = numMinus
-	case (t.state == numStart || t.state == numMinus) && c == '0':
-		t.state = numZero
-	case (t.state == numStart || t.state == numMinus) && digit:
-		t.state = numInt
-	case t.state == numInt && digit:
-	case (t.state == numZero || t.state == numInt) && c == '.':
-		t.state = numDot
-	case (t.state == numDot || t.state == numFrac) && digit:
-		t.state = numFrac
-	case (t.state == numZero || t.state == numInt || t.state == numFrac) && (c == 'e' || c == 'E'):
-		t.state = numE
-	case t.state == numE && (c == '+' || c == '-'):
-		t.state = numExpSign
-	case (t.state == numE || t.state == numExpSign || t.state == numExp) && digit:
-		t.state = numExp
-	default:
-		return false
+	state, ok := numNext(t.state, c)
+	t.state = state
+	return ok
+}
+
+// literalStartingWith names the literal whose first byte is c, or returns
+// "" when c starts none (and so must start a number).
+func literalStartingWith(c byte) string {
+	switch c {
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	case 'n':
+		return "null"
 	}
-	return true
+	return ""
+}
+
+// numNext returns where in a number the byte c leads from state, and false
+// (with state unchanged) when c cannot come next.
+func numNext(state int, c byte) (int, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return digitNext(state, c)
+	case c == '-' && state == numStart:
+		return numMinus, true
+	case (c == '+' || c == '-') && state == numE:
+		return numExpSign, true
+	case c == '.' && (state == numZero || state == numInt):
+		return numDot, true
+	case (c == 'e' || c == 'E') && (state == numZero || state == numInt || state == numFrac):
+		return numE, true
+	}
+	return state, false
+}
+
+// digitNext returns where in a number the digit c leads from state, and
+// false (with state unchanged) after a leading zero, which JSON allows no
+// more digits after.
+func digitNext(state int, c byte) (int, bool) {
+	switch state {
+	case numStart, numMinus:
+		if c == '0' {
+			return numZero, true
+		}
+		return numInt, true
+	case numInt:
+		return numInt, true
+	case numDot, numFrac:
+		return numFrac, true
+	case numE, numExpSign, numExp:
+		return numExp, true
+	}
+	return state, false
 }
 
 // complete reports whether the bytes seen make a whole number or literal.

@@ -6,8 +6,11 @@ import (
 )
 
 // flagValues are the user's command-line flags as kubebuilder forwards
-// them: name (without dashes) → value, "true" for a flag given without one.
+// them: name (without dashes) → value, bareFlag for a flag given without one.
 type flagValues map[string]string
+
+// bareFlag is the value of a flag given without one, as in "--force".
+const bareFlag = "true"
 
 // parseArgs reads "--name value", "--name=value" and bare "--name" tokens.
 // A bare flag followed by another flag is a boolean set to true.
@@ -30,7 +33,7 @@ func parseArgs(args []string) flagValues {
 			i++
 			continue
 		}
-		f[name] = "true"
+		f[name] = bareFlag
 	}
 	return f
 }

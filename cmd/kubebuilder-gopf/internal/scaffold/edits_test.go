@@ -51,7 +51,9 @@ func TestGoModEdits(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	for in, want := range map[string]string{"database": "databases", "policy": "policies", "gateway": "gateways", "class": "classes", "box": "boxes", "mesh": "meshes"} {
+	for in, want := range map[string]string{
+		"database": "databases", "policy": "policies", "gateway": "gateways", "class": "classes", "box": "boxes", "mesh": "meshes",
+	} {
 		if got := plural(in); got != want {
 			t.Errorf("plural(%q) = %q, want %q", in, got, want)
 		}
@@ -73,7 +75,8 @@ func TestResolveKindForOwnCoreAndExternalKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if own.QualifiedGroup != "db.example.com" || own.Plural != "policies" || own.APIPath != "example.com/demo/api/v1" || own.APIAlias != "dbv1" || !own.Own || !own.Namespaced {
+	if own.QualifiedGroup != "db.example.com" || own.Plural != "policies" || own.APIPath != "example.com/demo/api/v1" ||
+		own.APIAlias != "dbv1" || !own.Own || !own.Namespaced {
 		t.Errorf("own kind: %+v", own)
 	}
 
@@ -84,9 +87,9 @@ func TestResolveKindForOwnCoreAndExternalKinds(t *testing.T) {
 	}
 
 	p.Resources = append(p.Resources,
-		resourceOf("core", "v1", "Pod", "", "k8s.io/api/core/v1", true),
-		resourceOf("apps", "v1", "Deployment", "", "k8s.io/api/apps/v1", true),
-		resourceOf("cert-manager", "v1", "Certificate", "io", "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1", false))
+		resourceOf("core", "Pod", "", "k8s.io/api/core/v1", true),
+		resourceOf("apps", "Deployment", "", "k8s.io/api/apps/v1", true),
+		resourceOf("cert-manager", "Certificate", "io", "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1", false))
 	for _, tt := range []struct{ group, kind, rbac, pathGroup, plural string }{
 		{"core", "Pod", `""`, "core", "pods"},
 		{"apps", "Deployment", "apps", "apps", "deployments"},

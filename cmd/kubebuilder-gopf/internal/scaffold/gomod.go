@@ -7,6 +7,12 @@ import (
 	"strings"
 )
 
+// Where a project's go.mod and go.sum are, in the universe and on disk.
+const (
+	goModPath = "go.mod"
+	goSumPath = "go.sum"
+)
+
 // GopfModule is the module path of gopf.
 const GopfModule = "github.com/gopf-dev/gopf"
 

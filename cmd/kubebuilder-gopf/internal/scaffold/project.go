@@ -34,7 +34,7 @@ func loadProject(req *protocol.Request) (*project, error) {
 		}
 	}
 	if p.Repo == "" {
-		p.Repo = modulePath(req.Universe["go.mod"])
+		p.Repo = modulePath(req.Universe[goModPath])
 	}
 	if p.Repo == "" {
 		return nil, fmt.Errorf("the module path is unknown: neither the PROJECT file nor go.mod names it")
@@ -107,7 +107,7 @@ func (p *project) resolveKind(f flagValues) (*kind, error) {
 func checkKindFlags(k *kind) error {
 	var missing []string
 	for _, n := range []struct{ flag, value string }{{"--group", k.Group}, {"--version", k.Version}, {"--kind", k.Kind}} {
-		if n.value == "" || n.value == "true" {
+		if n.value == "" || n.value == bareFlag {
 			missing = append(missing, n.flag)
 		}
 	}

@@ -91,7 +91,7 @@ func (o Options) withDefaults() Options {
 // may come after the universe in the request.
 func Keep(p string) bool {
 	switch p {
-	case "go.mod", "go.sum", "Makefile", "PROJECT", setupEnvtestPath, "hack/boilerplate.go.txt":
+	case goModPath, goSumPath, "Makefile", "PROJECT", setupEnvtestPath, "hack/boilerplate.go.txt":
 		return true
 	}
 	return isProjectGoFile(p)
@@ -188,19 +188,19 @@ func (s *session) boilerplate() string {
 // wire makes the project a gopf project: the init and edit commands.
 func (s *session) wire(init bool) error {
 	if init {
-		if err := s.requireGoV4("run go/v4 first in the same command, as in kubebuilder init --plugins go/v4,"+PluginKey+" --domain <domain> --repo <module>", "go.mod", mainPath, "Makefile"); err != nil {
+		if err := s.requireGoV4("run go/v4 first in the same command, as in kubebuilder init --plugins go/v4,"+PluginKey+" --domain <domain> --repo <module>", goModPath, mainPath, "Makefile"); err != nil {
 			return err
 		}
-	} else if err := s.requireGoV4("run edit in the folder of a project that go/v4 scaffolded", "go.mod", mainPath); err != nil {
+	} else if err := s.requireGoV4("run edit in the folder of a project that go/v4 scaffolded", goModPath, mainPath); err != nil {
 		return err
 	}
-	gomod, err := s.gopfGoMod(s.req.Universe["go.mod"])
+	gomod, err := s.gopfGoMod(s.req.Universe[goModPath])
 	if err != nil {
 		return err
 	}
-	s.write("go.mod", gomod)
+	s.write(goModPath, gomod)
 
-	main, err := addGopf(s.req.Universe[mainPath], modulePath(s.req.Universe["go.mod"]))
+	main, err := addGopf(s.req.Universe[mainPath], modulePath(s.req.Universe[goModPath]))
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func (s *session) wire(init bool) error {
 	}
 	if !init {
 		// go/v4 tidies go.mod after init; after edit nothing else does.
-		if _, changed := s.out["go.mod"]; changed {
+		if _, changed := s.out[goModPath]; changed {
 			s.tidy()
 		}
 		s.noteLayout()
@@ -270,7 +270,7 @@ func (s *session) noteLayout() {
 func (s *session) gopfGoMod(gomod string) (string, error) {
 	version := s.setting("gopf-version", "GOPF_VERSION")
 	replace := s.setting("gopf-replace", "GOPF_REPLACE")
-	if version == "true" || replace == "true" {
+	if version == bareFlag || replace == bareFlag {
 		return "", fmt.Errorf("--gopf-version and --gopf-replace need a value, e.g. --gopf-version v0.3.0 or --gopf-replace ../gopf")
 	}
 	if version != "" && !validVersion(version) {
@@ -287,7 +287,7 @@ func (s *session) gopfGoMod(gomod string) (string, error) {
 		if target, err = localReplacePath(replace); err != nil {
 			return "", fmt.Errorf("--gopf-replace: %w", err)
 		}
-		if _, err := os.Stat(path.Join(target, "go.mod")); err != nil && path.IsAbs(target) {
+		if _, err := os.Stat(path.Join(target, goModPath)); err != nil && path.IsAbs(target) {
 			s.note("go.mod: %s has no go.mod; the replace directive will not work until it holds a gopf checkout", target)
 		}
 	}

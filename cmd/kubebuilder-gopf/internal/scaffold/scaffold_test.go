@@ -11,10 +11,10 @@ import (
 	"github.com/gopf-dev/gopf/cmd/kubebuilder-gopf/internal/protocol"
 )
 
-// resourceOf is a PROJECT resource of a kind the project does not define:
-// a built-in one (core) or one from another module.
-func resourceOf(group, version, kind, domain, path string, core bool) protocol.Resource {
-	return protocol.Resource{Group: group, Version: version, Kind: kind, Domain: domain, Path: path, Controller: true, Core: core, External: !core}
+// resourceOf is a PROJECT resource of a v1 kind the project does not
+// define: a built-in one (core) or one from another module.
+func resourceOf(group, kind, domain, path string, core bool) protocol.Resource {
+	return protocol.Resource{Group: group, Version: "v1", Kind: kind, Domain: domain, Path: path, Controller: true, Core: core, External: !core}
 }
 
 // goV4Controller is go/v4's controller file of a kind, as far as gopf reads it.
@@ -81,7 +81,7 @@ func TestCreateAPIForBuiltInKindSelectsItsObjects(t *testing.T) {
 				APIVersion: protocol.APIVersion, Command: protocol.CommandCreateAPI,
 				Args: []string{"--group", tt.group, "--version", "v1", "--kind", tt.kind, "--resource=false", "--controller"},
 				Config: &protocol.Config{Domain: "example.com", Repo: "example.com/demo", Resources: []protocol.Resource{
-					resourceOf(tt.group, "v1", tt.kind, "", tt.path, true),
+					resourceOf(tt.group, tt.kind, "", tt.path, true),
 				}},
 				Universe: map[string]string{
 					mainPath: wiredMain(t),
@@ -133,7 +133,10 @@ func TestCreateAPIForBuiltInKindSelectsItsObjects(t *testing.T) {
 
 func TestCreateAPIAndWebhookInMultiGroupProject(t *testing.T) {
 	cfg := &protocol.Config{Domain: "example.com", Repo: "example.com/demo", MultiGroup: true, Resources: []protocol.Resource{
-		{Group: "db", Version: "v1", Kind: "Database", Domain: "example.com", Path: "example.com/demo/api/db/v1", API: &protocol.API{Namespaced: false}, Controller: true},
+		{
+			Group: "db", Version: "v1", Kind: "Database", Domain: "example.com", Path: "example.com/demo/api/db/v1",
+			API: &protocol.API{Namespaced: false}, Controller: true,
+		},
 	}}
 	api := Handle(&protocol.Request{
 		Command: protocol.CommandCreateAPI, Config: cfg,

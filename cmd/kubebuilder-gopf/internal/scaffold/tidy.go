@@ -57,7 +57,7 @@ func (s *session) tidyInCopy() error {
 			return err
 		}
 	}
-	for _, p := range []string{"go.mod", "go.sum"} {
+	for _, p := range []string{goModPath, goSumPath} {
 		data, err := os.ReadFile(filepath.Join(dir, p))
 		if err != nil {
 			return err
@@ -71,7 +71,7 @@ func (s *session) tidyInCopy() error {
 // and Go files as this request leaves them, into dir.
 func (s *session) copyForTidy(dir string) error {
 	for p := range s.req.Universe {
-		if p != "go.mod" && p != "go.sum" && !isProjectGoFile(p) {
+		if p != goModPath && p != goSumPath && !isProjectGoFile(p) {
 			continue
 		}
 		content, _ := s.file(p)
