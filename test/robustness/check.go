@@ -334,14 +334,15 @@ func (o objectHistory) anyFinished(handler string, match func(Versions) bool) bo
 }
 
 // causeFinished reports, for a storage whose changes coalesce into the
-// unfinished cause (History.Coalesced), whether a create or update handler
-// finished on the versions v: the cause that took the change in.
+// unfinished cause (History.Coalesced), whether a change handler (create,
+// update or field) finished on the versions v: the cause that took the
+// change in, whichever of its handlers finished last.
 func (o objectHistory) causeFinished(v Versions) bool {
 	if !o.h.Coalesced {
 		return false
 	}
 	same := func(w Versions) bool { return w == v }
-	return o.anyFinished(HandlerCreate, same) || o.anyFinished(HandlerUpdate, same)
+	return o.anyFinished(HandlerCreate, same) || o.anyFinished(HandlerUpdate, same) || o.anyFinished(HandlerField, same)
 }
 
 // refusedBetween reports whether a write about the object was refused
