@@ -246,7 +246,7 @@ func TestUnserialisableResultsAndPanicsAreReportedAndOthersServed(t *testing.T) 
 		HavePrefix("Logging: "), ContainSubstring("panic: boom"))))
 
 	g.Expect(k8s.Create(ctx, newExample(ns, "healthy"))).To(Succeed())
-	g.Eventually(func(g Gomega) any { return field(rawObject(g, key("healthy")), "status", "healthy", "ok") }, timeout).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return isTrue(field(rawObject(g, key("healthy")), "status", "healthy", "ok")) }, timeout).Should(BeTrue())
 
 	record(t, "6e", outcome{Objects: 2, Outcome: "held", Figures: joinf(
 		"each panic recovered, logged with its stack and posted as a Warning Event (LogEvents errors); retried once, then failed permanently as configured",

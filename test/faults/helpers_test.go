@@ -105,6 +105,13 @@ func field(obj map[string]any, path ...string) any {
 	return v
 }
 
+// isTrue reports whether v is the boolean true (BeTrue fails on nil by
+// panicking).
+func isTrue(v any) bool {
+	b, _ := v.(bool)
+	return b
+}
+
 // handled reports whether gopf has finished handling the object's last
 // change: an essence is stored and no handler is unfinished.
 func handled(obj map[string]any) bool {

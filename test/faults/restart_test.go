@@ -211,7 +211,7 @@ func TestAGracefulStopKeepsTheOutcomeOfAHandlerThatFinishes(t *testing.T) {
 	g.Eventually(entered, timeout).Should(Receive())
 	g.Expect(op.Stop()).To(Succeed())
 	key := client.ObjectKey{Namespace: ns, Name: "finishing"}
-	g.Expect(field(rawObject(g, key), "status", "provision", "done")).To(BeTrue(), "the result was stored on the way down")
+	g.Expect(isTrue(field(rawObject(g, key), "status", "provision", "done"))).To(BeTrue(), "the result was stored on the way down")
 	runOperator(t, cfg, ns, reg)
 	g.Consistently(func() int { return len(calls.of("provision", "finishing")) }, 2*time.Second).Should(Equal(1))
 }

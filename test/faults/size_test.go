@@ -114,7 +114,7 @@ func TestAnObjectNearTheSizeLimitIsHandledOnceWithACompactState(t *testing.T) {
 	obj := newExample(r.ns, "huge")
 	obj.Spec.Field = strings.Repeat("x", 900*1024)
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
-	g.Eventually(func(g Gomega) any { return field(rawObject(g, key), "status", "create", "ok") }, timeout).Should(BeTrue())
+	g.Eventually(func(g Gomega) bool { return isTrue(field(rawObject(g, key), "status", "create", "ok")) }, timeout).Should(BeTrue())
 	g.Eventually(func(g Gomega) bool { return handled(rawObject(g, key)) }, timeout).Should(BeTrue())
 	last, _ := field(rawObject(g, key), "status", "gopf", "lastHandled").(string)
 	g.Expect(last).To(HavePrefix(`{"$gopf":{`), "a compact state")
