@@ -154,7 +154,12 @@ func (o objectHistory) checkCreate(creates []int, alive bool) []Violation {
 func (o objectHistory) checkUpdates(creates []int, alive bool) []Violation {
 	var out []Violation
 	if alive && len(creates) > 0 {
+		// A create that ran again because its outcome's write was refused
+		// covers the object as its last run saw it.
 		seen := o.all[creates[0]].Versions
+		if last := creates[len(creates)-1]; o.refusedBetween(creates[0], last) {
+			seen = o.all[last].Versions
+		}
 		want := o.final.Versions
 		if seen != want && !o.anyFinished(HandlerUpdate, func(v Versions) bool { return v == want }) && !o.causeFinished(want) {
 			out = append(out, o.violation(RuleUpdateLost, "the object ended at %s, its create handler saw %s, and no update handler finished on %s", want, seen, want))

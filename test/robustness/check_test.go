@@ -124,6 +124,18 @@ func TestCheckLetsKopfsStorageCoalesceAChangeIntoTheUnfinishedCause(t *testing.T
 	}
 }
 
+func TestCheckTakesTheLastRunOfARepeatedCreate(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(Event{Kind: EventRefused, Detail: "PATCH kopfexamples/status: 500"}).
+		stopFirst().write(v2).start(2).
+		call(2, HandlerCreate, v2).call(2, HandlerField, v2).
+		final(Final{Exists: true, Versions: v2, Writes: 5})
+	if v := Check(h); len(v) > 0 {
+		t.Fatalf("the repeated create covers v2, no update is owed: %v", v)
+	}
+}
+
 func TestCheckExcusesARepeatAfterARefusedWrite(t *testing.T) {
 	h := newHistory().start(1).write(v1).
 		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
