@@ -326,8 +326,8 @@ func TestAdmissionRequestsThatAreNotJSONGetAClearAnswer(t *testing.T) {
 	good := newExample(ns, "allowed")
 	good.Labels = bad.Labels
 	g.Expect(k8s.Create(ctx, good)).To(Succeed())
-	g.Eventually(func(g Gomega) any {
-		return field(rawObject(g, client.ObjectKeyFromObject(good)), "status", "create", "ok")
+	g.Eventually(func(g Gomega) bool {
+		return isTrue(field(rawObject(g, client.ObjectKeyFromObject(good)), "status", "create", "ok"))
 	}, timeout).Should(BeTrue())
 	record(t, "6f", outcome{Objects: 2, Outcome: "held", Figures: joinf(
 		fmt.Sprintf("garbage: denied with code %d (%q...)", garbage.Result.Code, garbage.Result.Message[:min(len(garbage.Result.Message), 50)]),
