@@ -31,11 +31,12 @@ var libraryLayers = map[string][]string{
 	"handlers":          {"internal/spec"},
 	"handlers/objects":  {"handlers", "internal/spec"},
 	"internal/contract": {"handlers", "internal/spec"},
-	"reconcile":         {"handlers", "internal/contract", "internal/spec"},
+	"internal/state":    {"handlers", "internal/spec"},
+	"reconcile":         {"handlers", "internal/contract", "internal/spec", "internal/state"},
 	"webhook":           {"handlers", "internal/contract", "internal/spec"},
-	"internal/cli":      {"handlers", "internal/contract", "internal/spec", "reconcile", "webhook"},
-	"":                  {"handlers", "internal/cli", "internal/contract", "internal/spec", "reconcile", "webhook"},
-	"envtest":           {"", "api/v1", "handlers", "handlers/objects", "internal/cli", "internal/contract", "internal/spec", "reconcile", "webhook"},
+	"internal/cli":      {"handlers", "internal/contract", "internal/spec", "internal/state", "reconcile", "webhook"},
+	"":                  {"handlers", "internal/cli", "internal/contract", "internal/spec", "internal/state", "reconcile", "webhook"},
+	"envtest":           {"", "api/v1", "handlers", "handlers/objects", "internal/cli", "internal/contract", "internal/spec", "internal/state", "reconcile", "webhook"},
 }
 
 // programDirs hold the module's programs and their tests: operators,

@@ -17,6 +17,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // maxEventMessage is the longest Event message the API server accepts.
@@ -136,7 +137,7 @@ func nonNil(m map[string]string) map[string]string {
 	return m
 }
 
-func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extras) {
+func (t *turn) newCall(e *entry, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
 	reason := e.cause
 	c, x := t.k.baseCall(e.reg, t.obj, withValuesLazily(t.log, "handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
 	x.SubsAllowed = e.reg.Kind.Reason() != "" // change handlers
@@ -150,7 +151,7 @@ func (t *turn) newCall(e *entry, rec *progress) (*handlers.Cause, *contract.Extr
 
 // outcome records what a call's error means for the handler (see judge):
 // success, a retry after a delay, or a failure.
-func (t *turn) outcome(e *entry, rec *progress, err error) {
+func (t *turn) outcome(e *entry, rec *state.Progress, err error) {
 	log := withValuesLazily(t.log, "handler", e.opts.ID, "cause", e.cause, "retry", rec.Retries)
 	rec.Retries++
 	rec.Delayed = nil
@@ -185,7 +186,7 @@ func (t *turn) runLevel(ctx context.Context, level []*contract.Handler, cause ha
 	var res reconcile.Result
 	var errs []error
 	for _, r := range level {
-		c, _ := t.newCall(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &progress{Started: t.now})
+		c, _ := t.newCall(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &state.Progress{Started: t.now})
 		c.Reason = cause
 		out, err := t.k.callLevel(ctx, r, t.obj, c)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // route is the way one reconcile takes through an object.
@@ -70,7 +71,7 @@ type memoryFacts struct {
 	resumed  bool // resume handlers are done (or do not apply) in this process
 	released bool // this process released its finalizer from the deleted object
 	// spawnHolds reports whether a selected timer or daemon has not
-	// finished for good in this process.
+	// Finished for good in this process.
 	spawnHolds func(spawn []*contract.Handler) bool
 }
 
@@ -129,7 +130,7 @@ func runsOnDelete(r *contract.Handler, handled, resumed bool) bool {
 }
 
 // finalizerStep is what a live object's finalizers need: gopf adds its own
-// where neither it nor Kopf's is and want says one is needed, and removes
+// Where neither it nor Kopf's is and want says one is needed, and removes
 // its own when nothing needs it. Kopf's goes only with a deletion.
 func (k *kindController) finalizerStep(obj interface{ GetFinalizers() []string }, want bool) finalizerStep {
 	own := slices.Contains(obj.GetFinalizers(), k.finalizer)
@@ -161,7 +162,7 @@ func (t *turn) superseded() []string {
 	}
 	var ids []string
 	for id, rec := range t.known.Progress {
-		if rec.Purpose != handlers.ReasonDelete && !rec.finished() {
+		if rec.Purpose != handlers.ReasonDelete && !rec.Finished() {
 			ids = append(ids, id)
 		}
 	}
@@ -175,7 +176,7 @@ func (t *turn) nextDue(purpose handlers.Reason, entries []*entry) time.Time {
 	var next time.Time
 	for _, e := range entries {
 		rec := e.record(purpose, t.st.Progress)
-		if rec == nil || rec.finished() || rec.Delayed == nil || !rec.Delayed.After(t.now) {
+		if rec == nil || rec.Finished() || rec.Delayed == nil || !rec.Delayed.After(t.now) {
 			continue
 		}
 		if next.IsZero() || rec.Delayed.Before(next) {
@@ -189,9 +190,9 @@ func (t *turn) nextDue(purpose handlers.Reason, entries []*entry) time.Time {
 // the call starts afresh: there is no record, it belongs to another cause,
 // it is an earlier process's finished resume (e.again), or a newer change
 // replaces it (e.fresh).
-func (e *entry) record(purpose handlers.Reason, records map[string]*progress) *progress {
+func (e *entry) record(purpose handlers.Reason, records map[string]*state.Progress) *state.Progress {
 	rec := records[e.opts.ID]
-	if rec == nil || e.fresh || rec.Purpose != purpose && rec.Purpose != e.reason() || e.again && rec.finished() {
+	if rec == nil || e.fresh || rec.Purpose != purpose && rec.Purpose != e.reason() || e.again && rec.Finished() {
 		return nil
 	}
 	return rec
@@ -199,13 +200,13 @@ func (e *entry) record(purpose handlers.Reason, records map[string]*progress) *p
 
 // changePurpose is the cause of a live object, from what gopf knows of it
 // (known: the stored state, or a newer one not yet written) and its current
-// essence: create when nothing was handled, update when the essence differs
+// Essence: create when nothing was handled, update when the essence differs
 // from the last-handled one or an update is unfinished, resume on first
 // sight in this process (resumed is false) of a handled object that did not
 // change, and "" when there is nothing to do. withResume says that resume
 // handlers run too: with the update of an object that changed while the
 // operator was down, or on their own.
-func changePurpose(known *state, essence string, resumed bool) (purpose handlers.Reason, withResume bool) {
+func changePurpose(known *state.State, essence string, resumed bool) (purpose handlers.Reason, withResume bool) {
 	handled := known != nil && known.Essence != ""
 	switch {
 	case !handled:
@@ -227,7 +228,7 @@ func changePurpose(known *state, essence string, resumed bool) (purpose handlers
 func (t *turn) changeEntries(selected []*contract.Handler, purpose handlers.Reason, withResume bool) []*entry {
 	var base any // the last-handled essence, decoded: only updates need it
 	if purpose == handlers.ReasonUpdate && t.known != nil && t.known.Essence != "" {
-		base = decodeJSON(t.known.Essence)
+		base = state.DecodeJSON(t.known.Essence)
 	}
 	var entries []*entry
 	for _, r := range selected {
@@ -256,11 +257,11 @@ func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base an
 		if e := t.createFieldAgain(r); e != nil {
 			return e
 		}
-		nv, ok := lookup(t.essenceTree, r.Options.Field)
+		nv, ok := state.Lookup(t.essenceTree, r.Options.Field)
 		if !ok || !matchField(r.Options, nil, false, nv, ok) {
 			return nil
 		}
-		return &entry{reg: r, opts: r.Options, new: nv, diff: diff(nil, nv), handled: t.essence}
+		return &entry{reg: r, opts: r.Options, new: nv, diff: state.Diff(nil, nv), handled: t.essence}
 	case purpose == handlers.ReasonUpdate && reasonOf(r) == handlers.ReasonUpdate:
 		return t.updateEntry(r, base)
 	}
@@ -273,13 +274,13 @@ func (t *turn) createEntry(r *contract.Handler) *entry {
 	o := r.Options
 	e := &entry{reg: r, opts: o, new: t.essenceTree, handled: t.essence}
 	if o.Field != nil {
-		nv, ok := lookup(t.essenceTree, o.Field)
+		nv, ok := state.Lookup(t.essenceTree, o.Field)
 		if !matchField(o, nil, false, nv, ok) {
 			return nil
 		}
 		e.new = nv
 	}
-	e.diff = diff(nil, e.new) // the root item, as Kopf's create diff
+	e.diff = state.Diff(nil, e.new) // the root item, as Kopf's create diff
 	return e
 }
 
@@ -294,24 +295,24 @@ func (t *turn) updateEntry(r *contract.Handler, base any) *entry {
 	// the same cause does not take it for a handler that never ran.
 	var done *entry
 	rec := t.st.Progress[o.ID]
-	if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.finished() {
+	if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.Finished() {
 		done = &entry{reg: r, opts: o, handled: rec.Handled}
 		if rec.Handled == t.essence {
 			return done
 		}
 	}
 	if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.Success && rec.Handled != "" {
-		old = decodeJSON(rec.Handled)
+		old = state.DecodeJSON(rec.Handled)
 	}
 	e := &entry{reg: r, opts: o, old: old, new: t.essenceTree, handled: t.essence, fresh: done != nil}
 	if o.Field != nil {
 		ov, oldOK, nv, newOK := fieldValues(o.Field, old, t.essenceTree)
-		if oldOK == newOK && sameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
+		if oldOK == newOK && state.SameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
 			return done
 		}
 		e.old, e.new = ov, nv
 	}
-	e.diff = diff(e.old, e.new)
+	e.diff = state.Diff(e.old, e.new)
 	if len(e.diff) == 0 {
 		return done
 	}
@@ -326,16 +327,16 @@ func (t *turn) updateEntry(r *contract.Handler, base any) *entry {
 func (t *turn) createFieldAgain(r *contract.Handler) *entry {
 	o := r.Options
 	rec := t.st.Progress[o.ID]
-	if rec == nil || !rec.finished() || rec.Handled == "" {
+	if rec == nil || !rec.Finished() || rec.Handled == "" {
 		return nil
 	}
 	done := &entry{reg: r, opts: o, handled: rec.Handled}
 	if rec.Handled == t.essence {
 		return done
 	}
-	ov, oldOK, nv, newOK := fieldValues(o.Field, decodeJSON(rec.Handled), t.essenceTree)
-	if oldOK == newOK && sameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
+	ov, oldOK, nv, newOK := fieldValues(o.Field, state.DecodeJSON(rec.Handled), t.essenceTree)
+	if oldOK == newOK && state.SameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
 		return done
 	}
-	return &entry{reg: r, opts: o, old: ov, new: nv, diff: diff(ov, nv), handled: t.essence, fresh: true}
+	return &entry{reg: r, opts: o, old: ov, new: nv, diff: state.Diff(ov, nv), handled: t.essence, fresh: true}
 }

@@ -18,10 +18,11 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // decideController is a KopfExample controller with a create, update,
-// field (spec.field), resume and delete handler, all for objects labelled
+// Field (spec.field), resume and delete handler, all for objects labelled
 // app=demo; the delete handler only for those labelled protect=yes.
 func decideController(t *testing.T) *kindController {
 	t.Helper()
@@ -60,7 +61,7 @@ type decideCase struct {
 	// handled stores the object's essence as last handled, as it is now
 	// or, with changed, before spec.field changed.
 	handled, changed bool
-	progress         map[string]*progress
+	progress         map[string]*state.Progress
 	resumed          bool // the process resumed the object already
 
 	// What decide returns: route, finalizer step, cause, resume, entries.
@@ -78,7 +79,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	demo := map[string]string{"app": "demo", "protect": "yes"}
 	gopfFinalizer := []string{"gopf.dev/finalizer"}
-	finishedResume := map[string]*progress{
+	finishedResume := map[string]*state.Progress{
 		"update": {Purpose: handlers.ReasonUpdate, Retries: 1, Delayed: ptrTime(now.Add(time.Hour))},
 		"resume": {Purpose: handlers.ReasonResume, Success: true, Retries: 1},
 	}
@@ -106,7 +107,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 		"an unfinished update resumes again in a new process": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, progress: finishedResume,
 			route: routeLive, purpose: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"continue:update", "call:field", "call:resume"}},
-		"a create whose handlers all finished is recorded": {labels: demo, finalizers: gopfFinalizer, progress: map[string]*progress{
+		"a create whose handlers all finished is recorded": {labels: demo, finalizers: gopfFinalizer, progress: map[string]*state.Progress{
 			"create": {Purpose: handlers.ReasonCreate, Success: true, Retries: 1}, "field": {Purpose: handlers.ReasonUpdate, Success: true, Retries: 1}},
 			route: routeLive, purpose: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"record:"}},
@@ -143,7 +144,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 				return // the Planner shows a starting process
 			}
 			p := &Planner{}
-			st, err := p.objectStatus(&plannedKind{k: k, stores: k.store.places()}, item, now, "", nil)
+			st, err := p.objectStatus(&plannedKind{k: k, stores: k.store.Places()}, item, now, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +175,7 @@ func decideObject(t *testing.T, k *kindController, tc decideCase, now time.Time)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &state{Progress: tc.progress}
+	st := &state.State{Progress: tc.progress}
 	if tc.handled {
 		st.Essence = essenceOf(t, k, raw)
 	}
@@ -182,18 +183,18 @@ func decideObject(t *testing.T, k *kindController, tc decideCase, now time.Time)
 		_ = unstructured.SetNestedField(raw, "after", "spec", "field")
 	}
 	var p spec.Patch
-	if err := k.store.save(&p, raw, st); err != nil {
+	if err := k.store.Save(&p, raw, st); err != nil {
 		t.Fatal(err)
 	}
-	raw = applyMergePatch(raw, spec.ObjectPatch(&p))
-	raw = applyMergePatch(raw, map[string]any{"status": spec.StatusPatch(&p)})
+	raw = state.ApplyMergePatch(raw, spec.ObjectPatch(&p))
+	raw = state.ApplyMergePatch(raw, map[string]any{"status": spec.StatusPatch(&p)})
 	return &unstructured.Unstructured{Object: raw}
 }
 
 // essenceOf is the essence the controller computes for raw.
 func essenceOf(t *testing.T, k *kindController, raw map[string]any) string {
 	t.Helper()
-	data, err := jsonMarshal(essence(raw, k.opts.Prefix, k.extra))
+	data, err := state.Marshal(state.Essence(raw, k.opts.Prefix, k.extra))
 	if err != nil {
 		t.Fatal(err)
 	}

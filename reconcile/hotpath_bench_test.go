@@ -20,6 +20,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // The benchmarks of this file measure the engine's own work per reconcile
@@ -68,7 +69,7 @@ func (s *benchServer) Patch(ctx context.Context, obj client.Object, p client.Pat
 	if err != nil {
 		return err
 	}
-	patch, ok := decodeJSON(string(data)).(map[string]any)
+	patch, ok := state.DecodeJSON(string(data)).(map[string]any)
 	if !ok {
 		return fmt.Errorf("not a merge patch: %s", data)
 	}
@@ -76,7 +77,7 @@ func (s *benchServer) Patch(ctx context.Context, obj client.Object, p client.Pat
 	if err != nil {
 		return err
 	}
-	raw = applyMergePatch(deepCopyJSON(raw).(map[string]any), patch) // the converter may share maps with s.obj
+	raw = state.ApplyMergePatch(state.DeepCopyJSON(raw).(map[string]any), patch) // the converter may share maps with s.obj
 	out := s.obj.DeepCopyObject().(client.Object)
 	if u, ok := out.(*unstructured.Unstructured); ok {
 		u.Object = raw
@@ -306,7 +307,7 @@ func BenchmarkStateLoad(b *testing.B) {
 	_, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if st, err := t.store.load(t.raw); err != nil || st == nil {
+		if st, err := t.store.Load(t.raw); err != nil || st == nil {
 			b.Fatal(st, err)
 		}
 	}
@@ -315,14 +316,14 @@ func BenchmarkStateLoad(b *testing.B) {
 // BenchmarkStateCompare decides whether the state changed (it did not).
 func BenchmarkStateCompare(b *testing.B) {
 	_, t := benchTurn(b)
-	st, err := t.store.load(t.raw)
+	st, err := t.store.Load(t.raw)
 	if err != nil {
 		b.Fatal(err)
 	}
-	other := st.clone()
+	other := st.Clone()
 	b.ReportAllocs()
 	for range b.N {
-		if !sameState(st, other) {
+		if !state.SameState(st, other) {
 			b.Fatal("a state differs from its clone")
 		}
 	}
@@ -343,15 +344,15 @@ func BenchmarkSelect(b *testing.B) {
 // handler's old and new values and diff.
 func BenchmarkCause(b *testing.B) {
 	k, t := benchTurn(b)
-	st, err := t.store.load(t.raw)
+	st, err := t.store.Load(t.raw)
 	if err != nil {
 		b.Fatal(err)
 	}
-	t.known, t.st = st, st.clone()
+	t.known, t.st = st, st.Clone()
 	b.ReportAllocs()
 	for range b.N {
 		purpose, _ := changePurpose(t.known, t.essence, true)
-		base := decodeJSON(t.known.Essence)
+		base := state.DecodeJSON(t.known.Essence)
 		n := 0
 		for _, r := range k.change {
 			if e := t.changeEntry(r, purpose, base); e != nil {

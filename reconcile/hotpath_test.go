@@ -14,6 +14,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 func TestAsDecodedJSONGivesWhatAJSONRoundTripGives(t *testing.T) {
@@ -23,16 +24,16 @@ func TestAsDecodedJSONGivesWhatAJSONRoundTripGives(t *testing.T) {
 		[]any{}, map[string]any(nil), []any(nil),
 	}
 	for _, v := range values {
-		got, ok := asDecodedJSON(v)
+		got, ok := state.AsDecodedJSON(v)
 		if !ok {
 			t.Errorf("asDecodedJSON(%#v) refused a plain JSON value", v)
 			continue
 		}
-		data, err := jsonMarshal(v)
+		data, err := state.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := decodeJSON(string(data)); !reflect.DeepEqual(got, want) {
+		if want := state.DecodeJSON(string(data)); !reflect.DeepEqual(got, want) {
 			t.Errorf("asDecodedJSON(%#v) = %#v, the round trip gives %#v", v, got, want)
 		}
 	}
@@ -43,7 +44,7 @@ func TestAsDecodedJSONRefusesWhatItCannotReproduce(t *testing.T) {
 		[]string{"a"}, map[string]string{"a": "b"}, struct{ A int }{1}, time.Now(), "\xff",
 		map[string]any{"\xff": 1}, math.NaN(), math.Inf(1), []any{uint8(1)},
 	} {
-		if got, ok := asDecodedJSON(v); ok {
+		if got, ok := state.AsDecodedJSON(v); ok {
 			t.Errorf("asDecodedJSON(%#v) = %#v; want a refusal, so that the value takes the JSON round trip", v, got)
 		}
 	}
@@ -51,7 +52,7 @@ func TestAsDecodedJSONRefusesWhatItCannotReproduce(t *testing.T) {
 
 func TestAsDecodedJSONSharesNothingWithItsInput(t *testing.T) {
 	in := map[string]any{"m": map[string]any{"k": "v"}, "l": []any{"a"}}
-	out, _ := asDecodedJSON(in)
+	out, _ := state.AsDecodedJSON(in)
 	out.(map[string]any)["m"].(map[string]any)["k"] = "changed"
 	out.(map[string]any)["l"].([]any)[0] = "changed"
 	if in["m"].(map[string]any)["k"] != "v" || in["l"].([]any)[0] != "a" {
@@ -61,16 +62,16 @@ func TestAsDecodedJSONSharesNothingWithItsInput(t *testing.T) {
 
 func TestSameStateAgreesWithTheEncoding(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	states := []*state{
+	states := []*state.State{
 		nil, {}, {Essence: `{"spec":{"a":1}}`}, {Essence: `{"spec":{"a":2}}`},
-		{Essence: `{}`, Progress: map[string]*progress{}},
-		{Essence: `{}`, Progress: map[string]*progress{"h": {Purpose: handlers.ReasonUpdate, Started: at}}},
-		{Essence: `{}`, Progress: map[string]*progress{"h": {Purpose: handlers.ReasonUpdate, Started: at, Retries: 1}}},
+		{Essence: `{}`, Progress: map[string]*state.Progress{}},
+		{Essence: `{}`, Progress: map[string]*state.Progress{"h": {Purpose: handlers.ReasonUpdate, Started: at}}},
+		{Essence: `{}`, Progress: map[string]*state.Progress{"h": {Purpose: handlers.ReasonUpdate, Started: at, Retries: 1}}},
 	}
 	for _, a := range states {
 		for _, b := range states {
-			if got, want := sameState(a, b), a.encode() == b.encode(); got != want {
-				t.Errorf("sameState(%s, %s) = %v, the encodings say %v", a.encode(), b.encode(), got, want)
+			if got, want := state.SameState(a, b), a.Encode() == b.Encode(); got != want {
+				t.Errorf("sameState(%s, %s) = %v, the encodings say %v", a.Encode(), b.Encode(), got, want)
 			}
 		}
 	}
@@ -81,7 +82,7 @@ func TestValidEssenceAcceptsJSONObjectsOnly(t *testing.T) {
 		`{}`: true, ` {"spec":{"a":[1,2]}}`: true, `{truncated`: false, `[]`: false, `null`: false,
 		`"{}"`: false, ``: false, `{} x`: false,
 	} {
-		if err := validEssence(essence, "here"); (err == nil) != valid {
+		if err := state.ValidEssence(essence, "here"); (err == nil) != valid {
 			t.Errorf("validEssence(%q) = %v, want valid %v", essence, err, valid)
 		}
 	}

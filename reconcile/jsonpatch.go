@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // transformed is the object as a patch leaves it when the patch has
@@ -23,7 +24,7 @@ func (k *kindController) transformed(raw map[string]any, p *spec.Patch) (map[str
 	if len(fns) == 0 {
 		return nil, nil
 	}
-	base, err := asJSON(raw)
+	base, err := state.AsJSON(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -32,13 +33,13 @@ func (k *kindController) transformed(raw map[string]any, p *spec.Patch) (map[str
 		merge[key] = v
 	}
 	if status := spec.StatusPatch(p); len(status) > 0 {
-		merge = mergeInto(merge, map[string]any{"status": status})
+		merge = state.MergeInto(merge, map[string]any{"status": status})
 	}
-	changes, err := asJSON(merge)
+	changes, err := state.AsJSON(merge)
 	if err != nil {
 		return nil, err
 	}
-	obj := applyMergePatch(base.(map[string]any), changes.(map[string]any))
+	obj := state.ApplyMergePatch(base.(map[string]any), changes.(map[string]any))
 	for i, fn := range fns {
 		if err := runTransform(fn, obj); err != nil {
 			return nil, fmt.Errorf("transformation %d of the patch of a %s: %w", i+1, k.gvk.Kind, err)
@@ -68,7 +69,7 @@ func (k *kindController) sendPart(ctx context.Context, obj client.Object, raw, f
 	if final == nil {
 		return k.send(ctx, obj, body, status, whole)
 	}
-	base, err := asJSON(raw)
+	base, err := state.AsJSON(raw)
 	if err != nil {
 		return err
 	}

@@ -12,24 +12,13 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/spec"
-)
-
-// Kopf's defaults for what it keeps on objects (Kopf's
-// settings.persistence): the prefix of its annotations and its finalizer.
-const (
-	// DefaultKopfPrefix is the prefix of the annotations of a Kopf operator
-	// with default settings.
-	DefaultKopfPrefix = "kopf.zalando.org"
-	// DefaultKopfFinalizer is the finalizer of a Kopf operator with default
-	// settings.
-	DefaultKopfFinalizer = "kopf.zalando.org/KopfFinalizerMarker"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // Names Kopf uses under its prefix besides handler ids.
 const (
 	kopfEssenceName = "last-handled-configuration"
 	kopfTouchName   = "touch-dummy"
-	kopfMarkerName  = "kopf-managed"
 )
 
 // kopfStore reads the state a Kopf operator left on objects of one kind
@@ -77,16 +66,16 @@ func (s *kopfStore) keysOf(id string, replicaSetOfDeployment bool) []string {
 	return kopfKeys(s.prefix, id, replicaSetOfDeployment)
 }
 
-func (s *kopfStore) where() string {
+func (s *kopfStore) Where() string {
 	return "annotations " + s.prefix + "/* (Kopf's format)"
 }
 
-// inStatus is false: Kopf's state is written in annotations (records
+// InStatus is false: Kopf's state is written in annotations (records
 // Kopf kept in status.kopf.progress are read, and removed, but never
 // written).
-func (s *kopfStore) inStatus() bool { return false }
+func (s *kopfStore) InStatus() bool { return false }
 
-func (s *kopfStore) places() []storage { return []storage{s} }
+func (s *kopfStore) Places() []state.Storage { return []state.Storage{s} }
 
 // kopfRecord is one handler's progress as Kopf stores it; the field order
 // is Kopf's.
@@ -119,7 +108,7 @@ func newFound() *found {
 }
 
 // scan finds the Kopf state on obj. Unreadable state is an error naming
-// where it is.
+// Where it is.
 func (s *kopfStore) scan(obj map[string]any) (*found, error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
@@ -166,7 +155,7 @@ func (s *kopfStore) scanEssence(sc *kopfScan, rsd bool) {
 			sc.claimed[key] = true
 		}
 	}
-	sc.claimed[s.prefix+"/"+kopfMarkerName] = true
+	sc.claimed[s.prefix+"/"+state.KopfMarkerName] = true
 	if rsd {
 		sc.claimed[kopfKeyV2(s.prefix, kopfEssenceName)] = true
 		sc.claimed[kopfKeyV2(s.prefix, kopfTouchName)] = true
@@ -299,8 +288,8 @@ func (s *kopfStore) warnUnknown(where string) {
 		"record", where, "handlers", s.ids)
 }
 
-// load returns Kopf's state on obj as gopf's, nil if there is none.
-func (s *kopfStore) load(obj map[string]any) (*state, error) {
+// Load returns Kopf's state on obj as gopf's, nil if there is none.
+func (s *kopfStore) Load(obj map[string]any) (*state.State, error) {
 	f, err := s.scan(obj)
 	if err != nil {
 		return nil, err
@@ -308,8 +297,8 @@ func (s *kopfStore) load(obj map[string]any) (*state, error) {
 	return s.toState(obj, f)
 }
 
-func (s *kopfStore) toState(obj map[string]any, f *found) (*state, error) {
-	st := &state{}
+func (s *kopfStore) toState(obj map[string]any, f *found) (*state.State, error) {
+	st := &state.State{}
 	if f.essence != "" {
 		normal, err := normalJSON(f.essence)
 		if err != nil {
@@ -323,7 +312,7 @@ func (s *kopfStore) toState(obj map[string]any, f *found) (*state, error) {
 		if err != nil {
 			return nil, fmt.Errorf("Kopf's progress record of %q: %w", id, err)
 		}
-		if p.finished() {
+		if p.Finished() {
 			// Kopf's records apply to the cause as it stands: a handler that
 			// succeeded is done with the object as it is now.
 			if current == "" {
@@ -332,7 +321,7 @@ func (s *kopfStore) toState(obj map[string]any, f *found) (*state, error) {
 			p.Handled = current
 		}
 		if st.Progress == nil {
-			st.Progress = map[string]*progress{}
+			st.Progress = map[string]*state.Progress{}
 		}
 		st.Progress[id] = p
 	}
@@ -342,11 +331,11 @@ func (s *kopfStore) toState(obj map[string]any, f *found) (*state, error) {
 	return st, nil
 }
 
-// progress turns a Kopf record into gopf's. A record without a purpose
+// Progress turns a Kopf record into gopf's. A record without a purpose
 // (older Kopf) is for the cause the object shows: delete while it is being
 // deleted, update once it was handled, create before.
-func (r *kopfRecord) progress(obj map[string]any, handled bool) (*progress, error) {
-	p := &progress{Retries: r.Retries, Success: r.Success, Failure: r.Failure}
+func (r *kopfRecord) progress(obj map[string]any, handled bool) (*state.Progress, error) {
+	p := &state.Progress{Retries: r.Retries, Success: r.Success, Failure: r.Failure}
 	switch {
 	case r.Purpose != nil:
 		p.Purpose = handlers.Reason(*r.Purpose)
@@ -365,7 +354,7 @@ func (r *kopfRecord) progress(obj map[string]any, handled bool) (*progress, erro
 		}
 		p.Started = t
 	}
-	if r.Delayed != nil && !p.finished() {
+	if r.Delayed != nil && !p.Finished() {
 		t, err := parseKopfTime(*r.Delayed)
 		if err != nil {
 			return nil, fmt.Errorf("delayed: %w", err)
@@ -380,14 +369,14 @@ func (r *kopfRecord) progress(obj map[string]any, handled bool) (*progress, erro
 
 // kopfRecordOf is gopf's record in Kopf's format; stopped is when the
 // handler finished, if it did.
-func kopfRecordOf(p *progress, stopped *time.Time) *kopfRecord {
+func kopfRecordOf(p *state.Progress, stopped *time.Time) *kopfRecord {
 	purpose, started := string(p.Purpose), formatKopfTime(p.Started)
 	r := &kopfRecord{Started: &started, Purpose: &purpose, Retries: p.Retries, Success: p.Success, Failure: p.Failure}
-	if stopped != nil && p.finished() {
+	if stopped != nil && p.Finished() {
 		text := formatKopfTime(*stopped)
 		r.Stopped = &text
 	}
-	if p.Delayed != nil && !p.finished() {
+	if p.Delayed != nil && !p.Finished() {
 		text := formatKopfTime(*p.Delayed)
 		r.Delayed = &text
 	}
@@ -397,12 +386,12 @@ func kopfRecordOf(p *progress, stopped *time.Time) *kopfRecord {
 	return r
 }
 
-// save writes st in Kopf's format: what changed of the essence and the
+// Save writes st in Kopf's format: what changed of the essence and the
 // records, so that records of finished handlers keep their stopped time.
 // It rounds the times in st to Kopf's precision (microseconds) and gives
 // the records of an object not handled yet Kopf's purpose, create, so that
 // st is what a load of the saved object returns.
-func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
+func (s *kopfStore) Save(p *spec.Patch, obj map[string]any, st *state.State) error {
 	f, err := s.scan(obj)
 	if err != nil {
 		f = newFound()
@@ -425,7 +414,7 @@ func (s *kopfStore) save(p *spec.Patch, obj map[string]any, st *state) error {
 	if !strings.HasPrefix(s.prefix, "kopf.") && (st.Essence != "" || len(st.Progress) > 0) {
 		// Kopf marks a prefix of its own choosing, so that other Kopf
 		// operators (and gopf) keep its annotations out of the essence.
-		marker := s.prefix + "/" + kopfMarkerName
+		marker := s.prefix + "/" + state.KopfMarkerName
 		if _, there := w.annotations[marker]; !there {
 			yes := "yes"
 			p.SetAnnotation(marker, &yes)
@@ -470,7 +459,7 @@ func (s *kopfStore) saveEssence(w annotationWriter, f *found, essence string, rs
 // saveRecords writes the records of st that differ from those found, in
 // Kopf's format and at Kopf's precision (see save). A rewritten record of
 // a handler that had finished keeps its stopped time; others stop now.
-func (s *kopfStore) saveRecords(w annotationWriter, obj map[string]any, f *found, st *state, rsd bool) error {
+func (s *kopfStore) saveRecords(w annotationWriter, obj map[string]any, f *found, st *state.State, rsd bool) error {
 	now := time.Now()
 	handled := st.Essence != ""
 	for id, rec := range st.Progress {
@@ -484,7 +473,7 @@ func (s *kopfStore) saveRecords(w annotationWriter, obj map[string]any, f *found
 				stopped = &t
 			}
 		}
-		data, err := jsonMarshal(kopfRecordOf(rec, stopped))
+		data, err := state.Marshal(kopfRecordOf(rec, stopped))
 		if err != nil {
 			return err
 		}
@@ -499,7 +488,7 @@ func (s *kopfStore) saveRecords(w annotationWriter, obj map[string]any, f *found
 // toKopfRecord rounds a record's times to Kopf's precision, and makes a
 // record of an object not handled yet one of its creation, as Kopf
 // records every handler's then, field handlers' included.
-func toKopfRecord(rec *progress, handled bool) {
+func toKopfRecord(rec *state.Progress, handled bool) {
 	if !handled && rec.Purpose == handlers.ReasonUpdate {
 		rec.Purpose = handlers.ReasonCreate
 	}
@@ -522,10 +511,10 @@ func (r *kopfRecord) stoppedTime() (time.Time, bool) {
 
 // sameRecord compares two records as Kopf stores them (without what
 // gopf alone keeps: the essence a success applies to).
-func sameRecord(a, b *progress) bool {
+func sameRecord(a, b *state.Progress) bool {
 	x, y := *a, *b
 	x.Handled, y.Handled = "", ""
-	return (&state{Progress: map[string]*progress{"": &x}}).encode() == (&state{Progress: map[string]*progress{"": &y}}).encode()
+	return (&state.State{Progress: map[string]*state.Progress{"": &x}}).Encode() == (&state.State{Progress: map[string]*state.Progress{"": &y}}).Encode()
 }
 
 // purgeRecord removes one handler's record wherever Kopf keeps it.
@@ -538,10 +527,10 @@ func (s *kopfStore) purgeRecord(p *spec.Patch, f *found, id string) {
 	}
 }
 
-// purge removes Kopf's state of the kind's handlers from obj: the
-// essence, the records and the touch annotation. Records of handlers the
+// Purge removes Kopf's state of the kind's handlers from obj: the
+// Essence, the records and the touch annotation. Records of handlers the
 // operator does not have, Kopf's marker and Kopf's finalizer stay.
-func (s *kopfStore) purge(p *spec.Patch, obj map[string]any) {
+func (s *kopfStore) Purge(p *spec.Patch, obj map[string]any) {
 	f, err := s.scan(obj)
 	if err != nil {
 		return // unreadable: leave it for a person to look at
@@ -571,4 +560,63 @@ func ownedByDeployment(obj map[string]any) bool {
 func deletionRequested(obj map[string]any) bool {
 	meta, _ := obj["metadata"].(map[string]any)
 	return meta["deletionTimestamp"] != nil
+}
+
+// kopfFallback is gopf's own storage, which reads every place gopf may
+// have written as well as Kopf's state: storage, where this operator keeps
+// the state; other, gopf's other place (annotations or status), where an
+// older gopf or another configuration may have kept it; then Kopf's, for
+// objects an operator takes over from Kopf. The first place that holds
+// readable state wins. Once gopf stores the state, the copies elsewhere go
+// (see save): objects move one by one, as gopf handles them.
+type kopfFallback struct {
+	state.Storage
+	other state.Purgeable
+	kopf  *kopfStore
+}
+
+// Load returns the state of the first place that holds readable state. If
+// none does, it returns the first place's error, if any place was
+// unreadable.
+func (s kopfFallback) Load(obj map[string]any) (*state.State, error) {
+	st, bad := state.LoadAll(s, obj)
+	if st != nil {
+		return st, nil
+	}
+	return nil, bad
+}
+
+// Places are gopf's place, its other place and Kopf's, those there are.
+func (s kopfFallback) Places() []state.Storage {
+	out := []state.Storage{s.Storage}
+	if s.other != nil {
+		out = append(out, s.other)
+	}
+	if s.kopf != nil {
+		out = append(out, s.kopf)
+	}
+	return out
+}
+
+// Save stores st in storage and removes the copies elsewhere: Kopf's, and
+// the one in gopf's other place. A copy in annotations goes in the same
+// write (the object patch, sent after the status patch). A copy in status
+// goes once storage holds a state: the status patch is sent first, so that
+// removing it in the write that moves the state could lose the state if
+// the object patch then failed.
+func (s kopfFallback) Save(p *spec.Patch, obj map[string]any, st *state.State) error {
+	if err := s.Storage.Save(p, obj, st); err != nil {
+		return err
+	}
+	switch {
+	case s.other == nil:
+	case !s.other.InStatus():
+		s.other.Purge(p, obj)
+	default:
+		if held, err := s.Storage.Load(obj); held != nil || err != nil {
+			s.other.Purge(p, obj)
+		}
+	}
+	s.kopf.Purge(p, obj)
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // Kopf's essence: what Kopf compares objects by, and how it writes it.
@@ -53,7 +55,7 @@ func jsonObject(m map[string]json.RawMessage, first, last []string) []byte {
 		if buf.Len() > 1 {
 			buf.WriteByte(',')
 		}
-		name, _ := jsonMarshal(k)
+		name, _ := state.Marshal(k)
 		buf.Write(name)
 		buf.WriteByte(':')
 		buf.Write(v)
@@ -75,29 +77,6 @@ func normalJSON(text string) (string, error) {
 	if m == nil {
 		return "", fmt.Errorf("null")
 	}
-	data, err := jsonMarshal(m)
+	data, err := state.Marshal(m)
 	return string(data), err
-}
-
-// kopfMarked returns the annotation prefixes that hold a Kopf operator's
-// state, which no essence includes (Kopf's own rule, so that operators do
-// not take each other's state for changes): kopf.zalando.org and its
-// subdomains, prefixes Kopf marked with <prefix>/kopf-managed, and
-// prefixes starting with "kopf.", which Kopf does not mark because it
-// takes them for its own.
-func kopfMarked(annotations map[string]any) map[string]bool {
-	var out map[string]bool
-	for key := range annotations {
-		prefix, name, ok := strings.Cut(key, "/")
-		if !ok {
-			continue
-		}
-		if name == kopfMarkerName || prefix == DefaultKopfPrefix || strings.HasSuffix(prefix, "."+DefaultKopfPrefix) || strings.HasPrefix(prefix, "kopf.") {
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[prefix] = true
-		}
-	}
-	return out
 }

@@ -14,7 +14,7 @@ import (
 // gopf.
 
 // kopfNameLimit is the longest name part of an annotation key (after the
-// prefix) that Kubernetes accepts.
+// Prefix) that Kubernetes accepts.
 const kopfNameLimit = 63
 
 // kopfKeys returns the annotation keys under which Kopf keeps the record of

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // The handler ids of testdata/kopf-state/handlers.py, by kind.
@@ -21,7 +22,7 @@ var (
 )
 
 // newKopfStore is the Kopf store of a kind with the handlers ids, the
-// essence computed as the engine does (with the field handler's field).
+// Essence computed as the engine does (with the field handler's field).
 func newKopfStore(ids []string, log logr.Logger) *kopfStore {
 	s := &kopfStore{prefix: DefaultKopfPrefix, log: log, essenceOf: func(obj map[string]any) string {
 		return essenceText(obj)
@@ -33,7 +34,7 @@ func newKopfStore(ids []string, log logr.Logger) *kopfStore {
 }
 
 func essenceText(obj map[string]any) string {
-	data, _ := jsonMarshal(essence(obj, "gopf.dev", [][]string{{"spec", "field"}}))
+	data, _ := state.Marshal(state.Essence(obj, "gopf.dev", [][]string{{"spec", "field"}}))
 	return string(data)
 }
 
@@ -50,14 +51,14 @@ func TestKopfsLastHandledEssenceIsTheEssenceGopfComputesForTheObject(t *testing.
 			continue // not handled yet
 		}
 		t.Run(name, func(t *testing.T) {
-			layered := kopfFallback{storage: statusStorage{field: "gopf"}, kopf: newKopfStore(idsFor(name), logr.Discard())}
-			for _, s := range []storage{newKopfStore(idsFor(name), logr.Discard()), layered} {
-				st, err := s.load(obj)
+			layered := kopfFallback{Storage: state.StatusStorage{Field: "gopf"}, kopf: newKopfStore(idsFor(name), logr.Discard())}
+			for _, s := range []state.Storage{newKopfStore(idsFor(name), logr.Discard()), layered} {
+				st, err := s.Load(obj)
 				if err != nil || st == nil {
-					t.Fatalf("%s: load = %v, %v", s.where(), st, err)
+					t.Fatalf("%s: load = %v, %v", s.Where(), st, err)
 				}
 				if want := essenceText(obj); st.Essence != want {
-					t.Errorf("%s: loaded essence\n %s\nwant the object's\n %s", s.where(), st.Essence, want)
+					t.Errorf("%s: loaded essence\n %s\nwant the object's\n %s", s.Where(), st.Essence, want)
 				}
 			}
 		})
@@ -74,28 +75,28 @@ func TestKopfsProgressLoadsWithItsRetriesStartAndDelay(t *testing.T) {
 		}
 		return v
 	}
-	flaky, err := newKopfStore(kopfExampleIDs, logr.Discard()).load(objs["kopfexample-flaky.yaml"])
+	flaky, err := newKopfStore(kopfExampleIDs, logr.Discard()).Load(objs["kopfexample-flaky.yaml"])
 	if err != nil {
 		t.Fatal(err)
 	}
 	current := essenceText(objs["kopfexample-flaky.yaml"])
 	delayed := at("2026-11-23T03:18:19.526537Z")
-	want := &state{Progress: map[string]*progress{
+	want := &state.State{Progress: map[string]*state.Progress{
 		"create_fn":           {Purpose: handlers.ReasonCreate, Started: at("2026-11-23T03:08:19.302313Z"), Retries: 1, Success: true, Handled: current},
 		"field_fn/spec.field": {Purpose: handlers.ReasonCreate, Started: at("2026-11-23T03:08:19.302321Z"), Retries: 1, Success: true, Handled: current},
 		"flaky_fn":            {Purpose: handlers.ReasonCreate, Started: at("2026-11-23T03:08:19.302326Z"), Delayed: &delayed, Retries: 1, Message: "not yet"},
 	}}
-	if flaky.encode() != want.encode() {
-		t.Errorf("flaky loads as\n %s\nwant\n %s", flaky.encode(), want.encode())
+	if flaky.Encode() != want.Encode() {
+		t.Errorf("flaky loads as\n %s\nwant\n %s", flaky.Encode(), want.Encode())
 	}
-	deleting, err := newKopfStore(kopfExampleIDs, logr.Discard()).load(objs["kopfexample-deleting.yaml"])
+	deleting, err := newKopfStore(kopfExampleIDs, logr.Discard()).Load(objs["kopfexample-deleting.yaml"])
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := deleting.Progress["delete_fn"]
-	if rec == nil || rec.Purpose != handlers.ReasonDelete || rec.Retries != 1 || rec.finished() || rec.Delayed == nil ||
+	if rec == nil || rec.Purpose != handlers.ReasonDelete || rec.Retries != 1 || rec.Finished() || rec.Delayed == nil ||
 		rec.Message != "cannot delete yet" || deleting.Essence == "" {
-		t.Errorf("deleting loads as %s", deleting.encode())
+		t.Errorf("deleting loads as %s", deleting.Encode())
 	}
 }
 
@@ -104,7 +105,7 @@ func TestKopfProgressInStatusIsReadWhenNoAnnotationHoldsIt(t *testing.T) {
 		"status":{"kopf":{"progress":{
 			"create_fn":{"started":"2020-01-01T00:00:00","retries":9},
 			"update_fn":{"started":"2026-11-23T03:08:19.5+00:00","retries":1,"success":true}}}}}`)
-	st, err := newKopfStore(kopfExampleIDs, logr.Discard()).load(obj)
+	st, err := newKopfStore(kopfExampleIDs, logr.Discard()).Load(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,14 +120,14 @@ func TestKopfProgressInStatusIsReadWhenNoAnnotationHoldsIt(t *testing.T) {
 func TestKopfProgressOnlyInStatusIsRead(t *testing.T) {
 	obj := fromJSON(t, `{"metadata":{"annotations":{"other.example.com/x":"y"}},
 		"status":{"kopf":{"progress":{"update_fn":{"started":"2026-11-23T03:08:19.5+00:00","retries":3}}}}}`)
-	st, err := newKopfStore(kopfExampleIDs, logr.Discard()).load(obj)
+	st, err := newKopfStore(kopfExampleIDs, logr.Discard()).Load(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := st.Progress["update_fn"]; got == nil || got.Retries != 3 {
 		t.Errorf("update_fn = %+v; want status's record (retries 3)", got)
 	}
-	if st, err := newKopfStore(kopfExampleIDs, logr.Discard()).load(fromJSON(t, `{"metadata":{"annotations":{"kopf.zalando.orgx/y":"z"}},"status":{"kopf":{}}}`)); st != nil || err != nil {
+	if st, err := newKopfStore(kopfExampleIDs, logr.Discard()).Load(fromJSON(t, `{"metadata":{"annotations":{"kopf.zalando.orgx/y":"z"}},"status":{"kopf":{}}}`)); st != nil || err != nil {
 		t.Errorf("an object with nothing of Kopf's loads as %+v, %v", st, err)
 	}
 }
@@ -134,12 +135,12 @@ func TestKopfProgressOnlyInStatusIsRead(t *testing.T) {
 func TestKopfRecordsOfSubHandlersAreFoundUnderTheirParent(t *testing.T) {
 	obj := fromJSON(t, `{"metadata":{"annotations":{
 		"kopf.zalando.org/create_fn.child.a":"{\"started\":\"2026-11-23T03:08:19+00:00\",\"purpose\":\"create\",\"retries\":1,\"success\":true,\"failure\":false}"}}}`)
-	st, err := newKopfStore(kopfExampleIDs, logr.Discard()).load(obj)
+	st, err := newKopfStore(kopfExampleIDs, logr.Discard()).Load(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := st.Progress["create_fn/child.a"]; got == nil || !got.Success {
-		t.Errorf("progress = %s; want create_fn/child.a succeeded", st.encode())
+		t.Errorf("progress = %s; want create_fn/child.a succeeded", st.Encode())
 	}
 }
 
@@ -154,16 +155,16 @@ func TestKopfProgressOfAnUnknownHandlerIsLeftAloneWithOneWarning(t *testing.T) {
 	obj := kopfObjects(t)["kopfexample-flaky.yaml"]
 	s := newKopfStore([]string{"create_fn", "field_fn/spec.field"}, log) // no flaky_fn
 	for range 3 {
-		st, err := s.load(obj)
+		st, err := s.Load(obj)
 		if err != nil || st == nil || st.Progress["flaky_fn"] != nil || len(st.Progress) != 2 {
-			t.Fatalf("load = %s, %v", st.encode(), err)
+			t.Fatalf("load = %s, %v", st.Encode(), err)
 		}
 	}
 	if len(lines) != 1 || !strings.Contains(lines[0], "kopf.zalando.org/flaky_fn") {
 		t.Errorf("warnings = %q; want one naming kopf.zalando.org/flaky_fn", lines)
 	}
 	var p spec.Patch
-	s.purge(&p, obj)
+	s.Purge(&p, obj)
 	got := spec.ObjectPatch(&p)["metadata"].(map[string]any)["annotations"]
 	want := map[string]any{"kopf.zalando.org/create_fn": nil, "kopf.zalando.org/field_fn.spec.field": nil}
 	if !reflect.DeepEqual(got, want) {
@@ -179,7 +180,7 @@ func TestBadKopfStateIsAnErrorNamingWhereItIs(t *testing.T) {
 		`{"kopf.zalando.org/create_fn":"{\"started\":\"yesterday\"}"}`,
 	} {
 		obj := fromJSON(t, `{"metadata":{"annotations":`+annotations+`}}`)
-		_, err := newKopfStore(kopfExampleIDs, logr.Discard()).load(obj)
+		_, err := newKopfStore(kopfExampleIDs, logr.Discard()).Load(obj)
 		if err == nil || !strings.Contains(err.Error(), "Kopf") {
 			t.Errorf("%s: load error = %v", annotations, err)
 		}
@@ -189,7 +190,7 @@ func TestBadKopfStateIsAnErrorNamingWhereItIs(t *testing.T) {
 // withoutKopf returns obj without Kopf's annotations and finalizer: the
 // object before Kopf stored anything.
 func withoutKopf(obj map[string]any) map[string]any {
-	out := deepCopyJSON(obj).(map[string]any)
+	out := state.DeepCopyJSON(obj).(map[string]any)
 	meta := out["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
 	for k := range annotations {
@@ -205,11 +206,11 @@ func TestKopfFormatWritesTheAnnotationsKopfWrites(t *testing.T) {
 	for name, obj := range kopfObjects(t) {
 		t.Run(name, func(t *testing.T) {
 			s := newKopfStore(idsFor(name), logr.Discard())
-			st, err := s.load(obj)
+			st, err := s.Load(obj)
 			if err != nil {
 				t.Fatal(err)
 			}
-			after := saveAndApply(t, s, withoutKopf(obj), st.clone())
+			after := saveAndApply(t, s, withoutKopf(obj), st.Clone())
 			got, want := kopfAnnotations(after), kopfAnnotations(obj)
 			for k, v := range want {
 				// Kopf's stopped times are when Kopf's handlers stopped;
@@ -229,7 +230,7 @@ func TestKopfFormatWritesTheAnnotationsKopfWrites(t *testing.T) {
 			checkLoads(t, s, after, st)
 			// Saving the state Kopf left, unchanged, writes nothing.
 			var p spec.Patch
-			if err := s.save(&p, obj, st.clone()); err != nil {
+			if err := s.Save(&p, obj, st.Clone()); err != nil {
 				t.Fatal(err)
 			}
 			if o := spec.ObjectPatch(&p); len(o) > 0 {
@@ -242,7 +243,7 @@ func TestKopfFormatWritesTheAnnotationsKopfWrites(t *testing.T) {
 func TestAPrefixOfItsOwnIsMarkedAsKopfMarksIt(t *testing.T) {
 	s := &kopfStore{prefix: "ops.example.com", essenceOf: essenceText, log: logr.Discard()}
 	s.known("create_fn")
-	st := &state{Essence: `{"spec":{"field":"a"}}`}
+	st := &state.State{Essence: `{"spec":{"field":"a"}}`}
 	after := saveAndApply(t, s, fromJSON(t, `{"metadata":{"name":"x"},"spec":{"field":"a"}}`), st)
 	annotations := after["metadata"].(map[string]any)["annotations"].(map[string]any)
 	want := map[string]any{"ops.example.com/last-handled-configuration": "{\"spec\":{\"field\":\"a\"}}\n", "ops.example.com/kopf-managed": "yes"}
@@ -257,9 +258,9 @@ func TestAPrefixOfItsOwnIsMarkedAsKopfMarksIt(t *testing.T) {
 func TestGopfsStorageTakesOverFromKopfObjectByObject(t *testing.T) {
 	obj := kopfObjects(t)["kopfexample-flaky.yaml"]
 	for _, base := range storages {
-		t.Run(base.where(), func(t *testing.T) {
-			s := kopfFallback{storage: base, kopf: newKopfStore(kopfExampleIDs, logr.Discard())}
-			st, err := s.load(obj)
+		t.Run(base.Where(), func(t *testing.T) {
+			s := kopfFallback{Storage: base, kopf: newKopfStore(kopfExampleIDs, logr.Discard())}
+			st, err := s.Load(obj)
 			if err != nil || st == nil {
 				t.Fatalf("load = %v, %v", st, err)
 			}
@@ -295,9 +296,9 @@ func TestKopfRecordsOfAReplicaSetOfADeploymentAreReadUnderTheirMarkedKeys(t *tes
 	var warnings []string
 	s := newKopfStore(nil, funcr.New(func(_, args string) { warnings = append(warnings, args) }, funcr.Options{}))
 	s.kind = "ReplicaSet" // typed objects from the cache do not say their kind
-	st, err := s.load(obj)
+	st, err := s.Load(obj)
 	if err != nil || st == nil || st.Essence != `{"spec":{}}` {
-		t.Errorf("load = %s, %v; want the ReplicaSet's own essence", st.encode(), err)
+		t.Errorf("load = %s, %v; want the ReplicaSet's own essence", st.Encode(), err)
 	}
 	if len(warnings) > 0 {
 		t.Errorf("the Deployment's copy is taken for a record of an unknown handler: %q", warnings)

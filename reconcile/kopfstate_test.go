@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // kopfObjects reads the objects Kopf 1.44.6 left behind (see
@@ -56,10 +57,10 @@ func TestObjectsHandledByKopfCarryNoStateOfGopfs(t *testing.T) {
 			t.Fatalf("%s has no Kopf annotations; the test would prove nothing", name)
 		}
 		for _, s := range storages {
-			t.Run(name+"/"+s.where(), func(t *testing.T) {
-				got, err := s.load(obj)
+			t.Run(name+"/"+s.Where(), func(t *testing.T) {
+				got, err := s.Load(obj)
 				if err != nil || got != nil {
-					t.Errorf("load = %s, %v; want nothing stored, so that gopf handles the object as new", got.encode(), err)
+					t.Errorf("load = %s, %v; want nothing stored, so that gopf handles the object as new", got.Encode(), err)
 				}
 			})
 		}
@@ -73,9 +74,9 @@ func TestKopfResultsInStatusAreNotStateEvenInAFieldOfTheSameName(t *testing.T) {
 		status, _ := obj["status"].(map[string]any)
 		for field := range status {
 			t.Run(name+"/status."+field, func(t *testing.T) {
-				got, err := statusStorage{field: field}.load(obj)
+				got, err := state.StatusStorage{Field: field}.Load(obj)
 				if err != nil || got != nil {
-					t.Errorf("load = %s, %v; want nothing stored", got.encode(), err)
+					t.Errorf("load = %s, %v; want nothing stored", got.Encode(), err)
 				}
 			})
 		}
@@ -83,12 +84,12 @@ func TestKopfResultsInStatusAreNotStateEvenInAFieldOfTheSameName(t *testing.T) {
 }
 
 func TestSavingOnAnObjectHandledByKopfLeavesKopfsStateAlone(t *testing.T) {
-	st := &state{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*progress{
+	st := &state.State{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*state.Progress{
 		"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Retries: 1, Success: true, Handled: `{"spec":{"field":"a"}}`},
 	}}
 	for name, obj := range kopfObjects(t) {
 		for _, s := range storages {
-			t.Run(name+"/"+s.where(), func(t *testing.T) {
+			t.Run(name+"/"+s.Where(), func(t *testing.T) {
 				after := saveAndApply(t, s, obj, st)
 				checkLoads(t, s, after, st)
 				if got, want := withoutState(s, after), withoutState(s, obj); !reflect.DeepEqual(got, want) {
@@ -110,9 +111,9 @@ func TestKopfsStateIsNotPartOfTheEssence(t *testing.T) {
 	if obj == nil {
 		t.Fatal("kopfexample-flaky.yaml is missing")
 	}
-	withForeign := deepCopyJSON(obj).(map[string]any)
+	withForeign := state.DeepCopyJSON(obj).(map[string]any)
 	withForeign["metadata"].(map[string]any)["annotations"].(map[string]any)["example.com/owner"] = "team-a"
-	e := essence(withForeign, "gopf.dev", nil)
+	e := state.Essence(withForeign, "gopf.dev", nil)
 	annotations, _ := e["metadata"].(map[string]any)["annotations"].(map[string]any)
 	if want := map[string]any{"example.com/owner": "team-a"}; !reflect.DeepEqual(annotations, want) {
 		t.Errorf("essence annotations =\n %v\nwant only the foreign one\n %v", annotations, want)
@@ -132,7 +133,7 @@ func TestKopfMarkedPrefixesAreTheOnesKopfLeavesOutOfItsEssence(t *testing.T) {
 		"example.com/x": "", "notkopf.zalando.org.evil/x": "", "plain": "",
 	}
 	want := map[string]bool{"kopf.zalando.org": true, "team.kopf.zalando.org": true, "kopf.example.com": true, "ops.example.com": true}
-	if got := kopfMarked(annotations); !reflect.DeepEqual(got, want) {
+	if got := state.KopfMarked(annotations); !reflect.DeepEqual(got, want) {
 		t.Errorf("kopfMarked = %v, want %v", got, want)
 	}
 }
@@ -144,20 +145,20 @@ func TestKopfProgressRecordsReadFieldByFieldButNotAsGopfsProgress(t *testing.T) 
 		t.Fatal("kopfexample-flaky.yaml has no progress record for flaky_fn")
 	}
 	// Under gopf's progress annotation, one Kopf record is unreadable
-	// state, never a map of records.
-	s := annotationStorage{prefix: "gopf.dev"}
-	withRecord := map[string]any{"metadata": map[string]any{"annotations": map[string]any{s.progressKey(): record}}}
-	if got, err := s.load(withRecord); err == nil {
-		t.Errorf("a Kopf record under %s loads as %s", s.progressKey(), got.encode())
+	// State, never a map of records.
+	s := state.AnnotationStorage{Prefix: "gopf.dev"}
+	withRecord := map[string]any{"metadata": map[string]any{"annotations": map[string]any{s.ProgressKey(): record}}}
+	if got, err := s.Load(withRecord); err == nil {
+		t.Errorf("a Kopf record under %s loads as %s", s.ProgressKey(), got.Encode())
 	}
 	// As one record of a map, it reads: gopf's records use Kopf's field
 	// names, and fields gopf does not know (stopped) are ignored.
-	recs, err := decodeProgress(`{"flaky_fn":`+record+`}`, "test")
+	recs, err := state.DecodeProgress(`{"flaky_fn":`+record+`}`, "test")
 	if err != nil {
 		t.Fatalf("decodeProgress: %v", err)
 	}
 	rec := recs["flaky_fn"]
-	if rec.Purpose != handlers.ReasonCreate || rec.Retries != 1 || rec.finished() || rec.Delayed == nil || rec.Message != "not yet" {
+	if rec.Purpose != handlers.ReasonCreate || rec.Retries != 1 || rec.Finished() || rec.Delayed == nil || rec.Message != "not yet" {
 		t.Errorf("record = %+v", rec)
 	}
 }

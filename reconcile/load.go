@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // refresh re-reads the object's JSON form and essence after obj changed.
@@ -16,18 +17,18 @@ func (t *turn) refresh() error {
 		return fmt.Errorf("converting %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
 	}
 	t.raw = raw
-	e := essence(raw, t.k.opts.Prefix, t.k.extra)
-	data, err := jsonMarshal(e)
+	e := state.Essence(raw, t.k.opts.Prefix, t.k.extra)
+	data, err := state.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encoding the essence of %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
 	}
 	t.essence = string(data)
 	// Handlers see the essence as decoded JSON, as the stored one they
 	// are compared with reads.
-	if tree, ok := asDecodedJSON(e); ok {
+	if tree, ok := state.AsDecodedJSON(e); ok {
 		t.essenceTree = tree
 	} else {
-		t.essenceTree = decodeJSON(t.essence)
+		t.essenceTree = state.DecodeJSON(t.essence)
 	}
 	return nil
 }
@@ -61,18 +62,18 @@ func (t *turn) refreshMetadata() {
 // used instead (gopf's other place, or the state of the Kopf operator gopf
 // takes over from), and with none the object is handled as new: running a
 // handler again is safer than silently skipping one. The next write of the
-// state replaces the unreadable one.
+// State replaces the unreadable one.
 //
 // After a failed write that carried a handler's own patch, the turn is to
 // send that write again, alone (see flush).
 func (t *turn) loadState() error {
-	loaded, err := loadAll(t.store, t.raw)
+	loaded, err := state.LoadAll(t.store, t.raw)
 	t.loaded, t.known = loaded, loaded
 	t.takeUnsaved()
 	if t.known != nil {
-		t.st = t.known.clone()
+		t.st = t.known.Clone()
 	} else {
-		t.st = &state{}
+		t.st = &state.State{}
 	}
 	t.matchStoredForm()
 	return err
@@ -90,7 +91,7 @@ func (t *turn) reportBadState(err error) {
 		what = "the state found in another place is used"
 	}
 	msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s and the state will be rewritten", err, what)
-	t.log.Info("WARNING: "+msg, "where", t.store.where())
+	t.log.Info("WARNING: "+msg, "where", t.store.Where())
 	t.k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
 }
 
@@ -108,7 +109,7 @@ func (t *turn) takeUnsaved() {
 		for id, r := range u.results {
 			t.keepResult(id, r)
 		}
-	case sameState(t.loaded, u.st):
+	case state.SameState(t.loaded, u.st):
 		t.mem.unsaved = nil // stored after all
 	default:
 		// A write failed: what gopf knows beats what is stored, so that
@@ -119,19 +120,4 @@ func (t *turn) takeUnsaved() {
 			t.keepResult(id, r)
 		}
 	}
-}
-
-// sameState reports whether two states are stored the same (nil and empty
-// are the same: nothing stored).
-func sameState(a, b *state) bool {
-	if a == nil {
-		a = &state{}
-	}
-	if b == nil {
-		b = &state{}
-	}
-	if len(a.Progress) == 0 && len(b.Progress) == 0 {
-		return a.Essence == b.Essence // what is stored when a cause is done
-	}
-	return a.encode() == b.encode()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // selects reports whether a handler's metadata filters, field value filter
@@ -26,14 +27,14 @@ func selects(r *contract.Handler, obj client.Object, raw map[string]any, ixs *sp
 		// too, which the cause's own check covers. Without a value filter,
 		// a handler narrowed to a field selects the objects that have it,
 		// as in Kopf; update and field handlers are the exception: the
-		// field's change is what they are for, its removal included.
+		// Field's change is what they are for, its removal included.
 		if raw == nil {
 			var err error
 			if raw, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
 				return false
 			}
 		}
-		v, ok := lookup(raw, o.Field)
+		v, ok := state.Lookup(raw, o.Field)
 		if o.Value == nil && !ok || o.Value != nil && !o.Value.MatchWith(v, ok, ixs) {
 			return false
 		}
@@ -45,9 +46,9 @@ func selects(r *contract.Handler, obj client.Object, raw map[string]any, ixs *sp
 // false where absent).
 func fieldValues(path []string, old, new any) (ov any, oldOK bool, nv any, newOK bool) {
 	if old != nil {
-		ov, oldOK = lookup(old, path)
+		ov, oldOK = state.Lookup(old, path)
 	}
-	nv, newOK = lookup(new, path)
+	nv, newOK = state.Lookup(new, path)
 	return ov, oldOK, nv, newOK
 }
 

@@ -7,12 +7,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // memory is what the engine remembers about one object in this process.
 type memory struct {
 	uid       types.UID
-	written   *state // the state of gopf's last write, until the cache shows it
+	written   *state.State // the state of gopf's last write, until the cache shows it
 	writtenAt time.Time
 	showing   string   // the essence the object shows after that write, if the state records it
 	unsaved   *unsaved // state and results a failed write did not store
@@ -32,14 +33,14 @@ type memory struct {
 // can be two requests (status, then the object); when the written state
 // says a cause is done with the object as the handlers patched it, the
 // cache shows the write once it shows both that state and that essence
-// (essence is the object's current one), so that the handlers' own patch
+// (Essence is the object's current one), so that the handlers' own patch
 // is never taken for a change.
-func (m *memory) consistencyWait(s storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
+func (m *memory) consistencyWait(s state.Storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
 	if m.written == nil {
 		return 0
 	}
 	done := m.showing != "" && len(m.written.Progress) == 0 && !isCompact(m.showing)
-	if saved(s, obj, m.written) && (!done || m.showing == essence) {
+	if state.Saved(s, obj, m.written) && (!done || m.showing == essence) {
 		m.written = nil
 		return 0
 	}
@@ -51,14 +52,14 @@ func (m *memory) consistencyWait(s storage, obj map[string]any, essence string, 
 }
 
 // wrote remembers a write of state st, after which the object shows the
-// essence showing ("" when the state records an older essence).
-func (m *memory) wrote(st *state, showing string) {
+// Essence showing ("" when the state records an older essence).
+func (m *memory) wrote(st *state.State, showing string) {
 	m.written, m.showing, m.writtenAt = st, showing, time.Now()
 }
 
 // unsaved is what a reconcile meant to write when its write failed.
 type unsaved struct {
-	st      *state
+	st      *state.State
 	results map[string]any
 	// patch is the handlers' own patch (nil if they made none), which st
 	// describes: it is sent again with st.
@@ -70,7 +71,7 @@ type unsaved struct {
 //
 // An object's memo starts as a shallow copy of the operator memo, as in
 // Kopf, taken when the object is first seen after the startup handlers
-// finished (so it holds what they put there). Index functions run while the
+// Finished (so it holds what they put there). Index functions run while the
 // startup handlers still run (Kopf starts watching only after them), and
 // admission requests can come then too: an object they see first gets the
 // operator memo's keys at its first sight after startup, except the keys
@@ -136,10 +137,10 @@ func (ms *memories) forget(key types.NamespacedName) {
 func clonePatch(p *spec.Patch) *spec.Patch {
 	out := &spec.Patch{}
 	for key, v := range spec.ObjectPatch(p) {
-		_ = out.Set(key, deepCopyJSON(v))
+		_ = out.Set(key, state.DeepCopyJSON(v))
 	}
 	for key, v := range spec.StatusPatch(p) {
-		spec.MergeStatus(out, key, deepCopyJSON(v))
+		spec.MergeStatus(out, key, state.DeepCopyJSON(v))
 	}
 	for _, fn := range spec.Transforms(p) {
 		_ = out.Transform(fn)

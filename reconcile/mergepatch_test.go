@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 func TestApplyMergePatchFollowsRFC7386(t *testing.T) {
@@ -31,7 +33,7 @@ func TestApplyMergePatchFollowsRFC7386(t *testing.T) {
 			`{"metadata":{"labels":{"b":"2","c":"3"}},"new":{"k":"v"},"spec":"replaced"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := applyMergePatch(fromJSON(t, tc.target), fromJSON(t, tc.patch))
+			got := state.ApplyMergePatch(fromJSON(t, tc.target), fromJSON(t, tc.patch))
 			if s := string(mustJSON(t, got)); s != tc.want {
 				t.Errorf("%s + %s = %s, want %s", tc.target, tc.patch, s, tc.want)
 			}
@@ -41,7 +43,7 @@ func TestApplyMergePatchFollowsRFC7386(t *testing.T) {
 
 func TestApplyMergePatchCopiesWhatItTakesFromThePatch(t *testing.T) {
 	patch := fromJSON(t, `{"l":[{"a":1}],"m":{"n":[1]}}`)
-	got := applyMergePatch(map[string]any{}, patch)
+	got := state.ApplyMergePatch(map[string]any{}, patch)
 	patch["l"].([]any)[0].(map[string]any)["a"] = 2.0
 	patch["m"].(map[string]any)["n"].([]any)[0] = 2.0
 	if s := string(mustJSON(t, got)); s != `{"l":[{"a":1}],"m":{"n":[1]}}` {
@@ -98,7 +100,7 @@ func TestChangesAgreesWithApplyingThePatch(t *testing.T) {
 			}
 			t.Run(d+"+"+p, func(t *testing.T) {
 				before := fromJSON(t, d)
-				after := applyMergePatch(fromJSON(t, d), fromJSON(t, p))
+				after := state.ApplyMergePatch(fromJSON(t, d), fromJSON(t, p))
 				changed := string(mustJSON(t, before)) != string(mustJSON(t, after))
 				if got := changes(before, fromJSON(t, p)); got != changed {
 					t.Errorf("changes = %v, but applying the patch gives %s", got, mustJSON(t, after))
@@ -132,7 +134,7 @@ func TestMergeIntoCombinesTwoMergePatches(t *testing.T) {
 			if tc.src != "" {
 				src = fromJSON(t, tc.src)
 			}
-			got := mergeInto(dst, src)
+			got := state.MergeInto(dst, src)
 			if got == nil {
 				t.Fatal("mergeInto returned nil")
 			}
@@ -228,7 +230,7 @@ func TestHasStatusFieldTellsWhetherTheFieldIsThereAtAll(t *testing.T) {
 		{"the field elsewhere", `{"spec":{"gopf":{}}}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := hasStatusField(fromJSON(t, tc.obj), "gopf"); got != tc.want {
+			if got := state.HasStatusField(fromJSON(t, tc.obj), "gopf"); got != tc.want {
 				t.Errorf("hasStatusField = %v, want %v", got, tc.want)
 			}
 		})
@@ -253,7 +255,7 @@ func TestSameJSONComparesEncodings(t *testing.T) {
 		{"values JSON cannot encode are never the same", ch, ch, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := sameJSON(tc.a, tc.b); got != tc.want {
+			if got := state.SameJSON(tc.a, tc.b); got != tc.want {
 				t.Errorf("sameJSON(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
 			}
 		})
@@ -276,7 +278,7 @@ func TestDecodeJSONGivesNothingForAnythingButOneJSONValue(t *testing.T) {
 		{`{a:1}`, nil},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			if got := decodeJSON(tc.in); !reflect.DeepEqual(got, tc.want) {
+			if got := state.DecodeJSON(tc.in); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("decodeJSON(%q) = %#v, want %#v", tc.in, got, tc.want)
 			}
 		})
@@ -284,7 +286,7 @@ func TestDecodeJSONGivesNothingForAnythingButOneJSONValue(t *testing.T) {
 }
 
 func TestJSONMarshalIsCompactUnescapedAndSorted(t *testing.T) {
-	got, err := jsonMarshal(map[string]any{"b": "<a href=\"x\">&</a>", "a": []any{1.0, "ü"}})
+	got, err := state.Marshal(map[string]any{"b": "<a href=\"x\">&</a>", "a": []any{1.0, "ü"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // Where an object's state lives is decided per kind when its controller is
@@ -98,7 +99,7 @@ func readKindSchema(ctx context.Context, disco discovery.DiscoveryInterface, gvk
 
 // keeps reports whether the API server keeps value at path (a JSON-like
 // value under the object's root): whether its schema keeps path and every
-// field of value. Unknown schemas keep everything; kinds that are not CRDs
+// Field of value. Unknown schemas keep everything; kinds that are not CRDs
 // keep nothing gopf adds to their status.
 func (s kindSchema) keeps(path []string, value any) bool {
 	if !s.known {
@@ -172,7 +173,7 @@ func typeKeeps(newObject func() client.Object, path []string, value any) bool {
 	if err != nil {
 		return false
 	}
-	spec.SetPath(raw, path, deepCopyJSON(value))
+	spec.SetPath(raw, path, state.DeepCopyJSON(value))
 	back := newObject()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, back); err != nil {
 		return false
@@ -181,8 +182,8 @@ func typeKeeps(newObject func() client.Object, path []string, value any) bool {
 	if err != nil {
 		return false
 	}
-	got, ok := lookup(any(again), path)
-	return ok && sameJSON(got, value)
+	got, ok := state.Lookup(any(again), path)
+	return ok && state.SameJSON(got, value)
 }
 
 // sampleState is a state with every field set, as status storage writes
@@ -206,7 +207,7 @@ type statusPlace struct {
 	schema    kindSchema
 	newObject func() client.Object
 	field     string
-	// state is "" when status.<field> keeps gopf's state, or says what
+	// State is "" when status.<field> keeps gopf's state, or says what
 	// drops it.
 	state string
 	// results holds, per handler id, "" when status.<id> keeps the

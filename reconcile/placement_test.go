@@ -11,6 +11,7 @@ import (
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 	"github.com/gopf-dev/gopf/test/kinds"
 )
 
@@ -119,7 +120,7 @@ func TestADroppedResultIsReportedOncePerHandler(t *testing.T) {
 // object decodes a JSON object for the storage tests.
 func object(t *testing.T, text string) map[string]any {
 	t.Helper()
-	m, ok := decodeJSON(text).(map[string]any)
+	m, ok := state.DecodeJSON(text).(map[string]any)
 	if !ok {
 		t.Fatalf("not a JSON object: %s", text)
 	}
@@ -128,49 +129,49 @@ func object(t *testing.T, text string) map[string]any {
 
 func TestStateInGopfsOtherPlaceIsReadAndMovedByTheNextWrite(t *testing.T) {
 	kopf := newKopfStore(nil, logr.Discard())
-	inStatus, inAnnotations := statusStorage{field: "gopf"}, annotationStorage{prefix: "gopf.dev"}
-	st := &state{Essence: `{"spec":{"field":"a"}}`}
-	newer := &state{Essence: `{"spec":{"field":"b"}}`}
+	inStatus, inAnnotations := state.StatusStorage{Field: "gopf"}, state.AnnotationStorage{Prefix: "gopf.dev"}
+	st := &state.State{Essence: `{"spec":{"field":"a"}}`}
+	newer := &state.State{Essence: `{"spec":{"field":"b"}}`}
 
 	t.Run("from annotations to status", func(t *testing.T) {
-		s := kopfFallback{storage: inStatus, other: inAnnotations, kopf: kopf}
+		s := kopfFallback{Storage: inStatus, other: inAnnotations, kopf: kopf}
 		obj := object(t, `{"metadata":{"annotations":{"gopf.dev/last-handled-configuration":"{\"spec\":{\"field\":\"a\"}}"}},"spec":{"field":"a"}}`)
-		if got, err := s.load(obj); err != nil || !sameState(got, st) {
+		if got, err := s.Load(obj); err != nil || !state.SameState(got, st) {
 			t.Fatalf("load = %v, %v; the state in annotations must be found", got, err)
 		}
 		var p spec.Patch
-		if err := s.save(&p, obj, newer); err != nil {
+		if err := s.Save(&p, obj, newer); err != nil {
 			t.Fatal(err)
 		}
-		saved := applyMergePatch(obj, mergeInto(spec.ObjectPatch(&p), map[string]any{"status": spec.StatusPatch(&p)}))
-		if got, _ := inStatus.load(saved); !sameState(got, newer) {
+		saved := state.ApplyMergePatch(obj, state.MergeInto(spec.ObjectPatch(&p), map[string]any{"status": spec.StatusPatch(&p)}))
+		if got, _ := inStatus.Load(saved); !state.SameState(got, newer) {
 			t.Errorf("status holds %v, want the new state", got)
 		}
-		if got, _ := inAnnotations.load(saved); got != nil {
+		if got, _ := inAnnotations.Load(saved); got != nil {
 			t.Errorf("the annotations still hold %v; the write that moves the state removes them", got)
 		}
 	})
 
 	t.Run("from status to annotations", func(t *testing.T) {
-		s := kopfFallback{storage: inAnnotations, other: inStatus, kopf: kopf}
+		s := kopfFallback{Storage: inAnnotations, other: inStatus, kopf: kopf}
 		obj := object(t, `{"spec":{"field":"a"},"status":{"gopf":{"lastHandled":"{\"spec\":{\"field\":\"a\"}}"}}}`)
-		if got, err := s.load(obj); err != nil || !sameState(got, st) {
+		if got, err := s.Load(obj); err != nil || !state.SameState(got, st) {
 			t.Fatalf("load = %v, %v; the state in status must be found", got, err)
 		}
 		var p spec.Patch
-		if err := s.save(&p, obj, newer); err != nil {
+		if err := s.Save(&p, obj, newer); err != nil {
 			t.Fatal(err)
 		}
 		if len(spec.StatusPatch(&p)) > 0 {
 			t.Errorf("the write that moves the state out of status also patches status (%v): sent first, it could lose the state", spec.StatusPatch(&p))
 		}
-		moved := applyMergePatch(obj, spec.ObjectPatch(&p))
-		if got, _ := s.load(moved); !sameState(got, newer) {
+		moved := state.ApplyMergePatch(obj, spec.ObjectPatch(&p))
+		if got, _ := s.Load(moved); !state.SameState(got, newer) {
 			t.Fatalf("load after the move = %v, want the new state", got)
 		}
 		// The next write, with the state in annotations, removes the copy.
 		p = spec.Patch{}
-		if err := s.save(&p, moved, st); err != nil {
+		if err := s.Save(&p, moved, st); err != nil {
 			t.Fatal(err)
 		}
 		if status := spec.StatusPatch(&p); len(status) != 1 || status["gopf"] != nil {
@@ -182,21 +183,21 @@ func TestStateInGopfsOtherPlaceIsReadAndMovedByTheNextWrite(t *testing.T) {
 func TestUnreadableStateGivesWayToSoundStateElsewhere(t *testing.T) {
 	kopf := newKopfStore([]string{"create_fn"}, logr.Discard())
 	kopf.essenceOf = func(map[string]any) string { return `{"spec":{"field":"a"}}` }
-	s := kopfFallback{storage: statusStorage{field: "gopf"}, other: annotationStorage{prefix: "gopf.dev"}, kopf: kopf}
+	s := kopfFallback{Storage: state.StatusStorage{Field: "gopf"}, other: state.AnnotationStorage{Prefix: "gopf.dev"}, kopf: kopf}
 	obj := object(t, `{"metadata":{"annotations":{"kopf.zalando.org/last-handled-configuration":"{\"spec\":{\"field\":\"a\"}}\n"}},
 		"spec":{"field":"a"},"status":{"gopf":{"lastHandled":"{truncated"}}}`)
-	st, bad := loadAll(s, obj)
+	st, bad := state.LoadAll(s, obj)
 	if bad == nil || !strings.Contains(bad.Error(), "status.gopf") {
 		t.Errorf("the unreadable state is not reported: %v", bad)
 	}
 	if st == nil || st.Essence != `{"spec":{"field":"a"}}` {
 		t.Errorf("state = %v, want Kopf's", st)
 	}
-	if got, err := s.load(obj); err != nil || got == nil {
+	if got, err := s.Load(obj); err != nil || got == nil {
 		t.Errorf("load = %v, %v; want Kopf's sound state", got, err)
 	}
 	delete(obj["metadata"].(map[string]any), "annotations")
-	if got, err := s.load(obj); err == nil || got != nil {
+	if got, err := s.Load(obj); err == nil || got != nil {
 		t.Errorf("load = %v, %v; with nothing sound, the error", got, err)
 	}
 }
@@ -209,10 +210,10 @@ func TestAKeptPatchIsACopy(t *testing.T) {
 	kept := clonePatch(&p)
 	spec.MergeStatus(&p, "create_fn", map[string]any{"done": true})
 	p.SetAnnotation("gopf.dev/last-handled-configuration", &yes)
-	if got := sameJSON(spec.ObjectPatch(kept), map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "yes"}}}); !got {
+	if got := state.SameJSON(spec.ObjectPatch(kept), map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "yes"}}}); !got {
 		t.Errorf("object part %v", spec.ObjectPatch(kept))
 	}
-	if got := sameJSON(spec.StatusPatch(kept), map[string]any{"phase": "Ready"}); !got {
+	if got := state.SameJSON(spec.StatusPatch(kept), map[string]any{"phase": "Ready"}); !got {
 		t.Errorf("status part %v", spec.StatusPatch(kept))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/state"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,7 @@ import (
 // HandlerFailed Events, and a Get of the peering object; so it needs the
 // permissions to list the kinds and Events, and to get the peering object
 // (without the last two, it says less). It reads stored state through the
-// storage the controller of each kind uses, so that it sees what the
+// Storage the controller of each kind uses, so that it sees what the
 // engine would see, and works out causes with the engine's own functions.
 //
 // A planner made with NewPlanner knows the operator's handlers, their
@@ -62,7 +63,7 @@ type plannedKind struct {
 	// controller's storage reads (storage.places), with, for a generic
 	// planner, gopf's other place after its own. The planner says which
 	// one held an object's state (ObjectStatus.StateSource).
-	stores []storage
+	stores []state.Storage
 }
 
 // Selection says which objects a plan covers.
@@ -82,7 +83,7 @@ type Selection struct {
 // NewPlanner returns the planner of an operator made of reg's handlers,
 // for the cluster of cfg. scheme knows the handlers' Go types; opts are
 // the engine's options the operator runs with (prefix, status field,
-// storage, namespaces, peering), so that state is looked for where that
+// Storage, namespaces, peering), so that state is looked for where that
 // operator keeps it.
 func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry, opts Options) (*Planner, error) {
 	if err := reg.Err(); err != nil {
@@ -202,12 +203,12 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *kindController) error {
 	if err != nil {
 		return fmt.Errorf("gopf: kind %s is not served by the API server: %w", k.gvk, err)
 	}
-	pk := &plannedKind{k: k, resource: mapping.Resource, stores: k.store.places()}
+	pk := &plannedKind{k: k, resource: mapping.Resource, stores: k.store.Places()}
 	if p.generic {
 		// gopf's other place goes right after its own, before Kopf's.
-		var other storage = statusStorage{field: p.opts.StatusField}
-		if pk.stores[0].inStatus() {
-			other = annotationStorage{prefix: p.opts.Prefix}
+		var other state.Storage = state.StatusStorage{Field: p.opts.StatusField}
+		if pk.stores[0].InStatus() {
+			other = state.AnnotationStorage{Prefix: p.opts.Prefix}
 		}
 		pk.stores = slices.Insert(pk.stores, 1, other)
 	}
@@ -428,21 +429,21 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 		out.Deleting = &ts.Time
 	}
 	for _, s := range pk.stores {
-		loaded, err := s.load(t.raw)
+		loaded, err := s.Load(t.raw)
 		if err != nil {
 			out.StateError = err.Error()
-			out.StateSource = s.where()
+			out.StateSource = s.Where()
 			break
 		}
 		if loaded != nil {
-			t.loaded, t.store, out.StateSource = loaded, s, s.where()
+			t.loaded, t.store, out.StateSource = loaded, s, s.Where()
 			break
 		}
 	}
 	t.known = t.loaded
-	t.st = &state{}
+	t.st = &state.State{}
 	if t.known != nil {
-		t.st = t.known.clone()
+		t.st = t.known.Clone()
 		out.Handled = t.known.Essence != ""
 		out.StateWritten = stateWritten(obj, t.store)
 	}
@@ -696,7 +697,7 @@ func (pl *objectPlan) idle(change []*contract.Handler) {
 }
 
 // failureWriteSlack is how long after a handler's HandlerFailed Event the
-// state write of the same reconcile may come. A state written later than
+// State write of the same reconcile may come. A state written later than
 // that belongs to a later cause, which the failure does not concern.
 const failureWriteSlack = 10 * time.Second
 
@@ -792,7 +793,7 @@ func (pl *objectPlan) summary() string {
 }
 
 // recordStatus reads one progress record.
-func recordStatus(id string, rec *progress, now time.Time) HandlerStatus {
+func recordStatus(id string, rec *state.Progress, now time.Time) HandlerStatus {
 	started := rec.Started
 	h := HandlerStatus{ID: id, Cause: string(rec.Purpose), Attempts: rec.Retries, Started: &started, Message: rec.Message}
 	if started.IsZero() {
@@ -817,13 +818,13 @@ func recordStatus(id string, rec *progress, now time.Time) HandlerStatus {
 // stateWritten is when gopf last wrote the object's state, as the API
 // server's managed fields record it: the newest entry that owns the field
 // or annotation the state is kept in. nil if none does.
-func stateWritten(obj metav1.Object, s storage) *time.Time {
+func stateWritten(obj metav1.Object, s state.Storage) *time.Time {
 	var path []string
 	switch s := s.(type) {
-	case statusStorage:
-		path = []string{"f:status", "f:" + s.field}
-	case annotationStorage:
-		path = []string{"f:metadata", "f:annotations", "f:" + s.essenceKey()}
+	case state.StatusStorage:
+		path = []string{"f:status", "f:" + s.Field}
+	case state.AnnotationStorage:
+		path = []string{"f:metadata", "f:annotations", "f:" + s.EssenceKey()}
 	default:
 		return nil
 	}
@@ -836,7 +837,7 @@ func stateWritten(obj metav1.Object, s storage) *time.Time {
 		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &tree) != nil {
 			continue
 		}
-		if _, ok := lookup(tree, path); ok && (newest == nil || mf.Time.After(*newest)) {
+		if _, ok := state.Lookup(tree, path); ok && (newest == nil || mf.Time.After(*newest)) {
 			t := mf.Time.Time
 			newest = &t
 		}
@@ -844,7 +845,7 @@ func stateWritten(obj metav1.Object, s storage) *time.Time {
 	return newest
 }
 
-func sortedIDs(m map[string]*progress) []string {
+func sortedIDs(m map[string]*state.Progress) []string {
 	ids := make([]string, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 func TestAProgressRecordReadsAsTheHandlersState(t *testing.T) {
@@ -18,15 +19,15 @@ func TestAProgressRecordReadsAsTheHandlersState(t *testing.T) {
 	later, earlier := now.Add(time.Minute), now.Add(-time.Minute)
 	for _, tc := range []struct {
 		name string
-		rec  progress
+		rec  state.Progress
 		want HandlerState
 		next *time.Time
 	}{
-		{"success", progress{Success: true, Retries: 1}, HandlerDone, nil},
-		{"failure", progress{Failure: true, Retries: 3, Message: "no"}, HandlerFailed, nil},
-		{"a retry later", progress{Retries: 2, Delayed: &later}, HandlerRetrying, &later},
-		{"a retry due", progress{Retries: 2, Delayed: &earlier}, HandlerRetrying, nil},
-		{"never called", progress{}, HandlerPending, nil},
+		{"success", state.Progress{Success: true, Retries: 1}, HandlerDone, nil},
+		{"failure", state.Progress{Failure: true, Retries: 3, Message: "no"}, HandlerFailed, nil},
+		{"a retry later", state.Progress{Retries: 2, Delayed: &later}, HandlerRetrying, &later},
+		{"a retry due", state.Progress{Retries: 2, Delayed: &earlier}, HandlerRetrying, nil},
+		{"never called", state.Progress{}, HandlerPending, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.rec.Purpose, tc.rec.Started = handlers.ReasonCreate, earlier

@@ -367,7 +367,7 @@ func (res *resolver) kind(gvk schema.GroupVersionKind) (schema.GroupResource, er
 	return gr, err
 }
 
-// lookup returns the resource of a kind from the mapper, or guessed from
+// Lookup returns the resource of a kind from the mapper, or guessed from
 // its name when the mapper does not know it or there is none; served says
 // whether the kind is known to be served (offline: whether it is built
 // in).

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // kindController is the Reconciler of one watched kind.
@@ -48,7 +49,7 @@ type kindController struct {
 	finalizer string
 	memory    *memories
 	mu        sync.Mutex
-	store     storage // switched to annotations if status stops keeping the state (storageFallback)
+	store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
 	kopf      *kopfStore
 	place     *statusPlace // what the kind's status keeps
 	// statusKept is set once a response showed the state in status: the
@@ -195,13 +196,13 @@ func (t *turn) handleDeletion(ctx context.Context, d decision) (bool, error) {
 	return false, nil
 }
 
-func (k *kindController) storage() storage {
+func (k *kindController) storage() state.Storage {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.store
 }
 
-func (k *kindController) setStorage(s storage) {
+func (k *kindController) setStorage(s state.Storage) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.store = s
@@ -210,12 +211,12 @@ func (k *kindController) setStorage(s storage) {
 // toJSONValue turns a handler's result into plain JSON values (maps, slices,
 // strings, numbers, booleans), so that it can go into a merge patch.
 func toJSONValue(v any) (any, error) {
-	if plain, ok := asDecodedJSON(v); ok {
+	if plain, ok := state.AsDecodedJSON(v); ok {
 		return plain, nil
 	}
-	data, err := jsonMarshal(v)
+	data, err := state.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return decodeJSON(string(data)), nil
+	return state.DecodeJSON(string(data)), nil
 }

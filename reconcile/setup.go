@@ -28,6 +28,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // Storage says where gopf keeps its per-object state.
@@ -54,6 +55,17 @@ const (
 	// re-runs nothing that gopf did. Results go to status.<handler id>, as
 	// Kopf's do.
 	StorageKopf
+)
+
+// Kopf's defaults for what it keeps on objects (Kopf's
+// settings.persistence): the prefix of its annotations and its finalizer.
+const (
+	// DefaultKopfPrefix is the prefix of the annotations of a Kopf operator
+	// with default settings.
+	DefaultKopfPrefix = state.DefaultKopfPrefix
+	// DefaultKopfFinalizer is the finalizer of a Kopf operator with default
+	// settings.
+	DefaultKopfFinalizer = state.DefaultKopfFinalizer
 )
 
 // Options configure how a registry is compiled onto a manager. The zero
@@ -515,7 +527,7 @@ func (k *kindController) chooseStorage(s kindSchema) error {
 	opts := k.opts
 	k.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: k.gvk.Kind, essenceOf: k.essenceText, log: logr.Discard()}
 	k.place = newStatusPlace(s, k.newObject, opts.StatusField)
-	inStatus, inAnnotations := statusStorage{field: opts.StatusField}, annotationStorage{prefix: opts.Prefix}
+	inStatus, inAnnotations := state.StatusStorage{Field: opts.StatusField}, state.AnnotationStorage{Prefix: opts.Prefix}
 	switch {
 	case opts.Storage == StorageKopf:
 		k.store, k.finalizer = k.kopf, opts.KopfFinalizer
@@ -523,16 +535,16 @@ func (k *kindController) chooseStorage(s kindSchema) error {
 		return fmt.Errorf("StorageStatus: gopf's state cannot be kept in status.%s of %s: %s; declare the field (an object with x-kubernetes-preserve-unknown-fields) or use StorageAuto",
 			opts.StatusField, k.gvk, k.place.state)
 	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.hasStatus && k.place.keepsState():
-		k.store = kopfFallback{storage: inStatus, other: inAnnotations, kopf: k.kopf}
+		k.store = kopfFallback{Storage: inStatus, other: inAnnotations, kopf: k.kopf}
 	default:
-		k.store = kopfFallback{storage: inAnnotations, other: inStatus, kopf: k.kopf}
+		k.store = kopfFallback{Storage: inAnnotations, other: inStatus, kopf: k.kopf}
 	}
 	return nil
 }
 
 // essenceText is the essence of obj as gopf stores it.
 func (k *kindController) essenceText(obj map[string]any) string {
-	data, _ := jsonMarshal(essence(obj, k.opts.Prefix, k.extra))
+	data, _ := state.Marshal(state.Essence(obj, k.opts.Prefix, k.extra))
 	return string(data)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // Objects near the size limit. etcd refuses a request larger than its
@@ -41,7 +42,7 @@ const (
 	// size of any object.
 	objectSizeLimit = 3 << 19 // 1.5 MiB
 	// objectSizeBudget is how large gopf lets an object become with its
-	// state and results: the limit less room for the request's envelope and
+	// State and results: the limit less room for the request's envelope and
 	// the metadata the API server adds to each write (managedFields).
 	objectSizeBudget = objectSizeLimit - 128<<10
 	// compactKey is the key of the digest in a compact essence. It is
@@ -55,12 +56,12 @@ func compactEssence(full string, tree any, paths [][]string) (string, any) {
 	sum := sha256.Sum256([]byte(full))
 	named := map[string]any{}
 	for _, path := range paths {
-		if v, ok := lookup(tree, path); ok {
-			spec.SetPath(named, path, deepCopyJSON(v))
+		if v, ok := state.Lookup(tree, path); ok {
+			spec.SetPath(named, path, state.DeepCopyJSON(v))
 		}
 	}
-	marker, _ := jsonMarshal(map[string]any{"digest": "sha256:" + hex.EncodeToString(sum[:]), "bytes": len(full)})
-	rest, _ := jsonMarshal(named)
+	marker, _ := state.Marshal(map[string]any{"digest": "sha256:" + hex.EncodeToString(sum[:]), "bytes": len(full)})
+	rest, _ := state.Marshal(named)
 	// The digest goes first whatever the names of the fields, so that
 	// isCompact need not decode an essence to tell.
 	text := `{"` + compactKey + `":` + string(marker)
@@ -69,7 +70,7 @@ func compactEssence(full string, tree any, paths [][]string) (string, any) {
 	} else {
 		text += "}"
 	}
-	return text, decodeJSON(text)
+	return text, state.DecodeJSON(text)
 }
 
 // isCompact reports whether a stored essence is in the compact form.
@@ -78,7 +79,7 @@ func isCompact(essence string) bool {
 }
 
 // stateIsCompact reports whether st keeps any essence in the compact form.
-func stateIsCompact(st *state) bool {
+func stateIsCompact(st *state.State) bool {
 	if st == nil {
 		return false
 	}
@@ -108,8 +109,8 @@ func (t *turn) matchStoredForm() {
 // measured once per turn.
 func (t *turn) measure() int {
 	if t.size == 0 {
-		data, _ := jsonMarshal(t.raw)
-		t.size = len(data) - len(t.loaded.encode())
+		data, _ := state.Marshal(t.raw)
+		t.size = len(data) - len(t.loaded.Encode())
 	}
 	return t.size
 }
@@ -121,7 +122,7 @@ func (t *turn) checkResult(id string, result any) error {
 	if result == nil {
 		return nil
 	}
-	data, err := jsonMarshal(result)
+	data, err := state.Marshal(result)
 	if err != nil {
 		return nil // reported where the result is turned into JSON
 	}
@@ -135,21 +136,21 @@ func (t *turn) checkResult(id string, result any) error {
 // fits reports whether st can be stored on an object of base bytes (its
 // size without gopf's state, with the results): within the budget, and
 // within the annotations' limit where the state is kept in annotations.
-func (t *turn) fits(st *state, base int) bool {
+func (t *turn) fits(st *state.State, base int) bool {
 	var scratch spec.Patch
-	return base+len(st.encode()) <= objectSizeBudget && !errors.Is(t.store.save(&scratch, t.raw, st), errStateTooLarge)
+	return base+len(st.Encode()) <= objectSizeBudget && !errors.Is(t.store.Save(&scratch, t.raw, st), state.ErrTooLarge)
 }
 
 // fitState puts the state about to be saved in the form that fits (see
 // fitForm) and reports whether it differs from the stored state, that is,
 // whether it is to be written.
 func (t *turn) fitState() (changed bool) {
-	changed = !sameState(t.st, t.loaded)
+	changed = !state.SameState(t.st, t.loaded)
 	if !changed && len(t.results) == 0 || t.st.Essence == "" && len(t.st.Progress) == 0 {
 		return changed // nothing is written, or nothing large: nothing needs to fit
 	}
 	t.fitForm()
-	return !sameState(t.st, t.loaded)
+	return !state.SameState(t.st, t.loaded)
 }
 
 // fitForm makes the state compact when the full form would take the object
@@ -158,15 +159,15 @@ func (t *turn) fitState() (changed bool) {
 func (t *turn) fitForm() {
 	results := 0
 	for _, r := range t.results {
-		data, _ := jsonMarshal(r)
+		data, _ := state.Marshal(r)
 		results += len(data)
 	}
 	base := t.measure() + results
 	if stateIsCompact(t.st) {
-		if t.full == "" || t.st.encode() == t.loaded.encode() {
+		if t.full == "" || t.st.Encode() == t.loaded.Encode() {
 			return // unchanged: no write for the form alone
 		}
-		full := t.st.clone()
+		full := t.st.Clone()
 		expand := func(s string) string {
 			if s == t.essence {
 				return t.full
@@ -193,7 +194,7 @@ func (t *turn) fitForm() {
 		if c, ok := compacted[s]; ok {
 			return c
 		}
-		c, _ := compactEssence(s, decodeJSON(s), t.k.extra)
+		c, _ := compactEssence(s, state.DecodeJSON(s), t.k.extra)
 		compacted[s] = c
 		return c
 	}

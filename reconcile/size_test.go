@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // bigObject is an object whose spec holds n bytes, with its essence.
@@ -20,8 +21,8 @@ func bigObject(n int, replicas int) (map[string]any, string, any) {
 		"metadata": map[string]any{"name": "big", "namespace": "ns"},
 		"spec":     map[string]any{"field": strings.Repeat("x", n), "replicas": float64(replicas)},
 	}
-	data, _ := jsonMarshal(essence(obj, "gopf.dev", nil))
-	return obj, string(data), decodeJSON(string(data))
+	data, _ := state.Marshal(state.Essence(obj, "gopf.dev", nil))
+	return obj, string(data), state.DecodeJSON(string(data))
 }
 
 func TestCompactEssenceKeepsADigestAndTheNamedFieldsOnly(t *testing.T) {
@@ -31,10 +32,10 @@ func TestCompactEssenceKeepsADigestAndTheNamedFieldsOnly(t *testing.T) {
 	if !isCompact(text) || isCompact(full) {
 		t.Fatalf("isCompact: compact %t, full %t", isCompact(text), isCompact(full))
 	}
-	if got, _ := lookup(compact, []string{"spec", "replicas"}); got != float64(3) {
+	if got, _ := state.Lookup(compact, []string{"spec", "replicas"}); got != float64(3) {
 		t.Errorf("the named field is %v, want 3", got)
 	}
-	if _, ok := lookup(compact, []string{"spec", "field"}); ok {
+	if _, ok := state.Lookup(compact, []string{"spec", "field"}); ok {
 		t.Error("a field no handler names is kept")
 	}
 	if len(text) > 200 {
@@ -48,7 +49,7 @@ func TestCompactEssenceKeepsADigestAndTheNamedFieldsOnly(t *testing.T) {
 	}
 	// The diff of two compact forms names the digest, not the spec.
 	var diffPaths []string
-	for _, d := range diff(compact, changedTree) {
+	for _, d := range state.Diff(compact, changedTree) {
 		diffPaths = append(diffPaths, strings.Join(d.Path, "."))
 	}
 	if fmt.Sprint(diffPaths) != "[$gopf.bytes $gopf.digest]" {
@@ -59,30 +60,30 @@ func TestCompactEssenceKeepsADigestAndTheNamedFieldsOnly(t *testing.T) {
 func TestAnEssenceWithAFieldNamedBeforeTheDigestIsStillCompact(t *testing.T) {
 	// Keys that sort before "$" must not push the digest from the front.
 	tree := map[string]any{"!odd": "v", "spec": map[string]any{"a": 1.0}}
-	full, _ := jsonMarshal(tree)
-	text, _ := compactEssence(string(full), decodeJSON(string(full)), [][]string{{"!odd"}})
+	full, _ := state.Marshal(tree)
+	text, _ := compactEssence(string(full), state.DecodeJSON(string(full)), [][]string{{"!odd"}})
 	if !isCompact(text) || !strings.Contains(text, `"!odd":"v"`) {
 		t.Errorf("compact form %s", text)
 	}
-	if decodeJSON(text) == nil {
+	if state.DecodeJSON(text) == nil {
 		t.Errorf("not JSON: %s", text)
 	}
 }
 
 // sizeTurn is a turn over obj whose state is about to be saved as st.
-func sizeTurn(obj map[string]any, st *state, loaded *state) *turn {
+func sizeTurn(obj map[string]any, st *state.State, loaded *state.State) *turn {
 	return &turn{
 		k:     &kindController{extra: [][]string{{"spec", "replicas"}}},
 		log:   logr.Discard(),
 		raw:   obj,
-		store: statusStorage{field: "gopf"},
+		store: state.StatusStorage{Field: "gopf"},
 		st:    st, loaded: loaded,
 	}
 }
 
 func TestStateOfASmallObjectIsKeptInFull(t *testing.T) {
 	obj, full, _ := bigObject(1000, 1)
-	tr := sizeTurn(obj, &state{Essence: full}, nil)
+	tr := sizeTurn(obj, &state.State{Essence: full}, nil)
 	tr.fitState()
 	if tr.st.Essence != full {
 		t.Errorf("the state of a small object was compacted: %.100s", tr.st.Essence)
@@ -91,13 +92,13 @@ func TestStateOfASmallObjectIsKeptInFull(t *testing.T) {
 
 func TestStateOfAnObjectNearTheLimitIsCompacted(t *testing.T) {
 	obj, full, _ := bigObject(900<<10, 1)
-	st := &state{Essence: full, Progress: map[string]*progress{"update": {Purpose: handlers.ReasonUpdate, Success: true, Handled: full}}}
+	st := &state.State{Essence: full, Progress: map[string]*state.Progress{"update": {Purpose: handlers.ReasonUpdate, Success: true, Handled: full}}}
 	tr := sizeTurn(obj, st, nil)
 	tr.fitState()
 	if !isCompact(tr.st.Essence) || !isCompact(tr.st.Progress["update"].Handled) {
 		t.Fatalf("not compacted: %.100s / %.100s", tr.st.Essence, tr.st.Progress["update"].Handled)
 	}
-	if n := len(tr.st.encode()); n > 1024 {
+	if n := len(tr.st.Encode()); n > 1024 {
 		t.Errorf("the compact state is %d bytes", n)
 	}
 }
@@ -106,10 +107,10 @@ func TestACompactStateGoesBackToFullWhenItFitsAndIsWrittenAnyway(t *testing.T) {
 	obj, full, tree := bigObject(1000, 2)
 	_, oldFull, oldTree := bigObject(900<<10, 1)
 	oldCompact, _ := compactEssence(oldFull, oldTree, [][]string{{"spec", "replicas"}})
-	loaded := &state{Essence: oldCompact}
+	loaded := &state.State{Essence: oldCompact}
 
 	// Handled the change: the new state is the compact current essence.
-	tr := sizeTurn(obj, &state{}, loaded)
+	tr := sizeTurn(obj, &state.State{}, loaded)
 	tr.known = loaded
 	tr.essence, tr.essenceTree = full, tree
 	tr.matchStoredForm()
@@ -120,7 +121,7 @@ func TestACompactStateGoesBackToFullWhenItFitsAndIsWrittenAnyway(t *testing.T) {
 	}
 
 	// Nothing changed: the form alone is no reason to write.
-	tr = sizeTurn(obj, loaded.clone(), loaded)
+	tr = sizeTurn(obj, loaded.Clone(), loaded)
 	tr.known = loaded
 	tr.essence, tr.essenceTree = full, tree
 	tr.matchStoredForm()
@@ -132,7 +133,7 @@ func TestACompactStateGoesBackToFullWhenItFitsAndIsWrittenAnyway(t *testing.T) {
 
 func TestAResultThatCannotFitIsAPermanentFailure(t *testing.T) {
 	obj, _, _ := bigObject(900<<10, 1)
-	tr := sizeTurn(obj, &state{}, nil)
+	tr := sizeTurn(obj, &state.State{}, nil)
 	if err := tr.checkResult("create", map[string]any{"ok": true}); err != nil {
 		t.Errorf("a small result: %v", err)
 	}

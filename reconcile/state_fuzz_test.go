@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // FuzzStoredState feeds the state decoders what anyone with patch rights on
@@ -26,7 +27,7 @@ import (
 // crashers the fuzzer found are kept in testdata/fuzz/FuzzStoredState.
 func FuzzStoredState(f *testing.F) {
 	for _, obj := range kopfStateSeeds(f) {
-		data, err := jsonMarshal(obj)
+		data, err := state.Marshal(obj)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -44,21 +45,21 @@ func FuzzStoredState(f *testing.F) {
 		for _, st := range states() {
 			obj := fromJSONSeed(f, someObject)
 			var p spec.Patch
-			if err := s.save(&p, obj, orEmpty(st.st)); err != nil {
+			if err := s.Save(&p, obj, orEmpty(st.st)); err != nil {
 				f.Fatal(err)
 			}
-			saved, err := jsonMarshal(applySavedSeed(f, obj, &p))
+			saved, err := state.Marshal(applySavedSeed(f, obj, &p))
 			if err != nil {
 				f.Fatal(err)
 			}
 			progress := ""
 			if st.st != nil && len(st.st.Progress) > 0 {
-				text, _ := jsonMarshal(st.st.Progress)
+				text, _ := state.Marshal(st.st.Progress)
 				progress = string(text)
 			}
 			f.Add(saved, orEmpty(st.st).Essence, progress)
 		}
-		for _, tc := range unreadable[s.where()] {
+		for _, tc := range unreadable[s.Where()] {
 			f.Add([]byte(tc.obj), "", "")
 		}
 	}
@@ -66,10 +67,10 @@ func FuzzStoredState(f *testing.F) {
 	f.Add([]byte(`null`), `[]`, `{"a":null}`)
 
 	f.Fuzz(func(t *testing.T, object []byte, essence, progress string) {
-		// decodeProgress takes the progress as text (an annotation) and as
+		// DecodeProgress takes the progress as text (an annotation) and as
 		// decoded JSON (status).
-		for _, raw := range []any{progress, decodeJSON(progress)} {
-			if recs, err := decodeProgress(raw, "the progress"); err == nil {
+		for _, raw := range []any{progress, state.DecodeJSON(progress)} {
+			if recs, err := state.DecodeProgress(raw, "the progress"); err == nil {
 				for id, p := range recs {
 					if p == nil {
 						t.Errorf("decodeProgress(%q) returned a nil record for %q without an error", progress, id)
@@ -89,7 +90,7 @@ func FuzzStoredState(f *testing.F) {
 			map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 				"gopf.dev/last-handled-configuration": essence, "gopf.dev/progress": progress}}},
 			map[string]any{"status": map[string]any{"gopf": map[string]any{"lastHandled": essence, "progress": progress}}},
-			map[string]any{"status": map[string]any{"gopf": map[string]any{"lastHandled": essence, "progress": decodeJSON(progress)}}},
+			map[string]any{"status": map[string]any{"gopf": map[string]any{"lastHandled": essence, "progress": state.DecodeJSON(progress)}}},
 		)
 		for _, obj := range objects {
 			for _, s := range storages {
@@ -101,39 +102,39 @@ func FuzzStoredState(f *testing.F) {
 
 // checkStateRoundTrips checks what FuzzStoredState promises for one object
 // and one storage.
-func checkStateRoundTrips(t *testing.T, s storage, obj map[string]any) {
+func checkStateRoundTrips(t *testing.T, s state.Storage, obj map[string]any) {
 	t.Helper()
-	before := deepCopyJSON(obj)
-	st, err := s.load(obj)
+	before := state.DeepCopyJSON(obj)
+	st, err := s.Load(obj)
 	if !reflect.DeepEqual(obj, before) {
-		t.Fatalf("%s: load changed the object", s.where())
+		t.Fatalf("%s: load changed the object", s.Where())
 	}
 	if err != nil {
 		if st != nil {
-			t.Errorf("%s: load returned a state with its error %v", s.where(), err)
+			t.Errorf("%s: load returned a state with its error %v", s.Where(), err)
 		}
 		if !strings.Contains(err.Error(), placeOf(s)) {
-			t.Errorf("%s: the error %q does not name the place", s.where(), err)
+			t.Errorf("%s: the error %q does not name the place", s.Where(), err)
 		}
-	} else if st != nil && st.encode() == "{}" {
-		t.Errorf("%s: load returned an empty state instead of nothing", s.where())
+	} else if st != nil && st.Encode() == "{}" {
+		t.Errorf("%s: load returned an empty state instead of nothing", s.Where())
 	}
 	if err == nil {
 		// What load read, saved again, reads back the same.
-		if back, ok := saveAndLoad(t, s, obj, st); ok && back.encode() != st.encode() {
-			t.Errorf("%s: the state loaded from\n %s\ndoes not round-trip:\n loaded %s\n saved and loaded %s", s.where(), mustText(obj), st.encode(), back.encode())
+		if back, ok := saveAndLoad(t, s, obj, st); ok && back.Encode() != st.Encode() {
+			t.Errorf("%s: the state loaded from\n %s\ndoes not round-trip:\n loaded %s\n saved and loaded %s", s.Where(), mustText(obj), st.Encode(), back.Encode())
 		}
 	}
 	// Any state saved over what is there, readable or not, reads back.
-	for _, want := range []*state{nil, roundTripState} {
-		if back, ok := saveAndLoad(t, s, obj, want); ok && back.encode() != want.encode() {
-			t.Errorf("%s: saving %s over\n %s\nloads %s", s.where(), want.encode(), mustText(obj), back.encode())
+	for _, want := range []*state.State{nil, roundTripState} {
+		if back, ok := saveAndLoad(t, s, obj, want); ok && back.Encode() != want.Encode() {
+			t.Errorf("%s: saving %s over\n %s\nloads %s", s.Where(), want.Encode(), mustText(obj), back.Encode())
 		}
 	}
 }
 
 // roundTripState is a state with an essence, finished and unfinished records.
-var roundTripState = &state{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*progress{
+var roundTripState = &state.State{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*state.Progress{
 	"create_fn": {Purpose: "create", Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
 	"other_fn":  {Purpose: "create", Started: started, Retries: 1, Success: true, Handled: `{"spec":{}}`},
 }}
@@ -141,30 +142,30 @@ var roundTripState = &state{Essence: `{"spec":{"field":"a"}}`, Progress: map[str
 // saveAndLoad saves st on obj through s, applies the patch as the API server
 // would, and loads the state from the result. ok is false when the state
 // does not fit in the annotations, which save reports instead of trying.
-func saveAndLoad(t *testing.T, s storage, obj map[string]any, st *state) (*state, bool) {
+func saveAndLoad(t *testing.T, s state.Storage, obj map[string]any, st *state.State) (*state.State, bool) {
 	t.Helper()
 	var p spec.Patch
-	if err := s.save(&p, obj, orEmpty(st)); errors.Is(err, errStateTooLarge) {
+	if err := s.Save(&p, obj, orEmpty(st)); errors.Is(err, state.ErrTooLarge) {
 		return nil, false
 	} else if err != nil {
-		t.Fatalf("%s: save: %v", s.where(), err)
+		t.Fatalf("%s: save: %v", s.Where(), err)
 	}
-	back, err := s.load(applySaved(t, obj, &p))
+	back, err := s.Load(applySaved(t, obj, &p))
 	if err != nil {
-		t.Fatalf("%s: the saved state %s cannot be loaded from\n %s\n: %v", s.where(), orEmpty(st).encode(), mustText(obj), err)
+		t.Fatalf("%s: the saved state %s cannot be loaded from\n %s\n: %v", s.Where(), orEmpty(st).Encode(), mustText(obj), err)
 	}
 	return back, true
 }
 
-func orEmpty(st *state) *state {
+func orEmpty(st *state.State) *state.State {
 	if st == nil {
-		return &state{}
+		return &state.State{}
 	}
 	return st
 }
 
 func mustText(v any) string {
-	data, err := jsonMarshal(v)
+	data, err := state.Marshal(v)
 	if err != nil {
 		return err.Error()
 	}
@@ -202,7 +203,7 @@ func fromJSONSeed(f *testing.F, s string) map[string]any {
 
 // applySavedSeed is applySaved for building seeds.
 func applySavedSeed(f *testing.F, obj map[string]any, p *spec.Patch) map[string]any {
-	out := deepCopyJSON(obj).(map[string]any)
+	out := state.DeepCopyJSON(obj).(map[string]any)
 	var patches []map[string]any
 	if s := spec.StatusPatch(p); len(s) > 0 {
 		patches = append(patches, map[string]any{"status": s})
@@ -211,11 +212,11 @@ func applySavedSeed(f *testing.F, obj map[string]any, p *spec.Patch) map[string]
 		patches = append(patches, o)
 	}
 	for _, patch := range patches {
-		data, err := jsonMarshal(patch)
+		data, err := state.Marshal(patch)
 		if err != nil {
 			f.Fatal(err)
 		}
-		applyMergePatch(out, fromJSONSeed(f, string(data)))
+		state.ApplyMergePatch(out, fromJSONSeed(f, string(data)))
 	}
 	return out
 }

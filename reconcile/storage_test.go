@@ -8,10 +8,11 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // The two places gopf keeps its state, with their default names.
-var storages = []storage{statusStorage{field: "gopf"}, annotationStorage{prefix: "gopf.dev"}}
+var storages = []state.Storage{state.StatusStorage{Field: "gopf"}, state.AnnotationStorage{Prefix: "gopf.dev"}}
 
 // someObject is an object with everything around gopf's state that must
 // survive a save: foreign and Kopf annotations, labels, handler results.
@@ -24,29 +25,29 @@ const someObject = `{"apiVersion":"kopf.dev/v1","kind":"KopfExample",
 // states are the states a round trip must keep, by name; nil is nothing.
 func states() []struct {
 	name string
-	st   *state
+	st   *state.State
 } {
 	const e1, e2 = `{"spec":{"field":"a"}}`, `{"metadata":{"labels":{"app":"a"}},"spec":{"field":"b","items":["x"]}}`
 	return []struct {
 		name string
-		st   *state
+		st   *state.State
 	}{
 		{"nothing", nil},
-		{"an essence only", &state{Essence: e1}},
-		{"another essence", &state{Essence: e2}},
-		{"progress of an unfinished create", &state{Progress: map[string]*progress{
+		{"an essence only", &state.State{Essence: e1}},
+		{"another essence", &state.State{Essence: e2}},
+		{"progress of an unfinished create", &state.State{Progress: map[string]*state.Progress{
 			"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
 			"other_fn":  {Purpose: handlers.ReasonCreate, Started: started, Retries: 1, Success: true, Handled: e1},
 		}}},
-		{"the same create, one record gone and one changed", &state{Progress: map[string]*progress{
+		{"the same create, one record gone and one changed", &state.State{Progress: map[string]*state.Progress{
 			"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Retries: 2, Failure: true, Message: "gave up", Handled: e1},
 		}}},
-		{"an essence with progress of an update", &state{Essence: e1, Progress: map[string]*progress{
+		{"an essence with progress of an update", &state.State{Essence: e1, Progress: map[string]*state.Progress{
 			"update_fn":           {Purpose: handlers.ReasonUpdate, Started: started, Retries: 3, Success: true, Handled: e2},
 			"field_fn/spec.field": {Purpose: handlers.ReasonUpdate, Started: started, Delayed: &later, Retries: 1, Message: "line one\nline <two> & \"three\" – ü"},
 			"parent/child":        {Purpose: handlers.ReasonUpdate, Started: later},
 		}}},
-		{"an essence with characters JSON escapes", &state{Essence: `{"spec":{"html":"<a href=\"x\">&</a>","nl":"a\nb","u":"ü","e":"\u00e9"}}`}},
+		{"an essence with characters JSON escapes", &state.State{Essence: `{"spec":{"html":"<a href=\"x\">&</a>","nl":"a\nb","u":"ü","e":"\u00e9"}}`}},
 	}
 }
 
@@ -55,7 +56,7 @@ func states() []struct {
 // and returns the object as the API server would return it.
 func applySaved(t *testing.T, obj map[string]any, p *spec.Patch) map[string]any {
 	t.Helper()
-	out := deepCopyJSON(obj).(map[string]any)
+	out := state.DeepCopyJSON(obj).(map[string]any)
 	var patches []map[string]any
 	if s := spec.StatusPatch(p); len(s) > 0 {
 		patches = append(patches, map[string]any{"status": s})
@@ -64,45 +65,45 @@ func applySaved(t *testing.T, obj map[string]any, p *spec.Patch) map[string]any 
 		patches = append(patches, o)
 	}
 	for _, patch := range patches {
-		data, err := jsonMarshal(patch)
+		data, err := state.Marshal(patch)
 		if err != nil {
 			t.Fatalf("the patch cannot be sent: %v", err)
 		}
-		applyMergePatch(out, fromJSON(t, string(data)))
+		state.ApplyMergePatch(out, fromJSON(t, string(data)))
 	}
 	return out
 }
 
 // saveAndApply saves st on obj through s and returns the object with the
 // patch applied.
-func saveAndApply(t *testing.T, s storage, obj map[string]any, st *state) map[string]any {
+func saveAndApply(t *testing.T, s state.Storage, obj map[string]any, st *state.State) map[string]any {
 	t.Helper()
 	if st == nil {
-		st = &state{}
+		st = &state.State{}
 	}
 	var p spec.Patch
-	if err := s.save(&p, obj, st); err != nil {
+	if err := s.Save(&p, obj, st); err != nil {
 		t.Fatalf("save: %v", err)
 	}
 	return applySaved(t, obj, &p)
 }
 
 // withoutState returns obj without the place where s keeps the state.
-func withoutState(s storage, obj map[string]any) map[string]any {
-	out := deepCopyJSON(obj).(map[string]any)
+func withoutState(s state.Storage, obj map[string]any) map[string]any {
+	out := state.DeepCopyJSON(obj).(map[string]any)
 	switch s := s.(type) {
-	case statusStorage:
+	case state.StatusStorage:
 		if status, ok := out["status"].(map[string]any); ok {
-			delete(status, s.field)
+			delete(status, s.Field)
 			if len(status) == 0 {
 				delete(out, "status") // created for the state alone
 			}
 		}
-	case annotationStorage:
+	case state.AnnotationStorage:
 		if meta, ok := out["metadata"].(map[string]any); ok {
 			if annotations, ok := meta["annotations"].(map[string]any); ok {
-				delete(annotations, s.essenceKey())
-				delete(annotations, s.progressKey())
+				delete(annotations, s.EssenceKey())
+				delete(annotations, s.ProgressKey())
 			}
 		}
 	}
@@ -110,20 +111,20 @@ func withoutState(s storage, obj map[string]any) map[string]any {
 }
 
 // checkLoads fails the test unless s loads want (nil: nothing) from obj.
-func checkLoads(t *testing.T, s storage, obj map[string]any, want *state) {
+func checkLoads(t *testing.T, s state.Storage, obj map[string]any, want *state.State) {
 	t.Helper()
-	got, err := s.load(obj)
+	got, err := s.Load(obj)
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	if want == nil || want.encode() == "{}" {
+	if want == nil || want.Encode() == "{}" {
 		if got != nil {
-			t.Errorf("load = %s, want nothing", got.encode())
+			t.Errorf("load = %s, want nothing", got.Encode())
 		}
 		return
 	}
-	if got.encode() != want.encode() {
-		t.Errorf("load =\n %s\nwant\n %s", got.encode(), want.encode())
+	if got.Encode() != want.Encode() {
+		t.Errorf("load =\n %s\nwant\n %s", got.Encode(), want.Encode())
 	}
 }
 
@@ -131,13 +132,13 @@ func TestStorageReadsBackEveryStateItSaves(t *testing.T) {
 	for _, s := range storages {
 		for _, from := range states() {
 			for _, to := range states() {
-				t.Run(s.where()+"/from "+from.name+" to "+to.name, func(t *testing.T) {
+				t.Run(s.Where()+"/from "+from.name+" to "+to.name, func(t *testing.T) {
 					obj := saveAndApply(t, s, fromJSON(t, someObject), from.st)
 					checkLoads(t, s, obj, from.st)
 					after := saveAndApply(t, s, obj, to.st)
 					checkLoads(t, s, after, to.st)
-					if to.st != nil && !saved(s, after, to.st) {
-						t.Errorf("saved() says the object does not carry %s", to.st.encode())
+					if to.st != nil && !state.Saved(s, after, to.st) {
+						t.Errorf("saved() says the object does not carry %s", to.st.Encode())
 					}
 					if got, want := withoutState(s, after), withoutState(s, fromJSON(t, someObject)); !reflect.DeepEqual(got, want) {
 						t.Errorf("saving changed more than gopf's state:\n %v\nwant\n %v", got, want)
@@ -149,24 +150,24 @@ func TestStorageReadsBackEveryStateItSaves(t *testing.T) {
 }
 
 func TestStorageReadsTheDocumentedStoredForm(t *testing.T) {
-	want := &state{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*progress{
+	want := &state.State{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*state.Progress{
 		"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
 	}}
 	const record = `{"purpose":"create","started":"2026-11-23T03:08:19.302313Z","delayed":"2026-11-23T03:18:19.302313Z","retries":1,"message":"not yet"}`
 	for _, tc := range []struct {
-		s   storage
+		s   state.Storage
 		obj string
 	}{
-		{statusStorage{field: "gopf"}, `{"status":{"gopf":{"lastHandled":"{\"spec\":{\"field\":\"a\"}}","progress":{"create_fn":` + record + `}}}}`},
-		{statusStorage{field: "state"}, `{"status":{"state":{"lastHandled":"{\"spec\":{\"field\":\"a\"}}","progress":{"create_fn":` + record + `}}}}`},
-		{annotationStorage{prefix: "gopf.dev"}, `{"metadata":{"annotations":{
+		{state.StatusStorage{Field: "gopf"}, `{"status":{"gopf":{"lastHandled":"{\"spec\":{\"field\":\"a\"}}","progress":{"create_fn":` + record + `}}}}`},
+		{state.StatusStorage{Field: "state"}, `{"status":{"state":{"lastHandled":"{\"spec\":{\"field\":\"a\"}}","progress":{"create_fn":` + record + `}}}}`},
+		{state.AnnotationStorage{Prefix: "gopf.dev"}, `{"metadata":{"annotations":{
 			"gopf.dev/last-handled-configuration":"{\"spec\":{\"field\":\"a\"}}",
 			"gopf.dev/progress":` + quoteJSON(t, `{"create_fn":`+record+`}`) + `}}}`},
-		{annotationStorage{prefix: "example.com"}, `{"metadata":{"annotations":{
+		{state.AnnotationStorage{Prefix: "example.com"}, `{"metadata":{"annotations":{
 			"example.com/last-handled-configuration":"{\"spec\":{\"field\":\"a\"}}",
 			"example.com/progress":` + quoteJSON(t, `{"create_fn":`+record+`}`) + `}}}`},
 	} {
-		t.Run(tc.s.where(), func(t *testing.T) {
+		t.Run(tc.s.Where(), func(t *testing.T) {
 			checkLoads(t, tc.s, fromJSON(t, tc.obj), want)
 		})
 	}
@@ -174,7 +175,7 @@ func TestStorageReadsTheDocumentedStoredForm(t *testing.T) {
 
 func quoteJSON(t *testing.T, s string) string {
 	t.Helper()
-	data, err := jsonMarshal(s)
+	data, err := state.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestStorageFindsNothingWhereNothingOfGopfsIsStored(t *testing.T) {
 		{"unknown fields next to gopf's state", `{"status":{"gopf":{"note":"x"}}}`},
 	} {
 		for _, s := range storages {
-			t.Run(s.where()+"/"+tc.name, func(t *testing.T) {
+			t.Run(s.Where()+"/"+tc.name, func(t *testing.T) {
 				checkLoads(t, s, fromJSON(t, tc.obj), nil)
 			})
 		}
@@ -255,18 +256,18 @@ var unreadable = map[string][]struct{ name, obj string }{
 
 func TestStorageReportsUnreadableStateAsAnErrorNamingThePlace(t *testing.T) {
 	for _, s := range storages {
-		cases := unreadable[s.where()]
+		cases := unreadable[s.Where()]
 		if len(cases) == 0 {
-			t.Fatalf("no cases for %s", s.where())
+			t.Fatalf("no cases for %s", s.Where())
 		}
 		for _, tc := range cases {
-			t.Run(s.where()+"/"+tc.name, func(t *testing.T) {
-				got, err := s.load(fromJSON(t, tc.obj))
+			t.Run(s.Where()+"/"+tc.name, func(t *testing.T) {
+				got, err := s.Load(fromJSON(t, tc.obj))
 				if err == nil {
-					t.Fatalf("load = %s, want an error", got.encode())
+					t.Fatalf("load = %s, want an error", got.Encode())
 				}
 				if got != nil {
-					t.Errorf("load returned a state with its error: %s", got.encode())
+					t.Errorf("load returned a state with its error: %s", got.Encode())
 				}
 				if place := placeOf(s); !strings.Contains(err.Error(), place) {
 					t.Errorf("the error %q does not name %q", err, place)
@@ -277,18 +278,18 @@ func TestStorageReportsUnreadableStateAsAnErrorNamingThePlace(t *testing.T) {
 }
 
 // placeOf is how errors name the place where s keeps the state.
-func placeOf(s storage) string {
-	if a, ok := s.(annotationStorage); ok {
-		return "annotation " + a.prefix + "/"
+func placeOf(s state.Storage) string {
+	if a, ok := s.(state.AnnotationStorage); ok {
+		return "annotation " + a.Prefix + "/"
 	}
-	return s.where()
+	return s.Where()
 }
 
 func TestStorageReplacesUnreadableStateWhole(t *testing.T) {
 	for _, s := range storages {
-		for _, tc := range unreadable[s.where()] {
+		for _, tc := range unreadable[s.Where()] {
 			for _, to := range states() {
-				t.Run(s.where()+"/"+tc.name+"/to "+to.name, func(t *testing.T) {
+				t.Run(s.Where()+"/"+tc.name+"/to "+to.name, func(t *testing.T) {
 					obj := fromJSON(t, tc.obj)
 					checkLoads(t, s, saveAndApply(t, s, obj, to.st), to.st)
 				})
@@ -298,31 +299,31 @@ func TestStorageReplacesUnreadableStateWhole(t *testing.T) {
 }
 
 func TestSavedTellsWhetherTheObjectCarriesTheState(t *testing.T) {
-	essenceOnly := &state{Essence: `{"spec":{}}`}
-	withProgress := &state{Essence: `{"spec":{}}`, Progress: map[string]*progress{"a": {Purpose: handlers.ReasonUpdate, Started: started}}}
+	essenceOnly := &state.State{Essence: `{"spec":{}}`}
+	withProgress := &state.State{Essence: `{"spec":{}}`, Progress: map[string]*state.Progress{"a": {Purpose: handlers.ReasonUpdate, Started: started}}}
 	for _, s := range storages {
 		stored := saveAndApply(t, s, fromJSON(t, someObject), withProgress)
 		for _, tc := range []struct {
 			name string
 			obj  map[string]any
-			st   *state
+			st   *state.State
 			want bool
 		}{
 			{"the state it carries", stored, withProgress, true},
-			{"a copy of the state it carries", stored, withProgress.clone(), true},
+			{"a copy of the state it carries", stored, withProgress.Clone(), true},
 			{"the same essence without the progress", stored, essenceOnly, false},
-			{"a record that differs in one field", stored, func() *state {
-				c := withProgress.clone()
+			{"a record that differs in one field", stored, func() *state.State {
+				c := withProgress.Clone()
 				c.Progress["a"].Retries = 1
 				return c
 			}(), false},
 			{"nothing, on an object that carries state", stored, nil, false},
 			{"nothing, on an object that carries nothing", fromJSON(t, someObject), nil, true},
 			{"a state, on an object that carries nothing", fromJSON(t, someObject), essenceOnly, false},
-			{"nothing, on unreadable state", fromJSON(t, unreadable[s.where()][0].obj), nil, false},
+			{"nothing, on unreadable state", fromJSON(t, unreadable[s.Where()][0].obj), nil, false},
 		} {
-			t.Run(s.where()+"/"+tc.name, func(t *testing.T) {
-				if got := saved(s, tc.obj, tc.st); got != tc.want {
+			t.Run(s.Where()+"/"+tc.name, func(t *testing.T) {
+				if got := state.Saved(s, tc.obj, tc.st); got != tc.want {
 					t.Errorf("saved = %v, want %v", got, tc.want)
 				}
 			})
@@ -336,13 +337,13 @@ func TestSavedCountsAnEmptyStateAsNothingStored(t *testing.T) {
 	// unfinished create); the engine then remembers it as its last write,
 	// and memory.consistencyWait asks saved whether the cache shows it.
 	for _, s := range storages {
-		t.Run(s.where(), func(t *testing.T) {
-			stored := saveAndApply(t, s, fromJSON(t, someObject), &state{Progress: map[string]*progress{
+		t.Run(s.Where(), func(t *testing.T) {
+			stored := saveAndApply(t, s, fromJSON(t, someObject), &state.State{Progress: map[string]*state.Progress{
 				"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Delayed: &later, Retries: 1},
 			}})
-			emptied := saveAndApply(t, s, stored, &state{})
+			emptied := saveAndApply(t, s, stored, &state.State{})
 			checkLoads(t, s, emptied, nil)
-			if !saved(s, emptied, &state{}) {
+			if !state.Saved(s, emptied, &state.State{}) {
 				t.Error("saved = false for an empty state on an object that carries nothing: the next reconcile waits for the cache until ConsistencyTimeout")
 			}
 		})
@@ -350,47 +351,47 @@ func TestSavedCountsAnEmptyStateAsNothingStored(t *testing.T) {
 }
 
 func TestStatusStorageWritesOnlyItsStatusField(t *testing.T) {
-	s := statusStorage{field: "gopf"}
-	rec := &progress{Purpose: handlers.ReasonCreate, Started: started, Retries: 1}
+	s := state.StatusStorage{Field: "gopf"}
+	rec := &state.Progress{Purpose: handlers.ReasonCreate, Started: started, Retries: 1}
 	recPatch := map[string]any{"purpose": "create", "started": "2026-11-23T03:08:19.302313Z", "retries": 1.0,
 		"delayed": nil, "success": nil, "failure": nil, "message": nil, "handled": nil}
 	for _, tc := range []struct {
 		name   string
 		stored string
-		st     *state
+		st     *state.State
 		want   string // the status patch, as JSON
 	}{{
 		name: "an essence on an object without state",
-		st:   &state{Essence: `{"spec":{}}`},
+		st:   &state.State{Essence: `{"spec":{}}`},
 		want: `{"gopf":{"lastHandled":"{\"spec\":{}}"}}`,
 	}, {
 		name: "a record on an object without state, nulling the fields it lacks",
-		st:   &state{Progress: map[string]*progress{"a": rec}},
+		st:   &state.State{Progress: map[string]*state.Progress{"a": rec}},
 		want: `{"gopf":{"progress":{"a":` + string(mustJSON(t, recPatch)) + `}}}`,
 	}, {
 		name:   "records that go are nulled one by one",
 		stored: `{"gopf":{"progress":{"a":{"purpose":"create"},"b":{"purpose":"create"}}}}`,
-		st:     &state{Progress: map[string]*progress{"a": rec}},
+		st:     &state.State{Progress: map[string]*state.Progress{"a": rec}},
 		want:   `{"gopf":{"progress":{"a":` + string(mustJSON(t, recPatch)) + `,"b":null}}}`,
 	}, {
 		name:   "a finished cause nulls the progress and sets the essence",
 		stored: `{"gopf":{"progress":{"a":{"purpose":"create"}}}}`,
-		st:     &state{Essence: `{}`},
+		st:     &state.State{Essence: `{}`},
 		want:   `{"gopf":{"lastHandled":"{}","progress":null}}`,
 	}, {
 		name:   "an essence that goes is nulled",
 		stored: `{"gopf":{"lastHandled":"{}"}}`,
-		st:     &state{Progress: map[string]*progress{"a": rec}},
+		st:     &state.State{Progress: map[string]*state.Progress{"a": rec}},
 		want:   `{"gopf":{"lastHandled":null,"progress":{"a":` + string(mustJSON(t, recPatch)) + `}}}`,
 	}, {
 		name:   "progress that is not a map is replaced",
 		stored: `{"gopf":{"progress":["x"]}}`,
-		st:     &state{Progress: map[string]*progress{"a": rec}},
+		st:     &state.State{Progress: map[string]*state.Progress{"a": rec}},
 		want:   `{"gopf":{"progress":{"a":` + string(mustJSON(t, recPatch)) + `}}}`,
 	}, {
 		name:   "a field that is not an object is replaced",
 		stored: `{"gopf":"x"}`,
-		st:     &state{Essence: `{}`},
+		st:     &state.State{Essence: `{}`},
 		want:   `{"gopf":{"lastHandled":"{}"}}`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -402,7 +403,7 @@ func TestStatusStorageWritesOnlyItsStatusField(t *testing.T) {
 				}
 			}
 			var p spec.Patch
-			if err := s.save(&p, obj, tc.st); err != nil {
+			if err := s.Save(&p, obj, tc.st); err != nil {
 				t.Fatalf("save: %v", err)
 			}
 			if len(spec.ObjectPatch(&p)) != 0 {
@@ -416,36 +417,36 @@ func TestStatusStorageWritesOnlyItsStatusField(t *testing.T) {
 }
 
 func TestAnnotationStorageWritesOnlyItsTwoAnnotations(t *testing.T) {
-	s := annotationStorage{prefix: "gopf.dev"}
-	rec := &progress{Purpose: handlers.ReasonCreate, Started: started, Retries: 1}
+	s := state.AnnotationStorage{Prefix: "gopf.dev"}
+	rec := &state.Progress{Purpose: handlers.ReasonCreate, Started: started, Retries: 1}
 	recJSON := `{"a":{"purpose":"create","started":"2026-11-23T03:08:19.302313Z","retries":1}}`
 	for _, tc := range []struct {
 		name   string
 		stored map[string]any // gopf's annotations on the object
-		st     *state
+		st     *state.State
 		want   string // the object patch, as JSON
 	}{{
 		name: "an essence on an object without state leaves the progress unmentioned",
-		st:   &state{Essence: `{"spec":{}}`},
+		st:   &state.State{Essence: `{"spec":{}}`},
 		want: `{"metadata":{"annotations":{"gopf.dev/last-handled-configuration":"{\"spec\":{}}"}}}`,
 	}, {
 		name: "progress goes into one annotation as a JSON map of records",
-		st:   &state{Progress: map[string]*progress{"a": rec}},
+		st:   &state.State{Progress: map[string]*state.Progress{"a": rec}},
 		want: `{"metadata":{"annotations":{"gopf.dev/progress":` + quoteJSON(t, recJSON) + `}}}`,
 	}, {
 		name:   "a finished cause removes the progress annotation",
 		stored: map[string]any{"gopf.dev/progress": recJSON},
-		st:     &state{Essence: `{}`},
+		st:     &state.State{Essence: `{}`},
 		want:   `{"metadata":{"annotations":{"gopf.dev/last-handled-configuration":"{}","gopf.dev/progress":null}}}`,
 	}, {
 		name:   "nothing to keep removes both",
 		stored: map[string]any{"gopf.dev/progress": recJSON, "gopf.dev/last-handled-configuration": "{}"},
-		st:     &state{},
+		st:     &state.State{},
 		want:   `{"metadata":{"annotations":{"gopf.dev/last-handled-configuration":null,"gopf.dev/progress":null}}}`,
 	}, {
 		name:   "unreadable annotations are overwritten",
 		stored: map[string]any{"gopf.dev/progress": "[", "gopf.dev/last-handled-configuration": "{"},
-		st:     &state{Essence: `{}`, Progress: map[string]*progress{"a": rec}},
+		st:     &state.State{Essence: `{}`, Progress: map[string]*state.Progress{"a": rec}},
 		want:   `{"metadata":{"annotations":{"gopf.dev/last-handled-configuration":"{}","gopf.dev/progress":` + quoteJSON(t, recJSON) + `}}}`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -455,7 +456,7 @@ func TestAnnotationStorageWritesOnlyItsTwoAnnotations(t *testing.T) {
 				annotations[k] = v
 			}
 			var p spec.Patch
-			if err := s.save(&p, obj, tc.st); err != nil {
+			if err := s.Save(&p, obj, tc.st); err != nil {
 				t.Fatalf("save: %v", err)
 			}
 			if len(spec.StatusPatch(&p)) != 0 {
@@ -470,12 +471,12 @@ func TestAnnotationStorageWritesOnlyItsTwoAnnotations(t *testing.T) {
 
 func TestSaveAddsToThePatchItIsGiven(t *testing.T) {
 	for _, s := range storages {
-		t.Run(s.where(), func(t *testing.T) {
+		t.Run(s.Where(), func(t *testing.T) {
 			var p spec.Patch
 			spec.MergeStatus(&p, "create_fn", map[string]any{"message": "hi"})
 			p.SetLabel("handled", ptrString("yes"))
-			st := &state{Essence: `{}`}
-			if err := s.save(&p, fromJSON(t, someObject), st); err != nil {
+			st := &state.State{Essence: `{}`}
+			if err := s.Save(&p, fromJSON(t, someObject), st); err != nil {
 				t.Fatalf("save: %v", err)
 			}
 			obj := applySaved(t, fromJSON(t, someObject), &p)
@@ -491,7 +492,7 @@ func TestSaveAddsToThePatchItIsGiven(t *testing.T) {
 }
 
 func TestAnnotationStorageRefusesStateOverTheAnnotationsLimit(t *testing.T) {
-	s := annotationStorage{prefix: "gopf.dev"}
+	s := state.AnnotationStorage{Prefix: "gopf.dev"}
 	// essenceOfSize returns an essence (a JSON object) of n bytes.
 	essenceOfSize := func(n int) string {
 		const frame = `{"s":""}`
@@ -499,7 +500,7 @@ func TestAnnotationStorageRefusesStateOverTheAnnotationsLimit(t *testing.T) {
 	}
 	foreign := map[string]any{"big": strings.Repeat("y", 100_000), "small": "z"}
 	foreignSize := len("big") + 100_000 + len("small") + 1
-	fits := maxAnnotationsSize - foreignSize - len(s.essenceKey())
+	fits := state.MaxAnnotationsSize - foreignSize - len(s.EssenceKey())
 	for _, tc := range []struct {
 		name     string
 		stored   map[string]any // gopf's annotations already there
@@ -508,18 +509,18 @@ func TestAnnotationStorageRefusesStateOverTheAnnotationsLimit(t *testing.T) {
 	}{
 		{name: "exactly at the limit", essence: fits},
 		{name: "one byte over", essence: fits + 1, tooLarge: true},
-		{name: "far over", essence: maxAnnotationsSize, tooLarge: true},
+		{name: "far over", essence: state.MaxAnnotationsSize, tooLarge: true},
 		{name: "gopf's own annotations being replaced do not count", essence: fits,
-			stored: map[string]any{s.essenceKey(): essenceOfSize(100_000), s.progressKey(): `{"a":{"message":"` + strings.Repeat("m", 50_000) + `"}}`}},
+			stored: map[string]any{s.EssenceKey(): essenceOfSize(100_000), s.ProgressKey(): `{"a":{"message":"` + strings.Repeat("m", 50_000) + `"}}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := map[string]any{"metadata": map[string]any{"annotations": deepCopyJSON(foreign)}}
+			obj := map[string]any{"metadata": map[string]any{"annotations": state.DeepCopyJSON(foreign)}}
 			for k, v := range tc.stored {
 				obj["metadata"].(map[string]any)["annotations"].(map[string]any)[k] = v
 			}
-			st := &state{Essence: essenceOfSize(tc.essence)}
+			st := &state.State{Essence: essenceOfSize(tc.essence)}
 			var p spec.Patch
-			err := s.save(&p, obj, st)
+			err := s.Save(&p, obj, st)
 			if !tc.tooLarge {
 				if err != nil {
 					t.Fatalf("save: %v", err)
@@ -527,7 +528,7 @@ func TestAnnotationStorageRefusesStateOverTheAnnotationsLimit(t *testing.T) {
 				checkLoads(t, s, applySaved(t, obj, &p), st)
 				return
 			}
-			if !errors.Is(err, errStateTooLarge) {
+			if !errors.Is(err, state.ErrTooLarge) {
 				t.Fatalf("save = %v, want errStateTooLarge", err)
 			}
 			if !p.Empty() {
@@ -538,15 +539,15 @@ func TestAnnotationStorageRefusesStateOverTheAnnotationsLimit(t *testing.T) {
 }
 
 func TestStatusStorageIgnoresTheAnnotationsLimit(t *testing.T) {
-	s := statusStorage{field: "gopf"}
-	st := &state{Essence: `{"s":"` + strings.Repeat("x", maxAnnotationsSize) + `"}`}
+	s := state.StatusStorage{Field: "gopf"}
+	st := &state.State{Essence: `{"s":"` + strings.Repeat("x", state.MaxAnnotationsSize) + `"}`}
 	obj := fromJSON(t, someObject)
 	checkLoads(t, s, saveAndApply(t, s, obj, st), st)
 }
 
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
-	data, err := jsonMarshal(v)
+	data, err := state.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // turn is the working set of one reconcile of one object.
@@ -22,12 +23,12 @@ type turn struct {
 	obj   client.Object
 	raw   map[string]any
 	mem   *memory
-	store storage
+	store state.Storage
 	now   time.Time
 
-	loaded *state // as stored; nil if nothing is
-	known  *state // what gopf knows: the stored state, or a newer one it failed to write
-	st     *state // as it will be stored
+	loaded *state.State // as stored; nil if nothing is
+	known  *state.State // what gopf knows: the stored state, or a newer one it failed to write
+	st     *state.State // as it will be stored
 
 	essence     string // current essence, as JSON (compact if the stored one is: see size.go)
 	essenceTree any    // the same, decoded
@@ -57,7 +58,7 @@ type entry struct {
 	// stays while an update of the same cause is unfinished.
 	again bool
 	// fresh says that the entry handles a newer change than the one its
-	// finished record is for: the call starts a new record.
+	// Finished record is for: the call starts a new record.
 	fresh bool
 }
 
@@ -94,7 +95,7 @@ func (t *turn) changeCause(ctx context.Context, d decision) {
 // handlers, with the records of the field handlers that finished on a
 // newer essence, so that they see only what they have not seen. Without
 // such a change it is the current essence and no records.
-func (t *turn) createHandled(entries []*entry) (string, map[string]*progress) {
+func (t *turn) createHandled(entries []*entry) (string, map[string]*state.Progress) {
 	handled := t.essence
 	for _, e := range entries {
 		if rec := t.st.Progress[e.opts.ID]; e.reason() == handlers.ReasonCreate && rec != nil && rec.Handled != "" && rec.Handled != t.essence {
@@ -105,11 +106,11 @@ func (t *turn) createHandled(entries []*entry) (string, map[string]*progress) {
 	if handled == t.essence {
 		return handled, nil // field handlers saw any change of their field (createFieldAgain)
 	}
-	var kept map[string]*progress
+	var kept map[string]*state.Progress
 	for _, e := range entries {
 		if rec := t.st.Progress[e.opts.ID]; e.reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
 			if kept == nil {
-				kept = map[string]*progress{}
+				kept = map[string]*state.Progress{}
 			}
 			kept[e.opts.ID] = rec
 		}
@@ -118,12 +119,12 @@ func (t *turn) createHandled(entries []*entry) (string, map[string]*progress) {
 }
 
 // resumesFinished reports whether the resume entries among entries have
-// finished in records, so that this process does not run them again while
+// Finished in records, so that this process does not run them again while
 // the rest of the cause is unfinished.
-func resumesFinished(entries []*entry, records map[string]*progress) bool {
+func resumesFinished(entries []*entry, records map[string]*state.Progress) bool {
 	for _, e := range entries {
 		if e.again {
-			if rec := records[e.opts.ID]; rec == nil || !rec.finished() {
+			if rec := records[e.opts.ID]; rec == nil || !rec.Finished() {
 				return false
 			}
 		}
@@ -144,7 +145,7 @@ func (t *turn) deleteCause(ctx context.Context, d decision) bool {
 // runAll runs the entries that are due, records their progress in t.st and
 // reports whether every entry is finished.
 func (t *turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*entry) bool {
-	records := map[string]*progress{}
+	records := map[string]*state.Progress{}
 	done := true
 	for _, e := range entries {
 		if !t.runEntry(ctx, purpose, e, records) {
@@ -160,14 +161,14 @@ func (t *turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*e
 
 // runEntry runs one entry if it is due (and then its sub-handlers), keeping
 // its record in records. It reports whether the entry is finished.
-func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, records map[string]*progress) bool {
+func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, records map[string]*state.Progress) bool {
 	id := e.opts.ID
 	rec := e.record(purpose, t.st.Progress)
 	if rec == nil {
-		rec = &progress{Purpose: e.reason(), Started: t.now}
+		rec = &state.Progress{Purpose: e.reason(), Started: t.now}
 	}
 	records[id] = rec
-	if rec.finished() || rec.Delayed != nil && rec.Delayed.After(t.now) {
+	if rec.Finished() || rec.Delayed != nil && rec.Delayed.After(t.now) {
 		return t.notDue(id, rec, records)
 	}
 	e.cause = e.callReason(purpose)
@@ -198,19 +199,19 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 	if rec.Success {
 		t.keepResult(id, result)
 	}
-	return rec.finished()
+	return rec.Finished()
 }
 
 // notDue keeps the record of an entry that is not called this time, and
 // its sub-handlers' records as they are; it reports whether the entry is
-// finished, and otherwise asks for a reconcile when it is due.
-func (t *turn) notDue(id string, rec *progress, records map[string]*progress) bool {
+// Finished, and otherwise asks for a reconcile when it is due.
+func (t *turn) notDue(id string, rec *state.Progress, records map[string]*state.Progress) bool {
 	for childID, child := range t.st.Progress {
 		if strings.HasPrefix(childID, id+"/") {
 			records[childID] = child
 		}
 	}
-	if rec.finished() {
+	if rec.Finished() {
 		return true
 	}
 	t.soon(rec.Delayed.Sub(t.now))
@@ -221,8 +222,9 @@ func (t *turn) notDue(id string, rec *progress, records map[string]*progress) bo
 // returns the call's extras (the sub-handlers it registered) and, if the
 // handler ran sub-handlers through Cause.Execute that are unfinished, when
 // the first of them is due.
-func (t *turn) callEntry(ctx context.Context, purpose handlers.Reason, e *entry, rec *progress,
-	records map[string]*progress) (any, *contract.Extras, *time.Time, error) {
+func (t *turn) callEntry(
+	ctx context.Context, purpose handlers.Reason, e *entry, rec *state.Progress, records map[string]*state.Progress,
+) (any, *contract.Extras, *time.Time, error) {
 	c, x := t.newCall(e, rec)
 	var waiting *time.Time
 	if x.SubsAllowed {
@@ -248,8 +250,10 @@ func (t *turn) callEntry(ctx context.Context, purpose handlers.Reason, e *entry,
 }
 
 // runSubs runs the sub-handlers of a parent; it reports whether all are
-// finished and, if not, when the first unfinished one is due.
-func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler, records map[string]*progress) (bool, *time.Time) {
+// Finished and, if not, when the first unfinished one is due.
+func (t *turn) runSubs(
+	ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler, records map[string]*state.Progress,
+) (bool, *time.Time) {
 	done := true
 	var next *time.Time
 	for _, s := range subs {
@@ -272,7 +276,7 @@ func (t *turn) runSubs(ctx context.Context, purpose handlers.Reason, parent *ent
 // executeSubs runs the sub-handlers a parent's call gives Cause.Execute,
 // and tells how they stand.
 func (t *turn) executeSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler,
-	records map[string]*progress) spec.SubsOutcome {
+	records map[string]*state.Progress) spec.SubsOutcome {
 	var out spec.SubsOutcome
 	if done, next := t.runSubs(ctx, purpose, parent, subs, records); !done {
 		out.Due = next.Sub(t.now)
@@ -280,7 +284,7 @@ func (t *turn) executeSubs(ctx context.Context, purpose handlers.Reason, parent 
 	for _, s := range subs {
 		id := s.Options.ID
 		switch rec := records[id]; {
-		case !rec.finished():
+		case !rec.Finished():
 			out.Unfinished = append(out.Unfinished, id)
 		case rec.Failure:
 			out.Failed = append(out.Failed, spec.SubFailure{ID: id, Message: rec.Message})
@@ -338,30 +342,30 @@ func (t *turn) result(id string) (any, bool) {
 	status, _ := t.raw["status"].(map[string]any)
 	value, found := status[id]
 	if pending, ok := t.results[id]; ok {
-		patch, err := asJSON(pending)
+		patch, err := state.AsJSON(pending)
 		if err != nil {
 			return nil, false // it cannot be written either
 		}
 		value, found = patch, true
 		if pm, isMap := patch.(map[string]any); isMap {
-			base, _ := deepCopyJSON(status[id]).(map[string]any)
+			base, _ := state.DeepCopyJSON(status[id]).(map[string]any)
 			if base == nil {
 				base = map[string]any{}
 			}
-			value = applyMergePatch(base, pm)
+			value = state.ApplyMergePatch(base, pm)
 		}
 	}
 	if !found {
 		return nil, false
 	}
-	v, err := asJSON(value)
+	v, err := state.AsJSON(value)
 	return v, err == nil
 }
 
 // hasUnfinished reports unfinished records of a purpose.
-func hasUnfinished(st *state, purpose handlers.Reason) bool {
+func hasUnfinished(st *state.State, purpose handlers.Reason) bool {
 	for _, rec := range st.Progress {
-		if rec.Purpose == purpose && !rec.finished() {
+		if rec.Purpose == purpose && !rec.Finished() {
 			return true
 		}
 	}

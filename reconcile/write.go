@@ -15,20 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // writeTimeout bounds the writes of one reconcile once the manager stops.
 const writeTimeout = 10 * time.Second
-
-// hasStatusField reports whether obj has status.<field> at all.
-func hasStatusField(obj map[string]any, field string) bool {
-	status, _ := obj["status"].(map[string]any)
-	_, ok := status[field]
-	return ok
-}
-
-// errStateTooLarge marks state that cannot be stored because of its size.
-var errStateTooLarge = errors.New("gopf's state does not fit on the object")
 
 // setFinalizer adds or removes gopf's finalizer with a merge patch guarded by
 // the object's resourceVersion, so other controllers' finalizers are never
@@ -99,8 +90,8 @@ func (t *turn) send(ctx context.Context, own bool) error {
 	showing := t.handledPatched()
 	stateChanged := t.fitState()
 	if stateChanged {
-		if err := t.store.save(&t.patch, t.raw, t.st); err != nil {
-			if errors.Is(err, errStateTooLarge) {
+		if err := t.store.Save(&t.patch, t.raw, t.st); err != nil {
+			if errors.Is(err, state.ErrTooLarge) {
 				k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "StateTooLarge", "Reconcile", "%v", err)
 			}
 			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
@@ -123,7 +114,7 @@ func (t *turn) send(ctx context.Context, own bool) error {
 	}
 	if stateChanged || own {
 		// The next reconcile waits for the cache to show this write: the
-		// state, and the object as the handlers' patch left it.
+		// State, and the object as the handlers' patch left it.
 		t.mem.wrote(t.st, showing)
 	}
 	return nil
@@ -151,11 +142,11 @@ func (t *turn) handledPatched() string {
 	patched := t.essence
 	if obj := spec.ObjectPatch(&t.patch); len(obj) > 0 || len(spec.Transforms(&t.patch)) > 0 {
 		k := t.k
-		after := applyMergePatch(deepCopyJSON(t.raw).(map[string]any), obj)
+		after := state.ApplyMergePatch(state.DeepCopyJSON(t.raw).(map[string]any), obj)
 		if transformed, err := k.transformed(t.raw, &t.patch); err == nil && transformed != nil {
 			after = transformed
 		}
-		if data, err := jsonMarshal(essence(after, k.opts.Prefix, k.extra)); err == nil {
+		if data, err := state.Marshal(state.Essence(after, k.opts.Prefix, k.extra)); err == nil {
 			patched = string(data)
 		}
 	}
@@ -180,7 +171,7 @@ func (t *turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final m
 	k := t.k
 	// The response is read whole only while it may show that the API
 	// server drops gopf's state from status (storageFallback).
-	inStatus := t.store.inStatus()
+	inStatus := t.store.InStatus()
 	whole := stateChanged && inStatus && !k.statusKept.Load()
 	if err := k.sendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
 		return nil, nil, err
@@ -192,9 +183,9 @@ func (t *turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final m
 	if err != nil {
 		return nil, nil, err
 	}
-	objectPatch = mergeInto(objectPatch, fallback)
+	objectPatch = state.MergeInto(objectPatch, fallback)
 	if final != nil && len(fallback) > 0 {
-		final = applyMergePatch(final, fallback)
+		final = state.ApplyMergePatch(final, fallback)
 	}
 	return objectPatch, final, nil
 }
@@ -238,18 +229,18 @@ func (k *kindController) keepsResult(t *turn, id string) bool {
 // returns nil.
 func (t *turn) storageFallback() (map[string]any, error) {
 	k := t.k
-	if !t.store.inStatus() || k.statusKept.Load() {
+	if !t.store.InStatus() || k.statusKept.Load() {
 		return nil, nil
 	}
 	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
 	if err != nil {
 		return nil, nil
 	}
-	if saved(t.store, resp, t.st) || hasStatusField(resp, k.opts.StatusField) {
+	if state.Saved(t.store, resp, t.st) || state.HasStatusField(resp, k.opts.StatusField) {
 		k.statusKept.Store(true)
 		return nil, nil
 	}
-	fallback := kopfFallback{storage: annotationStorage{prefix: k.opts.Prefix}, other: statusStorage{field: k.opts.StatusField}, kopf: k.kopf}
+	fallback := kopfFallback{Storage: state.AnnotationStorage{Prefix: k.opts.Prefix}, other: state.StatusStorage{Field: k.opts.StatusField}, kopf: k.kopf}
 	if !k.fellBack.Swap(true) {
 		who := "the API server's schema dropped it"
 		if !typeKeeps(k.newObject, []string{"status", k.opts.StatusField}, sampleState()) {
@@ -261,7 +252,7 @@ func (t *turn) storageFallback() (map[string]any, error) {
 	k.setStorage(fallback)
 	t.store = fallback
 	var p spec.Patch
-	if err := fallback.save(&p, resp, t.st); err != nil {
+	if err := fallback.Save(&p, resp, t.st); err != nil {
 		return nil, err
 	}
 	return spec.ObjectPatch(&p), nil
@@ -272,7 +263,7 @@ func (t *turn) storageFallback() (map[string]any, error) {
 func (k *kindController) split(p *spec.Patch) (objectPatch, statusPatch map[string]any) {
 	objectPatch, statusPatch = spec.ObjectPatch(p), spec.StatusPatch(p)
 	if len(statusPatch) > 0 && !k.hasStatus {
-		objectPatch = mergeInto(objectPatch, map[string]any{"status": statusPatch})
+		objectPatch = state.MergeInto(objectPatch, map[string]any{"status": statusPatch})
 		statusPatch = nil
 	}
 	return objectPatch, statusPatch
@@ -324,7 +315,7 @@ func (k *kindController) send(ctx context.Context, obj client.Object, body map[s
 // cheaper to decode than the object) and copied into obj, which is what
 // gopf reads after a write.
 func (k *kindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status, whole bool) error {
-	data, err := jsonMarshal(body)
+	data, err := state.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -375,7 +366,7 @@ func changes(current, patch any) bool {
 	pm, ok1 := patch.(map[string]any)
 	cm, ok2 := current.(map[string]any)
 	if !ok1 || !ok2 {
-		return !sameJSON(current, patch)
+		return !state.SameJSON(current, patch)
 	}
 	for k, v := range pm {
 		if changes(cm[k], v) {
@@ -383,40 +374,4 @@ func changes(current, patch any) bool {
 		}
 	}
 	return false
-}
-
-// applyMergePatch applies a JSON merge patch (RFC 7386) to target in place
-// and returns it.
-func applyMergePatch(target, patch map[string]any) map[string]any {
-	for k, v := range patch {
-		switch pv := v.(type) {
-		case nil:
-			delete(target, k)
-		case map[string]any:
-			tv, ok := target[k].(map[string]any)
-			if !ok {
-				tv = map[string]any{}
-			}
-			target[k] = applyMergePatch(tv, pv)
-		default:
-			target[k] = deepCopyJSON(v)
-		}
-	}
-	return target
-}
-
-func mergeInto(dst, src map[string]any) map[string]any {
-	if dst == nil {
-		dst = map[string]any{}
-	}
-	for k, v := range src {
-		if dm, ok := dst[k].(map[string]any); ok {
-			if sm, ok := v.(map[string]any); ok {
-				dst[k] = mergeInto(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
-	}
-	return dst
 }

@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"encoding/json"
@@ -10,14 +10,14 @@ import (
 // sorted.
 func essenceJSON(t *testing.T, obj map[string]any, prefix string, extra [][]string) string {
 	t.Helper()
-	data, err := jsonMarshal(essence(obj, prefix, extra))
+	data, err := Marshal(Essence(obj, prefix, extra))
 	if err != nil {
 		t.Fatalf("encoding the essence: %v", err)
 	}
 	return string(data)
 }
 
-// fromJSON decodes a JSON object written in a test.
+// FromJSON decodes a JSON object written in a test.
 func fromJSON(t *testing.T, s string) map[string]any {
 	t.Helper()
 	var m map[string]any
@@ -149,8 +149,8 @@ func TestEssenceLeavesTheObjectAsItWas(t *testing.T) {
 	obj := fromJSON(t, `{"apiVersion":"v1","kind":"X","metadata":{"name":"x","labels":{"a":"1"},
 		"annotations":{"gopf.dev/progress":"{}","kubectl.kubernetes.io/last-applied-configuration":"{}","k":"v"}},
 		"spec":{"list":[{"a":1}]},"status":{"phase":"Running","other":1}}`)
-	before := deepCopyJSON(obj)
-	essence(obj, "gopf.dev", [][]string{{"status", "phase"}, {"metadata", "name"}})
+	before := DeepCopyJSON(obj)
+	Essence(obj, "gopf.dev", [][]string{{"status", "phase"}, {"metadata", "name"}})
 	if !reflect.DeepEqual(obj, before) {
 		t.Errorf("essence changed its input:\n %v\nwas\n %v", obj, before)
 	}
@@ -180,7 +180,7 @@ func TestEssenceSharesNothingWithTheObject(t *testing.T) {
 	} {
 		t.Run("changing "+tc.name+" of the essence", func(t *testing.T) {
 			obj := fromJSON(t, source)
-			e := essence(obj, "gopf.dev", extra)
+			e := Essence(obj, "gopf.dev", extra)
 			tc.change(e)
 			if !reflect.DeepEqual(obj, fromJSON(t, source)) {
 				t.Errorf("the object changed with its essence: %v", obj)
@@ -188,8 +188,8 @@ func TestEssenceSharesNothingWithTheObject(t *testing.T) {
 		})
 		t.Run("changing "+tc.name+" of the object", func(t *testing.T) {
 			obj := fromJSON(t, source)
-			e := essence(obj, "gopf.dev", extra)
-			want := deepCopyJSON(e)
+			e := Essence(obj, "gopf.dev", extra)
+			want := DeepCopyJSON(e)
 			tc.change(obj)
 			if !reflect.DeepEqual(e, want) {
 				t.Errorf("the essence changed with its object: %v", e)
@@ -200,7 +200,7 @@ func TestEssenceSharesNothingWithTheObject(t *testing.T) {
 
 func TestDeepCopyJSONCopiesMapsAndListsAtEveryDepth(t *testing.T) {
 	orig := map[string]any{"l": []any{map[string]any{"a": []any{1.0}}}, "s": "x", "n": nil}
-	c := deepCopyJSON(orig).(map[string]any)
+	c := DeepCopyJSON(orig).(map[string]any)
 	if !reflect.DeepEqual(c, orig) {
 		t.Fatalf("copy = %v, want %v", c, orig)
 	}

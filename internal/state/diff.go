@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"reflect"
@@ -7,9 +7,9 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// diff lists the changes from old to new, JSON-like values, sorted by path.
+// Diff lists the changes from old to new, JSON-like values, sorted by path.
 // Maps are compared key by key; anything else (lists included) as a whole.
-func diff(old, new any) spec.Diff {
+func Diff(old, new any) spec.Diff {
 	var out spec.Diff
 	diffInto(&out, nil, old, new)
 	return out
@@ -45,9 +45,9 @@ func diffInto(out *spec.Diff, path []string, old, new any) {
 	}
 }
 
-// lookup returns the value at path in a JSON-like value, and whether it is
+// Lookup returns the value at path in a JSON-like value, and whether it is
 // there.
-func lookup(v any, path []string) (any, bool) {
+func Lookup(v any, path []string) (any, bool) {
 	for _, p := range path {
 		m, ok := v.(map[string]any)
 		if !ok {

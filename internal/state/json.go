@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"bytes"
@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// jsonMarshal encodes v as compact JSON without HTML escaping, so that
+// Marshal encodes v as compact JSON without HTML escaping, so that
 // stored essences stay readable with kubectl.
-func jsonMarshal(v any) ([]byte, error) {
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -19,13 +19,13 @@ func jsonMarshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// asDecodedJSON returns v as decoding its JSON encoding would give it (maps
+// AsDecodedJSON returns v as decoding its JSON encoding would give it (maps
 // of string keys, []any, strings, float64 numbers, booleans and nil),
 // without encoding it: numbers become float64 and maps and slices are
 // copied. It reports false for anything whose round trip it cannot
 // reproduce exactly (other Go types, strings that are not valid UTF-8,
 // numbers JSON cannot hold); decode those from their encoding instead.
-func asDecodedJSON(v any) (any, bool) {
+func AsDecodedJSON(v any) (any, bool) {
 	switch v := v.(type) {
 	case nil, bool:
 		return v, true
@@ -45,7 +45,7 @@ func asDecodedJSON(v any) (any, bool) {
 		}
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			c, ok := asDecodedJSON(e)
+			c, ok := AsDecodedJSON(e)
 			if !ok || !utf8.ValidString(k) {
 				return nil, false
 			}
@@ -58,7 +58,7 @@ func asDecodedJSON(v any) (any, bool) {
 		}
 		out := make([]any, len(v))
 		for i, e := range v {
-			c, ok := asDecodedJSON(e)
+			c, ok := AsDecodedJSON(e)
 			if !ok {
 				return nil, false
 			}
@@ -69,16 +69,16 @@ func asDecodedJSON(v any) (any, bool) {
 	return nil, false
 }
 
-// asJSON returns v as encoding/json decodes its encoding.
-func asJSON(v any) (any, error) {
-	data, err := jsonMarshal(v)
+// AsJSON returns v as encoding/json decodes its encoding.
+func AsJSON(v any) (any, error) {
+	data, err := Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return decodeJSON(string(data)), nil
+	return DecodeJSON(string(data)), nil
 }
 
-func decodeJSON(s string) any {
+func DecodeJSON(s string) any {
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		return nil
@@ -86,8 +86,8 @@ func decodeJSON(s string) any {
 	return v
 }
 
-// sameJSON compares two JSON-like values by their encoding.
-func sameJSON(a, b any) bool {
+// SameJSON compares two JSON-like values by their encoding.
+func SameJSON(a, b any) bool {
 	da, err1 := json.Marshal(a)
 	db, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(da) == string(db)

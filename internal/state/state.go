@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"encoding/json"
@@ -10,23 +10,23 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// maxAnnotationsSize is Kubernetes' limit on the total size of an object's
+// MaxAnnotationsSize is Kubernetes' limit on the total size of an object's
 // annotations (keys and values).
-const maxAnnotationsSize = 256 * 1024
+const MaxAnnotationsSize = 256 * 1024
 
-// state is what gopf keeps on an object between reconciles: the essence it
+// State is what gopf keeps on an object between reconciles: the essence it
 // last handled completely, and the progress of handlers of an unfinished
 // cause.
-type state struct {
+type State struct {
 	// Essence is the last-handled essence as compact JSON.
 	Essence string `json:"lastHandled,omitempty"`
 	// Progress holds one record per handler (and sub-handler) of the
 	// unfinished cause, by handler id. Empty once the cause is done.
-	Progress map[string]*progress `json:"progress,omitempty"`
+	Progress map[string]*Progress `json:"progress,omitempty"`
 }
 
-// progress is one handler's record for the unfinished cause.
-type progress struct {
+// Progress is one handler's record for the unfinished cause.
+type Progress struct {
 	// Purpose is the cause the record was made for.
 	Purpose handlers.Reason `json:"purpose"`
 	// Started is the first attempt.
@@ -46,9 +46,9 @@ type progress struct {
 	Handled string `json:"handled,omitempty"`
 }
 
-// patchValue is the record as a merge-patch value: fields the record does
+// PatchValue is the record as a merge-patch value: fields the record does
 // not have are nulled, so that a patch replaces the stored record whole.
-func (p *progress) patchValue() map[string]any {
+func (p *Progress) PatchValue() map[string]any {
 	m := map[string]any{"delayed": nil, "retries": nil, "success": nil, "failure": nil, "message": nil, "handled": nil}
 	data, _ := json.Marshal(p)
 	var set map[string]any
@@ -59,15 +59,15 @@ func (p *progress) patchValue() map[string]any {
 	return m
 }
 
-// finished reports whether the handler is done for this cause.
-func (p *progress) finished() bool { return p.Success || p.Failure }
+// Finished reports whether the handler is done for this cause.
+func (p *Progress) Finished() bool { return p.Success || p.Failure }
 
-// clone copies a state, so that the loaded state can be compared with the one
+// Clone copies a state, so that the loaded state can be compared with the one
 // about to be saved.
-func (s *state) clone() *state {
-	out := &state{Essence: s.Essence}
+func (s *State) Clone() *State {
+	out := &State{Essence: s.Essence}
 	if len(s.Progress) > 0 {
-		out.Progress = make(map[string]*progress, len(s.Progress))
+		out.Progress = make(map[string]*Progress, len(s.Progress))
 		for id, p := range s.Progress {
 			c := *p
 			out.Progress[id] = &c
@@ -76,18 +76,18 @@ func (s *state) clone() *state {
 	return out
 }
 
-// encode is the canonical JSON of a state, for comparisons. No state and an
+// Encode is the canonical JSON of a state, for comparisons. No state and an
 // empty one are the same: nothing stored.
-func (s *state) encode() string {
+func (s *State) Encode() string {
 	if s == nil {
-		s = &state{}
+		s = &State{}
 	}
 	data, _ := json.Marshal(s)
 	return string(data)
 }
 
-// decodeProgress reads progress records from decoded JSON.
-func decodeProgress(raw any, where string) (map[string]*progress, error) {
+// DecodeProgress reads progress records from decoded JSON.
+func DecodeProgress(raw any, where string) (map[string]*Progress, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -98,7 +98,7 @@ func decodeProgress(raw any, where string) (map[string]*progress, error) {
 	if s, ok := raw.(string); ok {
 		data = []byte(s)
 	}
-	var out map[string]*progress
+	var out map[string]*Progress
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, fmt.Errorf("%s is not a map of progress records: %w", where, err)
 	}
@@ -110,38 +110,38 @@ func decodeProgress(raw any, where string) (map[string]*progress, error) {
 	return out, nil
 }
 
-// statusStorage keeps the state in status.<field>. Results go to status too,
+// StatusStorage keeps the state in status.<field>. Results go to status too,
 // so results and state cost one request together.
-type statusStorage struct{ field string }
+type StatusStorage struct{ Field string }
 
-func (s statusStorage) where() string { return "status." + s.field }
+func (s StatusStorage) Where() string { return "status." + s.Field }
 
-// inStatus is true: the state is written with the status subresource.
-func (s statusStorage) inStatus() bool { return true }
+// InStatus is true: the state is written with the status subresource.
+func (s StatusStorage) InStatus() bool { return true }
 
-func (s statusStorage) places() []storage { return []storage{s} }
+func (s StatusStorage) Places() []Storage { return []Storage{s} }
 
-func (s statusStorage) load(obj map[string]any) (*state, error) {
+func (s StatusStorage) Load(obj map[string]any) (*State, error) {
 	status, _ := obj["status"].(map[string]any)
-	raw, ok := status[s.field]
+	raw, ok := status[s.Field]
 	if !ok || raw == nil {
 		return nil, nil
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%s is a %T, not an object", s.where(), raw)
+		return nil, fmt.Errorf("%s is a %T, not an object", s.Where(), raw)
 	}
-	st := &state{}
+	st := &State{}
 	if e, ok := m["lastHandled"]; ok && e != nil {
 		if st.Essence, ok = e.(string); !ok {
-			return nil, fmt.Errorf("%s.lastHandled is a %T, not a string", s.where(), e)
+			return nil, fmt.Errorf("%s.lastHandled is a %T, not a string", s.Where(), e)
 		}
-		if err := validEssence(st.Essence, s.where()+".lastHandled"); err != nil {
+		if err := ValidEssence(st.Essence, s.Where()+".lastHandled"); err != nil {
 			return nil, err
 		}
 	}
 	var err error
-	if st.Progress, err = decodeProgress(m["progress"], s.where()+".progress"); err != nil {
+	if st.Progress, err = DecodeProgress(m["progress"], s.Where()+".progress"); err != nil {
 		return nil, err
 	}
 	if st.Essence == "" && len(st.Progress) == 0 {
@@ -150,12 +150,12 @@ func (s statusStorage) load(obj map[string]any) (*state, error) {
 	return st, nil
 }
 
-func (s statusStorage) save(p *spec.Patch, obj map[string]any, st *state) error {
+func (s StatusStorage) Save(p *spec.Patch, obj map[string]any, st *State) error {
 	// Compare with what is there, readable or not, so that a patch replaces
 	// unreadable state as well: a merge patch merges maps, so records that
 	// must go are nulled one by one.
 	status, _ := obj["status"].(map[string]any)
-	stored, storedIsMap := status[s.field].(map[string]any)
+	stored, storedIsMap := status[s.Field].(map[string]any)
 	m := map[string]any{}
 	if _, ok := stored["lastHandled"]; ok || st.Essence != "" {
 		m["lastHandled"] = nilIfEmpty(st.Essence)
@@ -168,7 +168,7 @@ func (s statusStorage) save(p *spec.Patch, obj map[string]any, st *state) error 
 		}
 	}
 	for id, rec := range st.Progress {
-		value := rec.patchValue()
+		value := rec.PatchValue()
 		// Null whatever else the stored record holds: encoding/json reads
 		// keys in any case, so a stored "Success" would outlive the patch
 		// and still be read as the record's success.
@@ -189,52 +189,52 @@ func (s statusStorage) save(p *spec.Patch, obj map[string]any, st *state) error 
 	case len(prog) > 0:
 		m["progress"] = prog
 	}
-	if status[s.field] != nil && !storedIsMap {
+	if status[s.Field] != nil && !storedIsMap {
 		// Not an object at all: replace it whole.
 		full := map[string]any{"lastHandled": nilIfEmpty(st.Essence)}
 		if len(st.Progress) > 0 {
 			full["progress"] = prog
 		}
-		p.SetStatus(s.field, full)
+		p.SetStatus(s.Field, full)
 		return nil
 	}
-	spec.MergeStatus(p, s.field, m)
+	spec.MergeStatus(p, s.Field, m)
 	return nil
 }
 
-// purge removes whatever is stored in status.<field>, readable or not.
-func (s statusStorage) purge(p *spec.Patch, obj map[string]any) {
-	if hasStatusField(obj, s.field) {
-		p.SetStatus(s.field, nil)
+// Purge removes whatever is stored in status.<field>, readable or not.
+func (s StatusStorage) Purge(p *spec.Patch, obj map[string]any) {
+	if HasStatusField(obj, s.Field) {
+		p.SetStatus(s.Field, nil)
 	}
 }
 
-// annotationStorage keeps the state in annotations under prefix, for kinds
+// AnnotationStorage keeps the state in annotations under prefix, for kinds
 // whose status cannot keep it (see chooseStorage).
-type annotationStorage struct{ prefix string }
+type AnnotationStorage struct{ Prefix string }
 
-func (s annotationStorage) essenceKey() string  { return s.prefix + "/last-handled-configuration" }
-func (s annotationStorage) progressKey() string { return s.prefix + "/progress" }
-func (s annotationStorage) where() string       { return "annotations " + s.prefix + "/*" }
+func (s AnnotationStorage) EssenceKey() string  { return s.Prefix + "/last-handled-configuration" }
+func (s AnnotationStorage) ProgressKey() string { return s.Prefix + "/progress" }
+func (s AnnotationStorage) Where() string       { return "annotations " + s.Prefix + "/*" }
 
-// inStatus is false: the state is written in the object's annotations.
-func (s annotationStorage) inStatus() bool { return false }
+// InStatus is false: the state is written in the object's annotations.
+func (s AnnotationStorage) InStatus() bool { return false }
 
-func (s annotationStorage) places() []storage { return []storage{s} }
+func (s AnnotationStorage) Places() []Storage { return []Storage{s} }
 
-func (s annotationStorage) load(obj map[string]any) (*state, error) {
+func (s AnnotationStorage) Load(obj map[string]any) (*State, error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
-	st := &state{}
-	if raw, ok := annotations[s.essenceKey()]; ok {
+	st := &State{}
+	if raw, ok := annotations[s.EssenceKey()]; ok {
 		st.Essence, _ = raw.(string)
-		if err := validEssence(st.Essence, "annotation "+s.essenceKey()); err != nil {
+		if err := ValidEssence(st.Essence, "annotation "+s.EssenceKey()); err != nil {
 			return nil, err
 		}
 	}
-	if raw, ok := annotations[s.progressKey()]; ok {
+	if raw, ok := annotations[s.ProgressKey()]; ok {
 		var err error
-		if st.Progress, err = decodeProgress(raw, "annotation "+s.progressKey()); err != nil {
+		if st.Progress, err = DecodeProgress(raw, "annotation "+s.ProgressKey()); err != nil {
 			return nil, err
 		}
 	}
@@ -244,10 +244,10 @@ func (s annotationStorage) load(obj map[string]any) (*state, error) {
 	return st, nil
 }
 
-func (s annotationStorage) save(p *spec.Patch, obj map[string]any, st *state) error {
-	values := map[string]*string{s.essenceKey(): nil, s.progressKey(): nil}
+func (s AnnotationStorage) Save(p *spec.Patch, obj map[string]any, st *State) error {
+	values := map[string]*string{s.EssenceKey(): nil, s.ProgressKey(): nil}
 	if st.Essence != "" {
-		values[s.essenceKey()] = &st.Essence
+		values[s.EssenceKey()] = &st.Essence
 	}
 	if len(st.Progress) > 0 {
 		data, err := json.Marshal(st.Progress)
@@ -255,7 +255,7 @@ func (s annotationStorage) save(p *spec.Patch, obj map[string]any, st *state) er
 			return err
 		}
 		text := string(data)
-		values[s.progressKey()] = &text
+		values[s.ProgressKey()] = &text
 	}
 	// Kubernetes refuses objects whose annotations exceed 256 KiB in all;
 	// say so clearly instead of sending a request that must fail.
@@ -273,8 +273,8 @@ func (s annotationStorage) save(p *spec.Patch, obj map[string]any, st *state) er
 			size += len(k) + len(*v)
 		}
 	}
-	if size > maxAnnotationsSize {
-		return fmt.Errorf("%w: gopf's state would make the annotations %d bytes, over Kubernetes' limit of %d (the object's essence is too large to keep in annotations)", errStateTooLarge, size, maxAnnotationsSize)
+	if size > MaxAnnotationsSize {
+		return fmt.Errorf("%w: gopf's state would make the annotations %d bytes, over Kubernetes' limit of %d (the object's essence is too large to keep in annotations)", ErrTooLarge, size, MaxAnnotationsSize)
 	}
 	for k, v := range values {
 		if _, there := annotations[k]; !there && v == nil {
@@ -285,20 +285,20 @@ func (s annotationStorage) save(p *spec.Patch, obj map[string]any, st *state) er
 	return nil
 }
 
-// purge removes gopf's state annotations, readable or not.
-func (s annotationStorage) purge(p *spec.Patch, obj map[string]any) {
+// Purge removes gopf's state annotations, readable or not.
+func (s AnnotationStorage) Purge(p *spec.Patch, obj map[string]any) {
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
-	for _, key := range []string{s.essenceKey(), s.progressKey()} {
+	for _, key := range []string{s.EssenceKey(), s.ProgressKey()} {
 		if _, there := annotations[key]; there {
 			p.SetAnnotation(key, nil)
 		}
 	}
 }
 
-// validEssence reports stored essence that is not a JSON object. It checks
+// ValidEssence reports stored essence that is not a JSON object. It checks
 // without decoding: every reconcile reads the stored essence.
-func validEssence(essence, where string) error {
+func ValidEssence(essence, where string) error {
 	if !strings.HasPrefix(strings.TrimLeft(essence, " \t\r\n"), "{") || !json.Valid([]byte(essence)) {
 		return fmt.Errorf("%s does not hold a JSON object", where)
 	}
@@ -310,4 +310,19 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// SameState reports whether two states are stored the same (nil and empty
+// are the same: nothing stored).
+func SameState(a, b *State) bool {
+	if a == nil {
+		a = &State{}
+	}
+	if b == nil {
+		b = &State{}
+	}
+	if len(a.Progress) == 0 && len(b.Progress) == 0 {
+		return a.Essence == b.Essence // what is stored when a cause is done
+	}
+	return a.Encode() == b.Encode()
 }

@@ -1,4 +1,4 @@
-package reconcile
+package state
 
 import (
 	"reflect"
@@ -8,14 +8,14 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// jsonValue decodes a JSON value written in a test; "" stands for nothing
+// JsonValue decodes a JSON value written in a test; "" stands for nothing
 // (nil), as an absent essence.
 func jsonValue(t *testing.T, s string) any {
 	t.Helper()
 	if s == "" {
 		return nil
 	}
-	v := decodeJSON(s)
+	v := DecodeJSON(s)
 	if v == nil && s != "null" {
 		t.Fatalf("bad JSON in the test: %s", s)
 	}
@@ -132,7 +132,7 @@ func TestDiffListsEachChangeOnceByPath(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := diff(jsonValue(t, tc.old), jsonValue(t, tc.new))
+			got := Diff(jsonValue(t, tc.old), jsonValue(t, tc.new))
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("diff =\n %v\nwant\n %v", got, tc.want)
 			}
@@ -142,7 +142,7 @@ func TestDiffListsEachChangeOnceByPath(t *testing.T) {
 
 func TestDiffOfAnObjectWithACopyOfItselfIsEmpty(t *testing.T) {
 	v := jsonValue(t, `{"metadata":{"labels":{"a":"b"}},"spec":{"l":[{"x":[1,2]}],"n":null,"s":"t","b":true,"f":1.5}}`)
-	if d := diff(v, deepCopyJSON(v)); len(d) != 0 {
+	if d := Diff(v, DeepCopyJSON(v)); len(d) != 0 {
 		t.Errorf("diff = %v, want none", d)
 	}
 }
@@ -150,7 +150,7 @@ func TestDiffOfAnObjectWithACopyOfItselfIsEmpty(t *testing.T) {
 func TestDiffItemsOwnTheirPaths(t *testing.T) {
 	// Deep enough for a shared backing array to show: siblings four levels
 	// down.
-	d := diff(jsonValue(t, `{"spec":{"deep":{"er":{"a":1,"b":1}}}}`), jsonValue(t, `{"spec":{"deep":{"er":{"a":2,"b":2}}}}`))
+	d := Diff(jsonValue(t, `{"spec":{"deep":{"er":{"a":1,"b":1}}}}`), jsonValue(t, `{"spec":{"deep":{"er":{"a":2,"b":2}}}}`))
 	var paths []string
 	for _, item := range d {
 		paths = append(paths, strings.Join(item.Path, "."))
@@ -165,7 +165,7 @@ func TestDiffItemsOwnTheirPaths(t *testing.T) {
 }
 
 func TestDiffReadsLikeKopfs(t *testing.T) {
-	d := diff(jsonValue(t, `{"spec":{"field":"value","gone":1}}`), jsonValue(t, `{"spec":{"field":"changed","new":true}}`))
+	d := Diff(jsonValue(t, `{"spec":{"field":"value","gone":1}}`), jsonValue(t, `{"spec":{"field":"changed","new":true}}`))
 	var got []string
 	for _, item := range d {
 		got = append(got, item.String())
@@ -196,13 +196,13 @@ func TestLookupFindsValuesByPath(t *testing.T) {
 		{"keys are not split at dots", []string{"spec.a"}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, found := lookup(doc, tc.path)
+			got, found := Lookup(doc, tc.path)
 			if found != tc.found || !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("lookup(%q) = %v, %v; want %v, %v", tc.path, got, found, tc.want, tc.found)
 			}
 		})
 	}
-	if _, found := lookup(nil, []string{"a"}); found {
+	if _, found := Lookup(nil, []string{"a"}); found {
 		t.Error("lookup in nothing found something")
 	}
 }
@@ -211,7 +211,7 @@ func TestSetPathThenLookupGivesTheValueBack(t *testing.T) {
 	m := map[string]any{"status": "scalar"}
 	path := []string{"status", "deep", "field"}
 	spec.SetPath(m, path, []any{"x"})
-	got, found := lookup(m, path)
+	got, found := Lookup(m, path)
 	if !found || !reflect.DeepEqual(got, []any{"x"}) {
 		t.Errorf("lookup after SetPath = %v, %v", got, found)
 	}
