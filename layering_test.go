@@ -26,17 +26,25 @@ const module = "github.com/gopf-dev/gopf"
 // either here or a program (cmd/, examples/, test/), which uses only what
 // users can import.
 var libraryLayers = map[string][]string{
-	"internal/spec":     {},
-	"api/v1":            {},
-	"handlers":          {"internal/spec"},
-	"handlers/objects":  {"handlers", "internal/spec"},
-	"internal/contract": {"handlers", "internal/spec"},
-	"internal/state":    {"handlers", "internal/spec"},
-	"reconcile":         {"handlers", "internal/contract", "internal/spec", "internal/state"},
-	"webhook":           {"handlers", "internal/contract", "internal/spec"},
-	"internal/cli":      {"handlers", "internal/contract", "internal/spec", "internal/state", "reconcile", "webhook"},
-	"":                  {"handlers", "internal/cli", "internal/contract", "internal/spec", "internal/state", "reconcile", "webhook"},
-	"envtest":           {"", "api/v1", "handlers", "handlers/objects", "internal/cli", "internal/contract", "internal/spec", "internal/state", "reconcile", "webhook"},
+	"internal/spec":      {},
+	"api/v1":             {},
+	"handlers":           {"internal/spec"},
+	"handlers/objects":   {"handlers", "internal/spec"},
+	"internal/contract":  {"handlers", "internal/spec"},
+	"internal/state":     {"handlers", "internal/spec"},
+	"internal/kopfstate": {"handlers", "internal/spec", "internal/state"},
+	"reconcile":          {"handlers", "internal/contract", "internal/kopfstate", "internal/spec", "internal/state"},
+	"webhook":            {"handlers", "internal/contract", "internal/spec"},
+	"internal/cli": {
+		"handlers", "internal/contract", "internal/kopfstate", "internal/spec", "internal/state", "reconcile", "webhook",
+	},
+	"": {
+		"handlers", "internal/cli", "internal/contract", "internal/kopfstate", "internal/spec", "internal/state", "reconcile", "webhook",
+	},
+	"envtest": {
+		"", "api/v1", "handlers", "handlers/objects", "internal/cli", "internal/contract", "internal/kopfstate", "internal/spec",
+		"internal/state", "reconcile", "webhook",
+	},
 }
 
 // programDirs hold the module's programs and their tests: operators,

@@ -71,7 +71,7 @@ type memoryFacts struct {
 	resumed  bool // resume handlers are done (or do not apply) in this process
 	released bool // this process released its finalizer from the deleted object
 	// spawnHolds reports whether a selected timer or daemon has not
-	// Finished for good in this process.
+	// finished for good in this process.
 	spawnHolds func(spawn []*contract.Handler) bool
 }
 
@@ -130,7 +130,7 @@ func runsOnDelete(r *contract.Handler, handled, resumed bool) bool {
 }
 
 // finalizerStep is what a live object's finalizers need: gopf adds its own
-// Where neither it nor Kopf's is and want says one is needed, and removes
+// where neither it nor Kopf's is and want says one is needed, and removes
 // its own when nothing needs it. Kopf's goes only with a deletion.
 func (k *kindController) finalizerStep(obj interface{ GetFinalizers() []string }, want bool) finalizerStep {
 	own := slices.Contains(obj.GetFinalizers(), k.finalizer)
@@ -200,7 +200,7 @@ func (e *entry) record(purpose handlers.Reason, records map[string]*state.Progre
 
 // changePurpose is the cause of a live object, from what gopf knows of it
 // (known: the stored state, or a newer one not yet written) and its current
-// Essence: create when nothing was handled, update when the essence differs
+// essence: create when nothing was handled, update when the essence differs
 // from the last-handled one or an update is unfinished, resume on first
 // sight in this process (resumed is false) of a handled object that did not
 // change, and "" when there is nothing to do. withResume says that resume

@@ -22,7 +22,7 @@ import (
 )
 
 // decideController is a KopfExample controller with a create, update,
-// Field (spec.field), resume and delete handler, all for objects labelled
+// field (spec.field), resume and delete handler, all for objects labelled
 // app=demo; the delete handler only for those labelled protect=yes.
 func decideController(t *testing.T) *kindController {
 	t.Helper()

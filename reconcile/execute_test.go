@@ -110,7 +110,7 @@ func TestExecutedSubHandlersRunInOrderWithinTheParentUntilAllAreDone(t *testing.
 	g.Expect(statusField(g, key, "parent/c/deep", "step")).To(Equal("deep"))
 	g.Expect(statusField(g, key, "gopf", "progress")).To(BeNil())
 	// One status write per reconcile that ran handlers: the first keeps the
-	// Progress (a, c and deep done, b due again) with their results, the
+	// progress (a, c and deep done, b due again) with their results, the
 	// second b's result and the handled essence. No finalizer: nothing
 	// needs one.
 	g.Consistently(func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }, time.Second).Should(Equal(2), "%v", requests.Snapshot())

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -22,13 +23,13 @@ var (
 )
 
 // newKopfStore is the Kopf store of a kind with the handlers ids, the
-// Essence computed as the engine does (with the field handler's field).
-func newKopfStore(ids []string, log logr.Logger) *kopfStore {
-	s := &kopfStore{prefix: DefaultKopfPrefix, log: log, essenceOf: func(obj map[string]any) string {
+// essence computed as the engine does (with the field handler's field).
+func newKopfStore(ids []string, log logr.Logger) *kopfstate.Store {
+	s := &kopfstate.Store{Prefix: DefaultKopfPrefix, Log: log, EssenceOf: func(obj map[string]any) string {
 		return essenceText(obj)
 	}}
 	for _, id := range ids {
-		s.known(id)
+		s.Known(id)
 	}
 	return s
 }
@@ -51,7 +52,7 @@ func TestKopfsLastHandledEssenceIsTheEssenceGopfComputesForTheObject(t *testing.
 			continue // not handled yet
 		}
 		t.Run(name, func(t *testing.T) {
-			layered := kopfFallback{Storage: state.StatusStorage{Field: "gopf"}, kopf: newKopfStore(idsFor(name), logr.Discard())}
+			layered := kopfstate.Fallback{Storage: state.StatusStorage{Field: "gopf"}, Kopf: newKopfStore(idsFor(name), logr.Discard())}
 			for _, s := range []state.Storage{newKopfStore(idsFor(name), logr.Discard()), layered} {
 				st, err := s.Load(obj)
 				if err != nil || st == nil {
@@ -241,8 +242,8 @@ func TestKopfFormatWritesTheAnnotationsKopfWrites(t *testing.T) {
 }
 
 func TestAPrefixOfItsOwnIsMarkedAsKopfMarksIt(t *testing.T) {
-	s := &kopfStore{prefix: "ops.example.com", essenceOf: essenceText, log: logr.Discard()}
-	s.known("create_fn")
+	s := &kopfstate.Store{Prefix: "ops.example.com", EssenceOf: essenceText, Log: logr.Discard()}
+	s.Known("create_fn")
 	st := &state.State{Essence: `{"spec":{"field":"a"}}`}
 	after := saveAndApply(t, s, fromJSON(t, `{"metadata":{"name":"x"},"spec":{"field":"a"}}`), st)
 	annotations := after["metadata"].(map[string]any)["annotations"].(map[string]any)
@@ -259,7 +260,7 @@ func TestGopfsStorageTakesOverFromKopfObjectByObject(t *testing.T) {
 	obj := kopfObjects(t)["kopfexample-flaky.yaml"]
 	for _, base := range storages {
 		t.Run(base.Where(), func(t *testing.T) {
-			s := kopfFallback{Storage: base, kopf: newKopfStore(kopfExampleIDs, logr.Discard())}
+			s := kopfstate.Fallback{Storage: base, Kopf: newKopfStore(kopfExampleIDs, logr.Discard())}
 			st, err := s.Load(obj)
 			if err != nil || st == nil {
 				t.Fatalf("load = %v, %v", st, err)
@@ -279,7 +280,7 @@ func TestGopfsStorageTakesOverFromKopfObjectByObject(t *testing.T) {
 }
 
 func TestKopfEssenceTextPutsMetadataLastAsKopfDoes(t *testing.T) {
-	got, err := kopfEssenceText(`{"data":{"k":"v"},"metadata":{"annotations":{"a":"1"},"labels":{"l":"x"},"name":"n"},"spec":{"b":1,"a":[1.5,"<&>"]}}`)
+	got, err := kopfstate.EssenceText(`{"data":{"k":"v"},"metadata":{"annotations":{"a":"1"},"labels":{"l":"x"},"name":"n"},"spec":{"b":1,"a":[1.5,"<&>"]}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestKopfRecordsOfAReplicaSetOfADeploymentAreReadUnderTheirMarkedKeys(t *tes
 		"kopf.zalando.org/last-handled-configuration":"{\"spec\":{\"from\":\"the Deployment\"}}\n"}},"spec":{}}`)
 	var warnings []string
 	s := newKopfStore(nil, funcr.New(func(_, args string) { warnings = append(warnings, args) }, funcr.Options{}))
-	s.kind = "ReplicaSet" // typed objects from the cache do not say their kind
+	s.Kind = "ReplicaSet" // typed objects from the cache do not say their kind
 	st, err := s.Load(obj)
 	if err != nil || st == nil || st.Essence != `{"spec":{}}` {
 		t.Errorf("load = %s, %v; want the ReplicaSet's own essence", st.Encode(), err)

@@ -145,7 +145,7 @@ func TestKopfProgressRecordsReadFieldByFieldButNotAsGopfsProgress(t *testing.T) 
 		t.Fatal("kopfexample-flaky.yaml has no progress record for flaky_fn")
 	}
 	// Under gopf's progress annotation, one Kopf record is unreadable
-	// State, never a map of records.
+	// state, never a map of records.
 	s := state.AnnotationStorage{Prefix: "gopf.dev"}
 	withRecord := map[string]any{"metadata": map[string]any{"annotations": map[string]any{s.ProgressKey(): record}}}
 	if got, err := s.Load(withRecord); err == nil {

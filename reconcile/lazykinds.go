@@ -353,7 +353,7 @@ func (l *lazyKinds) watcherOf(kc *kindController) func(context.Context) error {
 
 // launch runs a lazy kind's runnables, each in its own goroutine, once the
 // kind's informers are in sync: a stop before then ends the wait quietly,
-// Where controller-runtime's sources would log it as an error, and a kind
+// where controller-runtime's sources would log it as an error, and a kind
 // whose informer does not sync is reported once, here. A kind that does
 // not start, or one of whose runnables fails, is stopped, and the kinds
 // are looked at again.

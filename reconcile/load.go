@@ -62,7 +62,7 @@ func (t *turn) refreshMetadata() {
 // used instead (gopf's other place, or the state of the Kopf operator gopf
 // takes over from), and with none the object is handled as new: running a
 // handler again is safer than silently skipping one. The next write of the
-// State replaces the unreadable one.
+// state replaces the unreadable one.
 //
 // After a failed write that carried a handler's own patch, the turn is to
 // send that write again, alone (see flush).

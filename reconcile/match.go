@@ -27,7 +27,7 @@ func selects(r *contract.Handler, obj client.Object, raw map[string]any, ixs *sp
 		// too, which the cause's own check covers. Without a value filter,
 		// a handler narrowed to a field selects the objects that have it,
 		// as in Kopf; update and field handlers are the exception: the
-		// Field's change is what they are for, its removal included.
+		// field's change is what they are for, its removal included.
 		if raw == nil {
 			var err error
 			if raw, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {

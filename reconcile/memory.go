@@ -33,7 +33,7 @@ type memory struct {
 // can be two requests (status, then the object); when the written state
 // says a cause is done with the object as the handlers patched it, the
 // cache shows the write once it shows both that state and that essence
-// (Essence is the object's current one), so that the handlers' own patch
+// (essence is the object's current one), so that the handlers' own patch
 // is never taken for a change.
 func (m *memory) consistencyWait(s state.Storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
 	if m.written == nil {
@@ -52,7 +52,7 @@ func (m *memory) consistencyWait(s state.Storage, obj map[string]any, essence st
 }
 
 // wrote remembers a write of state st, after which the object shows the
-// Essence showing ("" when the state records an older essence).
+// essence showing ("" when the state records an older essence).
 func (m *memory) wrote(st *state.State, showing string) {
 	m.written, m.showing, m.writtenAt = st, showing, time.Now()
 }
@@ -71,7 +71,7 @@ type unsaved struct {
 //
 // An object's memo starts as a shallow copy of the operator memo, as in
 // Kopf, taken when the object is first seen after the startup handlers
-// Finished (so it holds what they put there). Index functions run while the
+// finished (so it holds what they put there). Index functions run while the
 // startup handlers still run (Kopf starts watching only after them), and
 // admission requests can come then too: an object they see first gets the
 // operator memo's keys at its first sight after startup, except the keys

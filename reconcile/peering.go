@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/gopf-dev/gopf/internal/kopfstate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -153,7 +154,7 @@ type peer struct {
 func (p peer) settled() bool { return p.Paused && !p.Busy }
 
 func (p peer) alive(now time.Time) bool {
-	seen, err := parseKopfTime(p.LastSeen) // Kopf writes isoformat(), older releases without an offset
+	seen, err := kopfstate.ParseTime(p.LastSeen) // Kopf writes isoformat(), older releases without an offset
 	return err == nil && now.Before(seen.Add(time.Duration(p.Lifetime)*time.Second))
 }
 
@@ -481,7 +482,7 @@ func (live *livePeers) add(opts PeeringOptions, name string, other peer, now tim
 	default:
 		return
 	}
-	seen, _ := parseKopfTime(other.LastSeen)
+	seen, _ := kopfstate.ParseTime(other.LastSeen)
 	if left := seen.Add(time.Duration(other.Lifetime) * time.Second).Sub(now); live.wait == 0 || left < live.wait {
 		live.wait = left
 	}

@@ -99,7 +99,7 @@ func readKindSchema(ctx context.Context, disco discovery.DiscoveryInterface, gvk
 
 // keeps reports whether the API server keeps value at path (a JSON-like
 // value under the object's root): whether its schema keeps path and every
-// Field of value. Unknown schemas keep everything; kinds that are not CRDs
+// field of value. Unknown schemas keep everything; kinds that are not CRDs
 // keep nothing gopf adds to their status.
 func (s kindSchema) keeps(path []string, value any) bool {
 	if !s.known {

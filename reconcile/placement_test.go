@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 	"github.com/gopf-dev/gopf/test/kinds"
@@ -134,7 +135,7 @@ func TestStateInGopfsOtherPlaceIsReadAndMovedByTheNextWrite(t *testing.T) {
 	newer := &state.State{Essence: `{"spec":{"field":"b"}}`}
 
 	t.Run("from annotations to status", func(t *testing.T) {
-		s := kopfFallback{Storage: inStatus, other: inAnnotations, kopf: kopf}
+		s := kopfstate.Fallback{Storage: inStatus, Other: inAnnotations, Kopf: kopf}
 		obj := object(t, `{"metadata":{"annotations":{"gopf.dev/last-handled-configuration":"{\"spec\":{\"field\":\"a\"}}"}},"spec":{"field":"a"}}`)
 		if got, err := s.Load(obj); err != nil || !state.SameState(got, st) {
 			t.Fatalf("load = %v, %v; the state in annotations must be found", got, err)
@@ -153,7 +154,7 @@ func TestStateInGopfsOtherPlaceIsReadAndMovedByTheNextWrite(t *testing.T) {
 	})
 
 	t.Run("from status to annotations", func(t *testing.T) {
-		s := kopfFallback{Storage: inAnnotations, other: inStatus, kopf: kopf}
+		s := kopfstate.Fallback{Storage: inAnnotations, Other: inStatus, Kopf: kopf}
 		obj := object(t, `{"spec":{"field":"a"},"status":{"gopf":{"lastHandled":"{\"spec\":{\"field\":\"a\"}}"}}}`)
 		if got, err := s.Load(obj); err != nil || !state.SameState(got, st) {
 			t.Fatalf("load = %v, %v; the state in status must be found", got, err)
@@ -182,8 +183,8 @@ func TestStateInGopfsOtherPlaceIsReadAndMovedByTheNextWrite(t *testing.T) {
 
 func TestUnreadableStateGivesWayToSoundStateElsewhere(t *testing.T) {
 	kopf := newKopfStore([]string{"create_fn"}, logr.Discard())
-	kopf.essenceOf = func(map[string]any) string { return `{"spec":{"field":"a"}}` }
-	s := kopfFallback{Storage: state.StatusStorage{Field: "gopf"}, other: state.AnnotationStorage{Prefix: "gopf.dev"}, kopf: kopf}
+	kopf.EssenceOf = func(map[string]any) string { return `{"spec":{"field":"a"}}` }
+	s := kopfstate.Fallback{Storage: state.StatusStorage{Field: "gopf"}, Other: state.AnnotationStorage{Prefix: "gopf.dev"}, Kopf: kopf}
 	obj := object(t, `{"metadata":{"annotations":{"kopf.zalando.org/last-handled-configuration":"{\"spec\":{\"field\":\"a\"}}\n"}},
 		"spec":{"field":"a"},"status":{"gopf":{"lastHandled":"{truncated"}}}`)
 	st, bad := state.LoadAll(s, obj)

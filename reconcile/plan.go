@@ -38,7 +38,7 @@ import (
 // HandlerFailed Events, and a Get of the peering object; so it needs the
 // permissions to list the kinds and Events, and to get the peering object
 // (without the last two, it says less). It reads stored state through the
-// Storage the controller of each kind uses, so that it sees what the
+// storage the controller of each kind uses, so that it sees what the
 // engine would see, and works out causes with the engine's own functions.
 //
 // A planner made with NewPlanner knows the operator's handlers, their
@@ -83,7 +83,7 @@ type Selection struct {
 // NewPlanner returns the planner of an operator made of reg's handlers,
 // for the cluster of cfg. scheme knows the handlers' Go types; opts are
 // the engine's options the operator runs with (prefix, status field,
-// Storage, namespaces, peering), so that state is looked for where that
+// storage, namespaces, peering), so that state is looked for where that
 // operator keeps it.
 func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry, opts Options) (*Planner, error) {
 	if err := reg.Err(); err != nil {
@@ -697,7 +697,7 @@ func (pl *objectPlan) idle(change []*contract.Handler) {
 }
 
 // failureWriteSlack is how long after a handler's HandlerFailed Event the
-// State write of the same reconcile may come. A state written later than
+// state write of the same reconcile may come. A state written later than
 // that belongs to a later cause, which the failure does not concern.
 const failureWriteSlack = 10 * time.Second
 

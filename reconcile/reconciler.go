@@ -21,6 +21,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
@@ -50,7 +51,7 @@ type kindController struct {
 	memory    *memories
 	mu        sync.Mutex
 	store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
-	kopf      *kopfStore
+	kopf      *kopfstate.Store
 	place     *statusPlace // what the kind's status keeps
 	// statusKept is set once a response showed the state in status: the
 	// kind's schema keeps it, and later responses need no check.

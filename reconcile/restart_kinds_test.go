@@ -105,7 +105,7 @@ func TestCreateHandlersRunOnceOnEveryKindOfObjectAcrossRestarts(t *testing.T) {
 
 // An older gopf moved kinds to annotations in memory when status dropped
 // its state; a kind whose status keeps it may therefore carry its objects'
-// State in annotations. Such an object is not new: it is resumed, and its
+// state in annotations. Such an object is not new: it is resumed, and its
 // next write moves the state to status.
 func TestStateAnOlderGopfKeptInAnnotationsIsReadAndMovedToStatus(t *testing.T) {
 	g := NewWithT(t)

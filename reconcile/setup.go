@@ -27,6 +27,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -467,7 +468,7 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	kc.scheme = mgr.GetScheme()
 	kc.wake = make(chan event.GenericEvent, 1024)
 	kc.log = mgr.GetLogger().WithValues("controller", kc.name)
-	kc.kopf.log = kc.log
+	kc.kopf.Log = kc.log
 	if opts.Storage == StorageAuto && kc.hasStatus && !kc.place.keepsState() {
 		kc.log.Info("keeping gopf's state of this kind in annotations: its status cannot keep it", "reason", kc.place.state)
 	}
@@ -525,7 +526,7 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 // (see kopfFallback), so that no object with a history looks new.
 func (k *kindController) chooseStorage(s kindSchema) error {
 	opts := k.opts
-	k.kopf = &kopfStore{prefix: opts.KopfPrefix, kind: k.gvk.Kind, essenceOf: k.essenceText, log: logr.Discard()}
+	k.kopf = &kopfstate.Store{Prefix: opts.KopfPrefix, Kind: k.gvk.Kind, EssenceOf: k.essenceText, Log: logr.Discard()}
 	k.place = newStatusPlace(s, k.newObject, opts.StatusField)
 	inStatus, inAnnotations := state.StatusStorage{Field: opts.StatusField}, state.AnnotationStorage{Prefix: opts.Prefix}
 	switch {
@@ -535,9 +536,9 @@ func (k *kindController) chooseStorage(s kindSchema) error {
 		return fmt.Errorf("StorageStatus: gopf's state cannot be kept in status.%s of %s: %s; declare the field (an object with x-kubernetes-preserve-unknown-fields) or use StorageAuto",
 			opts.StatusField, k.gvk, k.place.state)
 	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.hasStatus && k.place.keepsState():
-		k.store = kopfFallback{Storage: inStatus, other: inAnnotations, kopf: k.kopf}
+		k.store = kopfstate.Fallback{Storage: inStatus, Other: inAnnotations, Kopf: k.kopf}
 	default:
-		k.store = kopfFallback{Storage: inAnnotations, other: inStatus, kopf: k.kopf}
+		k.store = kopfstate.Fallback{Storage: inAnnotations, Other: inStatus, Kopf: k.kopf}
 	}
 	return nil
 }
@@ -575,7 +576,7 @@ func (k *kindController) add(r *contract.Handler) {
 		k.indexes = append(k.indexes, r)
 	default:
 		k.change = append(k.change, r)
-		k.kopf.known(r.Options.ID)
+		k.kopf.Known(r.Options.ID)
 	}
 	if r.Options.Field != nil {
 		k.extra = append(k.extra, r.Options.Field)

@@ -42,7 +42,7 @@ const (
 	// size of any object.
 	objectSizeLimit = 3 << 19 // 1.5 MiB
 	// objectSizeBudget is how large gopf lets an object become with its
-	// State and results: the limit less room for the request's envelope and
+	// state and results: the limit less room for the request's envelope and
 	// the metadata the API server adds to each write (managedFields).
 	objectSizeBudget = objectSizeLimit - 128<<10
 	// compactKey is the key of the digest in a compact essence. It is

@@ -58,7 +58,7 @@ type entry struct {
 	// stays while an update of the same cause is unfinished.
 	again bool
 	// fresh says that the entry handles a newer change than the one its
-	// Finished record is for: the call starts a new record.
+	// finished record is for: the call starts a new record.
 	fresh bool
 }
 
@@ -119,7 +119,7 @@ func (t *turn) createHandled(entries []*entry) (string, map[string]*state.Progre
 }
 
 // resumesFinished reports whether the resume entries among entries have
-// Finished in records, so that this process does not run them again while
+// finished in records, so that this process does not run them again while
 // the rest of the cause is unfinished.
 func resumesFinished(entries []*entry, records map[string]*state.Progress) bool {
 	for _, e := range entries {
@@ -204,7 +204,7 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 
 // notDue keeps the record of an entry that is not called this time, and
 // its sub-handlers' records as they are; it reports whether the entry is
-// Finished, and otherwise asks for a reconcile when it is due.
+// finished, and otherwise asks for a reconcile when it is due.
 func (t *turn) notDue(id string, rec *state.Progress, records map[string]*state.Progress) bool {
 	for childID, child := range t.st.Progress {
 		if strings.HasPrefix(childID, id+"/") {
@@ -250,7 +250,7 @@ func (t *turn) callEntry(
 }
 
 // runSubs runs the sub-handlers of a parent; it reports whether all are
-// Finished and, if not, when the first unfinished one is due.
+// finished and, if not, when the first unfinished one is due.
 func (t *turn) runSubs(
 	ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler, records map[string]*state.Progress,
 ) (bool, *time.Time) {

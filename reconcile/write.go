@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -114,7 +115,7 @@ func (t *turn) send(ctx context.Context, own bool) error {
 	}
 	if stateChanged || own {
 		// The next reconcile waits for the cache to show this write: the
-		// State, and the object as the handlers' patch left it.
+		// state, and the object as the handlers' patch left it.
 		t.mem.wrote(t.st, showing)
 	}
 	return nil
@@ -240,7 +241,7 @@ func (t *turn) storageFallback() (map[string]any, error) {
 		k.statusKept.Store(true)
 		return nil, nil
 	}
-	fallback := kopfFallback{Storage: state.AnnotationStorage{Prefix: k.opts.Prefix}, other: state.StatusStorage{Field: k.opts.StatusField}, kopf: k.kopf}
+	fallback := kopfstate.Fallback{Storage: state.AnnotationStorage{Prefix: k.opts.Prefix}, Other: state.StatusStorage{Field: k.opts.StatusField}, Kopf: k.kopf}
 	if !k.fellBack.Swap(true) {
 		who := "the API server's schema dropped it"
 		if !typeKeeps(k.newObject, []string{"status", k.opts.StatusField}, sampleState()) {

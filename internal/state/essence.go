@@ -80,7 +80,7 @@ func DeepCopyJSON(v any) any {
 }
 
 // KopfMarked returns the annotation prefixes that hold a Kopf operator's
-// State, which no essence includes (Kopf's own rule, so that operators do
+// state, which no essence includes (Kopf's own rule, so that operators do
 // not take each other's state for changes): kopf.zalando.org and its
 // subdomains, prefixes Kopf marked with <prefix>/kopf-managed, and
 // prefixes starting with "kopf.", which Kopf does not mark because it

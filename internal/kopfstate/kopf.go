@@ -1,4 +1,4 @@
-package reconcile
+package kopfstate
 
 import (
 	"encoding/json"
@@ -21,7 +21,7 @@ const (
 	kopfTouchName   = "touch-dummy"
 )
 
-// kopfStore reads the state a Kopf operator left on objects of one kind
+// Store reads the state a Kopf operator left on objects of one kind
 // and, for StorageKopf, also keeps gopf's state in that format:
 //
 //   - the last-handled essence in <prefix>/last-handled-configuration, as
@@ -34,18 +34,18 @@ const (
 // A Kopf record names a handler only through its mangled id, so the store
 // knows the ids of the kind's handlers; a record of any other handler is
 // left alone, with one warning per record name.
-type kopfStore struct {
-	prefix    string
-	kind      string                          // the kind of the objects, which typed objects do not carry
+type Store struct {
+	Prefix    string
+	Kind      string                          // the kind of the objects, which typed objects do not carry
 	ids       []string                        // handler ids of the kind, in registration order
 	keys      map[string][]string             // the annotation keys of each id
-	essenceOf func(obj map[string]any) string // the object's current essence, as gopf computes it
-	log       logr.Logger
+	EssenceOf func(obj map[string]any) string // the object's current essence, as gopf computes it
+	Log       logr.Logger
 	warned    sync.Map // annotation key or status id → true
 }
 
-// known adds a handler id of the kind.
-func (s *kopfStore) known(id string) {
+// Known adds a handler id of the kind.
+func (s *Store) Known(id string) {
 	for _, have := range s.ids {
 		if have == id {
 			return
@@ -55,27 +55,27 @@ func (s *kopfStore) known(id string) {
 	if s.keys == nil {
 		s.keys = map[string][]string{}
 	}
-	s.keys[id] = kopfKeys(s.prefix, id, false)
+	s.keys[id] = kopfKeys(s.Prefix, id, false)
 }
 
 // keysOf returns the annotation keys of a handler id.
-func (s *kopfStore) keysOf(id string, replicaSetOfDeployment bool) []string {
+func (s *Store) keysOf(id string, replicaSetOfDeployment bool) []string {
 	if keys, ok := s.keys[id]; ok && !replicaSetOfDeployment {
 		return keys
 	}
-	return kopfKeys(s.prefix, id, replicaSetOfDeployment)
+	return kopfKeys(s.Prefix, id, replicaSetOfDeployment)
 }
 
-func (s *kopfStore) Where() string {
-	return "annotations " + s.prefix + "/* (Kopf's format)"
+func (s *Store) Where() string {
+	return "annotations " + s.Prefix + "/* (Kopf's format)"
 }
 
 // InStatus is false: Kopf's state is written in annotations (records
 // Kopf kept in status.kopf.progress are read, and removed, but never
 // written).
-func (s *kopfStore) InStatus() bool { return false }
+func (s *Store) InStatus() bool { return false }
 
-func (s *kopfStore) Places() []state.Storage { return []state.Storage{s} }
+func (s *Store) Places() []state.Storage { return []state.Storage{s} }
 
 // kopfRecord is one handler's progress as Kopf stores it; the field order
 // is Kopf's.
@@ -108,14 +108,14 @@ func newFound() *found {
 }
 
 // scan finds the Kopf state on obj. Unreadable state is an error naming
-// Where it is.
-func (s *kopfStore) scan(obj map[string]any) (*found, error) {
+// where it is.
+func (s *Store) scan(obj map[string]any) (*found, error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	annotations, _ := meta["annotations"].(map[string]any)
 	if !s.mayHold(obj, annotations) {
 		return &found{}, nil
 	}
-	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
+	rsd := s.Kind == "ReplicaSet" && ownedByDeployment(obj)
 	sc := &kopfScan{found: newFound(), annotations: annotations, claimed: map[string]bool{}}
 	s.scanEssence(sc, rsd)
 	if err := s.scanRecords(sc, rsd); err != nil {
@@ -139,8 +139,8 @@ type kopfScan struct {
 // keys that hold no record: those, Kopf's marker, and on a ReplicaSet of a
 // Deployment the keys Kubernetes copied from the Deployment, which are the
 // Deployment's.
-func (s *kopfStore) scanEssence(sc *kopfScan, rsd bool) {
-	for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
+func (s *Store) scanEssence(sc *kopfScan, rsd bool) {
+	for _, key := range kopfKeys(s.Prefix, kopfEssenceName, rsd) {
 		if text, ok := sc.annotations[key].(string); ok {
 			if sc.essence == "" {
 				sc.essence = text
@@ -149,16 +149,16 @@ func (s *kopfStore) scanEssence(sc *kopfScan, rsd bool) {
 			sc.claimed[key] = true
 		}
 	}
-	for _, key := range kopfKeys(s.prefix, kopfTouchName, rsd) {
+	for _, key := range kopfKeys(s.Prefix, kopfTouchName, rsd) {
 		if _, ok := sc.annotations[key]; ok {
 			sc.touchKeys = append(sc.touchKeys, key)
 			sc.claimed[key] = true
 		}
 	}
-	sc.claimed[s.prefix+"/"+state.KopfMarkerName] = true
+	sc.claimed[s.Prefix+"/"+state.KopfMarkerName] = true
 	if rsd {
-		sc.claimed[kopfKeyV2(s.prefix, kopfEssenceName)] = true
-		sc.claimed[kopfKeyV2(s.prefix, kopfTouchName)] = true
+		sc.claimed[kopfKeyV2(s.Prefix, kopfEssenceName)] = true
+		sc.claimed[kopfKeyV2(s.Prefix, kopfTouchName)] = true
 	}
 }
 
@@ -166,7 +166,7 @@ func (s *kopfStore) scanEssence(sc *kopfScan, rsd bool) {
 // kind's handlers under their keys, then the rest under the prefix, which
 // are records of sub-handlers (<parent>/<sub>, written <parent>.<sub>) or
 // of handlers this operator does not have (left alone, with a warning).
-func (s *kopfStore) scanRecords(sc *kopfScan, rsd bool) error {
+func (s *Store) scanRecords(sc *kopfScan, rsd bool) error {
 	for _, id := range s.ids {
 		for _, key := range s.keysOf(id, rsd) {
 			if _, ok := sc.annotations[key]; ok {
@@ -178,13 +178,13 @@ func (s *kopfStore) scanRecords(sc *kopfScan, rsd bool) error {
 	}
 	var rest []string
 	for key := range sc.annotations {
-		if strings.HasPrefix(key, s.prefix+"/") && !sc.claimed[key] {
+		if strings.HasPrefix(key, s.Prefix+"/") && !sc.claimed[key] {
 			rest = append(rest, key)
 		}
 	}
 	sort.Strings(rest)
 	for _, key := range rest {
-		if id := s.subID(strings.TrimPrefix(key, s.prefix+"/")); id != "" {
+		if id := s.subID(strings.TrimPrefix(key, s.Prefix+"/")); id != "" {
 			if err := sc.record(id, key); err != nil {
 				return err
 			}
@@ -214,7 +214,7 @@ func (sc *kopfScan) record(id, key string) error {
 // scanStatus reads the records in status.kopf.progress, where Kopf kept
 // them before it moved to annotations; a record in annotations counts
 // first, as Kopf reads them.
-func (s *kopfStore) scanStatus(obj map[string]any, f *found) error {
+func (s *Store) scanStatus(obj map[string]any, f *found) error {
 	status, _ := obj["status"].(map[string]any)
 	kopfStatus, _ := status["kopf"].(map[string]any)
 	progress, _ := kopfStatus["progress"].(map[string]any)
@@ -242,9 +242,9 @@ func (s *kopfStore) scanStatus(obj map[string]any, f *found) error {
 // mayHold reports whether obj has anything where Kopf keeps its state: an
 // annotation under the prefix, or status.kopf.progress. Most objects have
 // nothing there, and scan is then spared its work.
-func (s *kopfStore) mayHold(obj, annotations map[string]any) bool {
+func (s *Store) mayHold(obj, annotations map[string]any) bool {
 	for key := range annotations {
-		if len(key) > len(s.prefix) && key[len(s.prefix)] == '/' && strings.HasPrefix(key, s.prefix) {
+		if len(key) > len(s.Prefix) && key[len(s.Prefix)] == '/' && strings.HasPrefix(key, s.Prefix) {
 			return true
 		}
 	}
@@ -255,7 +255,7 @@ func (s *kopfStore) mayHold(obj, annotations map[string]any) bool {
 
 // subID returns the id of a sub-handler record written under name (the
 // mangled <parent>/<sub>), or "" if name belongs to no handler of the kind.
-func (s *kopfStore) subID(name string) string {
+func (s *Store) subID(name string) string {
 	best := ""
 	for _, id := range s.ids {
 		if safe := kopfSafeName(id) + "."; strings.HasPrefix(name, safe) && len(safe) > len(best) {
@@ -270,7 +270,7 @@ func (s *kopfStore) subID(name string) string {
 
 // owns reports whether a status record's id is a handler of the kind or a
 // sub-handler of one.
-func (s *kopfStore) owns(id string) bool {
+func (s *Store) owns(id string) bool {
 	for _, have := range s.ids {
 		if id == have || strings.HasPrefix(id, have+"/") {
 			return true
@@ -279,17 +279,17 @@ func (s *kopfStore) owns(id string) bool {
 	return false
 }
 
-func (s *kopfStore) warnUnknown(where string) {
+func (s *Store) warnUnknown(where string) {
 	if _, done := s.warned.LoadOrStore(where, true); done {
 		return
 	}
-	s.log.Info("WARNING: Kopf's progress names a handler this operator does not have; gopf leaves that record alone. "+
+	s.Log.Info("WARNING: Kopf's progress names a handler this operator does not have; gopf leaves that record alone. "+
 		"If the handler exists under another id, register it with handlers.ID and Kopf's id to continue where Kopf stopped",
 		"record", where, "handlers", s.ids)
 }
 
 // Load returns Kopf's state on obj as gopf's, nil if there is none.
-func (s *kopfStore) Load(obj map[string]any) (*state.State, error) {
+func (s *Store) Load(obj map[string]any) (*state.State, error) {
 	f, err := s.scan(obj)
 	if err != nil {
 		return nil, err
@@ -297,7 +297,7 @@ func (s *kopfStore) Load(obj map[string]any) (*state.State, error) {
 	return s.toState(obj, f)
 }
 
-func (s *kopfStore) toState(obj map[string]any, f *found) (*state.State, error) {
+func (s *Store) toState(obj map[string]any, f *found) (*state.State, error) {
 	st := &state.State{}
 	if f.essence != "" {
 		normal, err := normalJSON(f.essence)
@@ -316,7 +316,7 @@ func (s *kopfStore) toState(obj map[string]any, f *found) (*state.State, error) 
 			// Kopf's records apply to the cause as it stands: a handler that
 			// succeeded is done with the object as it is now.
 			if current == "" {
-				current = s.essenceOf(obj)
+				current = s.EssenceOf(obj)
 			}
 			p.Handled = current
 		}
@@ -348,14 +348,14 @@ func (r *kopfRecord) progress(obj map[string]any, handled bool) (*state.Progress
 	}
 	p.Started = time.Now().UTC().Truncate(time.Microsecond)
 	if r.Started != nil {
-		t, err := parseKopfTime(*r.Started)
+		t, err := ParseTime(*r.Started)
 		if err != nil {
 			return nil, fmt.Errorf("started: %w", err)
 		}
 		p.Started = t
 	}
 	if r.Delayed != nil && !p.Finished() {
-		t, err := parseKopfTime(*r.Delayed)
+		t, err := ParseTime(*r.Delayed)
 		if err != nil {
 			return nil, fmt.Errorf("delayed: %w", err)
 		}
@@ -391,7 +391,7 @@ func kopfRecordOf(p *state.Progress, stopped *time.Time) *kopfRecord {
 // It rounds the times in st to Kopf's precision (microseconds) and gives
 // the records of an object not handled yet Kopf's purpose, create, so that
 // st is what a load of the saved object returns.
-func (s *kopfStore) Save(p *spec.Patch, obj map[string]any, st *state.State) error {
+func (s *Store) Save(p *spec.Patch, obj map[string]any, st *state.State) error {
 	f, err := s.scan(obj)
 	if err != nil {
 		f = newFound()
@@ -399,7 +399,7 @@ func (s *kopfStore) Save(p *spec.Patch, obj map[string]any, st *state.State) err
 	meta, _ := obj["metadata"].(map[string]any)
 	w := annotationWriter{p: p}
 	w.annotations, _ = meta["annotations"].(map[string]any)
-	rsd := s.kind == "ReplicaSet" && ownedByDeployment(obj)
+	rsd := s.Kind == "ReplicaSet" && ownedByDeployment(obj)
 	if err := s.saveEssence(w, f, st.Essence, rsd); err != nil {
 		return err
 	}
@@ -411,10 +411,10 @@ func (s *kopfStore) Save(p *spec.Patch, obj map[string]any, st *state.State) err
 	if err := s.saveRecords(w, obj, f, st, rsd); err != nil {
 		return err
 	}
-	if !strings.HasPrefix(s.prefix, "kopf.") && (st.Essence != "" || len(st.Progress) > 0) {
+	if !strings.HasPrefix(s.Prefix, "kopf.") && (st.Essence != "" || len(st.Progress) > 0) {
 		// Kopf marks a prefix of its own choosing, so that other Kopf
 		// operators (and gopf) keep its annotations out of the essence.
-		marker := s.prefix + "/" + state.KopfMarkerName
+		marker := s.Prefix + "/" + state.KopfMarkerName
 		if _, there := w.annotations[marker]; !there {
 			yes := "yes"
 			p.SetAnnotation(marker, &yes)
@@ -439,18 +439,18 @@ func (w annotationWriter) set(key string, value *string) {
 
 // saveEssence writes the essence under each of its keys, or removes it
 // wherever it was found when there is none.
-func (s *kopfStore) saveEssence(w annotationWriter, f *found, essence string, rsd bool) error {
+func (s *Store) saveEssence(w annotationWriter, f *found, essence string, rsd bool) error {
 	if essence == "" {
 		for _, key := range f.essenceKeys {
 			w.set(key, nil)
 		}
 		return nil
 	}
-	text, err := kopfEssenceText(essence)
+	text, err := EssenceText(essence)
 	if err != nil {
 		return fmt.Errorf("the essence cannot be written in Kopf's format: %w", err)
 	}
-	for _, key := range kopfKeys(s.prefix, kopfEssenceName, rsd) {
+	for _, key := range kopfKeys(s.Prefix, kopfEssenceName, rsd) {
 		w.set(key, &text)
 	}
 	return nil
@@ -459,7 +459,7 @@ func (s *kopfStore) saveEssence(w annotationWriter, f *found, essence string, rs
 // saveRecords writes the records of st that differ from those found, in
 // Kopf's format and at Kopf's precision (see save). A rewritten record of
 // a handler that had finished keeps its stopped time; others stop now.
-func (s *kopfStore) saveRecords(w annotationWriter, obj map[string]any, f *found, st *state.State, rsd bool) error {
+func (s *Store) saveRecords(w annotationWriter, obj map[string]any, f *found, st *state.State, rsd bool) error {
 	now := time.Now()
 	handled := st.Essence != ""
 	for id, rec := range st.Progress {
@@ -505,7 +505,7 @@ func (r *kopfRecord) stoppedTime() (time.Time, bool) {
 	if r.Stopped == nil || !r.Success && !r.Failure {
 		return time.Time{}, false
 	}
-	t, err := parseKopfTime(*r.Stopped)
+	t, err := ParseTime(*r.Stopped)
 	return t, err == nil
 }
 
@@ -518,7 +518,7 @@ func sameRecord(a, b *state.Progress) bool {
 }
 
 // purgeRecord removes one handler's record wherever Kopf keeps it.
-func (s *kopfStore) purgeRecord(p *spec.Patch, f *found, id string) {
+func (s *Store) purgeRecord(p *spec.Patch, f *found, id string) {
 	for _, key := range f.keys[id] {
 		p.SetAnnotation(key, nil)
 	}
@@ -528,9 +528,9 @@ func (s *kopfStore) purgeRecord(p *spec.Patch, f *found, id string) {
 }
 
 // Purge removes Kopf's state of the kind's handlers from obj: the
-// Essence, the records and the touch annotation. Records of handlers the
+// essence, the records and the touch annotation. Records of handlers the
 // operator does not have, Kopf's marker and Kopf's finalizer stay.
-func (s *kopfStore) Purge(p *spec.Patch, obj map[string]any) {
+func (s *Store) Purge(p *spec.Patch, obj map[string]any) {
 	f, err := s.scan(obj)
 	if err != nil {
 		return // unreadable: leave it for a person to look at
@@ -562,23 +562,23 @@ func deletionRequested(obj map[string]any) bool {
 	return meta["deletionTimestamp"] != nil
 }
 
-// kopfFallback is gopf's own storage, which reads every place gopf may
+// Fallback is gopf's own storage, which reads every place gopf may
 // have written as well as Kopf's state: storage, where this operator keeps
 // the state; other, gopf's other place (annotations or status), where an
 // older gopf or another configuration may have kept it; then Kopf's, for
 // objects an operator takes over from Kopf. The first place that holds
 // readable state wins. Once gopf stores the state, the copies elsewhere go
 // (see save): objects move one by one, as gopf handles them.
-type kopfFallback struct {
+type Fallback struct {
 	state.Storage
-	other state.Purgeable
-	kopf  *kopfStore
+	Other state.Purgeable
+	Kopf  *Store
 }
 
 // Load returns the state of the first place that holds readable state. If
 // none does, it returns the first place's error, if any place was
 // unreadable.
-func (s kopfFallback) Load(obj map[string]any) (*state.State, error) {
+func (s Fallback) Load(obj map[string]any) (*state.State, error) {
 	st, bad := state.LoadAll(s, obj)
 	if st != nil {
 		return st, nil
@@ -587,13 +587,13 @@ func (s kopfFallback) Load(obj map[string]any) (*state.State, error) {
 }
 
 // Places are gopf's place, its other place and Kopf's, those there are.
-func (s kopfFallback) Places() []state.Storage {
+func (s Fallback) Places() []state.Storage {
 	out := []state.Storage{s.Storage}
-	if s.other != nil {
-		out = append(out, s.other)
+	if s.Other != nil {
+		out = append(out, s.Other)
 	}
-	if s.kopf != nil {
-		out = append(out, s.kopf)
+	if s.Kopf != nil {
+		out = append(out, s.Kopf)
 	}
 	return out
 }
@@ -604,19 +604,19 @@ func (s kopfFallback) Places() []state.Storage {
 // goes once storage holds a state: the status patch is sent first, so that
 // removing it in the write that moves the state could lose the state if
 // the object patch then failed.
-func (s kopfFallback) Save(p *spec.Patch, obj map[string]any, st *state.State) error {
+func (s Fallback) Save(p *spec.Patch, obj map[string]any, st *state.State) error {
 	if err := s.Storage.Save(p, obj, st); err != nil {
 		return err
 	}
 	switch {
-	case s.other == nil:
-	case !s.other.InStatus():
-		s.other.Purge(p, obj)
+	case s.Other == nil:
+	case !s.Other.InStatus():
+		s.Other.Purge(p, obj)
 	default:
 		if held, err := s.Storage.Load(obj); held != nil || err != nil {
-			s.other.Purge(p, obj)
+			s.Other.Purge(p, obj)
 		}
 	}
-	s.kopf.Purge(p, obj)
+	s.Kopf.Purge(p, obj)
 	return nil
 }

@@ -1,4 +1,4 @@
-package reconcile
+package kopfstate
 
 import (
 	"encoding/hex"
@@ -83,7 +83,7 @@ func TestBlake2bDigestsMatchPythonsAcrossBlockBoundaries(t *testing.T) {
 
 func TestKopfTimesReadAndWriteAsPythonsIsoformat(t *testing.T) {
 	for _, text := range []string{"2026-11-23T03:08:19.302313+00:00", "2026-11-23T03:08:19+00:00"} {
-		parsed, err := parseKopfTime(text)
+		parsed, err := ParseTime(text)
 		if err != nil {
 			t.Fatalf("parseKopfTime(%q): %v", text, err)
 		}
@@ -91,11 +91,11 @@ func TestKopfTimesReadAndWriteAsPythonsIsoformat(t *testing.T) {
 			t.Errorf("formatKopfTime(parseKopfTime(%q)) = %q", text, got)
 		}
 	}
-	naive, err := parseKopfTime("2020-02-14T16:58:25.396364")
+	naive, err := ParseTime("2020-02-14T16:58:25.396364")
 	if err != nil || !naive.Equal(time.Date(2020, 2, 14, 16, 58, 25, 396364000, time.UTC)) {
 		t.Errorf("a naive time (older Kopf) reads as %v, %v; want it in UTC", naive, err)
 	}
-	if _, err := parseKopfTime("yesterday"); err == nil {
+	if _, err := ParseTime("yesterday"); err == nil {
 		t.Error("parseKopfTime accepts nonsense")
 	}
 }

@@ -1,4 +1,4 @@
-package reconcile
+package kopfstate
 
 import (
 	"encoding/base64"
@@ -100,9 +100,9 @@ func formatKopfTime(t time.Time) string {
 	return t.Format(kopfTimeLayout)
 }
 
-// parseKopfTime reads a time Kopf wrote, with or without an offset (none
+// ParseTime reads a time Kopf wrote, with or without an offset (none
 // means UTC).
-func parseKopfTime(s string) (time.Time, error) {
+func ParseTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err == nil {
 		return t.UTC(), nil

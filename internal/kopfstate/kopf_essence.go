@@ -1,4 +1,4 @@
-package reconcile
+package kopfstate
 
 import (
 	"bytes"
@@ -12,11 +12,11 @@ import (
 
 // Kopf's essence: what Kopf compares objects by, and how it writes it.
 
-// kopfEssenceText writes an essence (compact JSON) as Kopf writes it:
+// EssenceText writes an essence (compact JSON) as Kopf writes it:
 // the top-level fields in the order of the object, which for objects the
 // API server stores as JSON is alphabetical, then metadata (labels, then
 // annotations), and a newline.
-func kopfEssenceText(essence string) (string, error) {
+func EssenceText(essence string) (string, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(essence), &m); err != nil {
 		return "", err
