@@ -46,7 +46,7 @@ generate: controller-gen ## Generate DeepCopy methods for the API types, and the
 
 .PHONY: grafana
 grafana: ## Generate the Grafana dashboard (config/grafana) and the alerts (config/prometheus/gopf-alerts.yaml) from gopf's metric definitions.
-	$(GO) run ./hack/dashboards -src reconcile -out .
+	$(GO) run ./hack/dashboards -src internal/engine -out .
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -121,7 +121,7 @@ bench-50k: envtest ## The scale scenario alone at 50,000 objects, with its resta
 
 .PHONY: bench-go
 bench-go: envtest ## Go benchmarks of the engine's per-reconcile work (ns/op, B/op, allocs/op). Extra flags: BENCH_GO_FLAGS="-count 5".
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem $(BENCH_GO_FLAGS) ./reconcile/
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem $(BENCH_GO_FLAGS) ./internal/engine/
 
 ##@ Dependencies
 

@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/reconcile/rbac"
 )
 
 // clusterWide is the namespace whose rules CheckPermissions asks for when
@@ -24,18 +26,18 @@ const clusterWide = "gopf-permission-check"
 // PermissionsError is CheckPermissions' report: the rules the handlers
 // need that the operator's user lacks.
 type PermissionsError struct {
-	// Missing are the rules lacking, as reconcile.ClusterRoleYAML and
-	// reconcile.KubebuilderMarkers print them.
+	// Missing are the rules lacking, as rbac.ClusterRoleYAML and
+	// rbac.KubebuilderMarkers print them.
 	Missing []rbacv1.PolicyRule
 }
 
 func (e *PermissionsError) Error() string {
-	lines := reconcile.MissingPermissions(e.Missing, nil)
+	lines := rbac.MissingPermissions(e.Missing, nil)
 	return fmt.Sprintf("the operator lacks %d permissions its handlers need:\n  %s", len(lines), strings.Join(lines, "\n  "))
 }
 
 // CheckPermissions asks the API server whether the manager's user may do
-// what the handlers of reg need (reconcile.Permissions, but leader
+// what the handlers of reg need (rbac.Permissions, but leader
 // election's Lease, which a Role of its own grants): in each namespace of
 // opts.Namespaces if they are plain names, else in every namespace. It
 // returns a *PermissionsError naming what is missing, another error if the
@@ -47,12 +49,12 @@ func CheckPermissions(ctx context.Context, mgr manager.Manager, reg *handlers.Re
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	required, err := reconcile.Permissions(reg, mgr.GetScheme(), mgr.GetRESTMapper())
+	required, err := rbac.Permissions(reg, mgr.GetScheme(), mgr.GetRESTMapper())
 	if err != nil {
 		return err
 	}
-	required = reconcile.WithoutLeaderElection(required)
-	namespaces, err := reconcile.CacheNamespaces(o.Namespaces)
+	required = rbac.WithoutLeaderElection(required)
+	namespaces, err := engine.CacheNamespaces(o.Namespaces)
 	if err != nil {
 		return err
 	}
@@ -65,11 +67,11 @@ func CheckPermissions(ctx context.Context, mgr manager.Manager, reg *handlers.Re
 	}
 	var missing []rbacv1.PolicyRule
 	for _, ns := range namespaces {
-		granted, incomplete, err := reconcile.SelfRules(ctx, c, ns)
+		granted, incomplete, err := rbac.SelfRules(ctx, c, ns)
 		if err != nil {
 			return err
 		}
-		lacking := reconcile.MissingRules(required, granted)
+		lacking := rbac.MissingRules(required, granted)
 		if incomplete {
 			// Another authorizer may allow what the rules do not: ask it.
 			if lacking, err = refused(ctx, c, ns, lacking); err != nil {
@@ -78,7 +80,7 @@ func CheckPermissions(ctx context.Context, mgr manager.Manager, reg *handlers.Re
 		}
 		missing = append(missing, lacking...)
 	}
-	if missing = reconcile.MissingRules(missing, nil); len(missing) > 0 {
+	if missing = rbac.MissingRules(missing, nil); len(missing) > 0 {
 		return &PermissionsError{Missing: missing}
 	}
 	return nil
@@ -136,12 +138,12 @@ func (p permissionCheck) Start(ctx context.Context) error {
 	var pe *PermissionsError
 	switch {
 	case errors.As(err, &pe):
-		role, yamlErr := reconcile.ClusterRoleYAML("manager-role-gopf", pe.Missing)
+		role, yamlErr := rbac.ClusterRoleYAML("manager-role-gopf", pe.Missing)
 		if yamlErr != nil {
 			role = []byte(yamlErr.Error())
 		}
 		log.Error(nil, "the operator lacks permissions its handlers need, and the requests that need them will fail; grant these rules (the ClusterRole below, as --print-rbac writes it, or the kubebuilder markers)",
-			"missing", reconcile.MissingPermissions(pe.Missing, nil), "clusterRole", string(role), "kubebuilderMarkers", reconcile.KubebuilderMarkers(pe.Missing))
+			"missing", rbac.MissingPermissions(pe.Missing, nil), "clusterRole", string(role), "kubebuilderMarkers", rbac.KubebuilderMarkers(pe.Missing))
 	case err != nil && ctx.Err() == nil:
 		log.Info("could not check the operator's permissions; going on", "error", err.Error())
 	}

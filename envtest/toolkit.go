@@ -22,6 +22,16 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 )
 
+// multiNamespaceRegistration is a goroutine controller-runtime (v0.25)
+// leaves behind, not gopf: a multi-namespace cache's handler registration
+// waits for every namespace's handler to sync, with no way out when the
+// handler is removed or the informer stops first. A manager stopped
+// shortly after it started, as tests stop theirs, can leave one (about one
+// in 200 restarts); it holds a handler and its queue until the process
+// ends. docs/reliability.md lists it under known failures.
+var multiNamespaceRegistration = goleak.IgnoreTopFunction(
+	"sigs.k8s.io/controller-runtime/pkg/cache.newMultiNamespaceInformerHandlerRegistration.func1")
+
 // DefaultTimeout bounds WaitFor and WaitGone when the context has no
 // deadline.
 const DefaultTimeout = 30 * time.Second
@@ -160,7 +170,7 @@ func runMain(m *testing.M, opts MainOptions) int {
 		// lost a race, a connection replaced after a failed health ping):
 		// they are not leaks, and go once they are idle and closed.
 		closeIdleConnections(cp.Config)
-		if err := goleak.Find(before); err != nil {
+		if err := goleak.Find(before, multiNamespaceRegistration); err != nil {
 			fmt.Fprintln(os.Stderr, "envtest: goroutines left behind:", err)
 			code = 1
 		}

@@ -282,7 +282,7 @@ func WithParam(param any) CommonSetting {
 // reading Secrets, patching other kinds — as RBAC verbs: "get", "list",
 // "watch", "create", "update", "patch", "delete", "deletecollection".
 // gopf cannot see inside handlers; with this declaration next to the
-// registration, reconcile.Permissions (and so --print-rbac and
+// registration, package reconcile/rbac's Permissions (and so --print-rbac and
 // --check-rbac) grants the verbs beside what gopf itself needs. obj is an
 // empty object of the kind: typed, or unstructured with its apiVersion and
 // kind set; UsesKind and UsesResource name a kind without an object. Repeat
@@ -391,7 +391,7 @@ type KindsSetting struct {
 // a controller of its own, and the handler gets its objects as
 // *unstructured.Unstructured of that kind. A kind that has handlers of its
 // own (by Go type, ForKind or ForResource) is left to those. Permissions
-// cannot know the kinds; see reconcile.Permissions.
+// cannot know the kinds; see package reconcile/rbac's Permissions.
 func ForCategory(name string) KindsSetting {
 	return KindsSetting{setting: set(func(d *draft) {
 		if name == "" {

@@ -15,7 +15,7 @@ import (
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/internal/engine"
 )
 
 // crdClient talks to the API server with a scheme that knows CRDs.
@@ -128,8 +128,8 @@ func TestThePlannerLeavesOutKindsTheClusterDoesNotServeYet(t *testing.T) {
 	handlers.OnCreate(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) { return nil, nil },
 		handlers.ForKind("absent.gopf.dev", "v1", "Widget"), handlers.ID("widget"))
 	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.ID("example"))
-	p, err := reconcile.NewPlanner(cfg, scheme, reg, reconcile.Options{})
+	p, err := engine.NewPlanner(cfg, scheme, reg, engine.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Kinds()).To(ConsistOf(kopfv1.GroupVersion.WithKind("KopfExample")))
-	g.Expect(p.Plan(context.Background(), reconcile.Selection{Namespace: newNamespace(t)}, func(*reconcile.ObjectStatus) error { return nil })).To(Succeed())
+	g.Expect(p.Plan(context.Background(), engine.Selection{Namespace: newNamespace(t)}, func(*engine.ObjectStatus) error { return nil })).To(Succeed())
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gopf-dev/gopf/envtest"
-	gopfreconcile "github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/internal/engine"
 )
 
 // kopfStateFiles are the objects of testdata/kopf-state.
@@ -21,7 +21,7 @@ var kopfStateFiles = []string{
 // planKopfState recreates the objects of testdata/kopf-state in a namespace
 // of their own and returns the planner of the operator of Kopf's handlers.
 // It counts the planner's requests.
-func planKopfState(t *testing.T) (*gopfreconcile.Planner, string, *envtest.RequestCounter) {
+func planKopfState(t *testing.T) (*engine.Planner, string, *envtest.RequestCounter) {
 	t.Helper()
 	ns := newNamespace(t)
 	for _, file := range kopfStateFiles {
@@ -29,7 +29,7 @@ func planKopfState(t *testing.T) (*gopfreconcile.Planner, string, *envtest.Reque
 	}
 	counted, requests := rest.CopyConfig(cfg), &envtest.RequestCounter{}
 	requests.Wrap(counted)
-	planner, err := gopfreconcile.NewPlanner(counted, scheme, kopfHandlers(&envtest.Calls{}, nil), gopfreconcile.Options{})
+	planner, err := engine.NewPlanner(counted, scheme, kopfHandlers(&envtest.Calls{}, nil), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +37,10 @@ func planKopfState(t *testing.T) (*gopfreconcile.Planner, string, *envtest.Reque
 }
 
 // printed prints the planner's table of ns and maps the NAME column to its line.
-func printed(t *testing.T, planner *gopfreconcile.Planner, ns string, view gopfreconcile.View) map[string]string {
+func printed(t *testing.T, planner *engine.Planner, ns string, view engine.View) map[string]string {
 	t.Helper()
 	var out bytes.Buffer
-	if _, err := planner.Print(context.Background(), &out, gopfreconcile.Selection{Namespace: ns}, "table", view); err != nil {
+	if _, err := planner.Print(context.Background(), &out, engine.Selection{Namespace: ns}, "table", view); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", out.String())
@@ -55,7 +55,7 @@ func TestThePlanOfObjectsKopfLeftContinuesWhereKopfStopped(t *testing.T) {
 	g := NewWithT(t)
 	planner, ns, requests := planKopfState(t)
 
-	rows := printed(t, planner, ns, gopfreconcile.ViewPlan)
+	rows := printed(t, planner, ns, engine.ViewPlan)
 	g.Expect(rows).To(HaveLen(5))
 	g.Expect(rows["created"]).To(MatchRegexp(`done\s+nothing: every handler is done$`))
 	g.Expect(rows["updated"]).To(MatchRegexp(`done\s+nothing: every handler is done$`))
@@ -69,11 +69,11 @@ func TestTheStatusOfAnObjectKopfHandledSaysItsStateIsKopfs(t *testing.T) {
 	g := NewWithT(t)
 	planner, ns, requests := planKopfState(t)
 
-	rows := printed(t, planner, ns, gopfreconcile.ViewStatus)
+	rows := printed(t, planner, ns, engine.ViewStatus)
 	g.Expect(rows["created"]).To(MatchRegexp(`done\s+done: create_fn,update_fn,field_fn/spec.field; idle: delete_fn\s+kopf.zalando.org/KopfFinalizerMarker$`))
 
-	byName := map[string]*gopfreconcile.ObjectStatus{}
-	g.Expect(planner.Plan(context.Background(), gopfreconcile.Selection{Namespace: ns}, func(st *gopfreconcile.ObjectStatus) error {
+	byName := map[string]*engine.ObjectStatus{}
+	g.Expect(planner.Plan(context.Background(), engine.Selection{Namespace: ns}, func(st *engine.ObjectStatus) error {
 		byName[st.Name] = st
 		return nil
 	})).To(Succeed())
@@ -84,10 +84,10 @@ func TestTheStatusOfAnObjectKopfHandledSaysItsStateIsKopfs(t *testing.T) {
 	}
 	created := byName["created"]
 	g.Expect(created.State).To(Equal("done"))
-	g.Expect(created.Finalizers).To(Equal([]gopfreconcile.FinalizerStatus{{Name: "kopf.zalando.org/KopfFinalizerMarker", Owner: "kopf",
+	g.Expect(created.Finalizers).To(Equal([]engine.FinalizerStatus{{Name: "kopf.zalando.org/KopfFinalizerMarker", Owner: "kopf",
 		Why: "Kopf's, which gopf answers for as for its own: held for delete handler delete_fn"}}))
 	flaky := byName["flaky"].Handlers
-	g.Expect(flaky).To(ContainElement(And(HaveField("ID", "flaky_fn"), HaveField("State", gopfreconcile.HandlerRetrying), HaveField("Attempts", 1))))
+	g.Expect(flaky).To(ContainElement(And(HaveField("ID", "flaky_fn"), HaveField("State", engine.HandlerRetrying), HaveField("Attempts", 1))))
 	g.Expect(rows["flaky"]).To(MatchRegexp(`retrying\s+flaky_fn retrying \(retry 1, due now\): "not yet"; done: create_fn,field_fn/spec.field; idle: update_fn,delete_fn\s+kopf.zalando.org/KopfFinalizerMarker$`))
 	deleting := byName["deleting"]
 	g.Expect(deleting.Deleting).NotTo(BeNil())

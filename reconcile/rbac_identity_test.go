@@ -20,7 +20,7 @@ import (
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/handlers/objects"
-	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/reconcile/rbac"
 )
 
 // as returns a client configuration that acts as user, bound to a
@@ -84,7 +84,7 @@ func TestTheGeneratedRoleIsEnoughForAHandlerThatCreatesAndAdoptsChildren(t *test
 	g.Expect(err).NotTo(HaveOccurred())
 	mapper, err := apiutil.NewDynamicRESTMapper(cp.Config, httpClient)
 	g.Expect(err).NotTo(HaveOccurred())
-	rules, err := reconcile.Permissions(reg, scheme, mapper)
+	rules, err := rbac.Permissions(reg, scheme, mapper)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).To(ContainElements(
 		rule("", "configmaps", "create"),

@@ -21,7 +21,7 @@ import (
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/reconcile/rbac"
 )
 
 // rule is a PolicyRule for one group and resource, as Permissions makes
@@ -79,7 +79,7 @@ var exampleRules = []rbacv1.PolicyRule{
 
 func TestPermissionsListWhatTheHandlersNeedOnePerResourceSorted(t *testing.T) {
 	g := NewWithT(t)
-	rules, err := reconcile.Permissions(exampleRegistry(), rbacScheme(t), nil)
+	rules, err := rbac.Permissions(exampleRegistry(), rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).To(Equal(exampleRules))
 }
@@ -99,13 +99,13 @@ func TestPermissionsUseTheRESTMapperForExactResourceNames(t *testing.T) {
 	handlers.OnEvent(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) error { return nil },
 		handlers.ForKind(person.Group, person.Version, person.Kind))
 
-	rules, err := reconcile.Permissions(reg, rbacScheme(t), mapper)
+	rules, err := rbac.Permissions(reg, rbacScheme(t), mapper)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).To(ContainElement(rule("", "secrets", "get", "list", "watch")))
 	g.Expect(rules).To(ContainElement(rule("example.com", "people", "get", "list", "watch")))
 	g.Expect(rules).To(ContainElement(rule("kopf.dev", "kopfexamples", "get", "list", "patch", "watch")))
 
-	guessed, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	guessed, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(guessed).To(ContainElement(rule("example.com", "persons", "get", "list", "watch")), "the documented limit of guessing")
 }
@@ -116,29 +116,29 @@ func TestPermissionsOfKindsTheClusterDoesNotServeYetGuessTheirNameAndWatchCRDs(t
 	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.ID("make_it"))
 	crds := rule("apiextensions.k8s.io", "customresourcedefinitions", "get", "list", "watch")
 
-	rules, err := reconcile.Permissions(reg, rbacScheme(t), meta.NewDefaultRESTMapper(nil))
+	rules, err := rbac.Permissions(reg, rbacScheme(t), meta.NewDefaultRESTMapper(nil))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).To(ContainElement(rule("kopf.dev", "kopfexamples", "get", "list", "patch", "watch")))
 	g.Expect(rules).To(ContainElement(crds), "the operator waits for the CRD")
 
-	offline, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	offline, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(offline).To(ContainElement(crds), "offline, a custom kind may not be served yet")
 
 	builtin := handlers.NewRegistry()
 	handlers.OnCreate(builtin, noop[*corev1.ConfigMap](), handlers.ID("make_it"))
-	rules, err = reconcile.Permissions(builtin, rbacScheme(t), nil)
+	rules, err = rbac.Permissions(builtin, rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).NotTo(ContainElement(crds), "built-in kinds are always served")
 
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(kopfv1.GroupVersion.WithKind("KopfExample"), meta.RESTScopeNamespace)
-	served, err := reconcile.Permissions(reg, rbacScheme(t), mapper)
+	served, err := rbac.Permissions(reg, rbacScheme(t), mapper)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(served).To(ContainElement(rule("apiextensions.k8s.io", "customresourcedefinitions", "get")),
 		"where the state of a served custom kind lives is read from its CRD")
 
-	_, err = reconcile.Permissions(reg, runtime.NewScheme(), nil)
+	_, err = rbac.Permissions(reg, runtime.NewScheme(), nil)
 	g.Expect(err).To(MatchError(ContainSubstring("not in the scheme")))
 }
 
@@ -161,7 +161,7 @@ func TestPermissionsResolveUnstructuredHandlersByKindOrResourceName(t *testing.T
 			g := NewWithT(t)
 			reg := handlers.NewRegistry()
 			handlers.OnEvent(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) error { return nil }, tc.opt)
-			rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+			rules, err := rbac.Permissions(reg, rbacScheme(t), nil)
 			if tc.err != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.err)))
 				return
@@ -182,7 +182,7 @@ func TestPermissionsOfOptionalDeleteHandlersLeaveOutTheFinalizer(t *testing.T) {
 	g := NewWithT(t)
 	reg := handlers.NewRegistry()
 	handlers.OnDelete(reg, noop[*appsv1.Deployment](), handlers.Optional())
-	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	rules, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).To(ContainElement(rule("apps", "deployments", "get", "list", "patch", "watch")))
 	g.Expect(rules).NotTo(ContainElement(HaveField("Resources", ConsistOf("deployments/finalizers"))))
@@ -192,7 +192,7 @@ func TestPermissionsOfAdmissionHandlersManageWebhookConfigurations(t *testing.T)
 	g := NewWithT(t)
 	reg := handlers.NewRegistry()
 	handlers.OnValidate(reg, func(context.Context, *kopfv1.KopfExample, *handlers.Admission[*kopfv1.KopfExample]) error { return nil })
-	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	rules, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).To(Equal([]rbacv1.PolicyRule{
 		rule("", "events", "create", "patch"),
@@ -206,27 +206,27 @@ func TestPermissionsOfAdmissionHandlersManageWebhookConfigurations(t *testing.T)
 func TestPermissionsReportBadRegistrations(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, noop[*unstructured.Unstructured]()) // neither ForKind nor ForResource
-	_, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	_, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	NewWithT(t).Expect(err).To(MatchError(ContainSubstring("needs ForKind or ForResource")))
 }
 
 func TestMissingPermissionsIsEmptyWhenEverythingIsGranted(t *testing.T) {
-	NewWithT(t).Expect(reconcile.MissingPermissions(exampleRules, exampleRules)).To(BeEmpty())
+	NewWithT(t).Expect(rbac.MissingPermissions(exampleRules, exampleRules)).To(BeEmpty())
 }
 
 func TestMissingPermissionsReportsARemovedRule(t *testing.T) {
 	g := NewWithT(t)
 	for i := range exampleRules {
 		granted := append(append([]rbacv1.PolicyRule{}, exampleRules[:i]...), exampleRules[i+1:]...)
-		missing := reconcile.MissingPermissions(exampleRules, granted)
+		missing := rbac.MissingPermissions(exampleRules, granted)
 		g.Expect(missing).To(HaveLen(len(exampleRules[i].Verbs)), "without rule %d", i)
 	}
 	granted := append([]rbacv1.PolicyRule{}, exampleRules...)
 	granted[len(granted)-1] = rule("kopf.dev", "kopfexamples/status", "get", "update") // patch is gone
-	g.Expect(reconcile.MissingPermissions(exampleRules, granted)).To(Equal([]string{
+	g.Expect(rbac.MissingPermissions(exampleRules, granted)).To(Equal([]string{
 		`patch kopfexamples/status in API group "kopf.dev"`,
 	}))
-	g.Expect(reconcile.MissingPermissions(exampleRules, exampleRules[1:])).To(Equal([]string{
+	g.Expect(rbac.MissingPermissions(exampleRules, exampleRules[1:])).To(Equal([]string{
 		`get configmaps in the core API group ("")`,
 		`list configmaps in the core API group ("")`,
 		`watch configmaps in the core API group ("")`,
@@ -235,22 +235,22 @@ func TestMissingPermissionsReportsARemovedRule(t *testing.T) {
 
 func TestMissingPermissionsHonoursWildcards(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(reconcile.MissingPermissions(exampleRules, []rbacv1.PolicyRule{
+	g.Expect(rbac.MissingPermissions(exampleRules, []rbacv1.PolicyRule{
 		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
 	})).To(BeEmpty())
-	g.Expect(reconcile.MissingPermissions(exampleRules, []rbacv1.PolicyRule{
+	g.Expect(rbac.MissingPermissions(exampleRules, []rbacv1.PolicyRule{
 		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch", "patch", "create", "update"}},
 	})).To(BeEmpty())
-	g.Expect(reconcile.MissingPermissions(
+	g.Expect(rbac.MissingPermissions(
 		[]rbacv1.PolicyRule{rule("kopf.dev", "kopfexamples/status", "patch"), rule("kopf.dev", "kopfexamples", "patch")},
 		[]rbacv1.PolicyRule{{APIGroups: []string{"kopf.dev"}, Resources: []string{"*/status"}, Verbs: []string{"*"}}},
 	)).To(Equal([]string{`patch kopfexamples in API group "kopf.dev"`}))
 	// A rule limited to some names does not allow list or watch of all.
-	g.Expect(reconcile.MissingPermissions(
+	g.Expect(rbac.MissingPermissions(
 		[]rbacv1.PolicyRule{rule("", "configmaps", "get")},
 		[]rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"one"}, Verbs: []string{"get"}}},
 	)).To(Equal([]string{`get configmaps in the core API group ("")`}))
-	g.Expect(reconcile.MissingPermissions(
+	g.Expect(rbac.MissingPermissions(
 		[]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/healthz"}, Verbs: []string{"get"}}},
 		[]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metr*"}, Verbs: []string{"get"}}},
 	)).To(Equal([]string{"get on non-resource URL /healthz"}))
@@ -258,7 +258,7 @@ func TestMissingPermissionsHonoursWildcards(t *testing.T) {
 
 func TestClusterRoleYAMLReadsBackAsTheSameRules(t *testing.T) {
 	g := NewWithT(t)
-	out, err := reconcile.ClusterRoleYAML("manager-role-gopf", exampleRules)
+	out, err := rbac.ClusterRoleYAML("manager-role-gopf", exampleRules)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(out)).To(HavePrefix("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: manager-role-gopf\nrules:\n"))
 	g.Expect(string(out)).NotTo(ContainSubstring("creationTimestamp"))
@@ -266,18 +266,18 @@ func TestClusterRoleYAMLReadsBackAsTheSameRules(t *testing.T) {
 	// Several documents, and kinds other than roles, as kustomize prints them.
 	docs := "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: sa\n---\n" + string(out) +
 		"---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: r\nrules:\n- apiGroups: [x]\n  resources: [things]\n  verbs: [get]\n"
-	granted, err := reconcile.GrantedRules([]byte(docs))
+	granted, err := rbac.GrantedRules([]byte(docs))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(granted).To(Equal(append(append([]rbacv1.PolicyRule{}, exampleRules...), rule("x", "things", "get"))))
 
-	_, err = reconcile.GrantedRules([]byte("apiVersion: v1\nkind: ConfigMap\n"))
+	_, err = rbac.GrantedRules([]byte("apiVersion: v1\nkind: ConfigMap\n"))
 	g.Expect(err).To(MatchError(ContainSubstring("no Role or ClusterRole")))
-	_, err = reconcile.GrantedRules([]byte("kind: [\n"))
+	_, err = rbac.GrantedRules([]byte("kind: [\n"))
 	g.Expect(err).To(HaveOccurred())
 }
 
 func TestWithoutLeaderElectionDropsOnlyTheLeaseRule(t *testing.T) {
-	got := reconcile.WithoutLeaderElection(exampleRules)
+	got := rbac.WithoutLeaderElection(exampleRules)
 	NewWithT(t).Expect(got).To(HaveLen(len(exampleRules) - 1))
 	for _, r := range got {
 		if strings.Contains(r.Resources[0], "leases") {
@@ -296,7 +296,7 @@ func TestPermissionsGrantWhatHandlersDeclareWithUses(t *testing.T) {
 	jobs.SetGroupVersionKind(schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"})
 	handlers.OnStartup(reg, func(context.Context, *handlers.Cause) error { return nil },
 		handlers.Uses(jobs, "delete"))
-	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	rules, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).To(ContainElements(
 		rule("apps", "deployments", "create", "patch"),
@@ -310,7 +310,7 @@ func TestPermissionsAddNoFinalizerRightsForHandlersThatOnlyRead(t *testing.T) {
 	g := NewWithT(t)
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.Uses(&corev1.ConfigMap{}, "list", "patch"))
-	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	rules, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).NotTo(ContainElement(HaveField("Resources", ContainElement("kopfexamples/finalizers"))))
 	g.Expect(rules).To(ContainElement(rule("", "configmaps", "get", "list", "patch", "watch")))
@@ -326,7 +326,7 @@ func TestUsesRejectsWhatIsNotARuleOnObjects(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			reg := handlers.NewRegistry()
 			handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), opt)
-			_, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+			_, err := rbac.Permissions(reg, rbacScheme(t), nil)
 			NewWithT(t).Expect(err).To(MatchError(ContainSubstring("Uses")))
 		})
 	}
@@ -335,7 +335,7 @@ func TestUsesRejectsWhatIsNotARuleOnObjects(t *testing.T) {
 func TestPermissionsNameTheHandlerOfAUseOfAKindTheyCannotResolve(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.ID("maker"), handlers.Uses(&unstructured.Unstructured{}, "create"))
-	_, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	_, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	NewWithT(t).Expect(err).To(MatchError(And(ContainSubstring(`"maker"`), ContainSubstring("Uses"))))
 }
 
@@ -348,19 +348,19 @@ func TestMissingRulesGroupTheMissingVerbsOfEachResource(t *testing.T) {
 		{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
 	}
 	granted := []rbacv1.PolicyRule{rule("kopf.dev", "kopfexamples", "get", "list", "watch"), rule("", "events", "create")}
-	g.Expect(reconcile.MissingRules(required, granted)).To(Equal([]rbacv1.PolicyRule{
+	g.Expect(rbac.MissingRules(required, granted)).To(Equal([]rbacv1.PolicyRule{
 		rule("kopf.dev", "kopfexamples", "patch"),
 		rule("kopf.dev", "kopfexamples/status", "patch"),
 		rule("", "events", "patch"),
 		{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
 	}))
-	g.Expect(reconcile.MissingRules(required, required)).To(BeEmpty())
+	g.Expect(rbac.MissingRules(required, required)).To(BeEmpty())
 }
 
 func TestKubebuilderMarkersWriteTheRulesAsControllerGenReadsThem(t *testing.T) {
 	named := rule("coordination.k8s.io", "leases", "get", "update")
 	named.ResourceNames = []string{"op-lock"}
-	got := reconcile.KubebuilderMarkers([]rbacv1.PolicyRule{
+	got := rbac.KubebuilderMarkers([]rbacv1.PolicyRule{
 		rule("kopf.dev", "kopfexamples/status", "patch", "update"),
 		rule("", "events", "create", "patch"),
 		named,
@@ -381,7 +381,7 @@ func TestPermissionsGrantWhatHandlersDeclareWithUsesKindAndUsesResource(t *testi
 	handlers.OnEvent(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) error { return nil },
 		handlers.ForResource("secrets.v1."), handlers.UsesResource("secrets.v1.", "create", "update", "delete"),
 		handlers.UsesKind("apps", "v1", "Deployment", "patch"))
-	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	rules, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).To(ContainElements(
 		rule("", "secrets", "create", "delete", "get", "list", "update", "watch"),
@@ -404,7 +404,7 @@ func TestUsesKindAndUsesResourceRejectWhatNamesNoKindOrVerb(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			reg := handlers.NewRegistry()
 			handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), tc.opt)
-			_, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+			_, err := rbac.Permissions(reg, rbacScheme(t), nil)
 			NewWithT(t).Expect(err).To(MatchError(ContainSubstring(tc.want)))
 		})
 	}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/reconcile/rbac"
 )
 
 func TestHandlersForACategoryOrASelectorHandleEveryKindTheyChooseIncludingLaterOnes(t *testing.T) {
@@ -83,7 +83,7 @@ func TestPermissionsOfHandlersForACategoryWatchCRDsAndGrantNothingOnUnknownKinds
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) { return nil, nil },
 		handlers.ForCategory("gadgets"))
-	rules, err := reconcile.Permissions(reg, rbacScheme(t), nil)
+	rules, err := rbac.Permissions(reg, rbacScheme(t), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rules).To(Equal([]rbacv1.PolicyRule{
 		rule("", "events", "create", "patch"),

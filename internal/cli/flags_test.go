@@ -11,6 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -133,7 +134,7 @@ func TestFreezeAndResumeReadKopfsFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := reconcile.FreezeOptions{Identity: "me", Priority: 50, Lifetime: 10 * time.Minute, Message: "upgrading"}
+	want := engine.FreezeOptions{Identity: "me", Priority: 50, Lifetime: 10 * time.Minute, Message: "upgrading"}
 	if fc.resume || fc.peering != "ops" || len(fc.namespaces) != 2 || fc.freeze != want {
 		t.Errorf("freeze = %+v", fc)
 	}
@@ -185,7 +186,7 @@ func TestPrintRBACWritesAClusterRoleOrKubebuilderMarkers(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out strings.Builder
-		if err := rbac(&out, reg, clientgoscheme.Scheme, f); err != nil {
+		if err := printRBAC(&out, reg, clientgoscheme.Scheme, f); err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
 		if !strings.Contains(out.String(), c.want) {

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -39,7 +40,7 @@ type freezeCommand struct {
 	resume     bool
 	peering    string
 	namespaces []string
-	freeze     reconcile.FreezeOptions
+	freeze     engine.FreezeOptions
 }
 
 // parseFreeze reads the flags of freeze and resume, which are Kopf's.
@@ -79,7 +80,7 @@ func parseFreeze(name, command string, args []string) (*freezeCommand, error) {
 	case !fc.resume && lifetime < 0:
 		return nil, errors.New("freeze needs --lifetime")
 	}
-	if _, err := reconcile.CacheNamespaces(namespaces); err != nil {
+	if _, err := engine.CacheNamespaces(namespaces); err != nil {
 		return nil, err
 	}
 	fc.namespaces = namespaces
@@ -93,9 +94,9 @@ func parseFreeze(name, command string, args []string) (*freezeCommand, error) {
 // do writes the freeze, or removes it.
 func (fc *freezeCommand) do(ctx context.Context, c client.Client) error {
 	if fc.resume {
-		return reconcile.Unfreeze(ctx, c, fc.peering, fc.namespaces, fc.freeze.Identity)
+		return engine.Unfreeze(ctx, c, fc.peering, fc.namespaces, fc.freeze.Identity)
 	}
-	return reconcile.Freeze(ctx, c, fc.peering, fc.namespaces, fc.freeze)
+	return engine.Freeze(ctx, c, fc.peering, fc.namespaces, fc.freeze)
 }
 
 // secondsFlag is a duration given as Kopf's whole seconds ("600") or as a

@@ -9,25 +9,25 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/reconcile/rbac"
 )
 
-// rbac implements --print-rbac and --check-rbac, writing to w; it needs no
+// printRBAC implements --print-rbac and --check-rbac, writing to w; it needs no
 // cluster.
-func rbac(w io.Writer, reg *handlers.Registry, scheme *runtime.Scheme, f *Flags) error {
-	rules, err := reconcile.Permissions(reg, scheme, nil)
+func printRBAC(w io.Writer, reg *handlers.Registry, scheme *runtime.Scheme, f *Flags) error {
+	rules, err := rbac.Permissions(reg, scheme, nil)
 	if err != nil {
 		return err
 	}
 	if f.printRBAC != "" {
 		// Leader election is granted by its own namespaced Role; a
 		// ClusterRole would let the operator write any Lease.
-		rules = reconcile.WithoutLeaderElection(rules)
+		rules = rbac.WithoutLeaderElection(rules)
 		if f.printRBAC == rbacMarkers {
-			_, err = io.WriteString(w, reconcile.KubebuilderMarkers(rules))
+			_, err = io.WriteString(w, rbac.KubebuilderMarkers(rules))
 			return err
 		}
-		out, err := reconcile.ClusterRoleYAML("manager-role-gopf", rules)
+		out, err := rbac.ClusterRoleYAML("manager-role-gopf", rules)
 		if err != nil {
 			return err
 		}
@@ -38,11 +38,11 @@ func rbac(w io.Writer, reg *handlers.Registry, scheme *runtime.Scheme, f *Flags)
 	if err != nil {
 		return fmt.Errorf("--check-rbac: %w", err)
 	}
-	granted, err := reconcile.GrantedRules(data)
+	granted, err := rbac.GrantedRules(data)
 	if err != nil {
 		return fmt.Errorf("--check-rbac %s: %w", f.checkRBAC, err)
 	}
-	if missing := reconcile.MissingPermissions(rules, granted); len(missing) > 0 {
+	if missing := rbac.MissingPermissions(rules, granted); len(missing) > 0 {
 		return fmt.Errorf("%s lacks %d permissions the handlers need:\n  %s", f.checkRBAC, len(missing), strings.Join(missing, "\n  "))
 	}
 	fmt.Fprintf(w, "%s grants everything the handlers need\n", f.checkRBAC)

@@ -61,7 +61,7 @@ func Run(p Program, args []string) error {
 		return err
 	}
 	if f.printRBAC != "" || f.checkRBAC != "" {
-		return rbac(os.Stdout, p.Registry, scheme, f)
+		return printRBAC(os.Stdout, p.Registry, scheme, f)
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

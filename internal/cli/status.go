@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -59,8 +60,8 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // selection checks the namespace flags and the positional [KIND] [NAME].
-func (f *statusFlags) selection(positional []string) (reconcile.Selection, error) {
-	sel := reconcile.Selection{Namespace: f.namespace, PageSize: f.chunkSize}
+func (f *statusFlags) selection(positional []string) (engine.Selection, error) {
+	sel := engine.Selection{Namespace: f.namespace, PageSize: f.chunkSize}
 	if f.allNamespaces && f.namespace != "" {
 		return sel, errors.New("give --namespace or --all-namespaces, not both")
 	}
@@ -134,20 +135,20 @@ func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func()
 	if err != nil {
 		return err
 	}
-	planner, err := reconcile.NewPlanner(cfg, scheme, p.Registry, opts)
+	planner, err := engine.NewPlanner(cfg, scheme, p.Registry, engine.OptionsFrom(opts))
 	if err != nil {
 		return err
 	}
-	view := reconcile.ViewStatus
+	view := engine.ViewStatus
 	if command == planCommand {
-		view = reconcile.ViewPlan
+		view = engine.ViewPlan
 	}
 	return f.print(ctx, stdout, stderr, planner, sel, view)
 }
 
 // print streams the plan to stdout in the chosen form; an empty table
 // says so on stderr, as kubectl does.
-func (f *statusFlags) print(ctx context.Context, stdout, stderr io.Writer, planner *reconcile.Planner, sel reconcile.Selection, view reconcile.View) error {
+func (f *statusFlags) print(ctx context.Context, stdout, stderr io.Writer, planner *engine.Planner, sel engine.Selection, view engine.View) error {
 	n, err := planner.Print(ctx, stdout, sel, f.output, view)
 	if err == nil && n == 0 && f.output == "table" {
 		fmt.Fprintln(stderr, "No objects found.")
@@ -206,10 +207,10 @@ func RunKubectlPlugin(ctx context.Context, stdout, stderr io.Writer, args []stri
 		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS}
 	}
 	kinds := strings.Split(sel.Kind, ",")
-	planner, err := reconcile.NewGenericPlanner(cfg, kinds, opts)
+	planner, err := engine.NewGenericPlanner(cfg, kinds, engine.OptionsFrom(opts))
 	if err != nil {
 		return err
 	}
 	sel.Kind = "" // every kind of the generic planner is one asked for
-	return f.print(ctx, stdout, stderr, planner, sel, reconcile.ViewStatus)
+	return f.print(ctx, stdout, stderr, planner, sel, engine.ViewStatus)
 }

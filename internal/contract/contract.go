@@ -21,3 +21,17 @@ type (
 func SetOf(reg *handlers.Registry) *Set {
 	return spec.SetOf[*handlers.Cause, *handlers.AdmissionRequest](reg)
 }
+
+// HoldsObjects reports whether a registration keeps gopf's finalizer on the
+// objects it selects: a delete handler that is not optional, a timer or a
+// daemon (until it finishes for good).
+func HoldsObjects(r *Handler) bool {
+	return r.Kind == spec.KindDelete && !r.Options.Optional || r.Kind == spec.KindTimer || r.Kind == spec.KindDaemon
+}
+
+// ObjectKinds are the handler kinds the reconcile engine runs for objects
+// (the webhook package runs the admission handlers).
+var ObjectKinds = []spec.Kind{
+	spec.KindCreate, spec.KindUpdate, spec.KindField, spec.KindDelete, spec.KindResume,
+	spec.KindReconcile, spec.KindTimer, spec.KindDaemon, spec.KindEvent, spec.KindIndex,
+}

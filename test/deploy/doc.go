@@ -3,7 +3,7 @@
 // stops cleanly), the manifests under config/ that `make deploy` and `make
 // build-installer` apply (accepted by a real API server, Pod Security
 // "restricted"), and the RBAC they grant compared with what the handlers
-// need (reconcile.Permissions).
+// need (rbac.Permissions).
 //
 // The tests run against a control plane from gopf's envtest package and
 // build config/ with the kustomize version the Makefile names: bin/'s copy

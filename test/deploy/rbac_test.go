@@ -17,7 +17,7 @@ import (
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/reconcile"
+	"github.com/gopf-dev/gopf/reconcile/rbac"
 )
 
 // minimalNeeds returns what examples/minimal's handlers need: its registry,
@@ -35,7 +35,7 @@ func minimalNeeds(t *testing.T) []rbacv1.PolicyRule {
 	if err := kopfv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	rules, err := reconcile.Permissions(reg, scheme, nil)
+	rules, err := rbac.Permissions(reg, scheme, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func minimalNeeds(t *testing.T) []rbacv1.PolicyRule {
 // reads them.
 func configRBAC(t *testing.T) []rbacv1.PolicyRule {
 	t.Helper()
-	rules, err := reconcile.GrantedRules(kustomize(t, filepath.Join(root, "config", "rbac"), "build"))
+	rules, err := rbac.GrantedRules(kustomize(t, filepath.Join(root, "config", "rbac"), "build"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func configRBAC(t *testing.T) []rbacv1.PolicyRule {
 }
 
 func TestConfigRBACGrantsWhatTheMinimalOperatorNeeds(t *testing.T) {
-	NewWithT(t).Expect(reconcile.MissingPermissions(minimalNeeds(t), configRBAC(t))).To(BeEmpty())
+	NewWithT(t).Expect(rbac.MissingPermissions(minimalNeeds(t), configRBAC(t))).To(BeEmpty())
 }
 
 func TestTheRBACCheckReportsARuleRemovedFromConfigRBAC(t *testing.T) {
@@ -63,7 +63,7 @@ func TestTheRBACCheckReportsARuleRemovedFromConfigRBAC(t *testing.T) {
 	granted := slices.DeleteFunc(configRBAC(t), func(r rbacv1.PolicyRule) bool {
 		return slices.Contains(r.Resources, "kopfexamples/status")
 	})
-	g.Expect(reconcile.MissingPermissions(minimalNeeds(t), granted)).To(Equal([]string{
+	g.Expect(rbac.MissingPermissions(minimalNeeds(t), granted)).To(Equal([]string{
 		`patch kopfexamples/status in API group "kopf.dev"`,
 	}))
 }

@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
+)
+
+// maxEventMessage is the longest Event message the API server accepts.
+const maxEventMessage = 1024
+
+// baseCall builds the Cause (and its extras) that every handler kind of
+// objects gets: the object's identity, memo, indexes, client and Events.
+func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log logr.Logger) (*handlers.Cause, *contract.Extras) {
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	c := &handlers.Cause{
+		HandlerID:   r.Options.ID,
+		Name:        obj.GetName(),
+		Namespace:   obj.GetNamespace(),
+		UID:         obj.GetUID(),
+		Labels:      nonNil(obj.GetLabels()),
+		Annotations: nonNil(obj.GetAnnotations()),
+		Memo:        (*handlers.Memo)(&k.memory.get(key, obj.GetUID()).memo),
+		Param:       r.Options.Param,
+		Indexes:     (*handlers.Indexes)(k.shared.indexes),
+		Client:      k.writer,
+	}
+	x := &contract.Extras{Post: func(eventType, reason, message string) {
+		// The API server rejects Events with longer messages.
+		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
+	}, PostAbout: func(other client.Object, eventType, reason, message string) {
+		k.recorder.Eventf(other, obj, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
+	}}
+	k.shared.set.BindCause(c, x)
+	c.Log = k.bridgeLogs(log, x)
+	return c, x
+}
+
+// call runs one handler that has a Call (a change handler, sub-handler,
+// timer, event or index handler) on a private copy of obj in the handler's
+// Go type (sub-handlers get none: they act through their parent's Cause),
+// turning a panic into an error and the result into plain JSON values.
+func (k *kindController) call(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (any, error) {
+	var out any
+	err := k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
+		out, err = h.Call(ctx, arg, c)
+		return err
+	})
+	if err != nil || out == nil {
+		return nil, err
+	}
+	v, err := toJSONValue(out)
+	if err != nil {
+		return nil, handlers.Permanent(fmt.Errorf("handler %q returned a result that cannot be stored as JSON: %w", c.HandlerID, err))
+	}
+	return v, nil
+}
+
+// callLevel runs one level handler, as call does.
+func (k *kindController) callLevel(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (res reconcile.Result, err error) {
+	err = k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
+		res, err = h.Reconcile(ctx, arg, c)
+		return err
+	})
+	return res, err
+}
+
+// invoke runs fn with obj in h's Go type and c's logger in the context,
+// recovering a panic, and names the handler and object in an error.
+func (k *kindController) invoke(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause,
+	fn func(ctx context.Context, arg client.Object) error) error {
+	var arg client.Object
+	if h.NewObject != nil {
+		var err error
+		if arg, err = k.objectFor(h, obj); err != nil {
+			return err
+		}
+	}
+	err := spec.Protect(c.Log, func() error { return fn(logf.IntoContext(ctx, c.Log), arg) })
+	if p := (*spec.PanicError)(nil); errors.As(err, &p) {
+		return fmt.Errorf("handler %q panicked on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, p)
+	}
+	if err != nil {
+		return fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, err)
+	}
+	return nil
+}
+
+// failedForGood reports a handler's permanent failure on the object as a
+// Warning Event: it is rare and final, so it is worth saying on the object.
+func (k *kindController) failedForGood(obj client.Object, id string, err error) {
+	k.recorder.Eventf(obj, nil, "Warning", "HandlerFailed", "Handling", "handler %q failed permanently: %s", id, spec.Truncate(err.Error(), 900))
+}
+
+// objectFor gives a handler its own copy of obj, in the Go type it declared.
+func (k *kindController) objectFor(r *contract.Handler, obj client.Object) (client.Object, error) {
+	want := r.NewObject()
+	if reflect.TypeOf(want) == reflect.TypeOf(obj) {
+		out := obj.DeepCopyObject().(client.Object)
+		out.GetObjectKind().SetGroupVersionKind(k.gvk) // handlers see apiVersion and kind, e.g. for Adopt
+		return out, nil
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	if u, ok := want.(*unstructured.Unstructured); ok {
+		u.SetUnstructuredContent(raw)
+		u.SetGroupVersionKind(k.gvk)
+		return u, nil
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, want); err != nil {
+		return nil, fmt.Errorf("converting %s for %s: %w", k.gvk.Kind, r, err)
+	}
+	want.GetObjectKind().SetGroupVersionKind(k.gvk)
+	return want, nil
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func (t *turn) newCall(e *entry, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
+	reason := e.cause
+	c, x := t.k.baseCall(e.reg, t.obj, withValuesLazily(t.log, "handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
+	x.SubsAllowed = e.reg.Kind.Reason() != "" // change handlers
+	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
+	c.Old, c.New, c.Diff = e.old, e.new, e.diff
+	c.Patch = (*handlers.Patch)(&t.patch)
+	x.Result = t.result
+	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
+	return c, x
+}
+
+// outcome records what a call's error means for the handler (see judge):
+// success, a retry after a delay, or a failure.
+func (t *turn) outcome(e *entry, rec *state.Progress, err error) {
+	log := withValuesLazily(t.log, "handler", e.opts.ID, "cause", e.cause, "retry", rec.Retries)
+	rec.Retries++
+	rec.Delayed = nil
+	v := judge(e.opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
+	handlerCalls.WithLabelValues(t.k.name, e.opts.ID, v.outcome.String()).Inc()
+	rec.Message = ""
+	if v.err != nil {
+		rec.Message = v.err.Error()
+	}
+	switch v.outcome {
+	case succeeded:
+		rec.Success, rec.Message, rec.Handled = true, "", e.handled
+		if v.ignored {
+			log.Info("handler failed; the error is ignored as configured", "error", v.err.Error())
+		} else {
+			log.V(1).Info("handler succeeded")
+		}
+	case failed:
+		rec.Failure, rec.Handled = true, e.handled
+		log.Error(v.err, "handler failed permanently")
+		t.k.failedForGood(t.obj, e.opts.ID, v.err)
+	case retrying:
+		next := t.now.Add(v.delay)
+		rec.Delayed = &next
+		t.soon(v.delay)
+		log.Info("handler failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
+	}
+}
+
+// runLevel runs the level handlers on the object.
+func (t *turn) runLevel(ctx context.Context, level []*contract.Handler, cause handlers.Reason) (reconcile.Result, error) {
+	var res reconcile.Result
+	var errs []error
+	for _, r := range level {
+		c, _ := t.newCall(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &state.Progress{Started: t.now})
+		c.Reason = cause
+		out, err := t.k.callLevel(ctx, r, t.obj, c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if out.RequeueAfter > 0 && (res.RequeueAfter == 0 || out.RequeueAfter < res.RequeueAfter) {
+			res.RequeueAfter = out.RequeueAfter
+		}
+	}
+	return res, errors.Join(errs...)
+}

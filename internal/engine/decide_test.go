@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kopfv1 "github.com/gopf-dev/gopf/api/v1"
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
+)
+
+// decideController is a KopfExample controller with a create, update,
+// field (spec.field), resume and delete handler, all for objects labelled
+// app=demo; the delete handler only for those labelled protect=yes.
+func decideController(t *testing.T) *kindController {
+	t.Helper()
+	reg := handlers.NewRegistry()
+	noop := func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (any, error) { return nil, nil }
+	app := handlers.Labels{"app": "demo"}
+	handlers.OnCreate(reg, noop, handlers.ID("create"), app)
+	handlers.OnUpdate(reg, noop, handlers.ID("update"), app)
+	handlers.OnField(reg, "spec.field", noop, handlers.ID("field"), app)
+	handlers.OnResume(reg, noop, handlers.ID("resume"), app)
+	handlers.OnDelete(reg, noop, handlers.ID("delete"), handlers.Labels{"app": "demo", "protect": "yes"})
+	if err := reg.Err(); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{}.withDefaults()
+	k := &kindController{
+		name: "gopf-kopfexample.kopf.dev", gvk: kopfv1.GroupVersion.WithKind("KopfExample"), opts: opts,
+		hasStatus: true, finalizer: opts.Prefix + "/finalizer", log: logr.Discard(),
+		newObject: func() client.Object { return &kopfv1.KopfExample{} },
+	}
+	if err := k.chooseStorage(kindSchema{known: true, crd: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range contract.SetOf(reg).Handlers(contract.ObjectKinds...) {
+		k.add(r)
+	}
+	return k
+}
+
+// decideCase is one object as a reconcile finds it: its labels, finalizers
+// and deletion, gopf's stored state of it, and the process's memory.
+type decideCase struct {
+	labels     map[string]string
+	finalizers []string
+	deleting   bool
+	// handled stores the object's essence as last handled, as it is now
+	// or, with changed, before spec.field changed.
+	handled, changed bool
+	progress         map[string]*state.Progress
+	resumed          bool // the process resumed the object already
+
+	// What decide returns: route, finalizer step, cause, resume, entries.
+	route      route
+	finalizer  finalizerStep
+	purpose    handlers.Reason
+	withResume bool
+	entries    []string
+	// actions are what the Planner says a starting operator does, as
+	// verb:handler; only for cases of a fresh process (resumed false).
+	actions []string
+}
+
+func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	demo := map[string]string{"app": "demo", "protect": "yes"}
+	gopfFinalizer := []string{"gopf.dev/finalizer"}
+	finishedResume := map[string]*state.Progress{
+		"update": {Purpose: handlers.ReasonUpdate, Retries: 1, Delayed: ptrTime(now.Add(time.Hour))},
+		"resume": {Purpose: handlers.ReasonResume, Success: true, Retries: 1},
+	}
+	for name, tc := range map[string]decideCase{
+		"no handler selects it": {labels: map[string]string{"app": "other"},
+			route: routeIgnore, actions: []string{"nothing:"}},
+		"a new object gets the finalizer, then its create": {labels: demo,
+			route: routeLive, finalizer: finalizerAdd, purpose: handlers.ReasonCreate, entries: []string{"create", "field"},
+			actions: []string{"add-finalizer:", "call:create", "call:field"}},
+		"no handler needs the finalizer any more": {labels: map[string]string{"app": "demo"}, finalizers: gopfFinalizer, handled: true, resumed: true,
+			route: routeLive, finalizer: finalizerRemove},
+		"a handled object on first sight is resumed": {labels: demo, finalizers: gopfFinalizer, handled: true,
+			route: routeLive, purpose: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
+			actions: []string{"call:resume"}},
+		"a handled object seen before needs nothing": {labels: demo, finalizers: gopfFinalizer, handled: true, resumed: true,
+			route: routeLive},
+		"a change is an update of the changed field": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, resumed: true,
+			route: routeLive, purpose: handlers.ReasonUpdate, entries: []string{"update", "field"}},
+		"a change made while the operator was down comes with a resume": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true,
+			route: routeLive, purpose: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			actions: []string{"call:update", "call:field", "call:resume"}},
+		// Before decide, the plan took an earlier process's finished resume
+		// record for this process's and said the resume was done, while the
+		// engine ran it again.
+		"an unfinished update resumes again in a new process": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, progress: finishedResume,
+			route: routeLive, purpose: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			actions: []string{"continue:update", "call:field", "call:resume"}},
+		"a create whose handlers all finished is recorded": {labels: demo, finalizers: gopfFinalizer, progress: map[string]*state.Progress{
+			"create": {Purpose: handlers.ReasonCreate, Success: true, Retries: 1}, "field": {Purpose: handlers.ReasonUpdate, Success: true, Retries: 1}},
+			route: routeLive, purpose: handlers.ReasonCreate, entries: []string{"create", "field"},
+			actions: []string{"record:"}},
+		"a deletion runs the delete handlers, then the finalizer goes": {labels: demo, finalizers: gopfFinalizer, handled: true, deleting: true,
+			route: routeDelete, purpose: handlers.ReasonDelete, entries: []string{"delete"},
+			actions: []string{"call:delete", "release-finalizer:"}},
+		"a deletion held by others only": {labels: demo, finalizers: []string{"example.com/other"}, handled: true, deleting: true,
+			route: routeOthers, actions: []string{"nothing:"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := decideController(t)
+			item := decideObject(t, k, tc, now)
+			tn := &turn{k: k, obj: k.newObject(), now: now, store: k.store, mem: &memory{}}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, tn.obj); err != nil {
+				t.Fatal(err)
+			}
+			if err := tn.refresh(); err != nil {
+				t.Fatal(err)
+			}
+			if err := tn.loadState(); err != nil {
+				t.Fatal(err)
+			}
+			d := tn.decide(memoryFacts{resumed: tc.resumed, spawnHolds: func([]*contract.Handler) bool { return false }})
+			var ids []string
+			for _, e := range d.entries {
+				ids = append(ids, e.opts.ID)
+			}
+			got := fmt.Sprintf("route %d, finalizer %d, %q, resume %v, entries %v", d.route, d.finalizer, d.purpose, d.withResume, ids)
+			want := fmt.Sprintf("route %d, finalizer %d, %q, resume %v, entries %v", tc.route, tc.finalizer, tc.purpose, tc.withResume, tc.entries)
+			if got != want {
+				t.Errorf("decide: %s\n           want %s", got, want)
+			}
+			if tc.resumed {
+				return // the Planner shows a starting process
+			}
+			p := &Planner{}
+			st, err := p.objectStatus(&plannedKind{k: k, stores: k.store.Places()}, item, now, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var actions []string
+			for _, a := range st.OnStart {
+				actions = append(actions, string(a.Do)+":"+a.Handler)
+			}
+			if !slices.Equal(actions, tc.actions) {
+				t.Errorf("plan on start: %v, want %v", actions, tc.actions)
+			}
+		})
+	}
+}
+
+// decideObject is the KopfExample of a case, with gopf's state stored as
+// the case says.
+func decideObject(t *testing.T, k *kindController, tc decideCase, now time.Time) *unstructured.Unstructured {
+	t.Helper()
+	obj := &kopfv1.KopfExample{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kopf.dev/v1", Kind: "KopfExample"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "demo", UID: "u-1", Labels: tc.labels, Finalizers: tc.finalizers},
+		Spec:       kopfv1.KopfExampleSpec{Field: "before"},
+	}
+	if tc.deleting {
+		obj.DeletionTimestamp = &metav1.Time{Time: now}
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &state.State{Progress: tc.progress}
+	if tc.handled {
+		st.Essence = essenceOf(t, k, raw)
+	}
+	if tc.changed {
+		_ = unstructured.SetNestedField(raw, "after", "spec", "field")
+	}
+	var p spec.Patch
+	if err := k.store.Save(&p, raw, st); err != nil {
+		t.Fatal(err)
+	}
+	raw = state.ApplyMergePatch(raw, spec.ObjectPatch(&p))
+	raw = state.ApplyMergePatch(raw, map[string]any{"status": spec.StatusPatch(&p)})
+	return &unstructured.Unstructured{Object: raw}
+}
+
+// essenceOf is the essence the controller computes for raw.
+func essenceOf(t *testing.T, k *kindController, raw map[string]any) string {
+	t.Helper()
+	data, err := state.Marshal(state.Essence(raw, k.opts.Prefix, k.extra))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		t.Fatal("empty essence")
+	}
+	return string(data)
+}

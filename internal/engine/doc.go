@@ -1,0 +1,15 @@
+// Package engine is gopf's reconcile engine: one controller-runtime
+// controller per watched kind (kindController) whose Reconcile loads the
+// object's stored state, decides what to do (decide, a pure function of the
+// object, its state, the selected registrations and the time), runs the
+// handlers that are due (turn) and writes the outcome in one request
+// (write). Around it: the spawner of timers and daemons, lazy kinds (kinds
+// whose CRD comes and goes), the operator-level handlers and watchers,
+// peering, and the planner behind `status` and `plan`, which renders the
+// same decision without acting on it.
+//
+// The public face is package reconcile (Options, Setup); how the engine
+// works, step by step, is described there. The stored state's format is
+// internal/state's and internal/kopfstate's, which know nothing of the
+// engine.
+package engine

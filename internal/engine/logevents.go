@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
+)
+
+// LogEvents is reconcile.LogEvents: which handler log lines are posted as
+// Events.
+type LogEvents int
+
+// The values of reconcile.LogEvents.
+const (
+	LogEventsOff LogEvents = iota
+	LogEventsErrors
+	LogEventsInfo
+)
+
+// bridgeLogs wraps a handler's logger so that its lines are posted as Events
+// as Options.LogEvents says.
+func (k *kindController) bridgeLogs(log logr.Logger, x *contract.Extras) logr.Logger {
+	if k.opts.LogEvents == LogEventsOff {
+		return log
+	}
+	sink := log.GetSink()
+	if sink == nil {
+		sink = nopSink{} // logging is off, the bridge is not
+	}
+	return logr.New(&eventSink{LogSink: sink, level: k.opts.LogEvents, post: x.Post})
+}
+
+// eventSink is a logr.LogSink that also posts lines as Events.
+type eventSink struct {
+	logr.LogSink
+	level LogEvents
+	post  func(eventType, reason, message string)
+}
+
+// Enabled is true for the lines that are posted, whatever the log level.
+func (s *eventSink) Enabled(level int) bool {
+	return s.LogSink.Enabled(level) || s.level >= LogEventsInfo && level == 0
+}
+
+func (s *eventSink) Info(level int, msg string, kv ...any) {
+	if s.LogSink.Enabled(level) {
+		s.LogSink.Info(level, msg, kv...)
+	}
+	if s.level >= LogEventsInfo && level == 0 {
+		s.post(handlers.EventNormal, "Logging", line(msg, kv))
+	}
+}
+
+func (s *eventSink) Error(err error, msg string, kv ...any) {
+	s.LogSink.Error(err, msg, kv...)
+	s.post(handlers.EventWarning, "Logging", line(msg+": "+fmt.Sprint(err), kv))
+}
+
+func (s *eventSink) WithValues(kv ...any) logr.LogSink {
+	return &eventSink{LogSink: s.LogSink.WithValues(kv...), level: s.level, post: s.post}
+}
+
+func (s *eventSink) WithName(name string) logr.LogSink {
+	return &eventSink{LogSink: s.LogSink.WithName(name), level: s.level, post: s.post}
+}
+
+// line renders a log line with its key/value pairs, in key order.
+func line(msg string, kv []any) string {
+	pairs := make([]string, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		pairs = append(pairs, fmt.Sprintf("%v=%v", kv[i], kv[i+1]))
+	}
+	sort.Strings(pairs)
+	if len(pairs) == 0 {
+		return msg
+	}
+	return msg + " (" + strings.Join(pairs, ", ") + ")"
+}
+
+// nopSink discards everything; it stands in for a logger with no sink.
+type nopSink struct{}
+
+func (nopSink) Init(logr.RuntimeInfo)            {}
+func (nopSink) Enabled(int) bool                 { return false }
+func (nopSink) Info(int, string, ...any)         {}
+func (nopSink) Error(error, string, ...any)      {}
+func (n nopSink) WithValues(...any) logr.LogSink { return n }
+func (n nopSink) WithName(string) logr.LogSink   { return n }
+
+// eventRecorder is the recorder of the Events gopf posts: the manager's,
+// under Options.EventComponent, or one that posts nothing with EventsOff.
+func eventRecorder(mgr manager.Manager, opts Options) recorder.EventRecorder {
+	if opts.EventsOff {
+		return noEvents{}
+	}
+	return mgr.GetEventRecorder(opts.EventComponent)
+}
+
+// noEvents is a recorder that posts nothing.
+type noEvents struct{}
+
+func (noEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
+
+func (noEvents) AnnotatedEventf(runtime.Object, runtime.Object, map[string]string, string, string, string, string, ...any) {
+}

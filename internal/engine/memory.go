@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
+)
+
+// memory is what the engine remembers about one object in this process.
+type memory struct {
+	uid       types.UID
+	written   *state.State // the state of gopf's last write, until the cache shows it
+	writtenAt time.Time
+	showing   string   // the essence the object shows after that write, if the state records it
+	unsaved   *unsaved // state and results a failed write did not store
+	resumed   bool     // resume handlers are done (or do not apply) in this process
+	// released says gopf removed its finalizer from the object, being
+	// deleted: no finalizer can be added to it since, so a view of it that
+	// still holds one is the cache's, behind.
+	released bool
+	warned   bool // a Warning Event about bad stored state was posted
+	tooLarge bool // a Warning Event about a write refused as too large was posted
+	memo     spec.Memo
+	seeded   bool // memo has the operator memo's keys
+}
+
+// consistencyWait returns how long to wait for the cache to show gopf's last
+// write, or 0 if it shows it (or waiting longer makes no sense). A write
+// can be two requests (status, then the object); when the written state
+// says a cause is done with the object as the handlers patched it, the
+// cache shows the write once it shows both that state and that essence
+// (essence is the object's current one), so that the handlers' own patch
+// is never taken for a change.
+func (m *memory) consistencyWait(s state.Storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
+	if m.written == nil {
+		return 0
+	}
+	done := m.showing != "" && len(m.written.Progress) == 0 && !isCompact(m.showing)
+	if state.Saved(s, obj, m.written) && (!done || m.showing == essence) {
+		m.written = nil
+		return 0
+	}
+	if left := timeout - time.Since(m.writtenAt); left > 0 {
+		return left
+	}
+	m.written = nil
+	return 0
+}
+
+// wrote remembers a write of state st, after which the object shows the
+// essence showing ("" when the state records an older essence).
+func (m *memory) wrote(st *state.State, showing string) {
+	m.written, m.showing, m.writtenAt = st, showing, time.Now()
+}
+
+// unsaved is what a reconcile meant to write when its write failed.
+type unsaved struct {
+	st      *state.State
+	results map[string]any
+	// patch is the handlers' own patch (nil if they made none), which st
+	// describes: it is sent again with st.
+	patch *spec.Patch
+}
+
+// memories holds the memory of every object seen. An object's memory is used
+// only by the one reconcile that handles the object at a time.
+//
+// An object's memo starts as a shallow copy of the operator memo, as in
+// Kopf, taken when the object is first seen after the startup handlers
+// finished (so it holds what they put there). Index functions run while the
+// startup handlers still run (Kopf starts watching only after them), and
+// admission requests can come then too: an object they see first gets the
+// operator memo's keys at its first sight after startup, except the keys
+// its memo has by then.
+type memories struct {
+	mu       sync.Mutex
+	m        map[types.NamespacedName]*memory
+	operator *shared // nil: memos start empty
+}
+
+// newMemories returns an empty set; objects' memos are seeded from the
+// operator memo of sh.
+func newMemories(sh *shared) *memories {
+	return &memories{m: map[types.NamespacedName]*memory{}, operator: sh}
+}
+
+// get returns the memory of the object, new if the object is new or was
+// replaced by another of the same name.
+func (ms *memories) get(key types.NamespacedName, uid types.UID) *memory {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m, ok := ms.m[key]
+	if !ok || m.uid != uid {
+		m = &memory{uid: uid}
+		ms.m[key] = m
+	}
+	ms.seed(m)
+	return m
+}
+
+// find returns the memo of the object if it has a memory, or nil; uid ""
+// stands for whichever object has that name.
+func (ms *memories) find(key types.NamespacedName, uid types.UID) *spec.Memo {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m, ok := ms.m[key]
+	if !ok || uid != "" && m.uid != uid {
+		return nil
+	}
+	ms.seed(m)
+	return &m.memo
+}
+
+// seed gives m's memo the operator memo's keys once the startup handlers
+// are done.
+func (ms *memories) seed(m *memory) {
+	if m.seeded || ms.operator == nil || !ms.operator.gate.hasStarted() {
+		return
+	}
+	spec.SeedMemo(&m.memo, ms.operator.memo)
+	m.seeded = true
+}
+
+func (ms *memories) forget(key types.NamespacedName) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	delete(ms.m, key)
+}
+
+// clonePatch copies a handler patch, so that what a failed write carried
+// is kept apart from the turn's patch, which results and state join. The
+// top-level keys of a patch are single field names, as Set made them.
+func clonePatch(p *spec.Patch) *spec.Patch {
+	out := &spec.Patch{}
+	for key, v := range spec.ObjectPatch(p) {
+		_ = out.Set(key, state.DeepCopyJSON(v))
+	}
+	for key, v := range spec.StatusPatch(p) {
+		spec.MergeStatus(out, key, state.DeepCopyJSON(v))
+	}
+	for _, fn := range spec.Transforms(p) {
+		_ = out.Transform(fn)
+	}
+	return out
+}

@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
+)
+
+// Where an object's state lives is decided per kind when its controller is
+// set up, before its first write, from what the kind keeps in status: gopf
+// keeps the state in status.<StatusField> only where that field survives a
+// write and a read. Two things can drop it:
+//
+//   - the API server: a CRD's structural schema prunes fields it does not
+//     declare (unless x-kubernetes-preserve-unknown-fields keeps them), and
+//     built-in kinds (Pod, Namespace) and aggregated APIs keep only the
+//     fields of their Go types;
+//   - the operator's Go type: a typed status (what kubebuilder scaffolds)
+//     has no field for gopf's state, so the informer cache never shows it.
+//
+// The decision is the same at every start of the same operator against the
+// same CRD, and loading reads both of gopf's places anyway (see
+// kopfFallback): a kind whose place changed (an older gopf that moved a
+// kind to annotations in memory, a CRD whose schema changed, a new Storage
+// option) keeps its history.
+
+// kindSchema is what the API server keeps of a kind's objects.
+type kindSchema struct {
+	// known is false when the schema could not be read (the operator may
+	// not read CRDs, or the request failed): nothing is assumed then.
+	known bool
+	// crd is true for a CustomResourceDefinition's kind; root is the
+	// openAPIV3Schema of the served version (nil: the version has none
+	// and keeps everything).
+	crd  bool
+	root map[string]any
+	// why says why the schema is not known, for the log.
+	why string
+}
+
+// readKindSchema reads the schema of the kind gvk served as resource: the
+// CRD's (apiextensions.k8s.io/v1) for a custom resource; for other kinds
+// (the core group, groups without a dot, which no CRD can have, and groups
+// with no CRD of that name) it knows that unknown fields are dropped.
+func readKindSchema(ctx context.Context, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, resource string) kindSchema {
+	if !strings.Contains(gvk.Group, ".") {
+		return kindSchema{known: true}
+	}
+	if disco == nil || disco.RESTClient() == nil {
+		return kindSchema{why: "no client to read CRDs with"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	name := resource + "." + gvk.Group
+	data, err := disco.RESTClient().Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", name).DoRaw(ctx)
+	switch {
+	case apierrors.IsNotFound(err):
+		return kindSchema{known: true} // built in (networking.k8s.io, …) or aggregated
+	case err != nil:
+		return kindSchema{why: fmt.Sprintf("reading CustomResourceDefinition %s: %v", name, err)}
+	}
+	var crd struct {
+		Spec struct {
+			Versions []struct {
+				Name   string `json:"name"`
+				Schema *struct {
+					OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+				} `json:"schema"`
+			} `json:"versions"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(data, &crd); err != nil {
+		return kindSchema{why: fmt.Sprintf("decoding CustomResourceDefinition %s: %v", name, err)}
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name == gvk.Version {
+			out := kindSchema{known: true, crd: true}
+			if v.Schema != nil {
+				out.root = v.Schema.OpenAPIV3Schema
+			}
+			return out
+		}
+	}
+	return kindSchema{why: fmt.Sprintf("CustomResourceDefinition %s has no version %s", name, gvk.Version)}
+}
+
+// keeps reports whether the API server keeps value at path (a JSON-like
+// value under the object's root): whether its schema keeps path and every
+// field of value. Unknown schemas keep everything; kinds that are not CRDs
+// keep nothing gopf adds to their status.
+func (s kindSchema) keeps(path []string, value any) bool {
+	if !s.known {
+		return true
+	}
+	if !s.crd {
+		return false
+	}
+	if s.root == nil {
+		return true
+	}
+	for i := len(path) - 1; i >= 0; i-- {
+		value = map[string]any{path[i]: value}
+	}
+	return schemaKeeps(s.root, value)
+}
+
+// schemaKeeps reports whether structural pruning (Kubernetes' rules for
+// CRDs) leaves value whole under schema s: a field is kept when properties
+// declares it (and its value is kept under that schema), when
+// additionalProperties gives a schema for it, or when
+// x-kubernetes-preserve-unknown-fields keeps unknown fields (which are then
+// kept whole); list items follow items.
+func schemaKeeps(s map[string]any, value any) bool {
+	switch v := value.(type) {
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		preserve, _ := s["x-kubernetes-preserve-unknown-fields"].(bool)
+		for key, item := range v {
+			if sub, ok := props[key].(map[string]any); ok {
+				if !schemaKeeps(sub, item) {
+					return false
+				}
+				continue
+			}
+			switch more := s["additionalProperties"].(type) {
+			case map[string]any:
+				if !schemaKeeps(more, item) {
+					return false
+				}
+				continue
+			case bool:
+				if more {
+					continue
+				}
+			}
+			if !preserve {
+				return false
+			}
+		}
+	case []any:
+		items, _ := s["items"].(map[string]any)
+		for _, item := range v {
+			if items != nil && !schemaKeeps(items, item) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// typeKeeps reports whether the Go type newObject makes keeps value at
+// path through a conversion from JSON-like form and back, as the informer
+// cache's objects go. Unstructured objects keep everything.
+func typeKeeps(newObject func() client.Object, path []string, value any) bool {
+	obj := newObject()
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return true
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return false
+	}
+	spec.SetPath(raw, path, state.DeepCopyJSON(value))
+	back := newObject()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, back); err != nil {
+		return false
+	}
+	again, err := runtime.DefaultUnstructuredConverter.ToUnstructured(back)
+	if err != nil {
+		return false
+	}
+	got, ok := state.Lookup(any(again), path)
+	return ok && state.SameJSON(got, value)
+}
+
+// sampleState is a state with every field set, as status storage writes
+// it: what status.<StatusField> must keep.
+func sampleState() map[string]any {
+	return map[string]any{
+		"lastHandled": `{"spec":{}}`,
+		"progress": map[string]any{"handler": map[string]any{
+			"purpose": "create", "started": "2026-01-02T03:04:05Z", "delayed": "2026-01-02T03:04:06Z",
+			"retries": int64(1), "success": true, "failure": true, "message": "m", "handled": `{"spec":{}}`,
+		}},
+	}
+}
+
+// sampleResults are values a handler may return; a result field is kept
+// when any of them is.
+var sampleResults = []any{map[string]any{"message": "m"}, "m", int64(1), true}
+
+// statusPlace is what the kind keeps in status, decided once per kind.
+type statusPlace struct {
+	schema    kindSchema
+	newObject func() client.Object
+	field     string
+	// State is "" when status.<field> keeps gopf's state, or says what
+	// drops it.
+	state string
+	// results holds, per handler id, "" when status.<id> keeps the
+	// handler's results, or what drops them; filled as results come.
+	results sync.Map
+	warned  sync.Map // handler id → a warning was logged
+}
+
+// newStatusPlace decides what the kind keeps in status: a state needs
+// both the API server and the Go type to keep it.
+func newStatusPlace(s kindSchema, newObject func() client.Object, field string) *statusPlace {
+	p := &statusPlace{schema: s, newObject: newObject, field: field}
+	p.state = p.drops([]string{"status", field}, sampleState())
+	return p
+}
+
+// drops says what drops value at path ("" when nothing does): the Go type
+// or the API server's schema.
+func (p *statusPlace) drops(path []string, values ...any) string {
+	typeOK, serverOK := false, false
+	for _, v := range values {
+		typeOK = typeOK || typeKeeps(p.newObject, path, v)
+		serverOK = serverOK || p.schema.keeps(path, v)
+	}
+	switch {
+	case !typeOK:
+		return fmt.Sprintf("the Go type %T has no field for %s", p.newObject(), strings.Join(path, "."))
+	case !serverOK && p.schema.crd:
+		return fmt.Sprintf("the CRD's schema does not declare %s (and does not keep unknown fields there)", strings.Join(path, "."))
+	case !serverOK:
+		return fmt.Sprintf("the API server keeps only the declared fields of a built-in kind's status, and %s is not one", strings.Join(path, "."))
+	}
+	return ""
+}
+
+// keepsState reports whether status.<field> keeps gopf's state.
+func (p *statusPlace) keepsState() bool { return p.state == "" }
+
+// resultDrops says what drops the results of handler id, "" if nothing.
+func (p *statusPlace) resultDrops(id string) string {
+	if why, ok := p.results.Load(id); ok {
+		return why.(string)
+	}
+	why := p.drops([]string{"status", id}, sampleResults...)
+	p.results.Store(id, why)
+	return why
+}
+
+// firstDrop reports whether this is the first dropped result of handler
+// id, which is then worth a warning.
+func (p *statusPlace) firstDrop(id string) bool {
+	_, done := p.warned.LoadOrStore(id, true)
+	return !done
+}

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
+)
+
+// outcome is what one attempt of a handler comes to.
+type outcome int
+
+const (
+	// succeeded: the handler is done (also an error ignored by ErrorsIgnored).
+	succeeded outcome = iota
+	// retrying: the handler is called again after verdict.delay.
+	retrying
+	// failed: the handler failed for good (a PermanentError, a permanent
+	// error mode, or no attempts or time left).
+	failed
+)
+
+func (o outcome) String() string {
+	return [...]string{succeeded: "success", retrying: "retry", failed: "failure"}[o]
+}
+
+// verdict is the outcome of one attempt with what goes with it.
+type verdict struct {
+	outcome outcome
+	// delay is the wait before the next attempt, when retrying.
+	delay time.Duration
+	// err is the error to record: the handler's, wrapped when attempts or
+	// time ran out; nil on a plain success.
+	err error
+	// ignored: an error the ErrorsIgnored mode turned into a success.
+	ignored bool
+}
+
+// judge is gopf's one error policy, for every handler kind that has one
+// (change handlers, sub-handlers, timers, daemons, startup and cleanup
+// handlers): what an attempt's error means for a handler with options o.
+// attempts counts the attempts for this cause including this one; started
+// is when the first of them began.
+//
+// A nil error succeeds. A PermanentError fails. A TemporaryError retries
+// after its delay (or the backoff when it gives none). Any other error — a
+// recovered panic included — follows the error mode: retried after the
+// backoff (the default), failed, or ignored. A retry that would exceed
+// Retries attempts, or end Timeout or later after the first attempt,
+// fails instead with ErrRetriesExhausted or ErrTimeout.
+func judge(o spec.Options, defaultBackoff time.Duration, err error, attempts int, started, now time.Time) verdict {
+	if err == nil {
+		return verdict{outcome: succeeded}
+	}
+	var temp *handlers.TemporaryError
+	var perm *handlers.PermanentError
+	delay := time.Duration(0)
+	switch {
+	case errors.As(err, &perm):
+		return verdict{outcome: failed, err: err}
+	case errors.As(err, &temp):
+		delay = temp.Delay
+	case o.Errors == spec.ErrorsIgnored:
+		return verdict{outcome: succeeded, err: err, ignored: true}
+	case o.Errors == spec.ErrorsPermanent:
+		return verdict{outcome: failed, err: err}
+	}
+	if delay <= 0 {
+		delay = o.Backoff
+	}
+	if delay <= 0 {
+		delay = defaultBackoff
+	}
+	switch {
+	case o.Retries > 0 && attempts >= o.Retries:
+		return verdict{outcome: failed, err: handlers.Permanent(fmt.Errorf("%w after %d attempts: %v", handlers.ErrRetriesExhausted, attempts, err))}
+	case o.Timeout > 0 && now.Add(delay).Sub(started) >= o.Timeout:
+		return verdict{outcome: failed, err: handlers.Permanent(fmt.Errorf("%w: %s since the first attempt: %v", handlers.ErrTimeout, o.Timeout, err))}
+	}
+	return verdict{outcome: retrying, delay: delay, err: err}
+}

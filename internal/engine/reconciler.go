@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/state"
+)
+
+// kindController is the Reconciler of one watched kind.
+type kindController struct {
+	name      string
+	gvk       schema.GroupVersionKind
+	opts      Options
+	change    []*contract.Handler // change handlers, in registration order
+	level     []*contract.Handler // OnReconcile handlers
+	spawned   []*contract.Handler // timers and daemons
+	events    []*contract.Handler // OnEvent handlers
+	indexes   []*contract.Handler // OnIndex functions
+	cache     cache.Cache
+	spawner   *spawner // nil without timers and daemons
+	shared    *shared
+	scheme    *runtime.Scheme
+	wake      chan event.GenericEvent // objects to reconcile again
+	log       logr.Logger
+	extra     [][]string    // field paths kept in the essence
+	reader    client.Reader // the manager's cache
+	writer    client.Client
+	recorder  recorder.EventRecorder
+	newObject func() client.Object
+	hasStatus bool
+	finalizer string
+	memory    *memories
+	mu        sync.Mutex
+	store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
+	kopf      *kopfstate.Store
+	place     *statusPlace // what the kind's status keeps
+	// statusKept is set once a response showed the state in status: the
+	// kind's schema keeps it, and later responses need no check.
+	statusKept atomic.Bool
+	// fellBack is set once storageFallback moved the kind to annotations.
+	fellBack atomic.Bool
+}
+
+var _ reconcile.Reconciler = (*kindController)(nil)
+
+// Reconcile handles one object: it reads the object and gopf's state of
+// it, decides what to do (decide) and does it (execute).
+func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
+	defer k.shared.busy.Add(-1)
+	if !k.shared.gate.admit() || !k.shared.scope.includes(req.Namespace) {
+		return reconcile.Result{}, nil // paused, starting, or out of scope; reopening the gate reconciles everything
+	}
+	t, wait, err := k.read(ctx, req)
+	if t == nil || err != nil {
+		return reconcile.Result{RequeueAfter: wait}, err
+	}
+	loadErr := t.loadState()
+	d := t.decide(k.memoryFacts(req.NamespacedName, t.mem))
+	if d.route == routeIgnore {
+		if k.spawner != nil {
+			k.spawner.sync(req.NamespacedName, t.obj, t.essence, nil)
+		}
+		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
+	}
+	t.reportBadState(loadErr)
+	if t.flushing {
+		return t.flush(ctx)
+	}
+	return t.execute(ctx, d)
+}
+
+// read starts a turn: the object from the cache, once the indexes and the
+// cache are ready for it. A nil turn means there is nothing to do yet: the
+// object is gone, or the reconcile is to be retried after wait (or with
+// the error).
+func (k *kindController) read(ctx context.Context, req reconcile.Request) (*turn, time.Duration, error) {
+	log := logf.FromContext(ctx)
+	obj := k.newObject()
+	if err := k.reader.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			k.memory.forget(req.NamespacedName)
+			if k.spawner != nil {
+				k.spawner.forget(req.NamespacedName)
+			}
+			return nil, 0, nil
+		}
+		return nil, 0, fmt.Errorf("reading %s %s from the cache: %w", k.gvk.Kind, req.NamespacedName, err)
+	}
+	if !k.shared.indexesReady() {
+		log.V(1).Info("waiting for the indexes to see their initial lists")
+		return nil, 100 * time.Millisecond, nil
+	}
+	mem := k.memory.get(req.NamespacedName, obj.GetUID())
+	t := &turn{k: k, log: log, obj: obj, now: time.Now(), store: k.storage(), mem: mem}
+	if err := t.refresh(); err != nil {
+		return nil, 0, err
+	}
+	// Wait (without blocking the worker) for the cache to show our own last
+	// write, so that one change is never handled twice.
+	if wait := t.mem.consistencyWait(t.store, t.raw, t.essence, k.opts.ConsistencyTimeout); wait > 0 {
+		log.V(1).Info("waiting for the cache to catch up with gopf's last write", "wait", wait)
+		return nil, wait, nil
+	}
+	return t, 0, nil
+}
+
+// memoryFacts is what the process remembers of an object, for decide.
+func (k *kindController) memoryFacts(key types.NamespacedName, mem *memory) memoryFacts {
+	return memoryFacts{resumed: mem.resumed, released: mem.released, spawnHolds: func(spawn []*contract.Handler) bool {
+		return k.spawner.needsFinalizer(key, spawn)
+	}}
+}
+
+// execute carries out a decision on the turn's object: the route's steps,
+// then the level handlers, then one write of results and state.
+func (t *turn) execute(ctx context.Context, d decision) (reconcile.Result, error) {
+	k, key := t.k, client.ObjectKeyFromObject(t.obj)
+	switch d.route {
+	case routeReleased:
+		t.log.V(1).Info("waiting for the cache to show the finalizer's removal")
+		return reconcile.Result{}, nil
+	case routeDelete:
+		if released, err := t.handleDeletion(ctx, d); released || err != nil {
+			return reconcile.Result{}, err
+		}
+	case routeOthers:
+		// Someone else's finalizer holds the object; nothing of ours to do.
+		if k.spawner != nil {
+			k.spawner.stop(key)
+		}
+	case routeLive:
+		// The finalizer comes before any handler can cause side effects,
+		// and goes when nothing needs it.
+		if d.finalizer != finalizerKept {
+			if err := k.setFinalizer(ctx, t.obj, d.finalizer == finalizerAdd); err != nil {
+				return reconcile.Result{}, err
+			}
+			t.refreshMetadata()
+		}
+		t.changeCause(ctx, d)
+		if k.spawner != nil {
+			k.spawner.sync(key, t.obj, t.essence, d.spawn)
+		}
+	}
+	res, levelErr := t.runLevel(ctx, d.level, d.purpose)
+	if err := t.write(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	if t.requeue > 0 && (res.RequeueAfter == 0 || t.requeue < res.RequeueAfter) {
+		res.RequeueAfter = t.requeue
+	}
+	return res, levelErr
+}
+
+// handleDeletion runs the delete handlers of an object gopf's finalizer
+// holds, and releases the finalizer once they are done and the object's
+// daemons are gone. It reports whether the finalizer was released.
+func (t *turn) handleDeletion(ctx context.Context, d decision) (bool, error) {
+	k, key := t.k, client.ObjectKeyFromObject(t.obj)
+	done := t.deleteCause(ctx, d)
+	gone := k.spawner == nil || k.spawner.stop(key)
+	switch {
+	case done && gone:
+		if err := k.setFinalizer(ctx, t.obj, false); err != nil {
+			// Remember that the delete handlers are done, so that the
+			// retry removes the finalizer without calling them again.
+			t.mem.unsaved = &unsaved{st: t.st, results: t.results}
+			return false, err
+		}
+		t.mem.released = true
+		causes.WithLabelValues(k.name, string(handlers.ReasonDelete)).Inc()
+		t.log.Info("deletion handled; finalizer removed")
+		return true, nil
+	case done:
+		t.log.V(1).Info("waiting for daemons to stop before releasing the finalizer")
+	}
+	return false, nil
+}
+
+func (k *kindController) storage() state.Storage {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.store
+}
+
+func (k *kindController) setStorage(s state.Storage) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.store = s
+}
+
+// toJSONValue turns a handler's result into plain JSON values (maps, slices,
+// strings, numbers, booleans), so that it can go into a merge patch.
+func toJSONValue(v any) (any, error) {
+	if plain, ok := state.AsDecodedJSON(v); ok {
+		return plain, nil
+	}
+	data, err := state.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return state.DecodeJSON(string(data)), nil
+}

@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/spec"
+)
+
+// spawner runs the timers and daemons of one kind. It is a Runnable on the
+// manager, so it runs only on the leader and stopping the manager stops
+// every timer and daemon it started.
+//
+// Timers cost no goroutine while they wait: they sit in one delaying queue
+// (a heap served by one goroutine) and run on a fixed pool of workers; the
+// queue never hands one key to two workers, so a timer never overlaps
+// itself. Daemons get a goroutine each, as long-running functions must.
+type spawner struct {
+	k       *kindController
+	workers int
+	log     logr.Logger
+
+	mu      sync.Mutex
+	ctx     context.Context // set by Start; nil before
+	objects map[types.NamespacedName]*spawned
+	queue   workqueue.TypedDelayingInterface[timerKey]
+	wg      sync.WaitGroup // timer workers and daemon stop escalations
+}
+
+// timerKey names one timer of one object.
+type timerKey struct {
+	obj types.NamespacedName
+	id  string
+}
+
+// spawned is what the spawner knows of one object.
+type spawned struct {
+	uid       types.UID
+	latest    client.Object
+	essence   string
+	changedAt time.Time // last change of the essence
+	wanted    []*contract.Handler
+	timers    map[string]*timerState
+	daemons   map[string]*daemonState
+	finished  map[string]bool // timers and daemons done for good in this process
+}
+
+type timerState struct {
+	reg      *contract.Handler
+	first    time.Time // start of the first run, the grid of sharp timers
+	attempts int       // failed attempts of the current run
+	started  time.Time // first attempt of the current run
+	ranFor   time.Time // the change an idle-only timer last ran after
+	due      time.Time // when the scheduled run is due
+}
+
+type daemonState struct {
+	reg       *contract.Handler
+	ctl       *spec.DaemonControl[*handlers.Cause]
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when the goroutine returns
+	abandoned chan struct{} // closed when gopf gives up waiting
+	escalated bool
+}
+
+func newSpawner(k *kindController, workers int) *spawner {
+	s := &spawner{
+		k:       k,
+		workers: workers,
+		objects: map[types.NamespacedName]*spawned{},
+		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[timerKey]{Name: k.name + "-timers"}),
+	}
+	k.shared.gate.whenPaused(s.pause)
+	return s
+}
+
+// pause stops every timer and daemon, as the operator pauses; reopening the
+// gate reconciles every object, which starts them again.
+func (s *spawner) pause() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, o := range s.objects {
+		for id := range o.timers {
+			delete(o.timers, id)
+		}
+		for _, d := range o.daemons {
+			s.stopDaemonLocked(d, string(handlers.StopOperatorPausing))
+		}
+		if len(o.daemons) == 0 {
+			delete(s.objects, key)
+		}
+	}
+}
+
+// Start runs the timer workers and spawns what reconciles asked for before
+// the spawner started; on stop it stops every daemon and timer and waits for
+// them.
+func (s *spawner) Start(ctx context.Context) error {
+	s.log = s.k.log.WithName("spawner")
+	s.mu.Lock()
+	s.ctx = ctx
+	for i := 0; i < s.workers; i++ {
+		s.wg.Add(1)
+		go s.worker()
+	}
+	for key, o := range s.objects {
+		s.spawnLocked(key, o)
+	}
+	s.mu.Unlock()
+
+	<-ctx.Done()
+	s.mu.Lock()
+	var daemons []*daemonState
+	for _, o := range s.objects {
+		for _, d := range o.daemons {
+			s.stopDaemonLocked(d, string(handlers.StopOperatorExiting))
+			daemons = append(daemons, d)
+		}
+	}
+	s.mu.Unlock()
+	for _, d := range daemons {
+		select {
+		case <-d.done:
+		case <-d.abandoned:
+		}
+	}
+	s.queue.ShutDown()
+	s.wg.Wait()
+	return nil
+}
+
+// sync records the newest object and starts the timers and daemons of the
+// selected registrations that are not running; those no longer selected
+// are stopped.
+func (s *spawner) sync(key types.NamespacedName, obj client.Object, essence string, selected []*contract.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[key]
+	if o == nil || o.uid != obj.GetUID() {
+		if o != nil {
+			s.stopAllLocked(o, string(handlers.StopDeleted))
+		}
+		o = &spawned{uid: obj.GetUID(), timers: map[string]*timerState{}, daemons: map[string]*daemonState{}, finished: map[string]bool{}, changedAt: time.Now()}
+		s.objects[key] = o
+	} else if o.essence != essence {
+		o.changedAt = time.Now()
+		for id, t := range o.timers {
+			if t.reg.Options.Idle > 0 {
+				s.queue.AddAfter(timerKey{key, id}, t.reg.Options.Idle)
+			}
+		}
+	}
+	o.latest, o.essence, o.wanted = obj.DeepCopyObject().(client.Object), essence, selected
+	if s.ctx != nil {
+		s.spawnLocked(key, o)
+	}
+}
+
+// spawnLocked starts what o wants and stops what it no longer wants.
+func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
+	wanted := map[string]bool{}
+	for _, r := range o.wanted {
+		id := r.Options.ID
+		wanted[id] = true
+		switch r.Kind {
+		case spec.KindTimer:
+			if o.timers[id] == nil && !o.finished[id] {
+				t := &timerState{reg: r}
+				o.timers[id] = t
+				s.schedule(timerKey{key, id}, t, s.initialDelay(r, o.latest))
+			}
+		case spec.KindDaemon:
+			// Never after a pause began (a reconcile that passed the gate
+			// just before), or the pause would not stop it.
+			if o.daemons[id] == nil && !o.finished[id] && s.k.shared.gate.open() {
+				s.startDaemonLocked(key, o, r)
+			}
+		}
+	}
+	for id := range o.timers {
+		if !wanted[id] {
+			delete(o.timers, id)
+		}
+	}
+	for id, d := range o.daemons {
+		if !wanted[id] {
+			s.stopDaemonLocked(d, string(handlers.StopFiltersMismatch))
+		}
+	}
+}
+
+// needsFinalizer reports whether a timer or daemon holds the object: a
+// selected one that has not finished for good.
+func (s *spawner) needsFinalizer(key types.NamespacedName, selected []*contract.Handler) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[key]
+	for _, r := range selected {
+		if o == nil || !o.finished[r.Options.ID] {
+			return true
+		}
+	}
+	return false
+}
+
+// stop stops the timers and daemons of an object being deleted. It reports
+// whether all daemons are gone (returned or abandoned), so that the
+// finalizer can go.
+func (s *spawner) stop(key types.NamespacedName) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[key]
+	if o == nil {
+		return true
+	}
+	s.stopAllLocked(o, string(handlers.StopDeleted))
+	return len(o.daemons) == 0
+}
+
+// forget stops everything of an object that is gone and forgets it.
+func (s *spawner) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o := s.objects[key]; o != nil {
+		s.stopAllLocked(o, string(handlers.StopDeleted))
+		if len(o.daemons) == 0 {
+			delete(s.objects, key)
+		}
+	}
+}
+
+func (s *spawner) stopAllLocked(o *spawned, reason string) {
+	o.wanted = nil
+	for id := range o.timers {
+		delete(o.timers, id)
+	}
+	for _, d := range o.daemons {
+		s.stopDaemonLocked(d, reason)
+	}
+}
+
+// initialDelay is a timer's or daemon's delay before its first run.
+func (s *spawner) initialDelay(r *contract.Handler, obj client.Object) time.Duration {
+	if f := r.Options.InitialDelayFunc; f != nil {
+		if typed, err := s.k.objectFor(r, obj); err == nil {
+			return f(typed)
+		}
+	}
+	return r.Options.InitialDelay
+}
+
+// wakeUp makes the controller reconcile the object again, e.g. when a daemon
+// has gone and the finalizer may be released.
+func (s *spawner) wakeUp(obj client.Object) { s.k.wakeUp(s.ctx, obj) }
+
+// newCall builds the call of a timer or daemon run.
+func (s *spawner) newCall(r *contract.Handler, obj client.Object, retry int, started time.Time) *handlers.Cause {
+	c, _ := s.k.baseCall(r, obj, s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry))
+	c.Retry, c.Started, c.Runtime = retry, started, time.Since(started)
+	return c
+}

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/spec"
+)
+
+// worker runs due timers until the queue shuts down.
+func (s *spawner) worker() {
+	defer s.wg.Done()
+	for {
+		key, shutdown := s.queue.Get()
+		if shutdown {
+			return
+		}
+		s.runTimer(key)
+		s.queue.Done(key)
+	}
+}
+
+// runTimer runs one due timer (unless it is gone, or its object is not idle
+// long enough yet) and schedules its next run.
+func (s *spawner) runTimer(key timerKey) {
+	s.k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
+	defer s.k.shared.busy.Add(-1)
+	ctx, run := s.beginTimerRun(key)
+	if run == nil {
+		return
+	}
+	err := s.callTimer(ctx, run)
+	end := time.Now()
+	opts := run.t.reg.Options
+	v := judge(opts, s.k.opts.DefaultBackoff, err, run.attempts+1, run.started, end)
+	handlerCalls.WithLabelValues(s.k.name, opts.ID, v.outcome.String()).Inc()
+	if s.endTimerRun(run, v, end) {
+		run.c.Log.Error(v.err, "timer failed permanently; it stops for this object")
+		s.k.failedForGood(run.obj, opts.ID, v.err)
+		s.wakeUp(run.obj)
+	}
+}
+
+// timerRun is one run of a timer, as its worker sees it between taking the
+// timer from the queue and recording the outcome.
+type timerRun struct {
+	key       timerKey
+	o         *spawned
+	t         *timerState
+	obj       client.Object // a private copy of the object
+	changedAt time.Time     // the object's last change when the run began
+	attempts  int           // failed attempts before this one
+	started   time.Time     // first attempt of the run
+	c         *handlers.Cause
+}
+
+// beginTimerRun prepares a run of the timer of key, with the context to run
+// it in; it returns a nil run when the timer is not to run now: it is gone,
+// the spawner stops, the operator is paused, or the object has not been
+// quiet long enough.
+func (s *spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[key.obj]
+	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.shared.gate.open() {
+		return nil, nil
+	}
+	t := o.timers[key.id]
+	if t == nil {
+		return nil, nil
+	}
+	now := time.Now()
+	if !s.idleLongEnoughLocked(key, o, t, now) {
+		return nil, nil
+	}
+	if !t.due.IsZero() {
+		timerLateness.WithLabelValues(s.k.name, t.reg.Options.ID).Observe(now.Sub(t.due).Seconds())
+		t.due = time.Time{}
+	}
+	if t.attempts == 0 {
+		t.started = now
+	}
+	if t.first.IsZero() {
+		t.first = now
+	}
+	// A private copy: the write after the call decodes the response into it.
+	run := &timerRun{key: key, o: o, t: t, obj: o.latest.DeepCopyObject().(client.Object), changedAt: o.changedAt, attempts: t.attempts, started: t.started}
+	run.c = s.newCall(t.reg, run.obj, t.attempts, t.started)
+	run.c.Patch = &handlers.Patch{}
+	return s.ctx, run
+}
+
+// idleLongEnoughLocked reports whether a timer with an idle time may run:
+// its object has not changed for that long, and an idle-only timer (one
+// without an interval) has not run yet in this quiet period; the next
+// change queues it again. A timer queued too early goes back into the queue
+// for when the object will have been quiet long enough.
+func (s *spawner) idleLongEnoughLocked(key timerKey, o *spawned, t *timerState, now time.Time) bool {
+	opts := t.reg.Options
+	if opts.Idle <= 0 {
+		return true
+	}
+	if quiet := now.Sub(o.changedAt); quiet < opts.Idle {
+		s.queue.AddAfter(key, opts.Idle-quiet)
+		return false
+	}
+	return opts.Interval > 0 || !t.ranFor.Equal(o.changedAt)
+}
+
+// callTimer calls the timer's function and sends its patch, with what the
+// function returned stored in status under the timer's id when that
+// changes it. A patch that cannot be sent is a temporary error.
+func (s *spawner) callTimer(ctx context.Context, run *timerRun) error {
+	reg := run.t.reg
+	result, err := s.k.call(ctx, reg, run.obj, run.c)
+	if err != nil {
+		return err
+	}
+	if result != nil {
+		status, _ := statusOf(run.obj)
+		if changes(status[reg.Options.ID], result) {
+			spec.MergeStatus((*spec.Patch)(run.c.Patch), reg.Options.ID, result)
+		}
+	}
+	if werr := s.k.sendPatch(ctx, run.obj, (*spec.Patch)(run.c.Patch)); werr != nil {
+		return handlers.Temporary(werr, 0)
+	}
+	return nil
+}
+
+// endTimerRun records the verdict on a run that ended at end and schedules
+// the timer's next run, unless the timer was stopped while it ran. It
+// reports whether the timer failed for good: as in Kopf, such a timer stops
+// for this object (in this process) and no longer holds its finalizer.
+func (s *spawner) endTimerRun(run *timerRun, v verdict, end time.Time) (failedForGood bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, t := run.o, run.t
+	if o.timers[run.key.id] != t {
+		return false // stopped while running
+	}
+	switch v.outcome {
+	case retrying:
+		t.attempts++
+		run.c.Log.Info("timer failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
+		s.schedule(run.key, t, v.delay)
+		return false
+	case failed:
+		delete(o.timers, run.key.id)
+		o.finished[run.key.id] = true
+		return true
+	}
+	if v.ignored {
+		run.c.Log.Info("timer failed; the error is ignored as configured", "error", v.err.Error())
+	}
+	t.attempts = 0
+	t.ranFor = run.changedAt
+	if t.reg.Options.Interval > 0 {
+		s.schedule(run.key, t, time.Until(t.nextRun(end)))
+	}
+	return false
+}
+
+// nextRun is when a timer with an interval runs next after a run that ended
+// at end: an interval later, or for a sharp timer at the next point of the
+// grid its first run began.
+func (t *timerState) nextRun(end time.Time) time.Time {
+	opts := t.reg.Options
+	if !opts.Sharp {
+		return end.Add(opts.Interval)
+	}
+	periods := end.Sub(t.first)/opts.Interval + 1
+	return t.first.Add(periods * opts.Interval)
+}
+
+// schedule puts a timer's next run in the queue and remembers when it is due.
+func (s *spawner) schedule(key timerKey, t *timerState, delay time.Duration) {
+	t.due = time.Now().Add(delay)
+	s.queue.AddAfter(key, delay)
+}

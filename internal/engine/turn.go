@@ -1,0 +1,373 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
+)
+
+// turn is the working set of one reconcile of one object.
+type turn struct {
+	k     *kindController
+	log   logr.Logger
+	obj   client.Object
+	raw   map[string]any
+	mem   *memory
+	store state.Storage
+	now   time.Time
+
+	loaded *state.State // as stored; nil if nothing is
+	known  *state.State // what gopf knows: the stored state, or a newer one it failed to write
+	st     *state.State // as it will be stored
+
+	essence     string // current essence, as JSON (compact if the stored one is: see size.go)
+	essenceTree any    // the same, decoded
+	full        string // the full essence while essence is compact
+	size        int    // the object's size without gopf's state, once measured (size.go)
+
+	patch    spec.Patch
+	results  map[string]any // handler id → result, merged into status
+	flushing bool           // the turn sends a failed write again (see flush)
+	requeue  time.Duration  // the soonest retry, 0 for none
+}
+
+// entry is one handler (or sub-handler) scheduled in this turn.
+type entry struct {
+	reg      *contract.Handler
+	opts     spec.Options
+	sub      *contract.Handler // a sub-handler of reg, or nil
+	old, new any
+	diff     spec.Diff
+	// handled is what a success is recorded against: the current essence.
+	handled string
+	// cause is the reason the call gets as Cause.Reason (and its log lines
+	// as "cause"); see callReason.
+	cause handlers.Reason
+	// again says that a finished record does not count: a resume handler
+	// runs once per process, and the record of an earlier process's resume
+	// stays while an update of the same cause is unfinished.
+	again bool
+	// fresh says that the entry handles a newer change than the one its
+	// finished record is for: the call starts a new record.
+	fresh bool
+}
+
+// changeCause runs the change handlers of a live object's cause, as
+// decided, and records the cause as handled once all are finished.
+func (t *turn) changeCause(ctx context.Context, d decision) {
+	if d.purpose == handlers.ReasonCreate {
+		// Objects first handled in this process get no resume.
+		t.mem.resumed = true
+	}
+	if d.purpose == "" {
+		return
+	}
+	done := t.runAll(ctx, d.purpose, d.entries)
+	if d.withResume && (done || resumesFinished(d.entries, t.st.Progress)) {
+		t.mem.resumed = true
+	}
+	if done {
+		if d.purpose == handlers.ReasonCreate {
+			t.st.Essence, t.st.Progress = t.createHandled(d.entries)
+		} else {
+			t.st.Essence, t.st.Progress = t.essence, nil
+		}
+		if len(d.entries) > 0 {
+			causes.WithLabelValues(t.k.name, string(d.purpose)).Inc()
+			t.log.Info("cause handled", "cause", d.purpose, "handlers", len(d.entries))
+		}
+	}
+}
+
+// createHandled is the state that records a finished create: handled on
+// the essence a create handler finished on, so that a change made since
+// (while another handler of the create retried) reaches the update
+// handlers, with the records of the field handlers that finished on a
+// newer essence, so that they see only what they have not seen. Without
+// such a change it is the current essence and no records.
+func (t *turn) createHandled(entries []*entry) (string, map[string]*state.Progress) {
+	handled := t.essence
+	for _, e := range entries {
+		if rec := t.st.Progress[e.opts.ID]; e.reason() == handlers.ReasonCreate && rec != nil && rec.Handled != "" && rec.Handled != t.essence {
+			handled = rec.Handled
+			break
+		}
+	}
+	if handled == t.essence {
+		return handled, nil // field handlers saw any change of their field (createFieldAgain)
+	}
+	var kept map[string]*state.Progress
+	for _, e := range entries {
+		if rec := t.st.Progress[e.opts.ID]; e.reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
+			if kept == nil {
+				kept = map[string]*state.Progress{}
+			}
+			kept[e.opts.ID] = rec
+		}
+	}
+	return handled, kept
+}
+
+// resumesFinished reports whether the resume entries among entries have
+// finished in records, so that this process does not run them again while
+// the rest of the cause is unfinished.
+func resumesFinished(entries []*entry, records map[string]*state.Progress) bool {
+	for _, e := range entries {
+		if e.again {
+			if rec := records[e.opts.ID]; rec == nil || !rec.Finished() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// deleteCause runs the delete handlers (and resume handlers that run for
+// deleted objects, on first sight), as decided. It reports whether all are
+// done, so that the finalizer can go.
+func (t *turn) deleteCause(ctx context.Context, d decision) bool {
+	if len(d.superseded) > 0 {
+		t.log.Info("deletion supersedes unfinished handlers; they will not run again", "cause", handlers.ReasonDelete, "dropped", d.superseded)
+	}
+	return t.runAll(ctx, handlers.ReasonDelete, d.entries)
+}
+
+// runAll runs the entries that are due, records their progress in t.st and
+// reports whether every entry is finished.
+func (t *turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*entry) bool {
+	records := map[string]*state.Progress{}
+	done := true
+	for _, e := range entries {
+		if !t.runEntry(ctx, purpose, e, records) {
+			done = false
+		}
+	}
+	t.st.Progress = records
+	if len(records) == 0 {
+		t.st.Progress = nil
+	}
+	return done
+}
+
+// runEntry runs one entry if it is due (and then its sub-handlers), keeping
+// its record in records. It reports whether the entry is finished.
+func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, records map[string]*state.Progress) bool {
+	id := e.opts.ID
+	rec := e.record(purpose, t.st.Progress)
+	if rec == nil {
+		rec = &state.Progress{Purpose: e.reason(), Started: t.now}
+	}
+	records[id] = rec
+	if rec.Finished() || rec.Delayed != nil && rec.Delayed.After(t.now) {
+		return t.notDue(id, rec, records)
+	}
+	e.cause = e.callReason(purpose)
+	result, x, waiting, err := t.callEntry(ctx, purpose, e, rec, records)
+	if waiting != nil && waitsForSubs(err) {
+		// As with registered sub-handlers: the parent waits for its
+		// children without a failed attempt, and is called again, with
+		// them, when the first one is due.
+		t.keepResult(id, result)
+		rec.Delayed = waiting
+		return false
+	}
+	if err == nil {
+		subs, subErr := x.Subs, x.SubErr()
+		if subErr != nil {
+			err = handlers.Permanent(fmt.Errorf("bad sub-handlers: %w", subErr))
+		} else if len(subs) > 0 {
+			if done, next := t.runSubs(ctx, purpose, e, subs, records); !done {
+				// The parent stays unfinished until its children are; it
+				// is called again, with them, when the first one is due.
+				t.keepResult(id, result)
+				rec.Delayed = next
+				return false
+			}
+		}
+	}
+	t.outcome(e, rec, err)
+	if rec.Success {
+		t.keepResult(id, result)
+	}
+	return rec.Finished()
+}
+
+// notDue keeps the record of an entry that is not called this time, and
+// its sub-handlers' records as they are; it reports whether the entry is
+// finished, and otherwise asks for a reconcile when it is due.
+func (t *turn) notDue(id string, rec *state.Progress, records map[string]*state.Progress) bool {
+	for childID, child := range t.st.Progress {
+		if strings.HasPrefix(childID, id+"/") {
+			records[childID] = child
+		}
+	}
+	if rec.Finished() {
+		return true
+	}
+	t.soon(rec.Delayed.Sub(t.now))
+	return false
+}
+
+// callEntry calls the entry's handler once and checks its result. It also
+// returns the call's extras (the sub-handlers it registered) and, if the
+// handler ran sub-handlers through Cause.Execute that are unfinished, when
+// the first of them is due.
+func (t *turn) callEntry(
+	ctx context.Context, purpose handlers.Reason, e *entry, rec *state.Progress, records map[string]*state.Progress,
+) (any, *contract.Extras, *time.Time, error) {
+	c, x := t.newCall(e, rec)
+	var waiting *time.Time
+	if x.SubsAllowed {
+		x.Execute = func(ctx context.Context, subs []*contract.Handler) spec.SubsOutcome {
+			out := t.executeSubs(ctx, purpose, e, subs, records)
+			if due := t.now.Add(out.Due); len(out.Unfinished) > 0 && (waiting == nil || due.Before(*waiting)) {
+				waiting = &due
+			}
+			return out
+		}
+	}
+	began := time.Now()
+	h := e.reg
+	if e.sub != nil {
+		h = e.sub
+	}
+	result, err := t.k.call(ctx, h, t.obj, c)
+	if err == nil {
+		err = t.checkResult(e.opts.ID, result)
+	}
+	handlerDuration.WithLabelValues(t.k.name, e.opts.ID).Observe(time.Since(began).Seconds())
+	return result, x, waiting, err
+}
+
+// runSubs runs the sub-handlers of a parent; it reports whether all are
+// finished and, if not, when the first unfinished one is due.
+func (t *turn) runSubs(
+	ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler, records map[string]*state.Progress,
+) (bool, *time.Time) {
+	done := true
+	var next *time.Time
+	for _, s := range subs {
+		e := &entry{reg: parent.reg, opts: s.Options, sub: s, old: parent.old, new: parent.new, diff: parent.diff, handled: parent.handled}
+		if t.runEntry(ctx, purpose, e, records) {
+			continue
+		}
+		done = false
+		due := t.now
+		if d := records[s.Options.ID].Delayed; d != nil {
+			due = *d
+		}
+		if next == nil || due.Before(*next) {
+			next = &due
+		}
+	}
+	return done, next
+}
+
+// executeSubs runs the sub-handlers a parent's call gives Cause.Execute,
+// and tells how they stand.
+func (t *turn) executeSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler,
+	records map[string]*state.Progress) spec.SubsOutcome {
+	var out spec.SubsOutcome
+	if done, next := t.runSubs(ctx, purpose, parent, subs, records); !done {
+		out.Due = next.Sub(t.now)
+	}
+	for _, s := range subs {
+		id := s.Options.ID
+		switch rec := records[id]; {
+		case !rec.Finished():
+			out.Unfinished = append(out.Unfinished, id)
+		case rec.Failure:
+			out.Failed = append(out.Failed, spec.SubFailure{ID: id, Message: rec.Message})
+		}
+	}
+	return out
+}
+
+// waitsForSubs reports whether a parent's error says it waits for the
+// sub-handlers Cause.Execute left unfinished, rather than failing.
+func waitsForSubs(err error) bool {
+	var perm *handlers.PermanentError
+	return errors.Is(err, handlers.ErrSubHandlersUnfinished) && !errors.As(err, &perm)
+}
+
+func (e *entry) reason() handlers.Reason { return reasonOf(e.reg) }
+
+// callReason is the Reason a call of the entry gets when the turn handles
+// purpose: the handler's own cause, except for field handlers, which run
+// for the object's create or update as Kopf's do; that the field appeared
+// shows in their Diff (one DiffAdd at the field's root, Old nil).
+func (e *entry) callReason(purpose handlers.Reason) handlers.Reason {
+	if e.reg.Kind == spec.KindField {
+		return purpose
+	}
+	return e.reason()
+}
+
+// reasonOf is the cause a change handler runs for ("" for other kinds).
+func reasonOf(h *contract.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
+
+func (t *turn) soon(d time.Duration) {
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	if t.requeue == 0 || d < t.requeue {
+		t.requeue = d
+	}
+}
+
+func (t *turn) keepResult(id string, result any) {
+	if result == nil {
+		return
+	}
+	if t.results == nil {
+		t.results = map[string]any{}
+	}
+	t.results[id] = result
+}
+
+// result is a handler's result as the turn's write will leave it: the
+// pending result, merged over status.<id> as stored, as decoded JSON (its
+// numbers float64, whichever way they came).
+func (t *turn) result(id string) (any, bool) {
+	status, _ := t.raw["status"].(map[string]any)
+	value, found := status[id]
+	if pending, ok := t.results[id]; ok {
+		patch, err := state.AsJSON(pending)
+		if err != nil {
+			return nil, false // it cannot be written either
+		}
+		value, found = patch, true
+		if pm, isMap := patch.(map[string]any); isMap {
+			base, _ := state.DeepCopyJSON(status[id]).(map[string]any)
+			if base == nil {
+				base = map[string]any{}
+			}
+			value = state.ApplyMergePatch(base, pm)
+		}
+	}
+	if !found {
+		return nil, false
+	}
+	v, err := state.AsJSON(value)
+	return v, err == nil
+}
+
+// hasUnfinished reports unfinished records of a purpose.
+func hasUnfinished(st *state.State, purpose handlers.Reason) bool {
+	for _, rec := range st.Progress {
+		if rec.Purpose == purpose && !rec.Finished() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
+)
+
+// writeTimeout bounds the writes of one reconcile once the manager stops.
+const writeTimeout = 10 * time.Second
+
+// setFinalizer adds or removes gopf's finalizer with a merge patch guarded by
+// the object's resourceVersion, so other controllers' finalizers are never
+// lost. Removing it from an object being deleted (its delete handlers are
+// done) removes Kopf's too, in the same patch. A conflict is returned, and
+// the reconcile is retried. The patch is built directly (the finalizer list
+// and the resourceVersion) and only the response's metadata is read back
+// into obj.
+func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	finalizers := obj.GetFinalizers()
+	if on {
+		finalizers = append(finalizers[:len(finalizers):len(finalizers)], k.finalizer)
+	} else {
+		kept := make([]string, 0, len(finalizers))
+		for _, f := range finalizers {
+			if f != k.finalizer && !(f == k.opts.KopfFinalizer && obj.GetDeletionTimestamp() != nil) {
+				kept = append(kept, f)
+			}
+		}
+		finalizers = kept
+	}
+	// Never nil: an empty list is sent as [], not null.
+	body := map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion()}}
+	err := k.sendAs(ctx, obj, types.MergePatchType, body, false, false)
+	if err != nil && !(apierrors.IsNotFound(err) && !on) {
+		verb := map[bool]string{true: "adding", false: "removing"}[on]
+		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.finalizer, k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// write sends what the turn changed: the results and the state (when they
+// differ from what is stored) and the handlers' own patch, as at most one
+// status patch and one object patch. The writes outlive a manager that is
+// stopping (for up to writeTimeout), so that what handlers did is recorded;
+// if they fail anyway, the state and results are kept in memory and written
+// by the next reconcile instead of running the handlers again, and so is
+// the handlers' own patch, which the kept state describes: that reconcile
+// sends it all again before it does anything else (see flush).
+func (t *turn) write(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	var own *spec.Patch // the handlers' own patch, before results and state join it
+	if !t.patch.Empty() {
+		own = clonePatch(&t.patch)
+	}
+	err := t.send(ctx, own != nil)
+	switch {
+	case err == nil:
+		t.mem.unsaved = nil
+	case own != nil || t.st.Essence != "" || len(t.st.Progress) > 0:
+		t.mem.unsaved = &unsaved{st: t.st, results: t.results, patch: own}
+	}
+	if t.writeTooLarge(err) {
+		return nil // reported; retried when the object changes
+	}
+	return err
+}
+
+// send builds the write of the turn (see write) and sends it: the status
+// patch, then the object patch. own says that the handlers patched the
+// object themselves.
+func (t *turn) send(ctx context.Context, own bool) error {
+	k := t.k
+	t.mergeResults()
+	showing := t.handledPatched()
+	stateChanged := t.fitState()
+	if stateChanged {
+		if err := t.store.Save(&t.patch, t.raw, t.st); err != nil {
+			if errors.Is(err, state.ErrTooLarge) {
+				k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "StateTooLarge", "Reconcile", "%v", err)
+			}
+			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
+		}
+	}
+	final, err := k.transformed(t.raw, &t.patch)
+	if err != nil {
+		return err
+	}
+	objectPatch, statusPatch := k.split(&t.patch)
+	if len(statusPatch) > 0 || final != nil && k.hasStatus {
+		if objectPatch, final, err = t.sendStatus(ctx, statusPatch, objectPatch, final, stateChanged); err != nil {
+			return err
+		}
+	}
+	if len(objectPatch) > 0 || final != nil {
+		if err := k.sendPart(ctx, t.obj, t.raw, final, objectPatch, false, false); err != nil {
+			return err
+		}
+	}
+	if stateChanged || own {
+		// The next reconcile waits for the cache to show this write: the
+		// state, and the object as the handlers' patch left it.
+		t.mem.wrote(t.st, showing)
+	}
+	return nil
+}
+
+// mergeResults adds to the patch the handlers' results that differ from
+// status as it is, where status keeps them.
+func (t *turn) mergeResults() {
+	status, _ := t.raw["status"].(map[string]any)
+	for id, result := range t.results {
+		if changes(status[id], result) && t.k.keepsResult(t, id) {
+			spec.MergeStatus(&t.patch, id, result)
+		}
+	}
+}
+
+// handledPatched makes what the turn records as handled on its essence
+// (the state's essence, and the records of the handlers that finished on
+// it) the object as the handlers' own patch leaves it: or the next
+// reconcile would take their own change for a change of the object. It
+// returns the essence the object shows after the write when the state
+// records it as handled (also when a failed write is sent again: see
+// flush), or "".
+func (t *turn) handledPatched() string {
+	patched := t.essence
+	if obj := spec.ObjectPatch(&t.patch); len(obj) > 0 || len(spec.Transforms(&t.patch)) > 0 {
+		k := t.k
+		after := state.ApplyMergePatch(state.DeepCopyJSON(t.raw).(map[string]any), obj)
+		if transformed, err := k.transformed(t.raw, &t.patch); err == nil && transformed != nil {
+			after = transformed
+		}
+		if data, err := state.Marshal(state.Essence(after, k.opts.Prefix, k.extra)); err == nil {
+			patched = string(data)
+		}
+	}
+	for _, rec := range t.st.Progress {
+		if rec.Handled == t.essence {
+			rec.Handled = patched
+		}
+	}
+	if t.st.Essence == t.essence {
+		t.st.Essence = patched
+	}
+	if t.st.Essence != patched {
+		return "" // an older essence: the cache need not show it (createHandled)
+	}
+	return patched
+}
+
+// sendStatus sends the status patch. When it stores the state in status,
+// it checks that status kept it (storageFallback) and returns the object
+// patch and final form with the annotations that store the state if not.
+func (t *turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final map[string]any, stateChanged bool) (map[string]any, map[string]any, error) {
+	k := t.k
+	// The response is read whole only while it may show that the API
+	// server drops gopf's state from status (storageFallback).
+	inStatus := t.store.InStatus()
+	whole := stateChanged && inStatus && !k.statusKept.Load()
+	if err := k.sendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
+		return nil, nil, err
+	}
+	if !stateChanged {
+		return objectPatch, final, nil
+	}
+	fallback, err := t.storageFallback()
+	if err != nil {
+		return nil, nil, err
+	}
+	objectPatch = state.MergeInto(objectPatch, fallback)
+	if final != nil && len(fallback) > 0 {
+		final = state.ApplyMergePatch(final, fallback)
+	}
+	return objectPatch, final, nil
+}
+
+// flush sends again, alone, a write that failed with a handler's own
+// patch in it (see loadState): the state, the results and that patch, on
+// the object as it is now. The reconcile ends there; the object is handled
+// again once the cache shows the write.
+func (t *turn) flush(ctx context.Context) (reconcile.Result, error) {
+	t.log.V(1).Info("sending again the write that failed, with the handlers' own patch")
+	if err := t.write(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+}
+
+// keepsResult reports whether status keeps handler id's results; where it
+// does not (a typed status, a built-in kind), the result is not sent, and
+// the first such result of each handler is reported with a warning naming
+// the field to declare.
+func (k *kindController) keepsResult(t *turn, id string) bool {
+	why := k.place.resultDrops(id)
+	if why == "" {
+		return true
+	}
+	if k.place.firstDrop(id) {
+		t.log.Info("WARNING: the results of this handler cannot be stored, so gopf does not write them; declare status."+id+" in the kind's schema and Go type to keep them",
+			"handler", id, "field", "status."+id, "reason", why)
+	}
+	return false
+}
+
+// storageFallback is the safety net for a kind whose status was found to
+// keep gopf's state when the controller was set up (chooseStorage) but no
+// longer does (its CRD changed since): after a status write that should
+// have stored the state in status, it checks the response (t.obj), until a
+// response of the kind shows the state kept; if the state is not there,
+// the kind keeps its state in annotations from now on (and at the next
+// start, which reads the CRD again), with one warning for the kind, and it
+// returns the annotation patch that stores this state. Otherwise it
+// returns nil.
+func (t *turn) storageFallback() (map[string]any, error) {
+	k := t.k
+	if !t.store.InStatus() || k.statusKept.Load() {
+		return nil, nil
+	}
+	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
+	if err != nil {
+		return nil, nil
+	}
+	if state.Saved(t.store, resp, t.st) || state.HasStatusField(resp, k.opts.StatusField) {
+		k.statusKept.Store(true)
+		return nil, nil
+	}
+	fallback := kopfstate.Fallback{Storage: state.AnnotationStorage{Prefix: k.opts.Prefix}, Other: state.StatusStorage{Field: k.opts.StatusField}, Kopf: k.kopf}
+	if !k.fellBack.Swap(true) {
+		who := "the API server's schema dropped it"
+		if !typeKeeps(k.newObject, []string{"status", k.opts.StatusField}, sampleState()) {
+			who = fmt.Sprintf("the Go type %T dropped it", k.newObject())
+		}
+		t.log.Info("WARNING: gopf's state did not stay in status ("+who+"); keeping the state of this kind in annotations from now on",
+			"field", "status."+k.opts.StatusField)
+	}
+	k.setStorage(fallback)
+	t.store = fallback
+	var p spec.Patch
+	if err := fallback.Save(&p, resp, t.st); err != nil {
+		return nil, err
+	}
+	return spec.ObjectPatch(&p), nil
+}
+
+// split returns the object patch and the status patch to send for p; status
+// goes into the object patch for kinds without a status subresource.
+func (k *kindController) split(p *spec.Patch) (objectPatch, statusPatch map[string]any) {
+	objectPatch, statusPatch = spec.ObjectPatch(p), spec.StatusPatch(p)
+	if len(statusPatch) > 0 && !k.hasStatus {
+		objectPatch = state.MergeInto(objectPatch, map[string]any{"status": statusPatch})
+		statusPatch = nil
+	}
+	return objectPatch, statusPatch
+}
+
+// sendPatch sends a handler patch: at most one status and one object patch.
+func (k *kindController) sendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error {
+	var raw, final map[string]any
+	if len(spec.Transforms(p)) > 0 {
+		var err error
+		if raw, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+			return err
+		}
+		if final, err = k.transformed(raw, p); err != nil {
+			return err
+		}
+	}
+	objectPatch, statusPatch := k.split(p)
+	if len(statusPatch) > 0 || final != nil && k.hasStatus {
+		if err := k.sendPart(ctx, obj, raw, final, map[string]any{"status": statusPatch}, true, false); err != nil {
+			return err
+		}
+	}
+	if len(objectPatch) > 0 || final != nil {
+		return k.sendPart(ctx, obj, raw, final, objectPatch, false, false)
+	}
+	return nil
+}
+
+// statusOf returns the status of obj as a JSON-like map.
+func statusOf(obj client.Object) (map[string]any, error) {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	status, _ := raw["status"].(map[string]any)
+	return status, nil
+}
+
+// send applies one JSON merge patch, to the status subresource or the main
+// resource; see sendAs for whole.
+func (k *kindController) send(ctx context.Context, obj client.Object, body map[string]any, status, whole bool) error {
+	return k.sendAs(ctx, obj, types.MergePatchType, body, status, whole)
+}
+
+// sendAs sends body as a patch of type pt to the object or its status. With
+// whole, obj is replaced by the response; otherwise only the response's
+// metadata is requested (the API server's PartialObjectMetadata form, far
+// cheaper to decode than the object) and copied into obj, which is what
+// gopf reads after a write.
+func (k *kindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status, whole bool) error {
+	data, err := state.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	p := client.RawPatch(pt, data)
+	target := obj
+	var meta *metav1.PartialObjectMetadata
+	if !whole {
+		meta = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
+		meta.SetGroupVersionKind(k.gvk)
+		target = meta
+	}
+	if status {
+		err = k.writer.Status().Patch(ctx, target, p)
+	} else {
+		err = k.writer.Patch(ctx, target, p)
+	}
+	if err != nil {
+		return fmt.Errorf("patching %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	if meta != nil {
+		copyMetadata(obj, &meta.ObjectMeta)
+	}
+	return nil
+}
+
+// copyMetadata sets what a patch's response says of obj's metadata.
+func copyMetadata(obj client.Object, from *metav1.ObjectMeta) {
+	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			kept := m.ManagedFields // the cache's choice, not the response's
+			*m = *from
+			m.ManagedFields = kept
+			return
+		}
+	}
+	obj.SetResourceVersion(from.ResourceVersion)
+	obj.SetGeneration(from.Generation)
+	obj.SetFinalizers(from.Finalizers)
+	obj.SetLabels(from.Labels)
+	obj.SetAnnotations(from.Annotations)
+	obj.SetOwnerReferences(from.OwnerReferences)
+	obj.SetDeletionTimestamp(from.DeletionTimestamp)
+}
+
+// changes reports whether merging patch into current (as a JSON merge patch
+// would) changes anything.
+func changes(current, patch any) bool {
+	pm, ok1 := patch.(map[string]any)
+	cm, ok2 := current.(map[string]any)
+	if !ok1 || !ok2 {
+		return !state.SameJSON(current, patch)
+	}
+	for k, v := range pm {
+		if changes(cm[k], v) {
+			return true
+		}
+	}
+	return false
+}
