@@ -32,21 +32,22 @@ var libraryLayers = map[string][]string{
 	"handlers/objects":   {"handlers", "internal/spec"},
 	"internal/contract":  {"handlers", "internal/spec"},
 	"internal/state":     {"handlers", "internal/spec"},
+	"internal/policy":    {"handlers", "internal/spec"},
 	"internal/kopfstate": {"handlers", "internal/spec", "internal/state"},
 	"reconcile/rbac":     {"handlers", "internal/contract", "internal/spec"},
-	"internal/engine":    {"handlers", "internal/contract", "internal/kopfstate", "internal/spec", "internal/state"},
-	"reconcile":          {"handlers", "internal/contract", "internal/engine", "internal/kopfstate", "internal/spec", "internal/state"},
+	"internal/engine":    {"handlers", "internal/contract", "internal/kopfstate", "internal/policy", "internal/spec", "internal/state"},
+	"reconcile":          {"handlers", "internal/contract", "internal/engine", "internal/kopfstate", "internal/policy", "internal/spec", "internal/state"},
 	"webhook":            {"handlers", "internal/contract", "internal/spec"},
 	"internal/cli": {
-		"handlers", "internal/contract", "internal/engine", "internal/kopfstate", "internal/spec", "internal/state", "reconcile",
+		"handlers", "internal/contract", "internal/engine", "internal/kopfstate", "internal/policy", "internal/spec", "internal/state", "reconcile",
 		"reconcile/rbac", "webhook",
 	},
 	"": {
-		"handlers", "internal/cli", "internal/contract", "internal/engine", "internal/kopfstate", "internal/spec", "internal/state",
+		"handlers", "internal/cli", "internal/contract", "internal/engine", "internal/kopfstate", "internal/policy", "internal/spec", "internal/state",
 		"reconcile", "reconcile/rbac", "webhook",
 	},
 	"envtest": {
-		"", "api/v1", "handlers", "handlers/objects", "internal/cli", "internal/contract", "internal/engine", "internal/kopfstate",
+		"", "api/v1", "handlers", "handlers/objects", "internal/cli", "internal/contract", "internal/engine", "internal/kopfstate", "internal/policy",
 		"internal/spec", "internal/state", "reconcile", "reconcile/rbac", "webhook",
 	},
 }

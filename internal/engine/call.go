@@ -16,6 +16,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -155,29 +156,29 @@ func (t *turn) outcome(e *entry, rec *state.Progress, err error) {
 	log := withValuesLazily(t.log, "handler", e.opts.ID, "cause", e.cause, "retry", rec.Retries)
 	rec.Retries++
 	rec.Delayed = nil
-	v := judge(e.opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
-	handlerCalls.WithLabelValues(t.k.name, e.opts.ID, v.outcome.String()).Inc()
+	v := policy.Judge(e.opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
+	handlerCalls.WithLabelValues(t.k.name, e.opts.ID, v.Outcome.String()).Inc()
 	rec.Message = ""
-	if v.err != nil {
-		rec.Message = v.err.Error()
+	if v.Err != nil {
+		rec.Message = v.Err.Error()
 	}
-	switch v.outcome {
-	case succeeded:
+	switch v.Outcome {
+	case policy.Succeeded:
 		rec.Success, rec.Message, rec.Handled = true, "", e.handled
-		if v.ignored {
-			log.Info("handler failed; the error is ignored as configured", "error", v.err.Error())
+		if v.Ignored {
+			log.Info("handler failed; the error is ignored as configured", "error", v.Err.Error())
 		} else {
 			log.V(1).Info("handler succeeded")
 		}
-	case failed:
+	case policy.Failed:
 		rec.Failure, rec.Handled = true, e.handled
-		log.Error(v.err, "handler failed permanently")
-		t.k.failedForGood(t.obj, e.opts.ID, v.err)
-	case retrying:
-		next := t.now.Add(v.delay)
+		log.Error(v.Err, "handler failed permanently")
+		t.k.failedForGood(t.obj, e.opts.ID, v.Err)
+	case policy.Retrying:
+		next := t.now.Add(v.Delay)
 		rec.Delayed = &next
-		t.soon(v.delay)
-		log.Info("handler failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
+		t.soon(v.Delay)
+		log.Info("handler failed; it will be retried", "error", v.Err.Error(), "retryIn", v.Delay)
 	}
 }
 

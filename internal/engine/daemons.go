@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -78,30 +79,30 @@ func (s *spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonSt
 			log.V(1).Info("daemon stopped", "reason", d.ctl.Reason())
 			return false
 		}
-		v := judge(d.reg.Options, s.k.opts.DefaultBackoff, err, attempt, started, time.Now())
-		handlerCalls.WithLabelValues(s.k.name, d.reg.Options.ID, v.outcome.String()).Inc()
-		if v.outcome != retrying {
+		v := policy.Judge(d.reg.Options, s.k.opts.DefaultBackoff, err, attempt, started, time.Now())
+		handlerCalls.WithLabelValues(s.k.name, d.reg.Options.ID, v.Outcome.String()).Inc()
+		if v.Outcome != policy.Retrying {
 			s.daemonDone(o, d, v)
 			return true
 		}
-		log.Info("daemon failed; it will be started again", "error", v.err.Error(), "retryIn", v.delay)
-		delay = v.delay
+		log.Info("daemon failed; it will be started again", "error", v.Err.Error(), "retryIn", v.Delay)
+		delay = v.Delay
 	}
 }
 
 // daemonDone reports a daemon that is not started again for the object: it
 // returned, failed permanently, or failed with an error that is ignored.
-func (s *spawner) daemonDone(o *spawned, d *daemonState, v verdict) {
+func (s *spawner) daemonDone(o *spawned, d *daemonState, v policy.Verdict) {
 	log := d.ctl.Cause.Log
 	switch {
-	case v.outcome == failed:
-		log.Error(v.err, "daemon failed permanently; it is not started again for this object")
+	case v.Outcome == policy.Failed:
+		log.Error(v.Err, "daemon failed permanently; it is not started again for this object")
 		s.mu.Lock()
 		obj := o.latest
 		s.mu.Unlock()
-		s.k.failedForGood(obj, d.reg.Options.ID, v.err)
-	case v.ignored:
-		log.Info("daemon failed; the error is ignored as configured and it is not started again for this object", "error", v.err.Error())
+		s.k.failedForGood(obj, d.reg.Options.ID, v.Err)
+	case v.Ignored:
+		log.Info("daemon failed; the error is ignored as configured and it is not started again for this object", "error", v.Err.Error())
 	default:
 		log.Info("daemon returned; it is not started again for this object")
 	}

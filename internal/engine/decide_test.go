@@ -43,7 +43,7 @@ func decideController(t *testing.T) *kindController {
 		hasStatus: true, finalizer: opts.Prefix + "/finalizer", log: logr.Discard(),
 		newObject: func() client.Object { return &kopfv1.KopfExample{} },
 	}
-	if err := k.chooseStorage(kindSchema{known: true, crd: true}); err != nil {
+	if err := k.chooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range contract.SetOf(reg).Handlers(contract.ObjectKinds...) {

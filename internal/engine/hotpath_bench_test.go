@@ -166,7 +166,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	} else {
 		k.newObject = func() client.Object { return &kopfv1.KopfExample{} }
 	}
-	if err := k.chooseStorage(kindSchema{known: true, crd: true}); err != nil {
+	if err := k.chooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
 		b.Fatal(err)
 	}
 	for _, r := range set.Handlers(contract.ObjectKinds...) {

@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -60,24 +61,24 @@ func (a *activities) run(ctx context.Context, act *contract.Handler) error {
 		c := a.sh.operatorCall(act, a.log.WithValues("activity", act.Kind.String(), "retry", attempt-1))
 		c.Retry, c.Started, c.Runtime = attempt-1, started, time.Since(started)
 		err := spec.Protect(c.Log, func() error { _, err := act.Call(ctx, nil, c); return err })
-		v := judge(act.Options, a.opts.DefaultBackoff, err, attempt, started, time.Now())
-		handlerCalls.WithLabelValues("operator", act.Options.ID, v.outcome.String()).Inc()
-		switch v.outcome {
-		case succeeded:
-			if v.ignored {
-				c.Log.Info("activity failed; the error is ignored as configured", "error", v.err.Error())
+		v := policy.Judge(act.Options, a.opts.DefaultBackoff, err, attempt, started, time.Now())
+		handlerCalls.WithLabelValues("operator", act.Options.ID, v.Outcome.String()).Inc()
+		switch v.Outcome {
+		case policy.Succeeded:
+			if v.Ignored {
+				c.Log.Info("activity failed; the error is ignored as configured", "error", v.Err.Error())
 			}
 			c.Log.V(1).Info("activity succeeded")
 			return nil
-		case failed:
-			return v.err
+		case policy.Failed:
+			return v.Err
 		}
-		c.Log.Info("activity failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
-		t := time.NewTimer(v.delay)
+		c.Log.Info("activity failed; it will be retried", "error", v.Err.Error(), "retryIn", v.Delay)
+		t := time.NewTimer(v.Delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("stopped while retrying: %w", v.err)
+			return fmt.Errorf("stopped while retrying: %w", v.Err)
 		case <-t.C:
 		}
 	}

@@ -32,24 +32,24 @@ func TestTheSchemaKeepsGopfsStateOnlyWhereStructuralPruningLeavesItWhole(t *test
 	}
 	for _, tc := range []struct {
 		name   string
-		schema kindSchema
+		schema state.KindSchema
 		keeps  bool
 	}{
-		{"a status that keeps unknown fields", kindSchema{known: true, crd: true, root: statusSchema(preserve)}, true},
-		{"a typed status", kindSchema{known: true, crd: true, root: statusSchema(typed)}, false},
-		{"a typed status declaring gopf's field as an open object", kindSchema{known: true, crd: true, root: statusSchema(declared(preserve))}, true},
-		{"a typed status declaring gopf's field with only lastHandled", kindSchema{known: true, crd: true, root: statusSchema(declared(map[string]any{
+		{"a status that keeps unknown fields", state.KindSchema{Known: true, Crd: true, Root: statusSchema(preserve)}, true},
+		{"a typed status", state.KindSchema{Known: true, Crd: true, Root: statusSchema(typed)}, false},
+		{"a typed status declaring gopf's field as an open object", state.KindSchema{Known: true, Crd: true, Root: statusSchema(declared(preserve))}, true},
+		{"a typed status declaring gopf's field with only lastHandled", state.KindSchema{Known: true, Crd: true, Root: statusSchema(declared(map[string]any{
 			"type": "object", "properties": map[string]any{"lastHandled": map[string]any{"type": "string"}},
 		}))}, false},
-		{"a status with additionalProperties", kindSchema{known: true, crd: true, root: statusSchema(map[string]any{
+		{"a status with additionalProperties", state.KindSchema{Known: true, Crd: true, Root: statusSchema(map[string]any{
 			"type": "object", "additionalProperties": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
 		})}, true},
-		{"a root that keeps unknown fields", kindSchema{known: true, crd: true, root: preserve}, true},
-		{"a built-in kind", kindSchema{known: true}, false},
-		{"a schema that could not be read", kindSchema{why: "forbidden"}, true},
+		{"a root that keeps unknown fields", state.KindSchema{Known: true, Crd: true, Root: preserve}, true},
+		{"a built-in kind", state.KindSchema{Known: true}, false},
+		{"a schema that could not be read", state.KindSchema{Why: "forbidden"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.schema.keeps([]string{"status", "gopf"}, sampleState()); got != tc.keeps {
+			if got := tc.schema.Keeps([]string{"status", "gopf"}, state.SampleState()); got != tc.keeps {
 				t.Errorf("keeps = %v, want %v", got, tc.keeps)
 			}
 		})
@@ -74,7 +74,7 @@ func TestTheGoTypeKeepsGopfsStateOnlyIfItHasRoomForIt(t *testing.T) {
 		{"an unstructured object", unstructuredWidget, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := typeKeeps(tc.newObject, []string{"status", "gopf"}, sampleState()); got != tc.keeps {
+			if got := state.TypeKeeps(tc.newObject, []string{"status", "gopf"}, state.SampleState()); got != tc.keeps {
 				t.Errorf("typeKeeps = %v, want %v", got, tc.keeps)
 			}
 		})
@@ -83,7 +83,7 @@ func TestTheGoTypeKeepsGopfsStateOnlyIfItHasRoomForIt(t *testing.T) {
 
 func TestDroppedStateAndResultsNameWhatDropsThem(t *testing.T) {
 	phase := map[string]any{"type": "object", "properties": map[string]any{"phase": map[string]any{"type": "string"}}}
-	typed := kindSchema{known: true, crd: true, root: statusSchema(phase)}
+	typed := state.KindSchema{Known: true, Crd: true, Root: statusSchema(phase)}
 	unstructuredWidget := func() client.Object {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(kinds.GroupVersion.WithKind("Widget"))
@@ -91,20 +91,20 @@ func TestDroppedStateAndResultsNameWhatDropsThem(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		place     *statusPlace
+		place     *state.StatusPlace
 		stateWhy  string
 		resultWhy string
 	}{
-		{"the Go type", newStatusPlace(kindSchema{why: "forbidden"}, func() client.Object { return &kinds.Widget{} }, "gopf"), "Go type *kinds.Widget", "Go type *kinds.Widget"},
-		{"the CRD's schema", newStatusPlace(typed, unstructuredWidget, "gopf"), "CRD's schema does not declare status.gopf", "CRD's schema does not declare status.create_fn"},
-		{"a built-in kind", newStatusPlace(kindSchema{known: true}, func() client.Object { return &corev1.Pod{} }, "gopf"), "Go type *v1.Pod", "Go type *v1.Pod"},
-		{"nothing", newStatusPlace(kindSchema{known: true, crd: true}, func() client.Object { return &kopfv1.KopfExample{} }, "gopf"), "", ""},
+		{"the Go type", state.NewStatusPlace(state.KindSchema{Why: "forbidden"}, func() client.Object { return &kinds.Widget{} }, "gopf"), "Go type *kinds.Widget", "Go type *kinds.Widget"},
+		{"the CRD's schema", state.NewStatusPlace(typed, unstructuredWidget, "gopf"), "CRD's schema does not declare status.gopf", "CRD's schema does not declare status.create_fn"},
+		{"a built-in kind", state.NewStatusPlace(state.KindSchema{Known: true}, func() client.Object { return &corev1.Pod{} }, "gopf"), "Go type *v1.Pod", "Go type *v1.Pod"},
+		{"nothing", state.NewStatusPlace(state.KindSchema{Known: true, Crd: true}, func() client.Object { return &kopfv1.KopfExample{} }, "gopf"), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if !strings.Contains(tc.place.state, tc.stateWhy) || (tc.stateWhy == "") != tc.place.keepsState() {
-				t.Errorf("state: %q, want it to say %q", tc.place.state, tc.stateWhy)
+			if !strings.Contains(tc.place.State, tc.stateWhy) || (tc.stateWhy == "") != tc.place.KeepsState() {
+				t.Errorf("state: %q, want it to say %q", tc.place.State, tc.stateWhy)
 			}
-			if why := tc.place.resultDrops("create_fn"); !strings.Contains(why, tc.resultWhy) || (tc.resultWhy == "") != (why == "") {
+			if why := tc.place.ResultDrops("create_fn"); !strings.Contains(why, tc.resultWhy) || (tc.resultWhy == "") != (why == "") {
 				t.Errorf("results: %q, want it to say %q", why, tc.resultWhy)
 			}
 		})
@@ -112,8 +112,8 @@ func TestDroppedStateAndResultsNameWhatDropsThem(t *testing.T) {
 }
 
 func TestADroppedResultIsReportedOncePerHandler(t *testing.T) {
-	p := newStatusPlace(kindSchema{known: true}, func() client.Object { return &corev1.Pod{} }, "gopf")
-	if !p.firstDrop("a") || p.firstDrop("a") || !p.firstDrop("b") {
+	p := state.NewStatusPlace(state.KindSchema{Known: true}, func() client.Object { return &corev1.Pod{} }, "gopf")
+	if !p.FirstDrop("a") || p.FirstDrop("a") || !p.FirstDrop("b") {
 		t.Error("firstDrop must say yes once per handler id")
 	}
 }

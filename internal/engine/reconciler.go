@@ -52,7 +52,7 @@ type kindController struct {
 	mu        sync.Mutex
 	store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
 	kopf      *kopfstate.Store
-	place     *statusPlace // what the kind's status keeps
+	place     *state.StatusPlace // what the kind's status keeps
 	// statusKept is set once a response showed the state in status: the
 	// kind's schema keeps it, and later responses need no check.
 	statusKept atomic.Bool

@@ -375,11 +375,11 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	kc.wake = make(chan event.GenericEvent, 1024)
 	kc.log = mgr.GetLogger().WithValues("controller", kc.name)
 	kc.kopf.Log = kc.log
-	if opts.Storage == StorageAuto && kc.hasStatus && !kc.place.keepsState() {
-		kc.log.Info("keeping gopf's state of this kind in annotations: its status cannot keep it", "reason", kc.place.state)
+	if opts.Storage == StorageAuto && kc.hasStatus && !kc.place.KeepsState() {
+		kc.log.Info("keeping gopf's state of this kind in annotations: its status cannot keep it", "reason", kc.place.State)
 	}
-	if !kc.place.schema.known {
-		kc.log.Info("the kind's CRD could not be read: gopf assumes its status keeps what the Go type keeps", "reason", kc.place.schema.why)
+	if !kc.place.Schema.Known {
+		kc.log.Info("the kind's CRD could not be read: gopf assumes its status keeps what the Go type keeps", "reason", kc.place.Schema.Why)
 	}
 	kc.memory = newMemories(sh)
 	sh.operator.AddObjectMemos(gvk, kc.memory.find)
@@ -410,7 +410,7 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 		finalizer: opts.Prefix + "/finalizer",
 		newObject: newObject,
 	}
-	if err := kc.chooseStorage(readKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)); err != nil {
+	if err := kc.chooseStorage(state.ReadKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)); err != nil {
 		return nil, err
 	}
 	return kc, nil
@@ -430,18 +430,18 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 //
 // Whatever the place, gopf's other place and Kopf's state are read too
 // (see kopfFallback), so that no object with a history looks new.
-func (k *kindController) chooseStorage(s kindSchema) error {
+func (k *kindController) chooseStorage(s state.KindSchema) error {
 	opts := k.opts
 	k.kopf = &kopfstate.Store{Prefix: opts.KopfPrefix, Kind: k.gvk.Kind, EssenceOf: k.essenceText, Log: logr.Discard()}
-	k.place = newStatusPlace(s, k.newObject, opts.StatusField)
+	k.place = state.NewStatusPlace(s, k.newObject, opts.StatusField)
 	inStatus, inAnnotations := state.StatusStorage{Field: opts.StatusField}, state.AnnotationStorage{Prefix: opts.Prefix}
 	switch {
 	case opts.Storage == StorageKopf:
 		k.store, k.finalizer = k.kopf, opts.KopfFinalizer
-	case opts.Storage == StorageStatus && !k.place.keepsState():
+	case opts.Storage == StorageStatus && !k.place.KeepsState():
 		return fmt.Errorf("StorageStatus: gopf's state cannot be kept in status.%s of %s: %s; declare the field (an object with x-kubernetes-preserve-unknown-fields) or use StorageAuto",
-			opts.StatusField, k.gvk, k.place.state)
-	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.hasStatus && k.place.keepsState():
+			opts.StatusField, k.gvk, k.place.State)
+	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.hasStatus && k.place.KeepsState():
 		k.store = kopfstate.Fallback{Storage: inStatus, Other: inAnnotations, Kopf: k.kopf}
 	default:
 		k.store = kopfstate.Fallback{Storage: inAnnotations, Other: inStatus, Kopf: k.kopf}

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -35,11 +36,11 @@ func (s *spawner) runTimer(key timerKey) {
 	err := s.callTimer(ctx, run)
 	end := time.Now()
 	opts := run.t.reg.Options
-	v := judge(opts, s.k.opts.DefaultBackoff, err, run.attempts+1, run.started, end)
-	handlerCalls.WithLabelValues(s.k.name, opts.ID, v.outcome.String()).Inc()
+	v := policy.Judge(opts, s.k.opts.DefaultBackoff, err, run.attempts+1, run.started, end)
+	handlerCalls.WithLabelValues(s.k.name, opts.ID, v.Outcome.String()).Inc()
 	if s.endTimerRun(run, v, end) {
-		run.c.Log.Error(v.err, "timer failed permanently; it stops for this object")
-		s.k.failedForGood(run.obj, opts.ID, v.err)
+		run.c.Log.Error(v.Err, "timer failed permanently; it stops for this object")
+		s.k.failedForGood(run.obj, opts.ID, v.Err)
 		s.wakeUp(run.obj)
 	}
 }
@@ -135,26 +136,26 @@ func (s *spawner) callTimer(ctx context.Context, run *timerRun) error {
 // the timer's next run, unless the timer was stopped while it ran. It
 // reports whether the timer failed for good: as in Kopf, such a timer stops
 // for this object (in this process) and no longer holds its finalizer.
-func (s *spawner) endTimerRun(run *timerRun, v verdict, end time.Time) (failedForGood bool) {
+func (s *spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (failedForGood bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, t := run.o, run.t
 	if o.timers[run.key.id] != t {
 		return false // stopped while running
 	}
-	switch v.outcome {
-	case retrying:
+	switch v.Outcome {
+	case policy.Retrying:
 		t.attempts++
-		run.c.Log.Info("timer failed; it will be retried", "error", v.err.Error(), "retryIn", v.delay)
-		s.schedule(run.key, t, v.delay)
+		run.c.Log.Info("timer failed; it will be retried", "error", v.Err.Error(), "retryIn", v.Delay)
+		s.schedule(run.key, t, v.Delay)
 		return false
-	case failed:
+	case policy.Failed:
 		delete(o.timers, run.key.id)
 		o.finished[run.key.id] = true
 		return true
 	}
-	if v.ignored {
-		run.c.Log.Info("timer failed; the error is ignored as configured", "error", v.err.Error())
+	if v.Ignored {
+		run.c.Log.Info("timer failed; the error is ignored as configured", "error", v.Err.Error())
 	}
 	t.attempts = 0
 	t.ranFor = run.changedAt

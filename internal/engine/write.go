@@ -208,11 +208,11 @@ func (t *turn) flush(ctx context.Context) (reconcile.Result, error) {
 // the first such result of each handler is reported with a warning naming
 // the field to declare.
 func (k *kindController) keepsResult(t *turn, id string) bool {
-	why := k.place.resultDrops(id)
+	why := k.place.ResultDrops(id)
 	if why == "" {
 		return true
 	}
-	if k.place.firstDrop(id) {
+	if k.place.FirstDrop(id) {
 		t.log.Info("WARNING: the results of this handler cannot be stored, so gopf does not write them; declare status."+id+" in the kind's schema and Go type to keep them",
 			"handler", id, "field", "status."+id, "reason", why)
 	}
@@ -244,7 +244,7 @@ func (t *turn) storageFallback() (map[string]any, error) {
 	fallback := kopfstate.Fallback{Storage: state.AnnotationStorage{Prefix: k.opts.Prefix}, Other: state.StatusStorage{Field: k.opts.StatusField}, Kopf: k.kopf}
 	if !k.fellBack.Swap(true) {
 		who := "the API server's schema dropped it"
-		if !typeKeeps(k.newObject, []string{"status", k.opts.StatusField}, sampleState()) {
+		if !state.TypeKeeps(k.newObject, []string{"status", k.opts.StatusField}, state.SampleState()) {
 			who = fmt.Sprintf("the Go type %T dropped it", k.newObject())
 		}
 		t.log.Info("WARNING: gopf's state did not stay in status ("+who+"); keeping the state of this kind in annotations from now on",

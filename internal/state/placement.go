@@ -1,4 +1,4 @@
-package engine
+package state
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/internal/spec"
-	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // Where an object's state lives is decided per kind when its controller is
@@ -37,30 +36,30 @@ import (
 // kind to annotations in memory, a CRD whose schema changed, a new Storage
 // option) keeps its history.
 
-// kindSchema is what the API server keeps of a kind's objects.
-type kindSchema struct {
-	// known is false when the schema could not be read (the operator may
+// KindSchema is what the API server keeps of a kind's objects.
+type KindSchema struct {
+	// Known is false when the schema could not be read (the operator may
 	// not read CRDs, or the request failed): nothing is assumed then.
-	known bool
-	// crd is true for a CustomResourceDefinition's kind; root is the
+	Known bool
+	// Crd is true for a CustomResourceDefinition's kind; root is the
 	// openAPIV3Schema of the served version (nil: the version has none
 	// and keeps everything).
-	crd  bool
-	root map[string]any
-	// why says why the schema is not known, for the log.
-	why string
+	Crd  bool
+	Root map[string]any
+	// Why says why the schema is not known, for the log.
+	Why string
 }
 
-// readKindSchema reads the schema of the kind gvk served as resource: the
+// ReadKindSchema reads the schema of the kind gvk served as resource: the
 // CRD's (apiextensions.k8s.io/v1) for a custom resource; for other kinds
 // (the core group, groups without a dot, which no CRD can have, and groups
 // with no CRD of that name) it knows that unknown fields are dropped.
-func readKindSchema(ctx context.Context, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, resource string) kindSchema {
+func ReadKindSchema(ctx context.Context, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, resource string) KindSchema {
 	if !strings.Contains(gvk.Group, ".") {
-		return kindSchema{known: true}
+		return KindSchema{Known: true}
 	}
 	if disco == nil || disco.RESTClient() == nil {
-		return kindSchema{why: "no client to read CRDs with"}
+		return KindSchema{Why: "no client to read CRDs with"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -68,9 +67,9 @@ func readKindSchema(ctx context.Context, disco discovery.DiscoveryInterface, gvk
 	data, err := disco.RESTClient().Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", name).DoRaw(ctx)
 	switch {
 	case apierrors.IsNotFound(err):
-		return kindSchema{known: true} // built in (networking.k8s.io, …) or aggregated
+		return KindSchema{Known: true} // built in (networking.k8s.io, …) or aggregated
 	case err != nil:
-		return kindSchema{why: fmt.Sprintf("reading CustomResourceDefinition %s: %v", name, err)}
+		return KindSchema{Why: fmt.Sprintf("reading CustomResourceDefinition %s: %v", name, err)}
 	}
 	var crd struct {
 		Spec struct {
@@ -83,38 +82,38 @@ func readKindSchema(ctx context.Context, disco discovery.DiscoveryInterface, gvk
 		} `json:"spec"`
 	}
 	if err := json.Unmarshal(data, &crd); err != nil {
-		return kindSchema{why: fmt.Sprintf("decoding CustomResourceDefinition %s: %v", name, err)}
+		return KindSchema{Why: fmt.Sprintf("decoding CustomResourceDefinition %s: %v", name, err)}
 	}
 	for _, v := range crd.Spec.Versions {
 		if v.Name == gvk.Version {
-			out := kindSchema{known: true, crd: true}
+			out := KindSchema{Known: true, Crd: true}
 			if v.Schema != nil {
-				out.root = v.Schema.OpenAPIV3Schema
+				out.Root = v.Schema.OpenAPIV3Schema
 			}
 			return out
 		}
 	}
-	return kindSchema{why: fmt.Sprintf("CustomResourceDefinition %s has no version %s", name, gvk.Version)}
+	return KindSchema{Why: fmt.Sprintf("CustomResourceDefinition %s has no version %s", name, gvk.Version)}
 }
 
-// keeps reports whether the API server keeps value at path (a JSON-like
+// Keeps reports whether the API server keeps value at path (a JSON-like
 // value under the object's root): whether its schema keeps path and every
 // field of value. Unknown schemas keep everything; kinds that are not CRDs
 // keep nothing gopf adds to their status.
-func (s kindSchema) keeps(path []string, value any) bool {
-	if !s.known {
+func (s KindSchema) Keeps(path []string, value any) bool {
+	if !s.Known {
 		return true
 	}
-	if !s.crd {
+	if !s.Crd {
 		return false
 	}
-	if s.root == nil {
+	if s.Root == nil {
 		return true
 	}
 	for i := len(path) - 1; i >= 0; i-- {
 		value = map[string]any{path[i]: value}
 	}
-	return schemaKeeps(s.root, value)
+	return schemaKeeps(s.Root, value)
 }
 
 // schemaKeeps reports whether structural pruning (Kubernetes' rules for
@@ -161,10 +160,10 @@ func schemaKeeps(s map[string]any, value any) bool {
 	return true
 }
 
-// typeKeeps reports whether the Go type newObject makes keeps value at
+// TypeKeeps reports whether the Go type newObject makes keeps value at
 // path through a conversion from JSON-like form and back, as the informer
 // cache's objects go. Unstructured objects keep everything.
-func typeKeeps(newObject func() client.Object, path []string, value any) bool {
+func TypeKeeps(newObject func() client.Object, path []string, value any) bool {
 	obj := newObject()
 	if _, ok := obj.(*unstructured.Unstructured); ok {
 		return true
@@ -173,7 +172,7 @@ func typeKeeps(newObject func() client.Object, path []string, value any) bool {
 	if err != nil {
 		return false
 	}
-	spec.SetPath(raw, path, state.DeepCopyJSON(value))
+	spec.SetPath(raw, path, DeepCopyJSON(value))
 	back := newObject()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, back); err != nil {
 		return false
@@ -182,13 +181,13 @@ func typeKeeps(newObject func() client.Object, path []string, value any) bool {
 	if err != nil {
 		return false
 	}
-	got, ok := state.Lookup(any(again), path)
-	return ok && state.SameJSON(got, value)
+	got, ok := Lookup(any(again), path)
+	return ok && SameJSON(got, value)
 }
 
-// sampleState is a state with every field set, as status storage writes
+// SampleState is a state with every field set, as status storage writes
 // it: what status.<StatusField> must keep.
-func sampleState() map[string]any {
+func SampleState() map[string]any {
 	return map[string]any{
 		"lastHandled": `{"spec":{}}`,
 		"progress": map[string]any{"handler": map[string]any{
@@ -202,40 +201,40 @@ func sampleState() map[string]any {
 // when any of them is.
 var sampleResults = []any{map[string]any{"message": "m"}, "m", int64(1), true}
 
-// statusPlace is what the kind keeps in status, decided once per kind.
-type statusPlace struct {
-	schema    kindSchema
+// StatusPlace is what the kind keeps in status, decided once per kind.
+type StatusPlace struct {
+	Schema    KindSchema
 	newObject func() client.Object
 	field     string
 	// State is "" when status.<field> keeps gopf's state, or says what
 	// drops it.
-	state string
+	State string
 	// results holds, per handler id, "" when status.<id> keeps the
 	// handler's results, or what drops them; filled as results come.
 	results sync.Map
 	warned  sync.Map // handler id → a warning was logged
 }
 
-// newStatusPlace decides what the kind keeps in status: a state needs
+// NewStatusPlace decides what the kind keeps in status: a state needs
 // both the API server and the Go type to keep it.
-func newStatusPlace(s kindSchema, newObject func() client.Object, field string) *statusPlace {
-	p := &statusPlace{schema: s, newObject: newObject, field: field}
-	p.state = p.drops([]string{"status", field}, sampleState())
+func NewStatusPlace(s KindSchema, newObject func() client.Object, field string) *StatusPlace {
+	p := &StatusPlace{Schema: s, newObject: newObject, field: field}
+	p.State = p.drops([]string{"status", field}, SampleState())
 	return p
 }
 
 // drops says what drops value at path ("" when nothing does): the Go type
 // or the API server's schema.
-func (p *statusPlace) drops(path []string, values ...any) string {
+func (p *StatusPlace) drops(path []string, values ...any) string {
 	typeOK, serverOK := false, false
 	for _, v := range values {
-		typeOK = typeOK || typeKeeps(p.newObject, path, v)
-		serverOK = serverOK || p.schema.keeps(path, v)
+		typeOK = typeOK || TypeKeeps(p.newObject, path, v)
+		serverOK = serverOK || p.Schema.Keeps(path, v)
 	}
 	switch {
 	case !typeOK:
 		return fmt.Sprintf("the Go type %T has no field for %s", p.newObject(), strings.Join(path, "."))
-	case !serverOK && p.schema.crd:
+	case !serverOK && p.Schema.Crd:
 		return fmt.Sprintf("the CRD's schema does not declare %s (and does not keep unknown fields there)", strings.Join(path, "."))
 	case !serverOK:
 		return fmt.Sprintf("the API server keeps only the declared fields of a built-in kind's status, and %s is not one", strings.Join(path, "."))
@@ -243,11 +242,11 @@ func (p *statusPlace) drops(path []string, values ...any) string {
 	return ""
 }
 
-// keepsState reports whether status.<field> keeps gopf's state.
-func (p *statusPlace) keepsState() bool { return p.state == "" }
+// KeepsState reports whether status.<field> keeps gopf's state.
+func (p *StatusPlace) KeepsState() bool { return p.State == "" }
 
-// resultDrops says what drops the results of handler id, "" if nothing.
-func (p *statusPlace) resultDrops(id string) string {
+// ResultDrops says what drops the results of handler id, "" if nothing.
+func (p *StatusPlace) ResultDrops(id string) string {
 	if why, ok := p.results.Load(id); ok {
 		return why.(string)
 	}
@@ -256,9 +255,9 @@ func (p *statusPlace) resultDrops(id string) string {
 	return why
 }
 
-// firstDrop reports whether this is the first dropped result of handler
+// FirstDrop reports whether this is the first dropped result of handler
 // id, which is then worth a warning.
-func (p *statusPlace) firstDrop(id string) bool {
+func (p *StatusPlace) FirstDrop(id string) bool {
 	_, done := p.warned.LoadOrStore(id, true)
 	return !done
 }
