@@ -15,18 +15,23 @@ const module = "github.com/gopf-dev/gopf"
 
 // libraryLayers lists, for every library package of the module, which of the
 // module's packages it may depend on (directly or not). Layers point one
-// way: internal/spec (the engine contract) knows no other gopf package;
-// handlers (the registration API) knows only the contract; handlers/objects
-// (the helpers for children and fields) knows only handlers and the
-// contract, and no other package needs it; internal/contract instantiates
-// the contract with handlers' types; the engine (reconcile) and the
-// webhooks know both; Main's command line (internal/cli) knows those but
-// not the root package, which ties them all together; envtest may use
-// everything. Every package of the module is
-// either here or a program (cmd/, examples/, test/), which uses only what
-// users can import.
+// way. At the bottom: internal/spec (the engine contract) and
+// internal/scope (namespace patterns) know no other gopf package; handlers
+// (the registration API) knows only the contract; handlers/objects (the
+// helpers for children and fields) knows only handlers and the contract,
+// and no other package needs it; internal/contract instantiates the
+// contract with handlers' types. The engine's parts that know nothing of
+// it: internal/state (gopf's stored state and its storages),
+// internal/kopfstate (Kopf's format, over state), internal/policy (the
+// error policy), internal/peering, and reconcile/rbac (RBAC from
+// registrations). Then internal/engine, and reconcile, its public face;
+// the webhooks beside them; Main's command line (internal/cli), which knows
+// those but not the root package, which ties them all together; envtest
+// may use everything. Every package of the module is either here or a
+// program (cmd/, examples/, test/), which uses only what users can import.
 var libraryLayers = map[string][]string{
 	"internal/spec":      {},
+	"internal/scope":     {},
 	"api/v1":             {},
 	"handlers":           {"internal/spec"},
 	"handlers/objects":   {"handlers", "internal/spec"},
@@ -34,22 +39,26 @@ var libraryLayers = map[string][]string{
 	"internal/state":     {"handlers", "internal/spec"},
 	"internal/policy":    {"handlers", "internal/spec"},
 	"internal/kopfstate": {"handlers", "internal/spec", "internal/state"},
+	"internal/peering":   {"handlers", "internal/kopfstate", "internal/scope", "internal/spec", "internal/state"},
 	"reconcile/rbac":     {"handlers", "internal/contract", "internal/spec"},
-	"internal/engine":    {"handlers", "internal/contract", "internal/kopfstate", "internal/policy", "internal/spec", "internal/state"},
-	"reconcile":          {"handlers", "internal/contract", "internal/engine", "internal/kopfstate", "internal/policy", "internal/spec", "internal/state"},
+	"internal/engine":    engineParts,
+	"reconcile":          with(engineParts, "internal/engine"),
 	"webhook":            {"handlers", "internal/contract", "internal/spec"},
-	"internal/cli": {
-		"handlers", "internal/contract", "internal/engine", "internal/kopfstate", "internal/policy", "internal/spec", "internal/state", "reconcile",
-		"reconcile/rbac", "webhook",
-	},
-	"": {
-		"handlers", "internal/cli", "internal/contract", "internal/engine", "internal/kopfstate", "internal/policy", "internal/spec", "internal/state",
-		"reconcile", "reconcile/rbac", "webhook",
-	},
-	"envtest": {
-		"", "api/v1", "handlers", "handlers/objects", "internal/cli", "internal/contract", "internal/engine", "internal/kopfstate", "internal/policy",
-		"internal/spec", "internal/state", "reconcile", "reconcile/rbac", "webhook",
-	},
+	"internal/cli":       with(engineParts, "internal/engine", "reconcile", "reconcile/rbac", "webhook"),
+	"":                   with(engineParts, "internal/cli", "internal/engine", "reconcile", "reconcile/rbac", "webhook"),
+	"envtest": with(engineParts, "", "api/v1", "handlers/objects", "internal/cli", "internal/engine", "reconcile", "reconcile/rbac",
+		"webhook"),
+}
+
+// engineParts are the packages the engine builds on.
+var engineParts = []string{
+	"handlers", "internal/contract", "internal/kopfstate", "internal/peering", "internal/policy", "internal/scope", "internal/spec",
+	"internal/state",
+}
+
+// with returns base and more, in a new slice.
+func with(base []string, more ...string) []string {
+	return append(slices.Clone(base), more...)
 }
 
 // programDirs hold the module's programs and their tests: operators,

@@ -21,7 +21,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/webhook"
 )
@@ -38,7 +38,7 @@ type ManagerOptions struct {
 	// engine (which namespaces' objects are handled) and the manager's
 	// cache (what is watched): the cache to exactly those namespaces when
 	// they are all plain names, to the whole cluster when there are globs or
-	// negations (see engine.CacheNamespaces).
+	// negations, so that namespaces created later are picked up.
 	Engine reconcile.Options
 
 	// QPS and Burst cap the requests the manager's clients, together, send
@@ -128,7 +128,7 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	if opts.Scheme == nil {
 		opts.Scheme = clientgoscheme.Scheme
 	}
-	cacheNamespaces, err := engine.CacheNamespaces(opts.Engine.Namespaces)
+	cacheNamespaces, err := scope.CacheNamespaces(opts.Engine.Namespaces)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/reconcile/rbac"
 )
@@ -54,7 +54,7 @@ func CheckPermissions(ctx context.Context, mgr manager.Manager, reg *handlers.Re
 		return err
 	}
 	required = rbac.WithoutLeaderElection(required)
-	namespaces, err := engine.CacheNamespaces(o.Namespaces)
+	namespaces, err := scope.CacheNamespaces(o.Namespaces)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/engine"
+	peers "github.com/gopf-dev/gopf/internal/peering"
 	gopfreconcile "github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -270,8 +270,8 @@ func TestAJoiningOperatorWaitsForAPeerThatNeverConfirmsOnlyUpToItsLimit(t *testi
 	ns := newNamespace(t)
 	peering := newPeeringObject(t)
 	// A lower peer that writes only Kopf's fields, as a Kopf operator does.
-	kopf := engine.FreezeOptions{Identity: "kopf-operator", Lifetime: 2 * time.Minute}
-	g.Expect(engine.Freeze(ctx, k8s, peering, nil, kopf)).To(Succeed())
+	kopf := peers.FreezeOptions{Identity: "kopf-operator", Lifetime: 2 * time.Minute}
+	g.Expect(peers.Freeze(ctx, k8s, peering, nil, kopf)).To(Succeed())
 
 	began := time.Now()
 	runOperator(t, ns, tagging("gopf"), peered(peering, 100))

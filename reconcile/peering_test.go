@@ -13,7 +13,7 @@ import (
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
-	"github.com/gopf-dev/gopf/internal/engine"
+	peers "github.com/gopf-dev/gopf/internal/peering"
 	gopfreconcile "github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -37,8 +37,8 @@ func createExample(t *testing.T, ns, name string) client.ObjectKey {
 	return client.ObjectKeyFromObject(obj)
 }
 
-func freeze(id string, priority int, message string) engine.FreezeOptions {
-	return engine.FreezeOptions{Identity: id, Priority: priority, Lifetime: time.Minute, Message: message}
+func freeze(id string, priority int, message string) peers.FreezeOptions {
+	return peers.FreezeOptions{Identity: id, Priority: priority, Lifetime: time.Minute, Message: message}
 }
 
 func TestAnOptionalPeeringRunsStandaloneUntilItsObjectExistsThenTakesPart(t *testing.T) {
@@ -57,7 +57,7 @@ func TestAnOptionalPeeringRunsStandaloneUntilItsObjectExistsThenTakesPart(t *tes
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), p) })
 	g.Eventually(func(g Gomega) map[string]any { return peeringStatus(g, "ClusterKopfPeering", "", name) }, timeout).Should(HaveKey("auto-op"), "it announces itself once the object exists")
 
-	g.Expect(engine.Freeze(ctx, k8s, name, nil, freeze("higher", 10, ""))).To(Succeed())
+	g.Expect(peers.Freeze(ctx, k8s, name, nil, freeze("higher", 10, ""))).To(Succeed())
 	g.Eventually(func(g Gomega) float64 { return pausedGauge(g, name) }, timeout).Should(BeNumerically("==", 1))
 	paused := createExample(t, ns, "paused")
 	g.Consistently(func(g Gomega) any { return statusField(g, paused, "tag") }, settle).Should(BeNil(), "a higher peer is alive")
@@ -97,7 +97,7 @@ func TestANamespacedOperatorPeersInEachServedNamespaceAndObeysAFreezeInAnyOfThem
 	g.Eventually(func(g Gomega) any { return statusField(g, before, "tag", "by") }, timeout).Should(Equal("namespaced"))
 
 	// A freeze in the second namespace only pauses the whole operator.
-	g.Expect(engine.Freeze(ctx, k8s, name, []string{two}, freeze("freeze@test", 100, "upgrading the database"))).To(Succeed())
+	g.Expect(peers.Freeze(ctx, k8s, name, []string{two}, freeze("freeze@test", 100, "upgrading the database"))).To(Succeed())
 	g.Eventually(func(g Gomega) any { return peeringStatus(g, "KopfPeering", two, name)["freeze@test"] }, timeout).
 		Should(HaveKeyWithValue("message", "upgrading the database"))
 	g.Expect(peeringStatus(g, "KopfPeering", one, name)).NotTo(HaveKey("freeze@test"))
@@ -105,7 +105,7 @@ func TestANamespacedOperatorPeersInEachServedNamespaceAndObeysAFreezeInAnyOfThem
 	during := createExample(t, one, "during")
 	g.Consistently(func(g Gomega) any { return statusField(g, during, "tag") }, settle).Should(BeNil())
 
-	g.Expect(engine.Unfreeze(ctx, k8s, name, []string{two}, "freeze@test")).To(Succeed())
+	g.Expect(peers.Unfreeze(ctx, k8s, name, []string{two}, "freeze@test")).To(Succeed())
 	g.Eventually(func(g Gomega) any { return statusField(g, during, "tag", "by") }, timeout).Should(Equal("namespaced"))
 }
 
@@ -118,13 +118,13 @@ func TestAFreezeWithGlobsWritesToEveryMatchingNamespaceThatHasThePeering(t *test
 		g.Expect(k8s.Create(ctx, &kopfv1.KopfPeering{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
 	}
 	pattern := "*," + "!" + other // every namespace with the object, the third has none anyway
-	g.Expect(engine.Freeze(ctx, k8s, name, []string{pattern}, freeze("f", 100, ""))).To(Succeed())
+	g.Expect(peers.Freeze(ctx, k8s, name, []string{pattern}, freeze("f", 100, ""))).To(Succeed())
 	for _, ns := range []string{one, two} {
 		g.Expect(peeringStatus(g, "KopfPeering", ns, name)).To(HaveKey("f"))
 	}
-	g.Expect(engine.Freeze(ctx, k8s, name, []string{other}, freeze("f", 100, ""))).NotTo(Succeed(), "a namespace named plainly must have the object")
-	g.Expect(engine.Freeze(ctx, k8s, name+"-none", []string{"*"}, freeze("f", 100, ""))).To(MatchError(ContainSubstring("no namespace matching")))
-	g.Expect(engine.Unfreeze(ctx, k8s, name, []string{pattern}, "f")).To(Succeed())
+	g.Expect(peers.Freeze(ctx, k8s, name, []string{other}, freeze("f", 100, ""))).NotTo(Succeed(), "a namespace named plainly must have the object")
+	g.Expect(peers.Freeze(ctx, k8s, name+"-none", []string{"*"}, freeze("f", 100, ""))).To(MatchError(ContainSubstring("no namespace matching")))
+	g.Expect(peers.Unfreeze(ctx, k8s, name, []string{pattern}, "f")).To(Succeed())
 	for _, ns := range []string{one, two} {
 		g.Expect(peeringStatus(g, "KopfPeering", ns, name)).NotTo(HaveKey("f"))
 	}
@@ -135,7 +135,7 @@ func TestAStealthOperatorWritesNothingAndPausesForEveryLivePeer(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	name := newPeeringObject(t)
-	g.Expect(engine.Freeze(ctx, k8s, name, nil, freeze("higher", 10, "maintenance"))).To(Succeed())
+	g.Expect(peers.Freeze(ctx, k8s, name, nil, freeze("higher", 10, "maintenance"))).To(Succeed())
 	runOperator(t, ns, tagging("stealth"), func(o *envtest.OperatorOptions) {
 		o.Reconcile.Peering = &gopfreconcile.PeeringOptions{Name: name, Stealth: true, Lifetime: 4 * time.Second, Identity: "stealth-op"}
 	})
@@ -143,13 +143,13 @@ func TestAStealthOperatorWritesNothingAndPausesForEveryLivePeer(t *testing.T) {
 	first := createExample(t, ns, "first")
 	g.Consistently(func(g Gomega) any { return statusField(g, first, "tag") }, settle).Should(BeNil(), "a higher peer is alive")
 
-	g.Expect(engine.Unfreeze(ctx, k8s, name, nil, "higher")).To(Succeed())
+	g.Expect(peers.Unfreeze(ctx, k8s, name, nil, "higher")).To(Succeed())
 	g.Eventually(func(g Gomega) any { return statusField(g, first, "tag", "by") }, timeout).Should(Equal("stealth"))
 	g.Expect(peeringStatus(g, "ClusterKopfPeering", "", name)).NotTo(HaveKey("stealth-op"), "it never announced itself")
 
 	// A lower peer does not know the stealth operator is there, so the
 	// stealth one pauses for it too.
-	g.Expect(engine.Freeze(ctx, k8s, name, nil, freeze("lower", -10, ""))).To(Succeed())
+	g.Expect(peers.Freeze(ctx, k8s, name, nil, freeze("lower", -10, ""))).To(Succeed())
 	g.Eventually(func(g Gomega) float64 { return pausedGauge(g, name) }, timeout).Should(BeNumerically("==", 1))
 	second := createExample(t, ns, "second")
 	g.Consistently(func(g Gomega) any { return statusField(g, second, "tag") }, settle).Should(BeNil())

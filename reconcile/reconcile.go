@@ -111,8 +111,8 @@ type Options struct {
 	// object is first seen after the startup handlers finished.
 	Memo map[string]any
 
-	// Namespaces limits the operator to namespaces matching these patterns
-	// (see CacheNamespaces): plain names, globs with * and ?, and negations
+	// Namespaces limits the operator to namespaces matching these patterns:
+	// plain names, globs with * and ?, and negations
 	// with a leading !, e.g. "app-*,!app-pr-*", decided as Kopf decides
 	// them: within one pattern the first glob says which namespaces are in
 	// play, and a namespace is handled if any pattern accepts it.

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/webhook"
 )
@@ -114,7 +114,7 @@ func (f *Flags) check() error {
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return fmt.Errorf("--log-format is text or json, not %q", f.logFormat)
 	}
-	_, err := engine.CacheNamespaces(f.namespaces) // a bad pattern is reported before the cluster is looked for
+	_, err := scope.CacheNamespaces(f.namespaces) // a bad pattern is reported before the cluster is looked for
 	return err
 }
 

@@ -11,7 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/peering"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -134,7 +134,7 @@ func TestFreezeAndResumeReadKopfsFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := engine.FreezeOptions{Identity: "me", Priority: 50, Lifetime: 10 * time.Minute, Message: "upgrading"}
+	want := peering.FreezeOptions{Identity: "me", Priority: 50, Lifetime: 10 * time.Minute, Message: "upgrading"}
 	if fc.resume || fc.peering != "ops" || len(fc.namespaces) != 2 || fc.freeze != want {
 		t.Errorf("freeze = %+v", fc)
 	}

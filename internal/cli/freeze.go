@@ -12,7 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/peering"
+	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -40,7 +41,7 @@ type freezeCommand struct {
 	resume     bool
 	peering    string
 	namespaces []string
-	freeze     engine.FreezeOptions
+	freeze     peering.FreezeOptions
 }
 
 // parseFreeze reads the flags of freeze and resume, which are Kopf's.
@@ -80,7 +81,7 @@ func parseFreeze(name, command string, args []string) (*freezeCommand, error) {
 	case !fc.resume && lifetime < 0:
 		return nil, errors.New("freeze needs --lifetime")
 	}
-	if _, err := engine.CacheNamespaces(namespaces); err != nil {
+	if _, err := scope.CacheNamespaces(namespaces); err != nil {
 		return nil, err
 	}
 	fc.namespaces = namespaces
@@ -94,9 +95,9 @@ func parseFreeze(name, command string, args []string) (*freezeCommand, error) {
 // do writes the freeze, or removes it.
 func (fc *freezeCommand) do(ctx context.Context, c client.Client) error {
 	if fc.resume {
-		return engine.Unfreeze(ctx, c, fc.peering, fc.namespaces, fc.freeze.Identity)
+		return peering.Unfreeze(ctx, c, fc.peering, fc.namespaces, fc.freeze.Identity)
 	}
-	return engine.Freeze(ctx, c, fc.peering, fc.namespaces, fc.freeze)
+	return peering.Freeze(ctx, c, fc.peering, fc.namespaces, fc.freeze)
 }
 
 // secondsFlag is a duration given as Kopf's whole seconds ("600") or as a

@@ -19,6 +19,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -149,7 +150,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	if err := reg.Err(); err != nil {
 		b.Fatal(err)
 	}
-	sc, err := newScope(nil)
+	sc, err := scope.New(nil)
 	if err != nil {
 		b.Fatal(err)
 	}

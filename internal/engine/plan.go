@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/peering"
+	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/state"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,7 +54,7 @@ type Planner struct {
 	// generic: the handlers are not known, only what is stored.
 	generic bool
 	// scope limits the objects to the operator's namespaces.
-	scope *scope
+	scope *scope.Scope
 }
 
 // plannedKind is one kind the planner lists.
@@ -171,11 +173,11 @@ func kindNamed(mapper meta.RESTMapper, name string) (schema.GroupVersionKind, er
 func newPlanner(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*Planner, discovery.DiscoveryInterface, meta.RESTMapper, error) {
 	opts = opts.withDefaults()
 	if opts.Peering != nil {
-		if err := opts.Peering.validate(); err != nil {
+		if err := opts.Peering.Validate(); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	sc, err := newScope(opts.Namespaces)
+	sc, err := scope.New(opts.Namespaces)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("gopf: %w", err)
 	}
@@ -355,7 +357,7 @@ func (p *Planner) planKind(ctx context.Context, pk *plannedKind, sel Selection, 
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			if !p.scope.includes(item.GetNamespace()) {
+			if !p.scope.Includes(item.GetNamespace()) {
 				continue
 			}
 			st, err := p.objectStatus(pk, item, time.Now(), env.operator, env.failures[item.GetUID()])
@@ -380,16 +382,16 @@ func (p *Planner) workingOperator(ctx context.Context) string {
 	if p.opts.Peering == nil {
 		return ""
 	}
-	opts := p.opts.Peering.withDefaults()
-	obj := (&peering{opts: opts, gvk: peeringKind(opts)}).object()
+	opts := p.opts.Peering.WithDefaults()
+	obj := (&peering.Peering{Opts: opts, Gvk: peering.Kind(opts)}).Object()
 	if err := p.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return ""
 	}
 	status, _ := obj.Object["status"].(map[string]any)
 	now, best, tie, top := time.Now(), "", false, 0
 	for id, raw := range status {
-		var entry peer
-		if data, err := json.Marshal(raw); err != nil || json.Unmarshal(data, &entry) != nil || !entry.alive(now) {
+		var entry peering.Peer
+		if data, err := json.Marshal(raw); err != nil || json.Unmarshal(data, &entry) != nil || !entry.Alive(now) {
 			continue
 		}
 		switch {

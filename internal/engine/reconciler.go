@@ -67,7 +67,7 @@ var _ reconcile.Reconciler = (*kindController)(nil)
 func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
 	defer k.shared.busy.Add(-1)
-	if !k.shared.gate.admit() || !k.shared.scope.includes(req.Namespace) {
+	if !k.shared.gate.admit() || !k.shared.scope.Includes(req.Namespace) {
 		return reconcile.Result{}, nil // paused, starting, or out of scope; reopening the gate reconciles everything
 	}
 	t, wait, err := k.read(ctx, req)

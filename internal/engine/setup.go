@@ -29,6 +29,8 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/peering"
+	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -61,7 +63,7 @@ type Options struct {
 	Namespaces              []string
 	CleanupTimeout          time.Duration
 	ProbeCache              time.Duration
-	Peering                 *PeeringOptions
+	Peering                 *peering.Options
 	ConsistencyTimeout      time.Duration
 }
 
@@ -129,7 +131,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 		return fmt.Errorf("gopf: creating a discovery client: %w", err)
 	}
 
-	sc, err := newScope(opts.Namespaces)
+	sc, err := scope.New(opts.Namespaces)
 	if err != nil {
 		return fmt.Errorf("gopf: %w", err)
 	}
@@ -160,7 +162,7 @@ func (o Options) validate() error {
 		return fmt.Errorf("gopf: EventComponent %q is not a valid reporting component: %s", o.EventComponent, strings.Join(problems, "; "))
 	}
 	if o.Peering != nil {
-		return o.Peering.validate()
+		return o.Peering.Validate()
 	}
 	return nil
 }
@@ -340,7 +342,7 @@ func setupActivities(mgr manager.Manager, reg *handlers.Registry, sh *shared, op
 		}
 	}
 	if opts.Peering != nil {
-		if err := mgr.Add(newPeering(mgr, sh, *opts.Peering, log)); err != nil {
+		if err := mgr.Add(peering.New(mgr, sh, sh.scope, peeringState.WithLabelValues(opts.Peering.Name), *opts.Peering, log)); err != nil {
 			return fmt.Errorf("gopf: adding peering: %w", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -28,7 +29,7 @@ type shared struct {
 	memo     *spec.Memo     // operator.Memo: the operator-level handlers' memo
 	client   client.Client
 	gate     *gate
-	scope    *scope
+	scope    *scope.Scope
 	mu       sync.Mutex
 	watchers []*watcher      // those that feed indexes
 	ctx      context.Context // the manager's, once it runs
@@ -38,7 +39,7 @@ type shared struct {
 // newShared makes what the controllers of reg on mgr share, with the
 // operator memo and indexes the webhook engine shares too (see
 // spec.Operator), and forgets those when the manager stops.
-func newShared(mgr manager.Manager, reg *handlers.Registry, sc *scope, opts Options) (*shared, error) {
+func newShared(mgr manager.Manager, reg *handlers.Registry, sc *scope.Scope, opts Options) (*shared, error) {
 	set := contract.SetOf(reg)
 	op := set.OperatorOf(mgr)
 	for k, v := range opts.Memo {
@@ -65,8 +66,8 @@ func (s *shared) operatorCall(h *contract.Handler, log logr.Logger) *handlers.Ca
 	return c
 }
 
-// idle waits until no reconcile is in progress, or until the timeout.
-func (s *shared) idle(timeout time.Duration) bool {
+// Idle waits until no reconcile is in progress, or until the timeout.
+func (s *shared) Idle(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for s.busy.Load() > 0 {
 		if time.Now().After(deadline) {
@@ -76,6 +77,18 @@ func (s *shared) idle(timeout time.Duration) bool {
 	}
 	return true
 }
+
+// Pause stops handlers from starting, for reason (the peering's host).
+func (s *shared) Pause(reason string) { s.gate.pause(reason) }
+
+// Resume lets handlers start again.
+func (s *shared) Resume() { s.gate.resume() }
+
+// Paused is why the operator is paused, "" when it is not.
+func (s *shared) Paused() string { return s.gate.paused() }
+
+// Busy reports whether reconciles, timer runs or daemons are running.
+func (s *shared) Busy() bool { return s.busy.Load() > 0 }
 
 // setContext records the manager's context once it runs.
 func (s *shared) setContext(ctx context.Context) {
@@ -170,7 +183,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	for _, r := range w.indexes {
 		ix := w.k.shared.indexes.Get(r.Options.ID)
-		if event == handlers.EventDeleted || !w.k.shared.scope.includes(obj.GetNamespace()) || !w.k.selects(r, obj, nil) {
+		if event == handlers.EventDeleted || !w.k.shared.scope.Includes(obj.GetNamespace()) || !w.k.selects(r, obj, nil) {
 			spec.SetEntries(ix, key.String(), nil)
 			continue
 		}
@@ -181,7 +194,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 		entries, _ := out.(map[any]any)
 		spec.SetEntries(ix, key.String(), entries)
 	}
-	if !w.k.shared.scope.includes(obj.GetNamespace()) {
+	if !w.k.shared.scope.Includes(obj.GetNamespace()) {
 		return
 	}
 	for _, r := range w.events {

@@ -1,19 +1,8 @@
-package engine
+package scope
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"net/http/httptest"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/go-logr/logr"
-
-	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/contract"
-	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 func TestNamespacePatternsAreDecidedAsKopfDecidesThem(t *testing.T) {
@@ -36,25 +25,25 @@ func TestNamespacePatternsAreDecidedAsKopfDecidesThem(t *testing.T) {
 		{nil, []string{"anything"}, nil},
 	}
 	for _, tc := range cases {
-		s, err := newScope(tc.patterns)
+		s, err := New(tc.patterns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ns := range tc.in {
-			if !s.includes(ns) {
+			if !s.Includes(ns) {
 				t.Errorf("%q: %q should be in scope", tc.patterns, ns)
 			}
 		}
 		for _, ns := range tc.out {
-			if s.includes(ns) {
+			if s.Includes(ns) {
 				t.Errorf("%q: %q should be out of scope", tc.patterns, ns)
 			}
 		}
-		if !s.includes("") {
+		if !s.Includes("") {
 			t.Errorf("%q: cluster-scoped objects are always in scope", tc.patterns)
 		}
 	}
-	if _, err := newScope([]string{"bad["}); err == nil {
+	if _, err := New([]string{"bad["}); err == nil {
 		t.Error("a malformed pattern was accepted")
 	}
 }
@@ -75,39 +64,5 @@ func TestCacheNamespacesOnlyForPlainNames(t *testing.T) {
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("CacheNamespaces(%q) = %q, %v; want %q", tc.patterns, got, err, tc.want)
 		}
-	}
-}
-
-func TestProbeResultsAreJSONAndCached(t *testing.T) {
-	calls := 0
-	reg := handlers.NewRegistry()
-	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
-		calls++
-		return map[string]any{"calls": calls}, nil
-	}, handlers.ID("counter"))
-	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
-		return nil, errors.New("database unreachable")
-	}, handlers.ID("db"))
-	p := &prober{probes: contract.SetOf(reg).Handlers(spec.KindProbe), sh: &shared{set: contract.SetOf(reg)}, log: logr.Discard(), ttl: time.Hour}
-
-	for i := 0; i < 2; i++ {
-		rec := httptest.NewRecorder()
-		p.ServeHTTP(rec, httptest.NewRequest("GET", "/probes", nil))
-		if rec.Code != 500 {
-			t.Errorf("status %d with a failing probe, want 500", rec.Code)
-		}
-		var body map[string]map[string]any
-		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
-			t.Fatal(err)
-		}
-		if body["counter"]["calls"] != 1.0 || body["db"]["error"] != "database unreachable" {
-			t.Errorf("body = %v", body)
-		}
-	}
-	if err := p.Check(httptest.NewRequest("GET", "/healthz", nil)); err == nil {
-		t.Error("the health check passed with a failing probe")
-	}
-	if calls != 1 {
-		t.Errorf("the probe ran %d times within its cache time, want 1", calls)
 	}
 }

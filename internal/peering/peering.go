@@ -1,4 +1,4 @@
-package engine
+package peering
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/scope"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// PeeringOptions are reconcile.PeeringOptions, field for field.
-type PeeringOptions struct {
+// Options are reconcile.Options, field for field.
+type Options struct {
 	Name         string
 	Namespace    string
 	PerNamespace bool
@@ -39,14 +41,19 @@ type PeeringOptions struct {
 }
 
 // busyWaitLimit bounds how long a joining operator waits for the peers it
-// pauses to finish their handlers (see PeeringOptions).
+// pauses to finish their handlers (see Options).
 const busyWaitLimit = 30 * time.Second
+
+// leaveTimeout bounds how long a stopping operator waits for its running
+// handlers before it leaves the peering: the writes of a reconcile once the
+// manager stops (10 s) and more.
+const leaveTimeout = 30 * time.Second
 
 // busyPoll is how often a paused operator checks whether its handlers have
 // returned, to clear its busy flag.
 const busyPoll = 100 * time.Millisecond
 
-func (p *PeeringOptions) validate() error {
+func (p *Options) Validate() error {
 	if p.Name == "" {
 		return errors.New("gopf: peering needs the name of a peering object")
 	}
@@ -62,7 +69,7 @@ func (p *PeeringOptions) validate() error {
 	return nil
 }
 
-func (p PeeringOptions) withDefaults() PeeringOptions {
+func (p Options) WithDefaults() Options {
 	if p.Lifetime <= 0 {
 		p.Lifetime = 60 * time.Second
 	}
@@ -88,9 +95,9 @@ func DefaultIdentity() string {
 	return fmt.Sprintf("%s@%s/%s/%s", name, host, time.Now().UTC().Format("20060102150405"), suffix)
 }
 
-// peer is one entry of a peering object: Kopf's three fields, and gopf's
-// paused and busy flags (see PeeringOptions), which Kopf ignores.
-type peer struct {
+// Peer is one entry of a peering object: Kopf's three fields, and gopf's
+// paused and busy flags (see Options), which Kopf ignores.
+type Peer struct {
 	Priority int    `json:"priority"`
 	Lifetime int    `json:"lifetime"`
 	LastSeen string `json:"lastseen"`
@@ -103,23 +110,25 @@ type peer struct {
 
 // settled reports whether a lower-priority peer can no longer be handling
 // objects: it pauses and its handlers have returned.
-func (p peer) settled() bool { return p.Paused && !p.Busy }
+func (p Peer) settled() bool { return p.Paused && !p.Busy }
 
-func (p peer) alive(now time.Time) bool {
+func (p Peer) Alive(now time.Time) bool {
 	seen, err := kopfstate.ParseTime(p.LastSeen) // Kopf writes isoformat(), older releases without an offset
 	return err == nil && now.Before(seen.Add(time.Duration(p.Lifetime)*time.Second))
 }
 
-// peering keeps this operator's entry alive in the peering objects, watches
+// Peering keeps this operator's entry alive in the peering objects, watches
 // the others', and pauses or resumes the operator. It runs whether or not
 // this replica holds a leader-election lease.
-type peering struct {
-	opts   PeeringOptions
-	sh     *shared
+type Peering struct {
+	Opts   Options
+	host   host
+	scope  *scope.Scope
+	paused prometheus.Gauge // the peering's gopf_peering_paused
 	cache  cache.Cache
 	writer client.Client
 	log    logr.Logger
-	gvk    schema.GroupVersionKind
+	Gvk    schema.GroupVersionKind
 	poke   chan struct{}
 	// waitingSince is when this operator began to wait for lower-priority
 	// peers to settle; zero when it is not waiting.
@@ -129,30 +138,46 @@ type peering struct {
 	alone bool
 }
 
-func newPeering(mgr manager.Manager, sh *shared, opts PeeringOptions, log logr.Logger) *peering {
-	opts = opts.withDefaults()
-	return &peering{
-		opts: opts, sh: sh, cache: mgr.GetCache(), writer: mgr.GetClient(),
+// host is the operator a peering pauses and resumes: the gate its handlers
+// pass, and whether any of them is running.
+type host interface {
+	// Pause stops handlers from starting, for reason.
+	Pause(reason string)
+	// Resume lets handlers start again.
+	Resume()
+	// Paused is why the operator is paused, "" when it is not.
+	Paused() string
+	// Busy reports whether handlers are running.
+	Busy() bool
+	// Idle waits up to timeout for the running handlers to return and
+	// reports whether they did.
+	Idle(timeout time.Duration) bool
+}
+
+func New(mgr manager.Manager, h host, sc *scope.Scope, paused prometheus.Gauge, opts Options, log logr.Logger) *Peering {
+	opts = opts.WithDefaults()
+	return &Peering{
+		Opts: opts, host: h, scope: sc, paused: paused, cache: mgr.GetCache(), writer: mgr.GetClient(),
 		log:  log.WithName("peering").WithValues("peering", opts.Name, "identity", opts.Identity, "priority", opts.Priority),
-		gvk:  peeringKind(opts),
+		Gvk:  Kind(opts),
 		poke: make(chan struct{}, 1),
 	}
 }
 
 // NeedLeaderElection is false: peering decides between operators by itself.
-func (p *peering) NeedLeaderElection() bool { return false }
+func (p *Peering) NeedLeaderElection() bool { return false }
 
 // Start renews this operator's entries and re-decides on every change of the
 // peering objects until the manager stops; then it removes its entries.
-func (p *peering) Start(ctx context.Context) error {
-	p.sh.gate.pause("waiting for the peering object")
-	peeringState.WithLabelValues(p.opts.Name).Set(1)
-	inf, err := p.cache.GetInformer(ctx, p.object(), cache.BlockUntilSynced(false))
+func (p *Peering) Start(ctx context.Context) error {
+	p.host.Pause("waiting for the peering object")
+	p.paused.Set(1)
+	inf, err := p.cache.GetInformer(ctx, p.Object(), cache.BlockUntilSynced(false))
 	if err != nil {
-		if p.opts.Optional && meta.IsNoMatchError(err) {
-			p.log.Info("the peering kinds are not installed: running standalone", "kind", p.gvk.Kind)
-			p.sh.gate.resume()
-			peeringState.WithLabelValues(p.opts.Name).Set(0)
+		if p.Opts.Optional && meta.IsNoMatchError(err) {
+			p.log.Info("the peering kinds are not installed: running standalone", "kind", p.Gvk.Kind)
+			p.host.Resume()
+			p.paused.Set(0)
 			return nil
 		}
 		return fmt.Errorf("gopf: watching peering objects: %w", err)
@@ -173,17 +198,17 @@ func (p *peering) Start(ctx context.Context) error {
 // takePart decides, and announces this operator, again on every change of
 // the peering objects, when a blocking peer expires and when the entries
 // are due for renewal, until ctx ends; then it leaves the peering.
-func (p *peering) takePart(ctx context.Context) {
-	renew := p.opts.Lifetime / 2
+func (p *Peering) takePart(ctx context.Context) {
+	renew := p.Opts.Lifetime / 2
 	next := time.Now().Add(renew)
-	sent := map[string]peer{} // by the namespace of the peering object
+	sent := map[string]Peer{} // by the namespace of the peering object
 	for {
 		found, wait := p.decide(ctx)
 		due := !time.Now().Before(next)
 		if due {
 			next = time.Now().Add(renew)
 		}
-		if !p.opts.Stealth {
+		if !p.Opts.Stealth {
 			p.announce(ctx, found, sent, due)
 		}
 		if !p.sleep(ctx, p.untilNextLook(wait, next)) {
@@ -197,11 +222,11 @@ func (p *peering) takePart(ctx context.Context) {
 // asked to look again (wait, if set), or the next renewal, whichever comes
 // first; and while paused with handlers running, until the next check that
 // they have returned, so that the busy flag is cleared soon.
-func (p *peering) untilNextLook(wait time.Duration, renewal time.Time) time.Duration {
+func (p *Peering) untilNextLook(wait time.Duration, renewal time.Time) time.Duration {
 	if until := time.Until(renewal); wait <= 0 || until < wait {
 		wait = until
 	}
-	if p.sh.gate.paused() != "" && p.sh.busy.Load() > 0 && wait > busyPoll {
+	if p.host.Paused() != "" && p.host.Busy() && wait > busyPoll {
 		wait = busyPoll
 	}
 	return wait
@@ -209,7 +234,7 @@ func (p *peering) untilNextLook(wait time.Duration, renewal time.Time) time.Dura
 
 // sleep waits d, or until a peering object changes; it reports false if ctx
 // ends first.
-func (p *peering) sleep(ctx context.Context, d time.Duration) bool {
+func (p *Peering) sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -225,9 +250,9 @@ func (p *peering) sleep(ctx context.Context, d time.Duration) bool {
 // taking over never works on the same objects at once; then it removes
 // this operator's entries, so that the peer need not wait for their
 // lifetime.
-func (p *peering) leave(ctx context.Context, sent map[string]peer) {
-	p.sh.gate.pause("the operator is stopping")
-	if !p.sh.idle(writeTimeout + 20*time.Second) {
+func (p *Peering) leave(ctx context.Context, sent map[string]Peer) {
+	p.host.Pause("the operator is stopping")
+	if !p.host.Idle(leaveTimeout) {
 		p.log.Info("WARNING: handlers still running when leaving the peering")
 	}
 	for ns := range sent {
@@ -239,7 +264,7 @@ func (p *peering) leave(ctx context.Context, sent map[string]peer) {
 // the namespaces named): to all of them when renew is set, else to those
 // not written yet and those whose flags changed. sent remembers what was
 // written where.
-func (p *peering) announce(ctx context.Context, found []string, sent map[string]peer, renew bool) {
+func (p *Peering) announce(ctx context.Context, found []string, sent map[string]Peer, renew bool) {
 	me := p.entry()
 	for _, ns := range found {
 		if last, ok := sent[ns]; renew || !ok || last.Paused != me.Paused || last.Busy != me.Busy {
@@ -255,53 +280,53 @@ func (p *peering) announce(ctx context.Context, found []string, sent map[string]
 }
 
 // entry is this operator's entry as of now.
-func (p *peering) entry() peer {
-	paused := p.sh.gate.paused() != ""
-	return peer{
-		Priority: p.opts.Priority,
-		Lifetime: int(p.opts.Lifetime.Seconds() + 0.5),
+func (p *Peering) entry() Peer {
+	paused := p.host.Paused() != ""
+	return Peer{
+		Priority: p.Opts.Priority,
+		Lifetime: int(p.Opts.Lifetime.Seconds() + 0.5),
 		LastSeen: time.Now().UTC().Format(time.RFC3339),
 		Paused:   paused,
-		Busy:     paused && p.sh.busy.Load() > 0,
+		Busy:     paused && p.host.Busy(),
 	}
 }
 
-func (p *peering) wake() {
+func (p *Peering) wake() {
 	select {
 	case p.poke <- struct{}{}:
 	default:
 	}
 }
 
-// object is the peering object of PeeringOptions.Namespace.
-func (p *peering) object() *unstructured.Unstructured { return p.objectIn(p.opts.Namespace) }
+// Object is the peering object of Options.Namespace.
+func (p *Peering) Object() *unstructured.Unstructured { return p.objectIn(p.Opts.Namespace) }
 
 // objectIn is the peering object in namespace ns ("" for the cluster-scoped
 // one).
-func (p *peering) objectIn(ns string) *unstructured.Unstructured {
+func (p *Peering) objectIn(ns string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(p.gvk)
-	u.SetName(p.opts.Name)
+	u.SetGroupVersionKind(p.Gvk)
+	u.SetName(p.Opts.Name)
 	u.SetNamespace(ns)
 	return u
 }
 
 // touch writes (or, with nil, removes) this operator's entry in the peering
 // object of namespace ns.
-func (p *peering) touch(ctx context.Context, ns string, me *peer) {
-	if err := writePeer(ctx, p.writer, p.objectIn(ns), p.opts.Identity, me); err != nil && !apierrors.IsNotFound(err) {
+func (p *Peering) touch(ctx context.Context, ns string, me *Peer) {
+	if err := writePeer(ctx, p.writer, p.objectIn(ns), p.Opts.Identity, me); err != nil && !apierrors.IsNotFound(err) {
 		p.log.Error(err, "cannot renew this operator's peering entry", "namespace", ns)
 	}
 }
 
 // objects lists the peering objects this operator takes part in, from the
 // cache, sorted by namespace.
-func (p *peering) objects(ctx context.Context) ([]*unstructured.Unstructured, error) {
+func (p *Peering) objects(ctx context.Context) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
+	list.SetGroupVersionKind(p.Gvk.GroupVersion().WithKind(p.Gvk.Kind + "List"))
 	var opts []client.ListOption
-	if p.opts.Namespace != "" {
-		opts = append(opts, client.InNamespace(p.opts.Namespace))
+	if p.Opts.Namespace != "" {
+		opts = append(opts, client.InNamespace(p.Opts.Namespace))
 	}
 	if err := p.cache.List(ctx, list, opts...); err != nil {
 		return nil, err
@@ -309,7 +334,7 @@ func (p *peering) objects(ctx context.Context) ([]*unstructured.Unstructured, er
 	var out []*unstructured.Unstructured
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.GetName() == p.opts.Name && (!p.opts.PerNamespace || p.sh.scope.includes(o.GetNamespace())) {
+		if o.GetName() == p.Opts.Name && (!p.Opts.PerNamespace || p.scope.Includes(o.GetNamespace())) {
 			out = append(out, o)
 		}
 	}
@@ -318,26 +343,26 @@ func (p *peering) objects(ctx context.Context) ([]*unstructured.Unstructured, er
 }
 
 // missing says why a mandatory peering lacks its objects, or "".
-func (p *peering) missing(objs []*unstructured.Unstructured) string {
-	if p.opts.Optional {
+func (p *Peering) missing(objs []*unstructured.Unstructured) string {
+	if p.Opts.Optional {
 		return ""
 	}
 	switch {
-	case p.opts.PerNamespace:
+	case p.Opts.PerNamespace:
 		var absent []string
-		for _, ns := range p.sh.scope.literal() {
+		for _, ns := range p.scope.Literal() {
 			if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetNamespace() == ns }) {
 				absent = append(absent, ns)
 			}
 		}
 		if len(absent) > 0 {
-			return fmt.Sprintf("the peering object %s does not exist in namespaces %s", p.opts.Name, strings.Join(absent, ", "))
+			return fmt.Sprintf("the peering object %s does not exist in namespaces %s", p.Opts.Name, strings.Join(absent, ", "))
 		}
 		if len(objs) == 0 {
-			return fmt.Sprintf("no served namespace has a peering object %s", p.opts.Name)
+			return fmt.Sprintf("no served namespace has a peering object %s", p.Opts.Name)
 		}
 	case len(objs) == 0:
-		return fmt.Sprintf("the peering object %s does not exist", p.opts.Name)
+		return fmt.Sprintf("the peering object %s does not exist", p.Opts.Name)
 	}
 	return ""
 }
@@ -346,7 +371,7 @@ func (p *peering) missing(objs []*unstructured.Unstructured) string {
 // expired entries, and returns the namespaces of the objects found and when
 // to look again (when a blocking peer expires), or 0 for "at the next
 // renewal".
-func (p *peering) decide(ctx context.Context) ([]string, time.Duration) {
+func (p *Peering) decide(ctx context.Context) ([]string, time.Duration) {
 	objs, err := p.objects(ctx)
 	if err != nil {
 		p.pause("the peering objects cannot be read: " + err.Error())
@@ -369,7 +394,7 @@ func (p *peering) decide(ctx context.Context) ([]string, time.Duration) {
 	case missing != "":
 		p.pause(missing)
 		return found, time.Second
-	case len(live.higher) > 0 && p.opts.Stealth:
+	case len(live.higher) > 0 && p.Opts.Stealth:
 		p.pause("a stealth operator pauses while other peers are alive: " + strings.Join(live.higher, ", "))
 	case len(live.higher) > 0:
 		p.pause("peers with a higher priority are alive: " + strings.Join(live.higher, ", "))
@@ -395,17 +420,17 @@ type livePeers struct {
 
 // count adds the live entries of a peering object to live, and returns the
 // ids of those that expired.
-func (p *peering) count(live *livePeers, obj *unstructured.Unstructured, now time.Time) (expired []string) {
+func (p *Peering) count(live *livePeers, obj *unstructured.Unstructured, now time.Time) (expired []string) {
 	status, _ := obj.Object["status"].(map[string]any)
 	for id, raw := range status {
-		if id == p.opts.Identity || raw == nil {
+		if id == p.Opts.Identity || raw == nil {
 			continue
 		}
-		var other peer
+		var other Peer
 		if data, err := json.Marshal(raw); err != nil || json.Unmarshal(data, &other) != nil {
 			continue
 		}
-		if !other.alive(now) {
+		if !other.Alive(now) {
 			expired = append(expired, id)
 			continue
 		}
@@ -413,16 +438,16 @@ func (p *peering) count(live *livePeers, obj *unstructured.Unstructured, now tim
 		if other.Message != "" {
 			name += fmt.Sprintf(" (%q)", other.Message)
 		}
-		if p.opts.PerNamespace {
+		if p.Opts.PerNamespace {
 			name += " in " + obj.GetNamespace()
 		}
-		live.add(p.opts, name, other, now)
+		live.add(p.Opts, name, other, now)
 	}
 	return expired
 }
 
 // add counts one live peer, named name, against this operator's options.
-func (live *livePeers) add(opts PeeringOptions, name string, other peer, now time.Time) {
+func (live *livePeers) add(opts Options, name string, other Peer, now time.Time) {
 	switch {
 	case opts.Stealth || other.Priority > opts.Priority:
 		live.higher = append(live.higher, name)
@@ -449,8 +474,8 @@ func (live *livePeers) sort() {
 
 // removeExpired removes expired entries from a peering object, unless this
 // operator is a stealth one, which writes nothing.
-func (p *peering) removeExpired(ctx context.Context, obj *unstructured.Unstructured, expired []string) {
-	if p.opts.Stealth {
+func (p *Peering) removeExpired(ctx context.Context, obj *unstructured.Unstructured, expired []string) {
+	if p.Opts.Stealth {
 		return
 	}
 	for _, id := range expired {
@@ -463,31 +488,31 @@ func (p *peering) removeExpired(ctx context.Context, obj *unstructured.Unstructu
 // resume lets the operator handle objects: no peer keeps it paused. alone
 // says there is no peering object (an optional peering), which is logged
 // when it begins.
-func (p *peering) resume(alone bool) {
+func (p *Peering) resume(alone bool) {
 	if alone != p.alone {
 		p.alone = alone
 		if alone {
 			p.log.Info("no peering object of this name: running standalone until one appears")
 		}
 	}
-	if was := p.sh.gate.paused(); was != "" {
+	if was := p.host.Paused(); was != "" {
 		p.log.Info("resuming: no peer with a higher or equal priority is alive")
 	}
-	p.sh.gate.resume()
-	peeringState.WithLabelValues(p.opts.Name).Set(0)
+	p.host.Resume()
+	p.paused.Set(0)
 }
 
 // waitForSettling reports whether to keep waiting for lower-priority peers
 // to settle, and lowers wait to when the wait ends. Once the wait is over,
 // it warns and the operator goes on without them.
-func (p *peering) waitForSettling(now time.Time, wait *time.Duration) bool {
-	limit := max(busyWaitLimit, p.opts.Lifetime)
+func (p *Peering) waitForSettling(now time.Time, wait *time.Duration) bool {
+	limit := max(busyWaitLimit, p.Opts.Lifetime)
 	if p.waitingSince.IsZero() {
 		p.waitingSince = now
 	}
 	left := p.waitingSince.Add(limit).Sub(now)
 	if left <= 0 {
-		if p.sh.gate.paused() != "" {
+		if p.host.Paused() != "" {
 			p.log.Info("WARNING: peers with a lower priority did not confirm that they pause and are idle (Kopf operators never do); handling objects anyway", "waited", limit)
 		}
 		return false
@@ -498,17 +523,17 @@ func (p *peering) waitForSettling(now time.Time, wait *time.Duration) bool {
 	return true
 }
 
-func (p *peering) pause(reason string) {
-	if p.sh.gate.paused() != reason {
+func (p *Peering) pause(reason string) {
+	if p.host.Paused() != reason {
 		p.log.Info("pausing: "+reason, "warning", strings.Contains(reason, "same priority"))
 	}
-	p.sh.gate.pause(reason)
-	peeringState.WithLabelValues(p.opts.Name).Set(1)
+	p.host.Pause(reason)
+	p.paused.Set(1)
 }
 
 // writePeer sets (or, with nil, removes) one entry of a peering object with a
 // merge patch, which leaves the other entries alone.
-func writePeer(ctx context.Context, c client.Client, obj *unstructured.Unstructured, id string, entry *peer) error {
+func writePeer(ctx context.Context, c client.Client, obj *unstructured.Unstructured, id string, entry *Peer) error {
 	var value any
 	if entry != nil {
 		// A merge patch merges maps: fields that are off are nulled, or a
@@ -568,7 +593,7 @@ func Freeze(ctx context.Context, c client.Client, name string, namespaces []stri
 	if f.Lifetime < time.Second {
 		return fmt.Errorf("gopf: a freeze needs a lifetime of at least a second, not %s", f.Lifetime)
 	}
-	entry := &peer{Priority: f.Priority, Lifetime: int(f.Lifetime.Seconds() + 0.5), LastSeen: time.Now().UTC().Format(time.RFC3339), Message: f.Message}
+	entry := &Peer{Priority: f.Priority, Lifetime: int(f.Lifetime.Seconds() + 0.5), LastSeen: time.Now().UTC().Format(time.RFC3339), Message: f.Message}
 	return writeEach(ctx, c, name, namespaces, f.Identity, entry)
 }
 
@@ -582,30 +607,30 @@ func Unfreeze(ctx context.Context, c client.Client, name string, namespaces []st
 }
 
 // writeEach writes one entry to each peering object Freeze describes.
-func writeEach(ctx context.Context, c client.Client, name string, namespaces []string, id string, entry *peer) error {
+func writeEach(ctx context.Context, c client.Client, name string, namespaces []string, id string, entry *Peer) error {
 	if name == "" {
 		return errors.New("gopf: the name of the peering is required")
 	}
-	sc, err := newScope(namespaces)
+	sc, err := scope.New(namespaces)
 	if err != nil {
 		return fmt.Errorf("gopf: %w", err)
 	}
-	p := &peering{opts: PeeringOptions{Name: name, PerNamespace: sc != nil}}
-	p.gvk = peeringKind(p.opts)
+	p := &Peering{Opts: Options{Name: name, PerNamespace: sc != nil}}
+	p.Gvk = Kind(p.Opts)
 	var targets []string
-	switch literal := sc.literal(); {
+	switch literal := sc.Literal(); {
 	case sc == nil:
 		targets = []string{""}
 	case literal != nil:
 		targets = literal
 	default:
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(p.gvk.GroupVersion().WithKind(p.gvk.Kind + "List"))
+		list.SetGroupVersionKind(p.Gvk.GroupVersion().WithKind(p.Gvk.Kind + "List"))
 		if err := c.List(ctx, list); err != nil {
 			return fmt.Errorf("gopf: listing the peering objects: %w", err)
 		}
 		for _, o := range list.Items {
-			if o.GetName() == name && sc.includes(o.GetNamespace()) {
+			if o.GetName() == name && sc.Includes(o.GetNamespace()) {
 				targets = append(targets, o.GetNamespace())
 			}
 		}
@@ -626,7 +651,7 @@ func writeEach(ctx context.Context, c client.Client, name string, namespaces []s
 	return errors.Join(errs...)
 }
 
-func peeringKind(opts PeeringOptions) schema.GroupVersionKind {
+func Kind(opts Options) schema.GroupVersionKind {
 	if opts.Namespace != "" || opts.PerNamespace {
 		return schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfPeering"}
 	}

@@ -1,4 +1,4 @@
-package engine
+package scope
 
 import (
 	"path"
@@ -35,7 +35,7 @@ func FuzzNamespacePatterns(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, patterns, ns string) {
 		list := strings.Split(patterns, "\n")
-		s, err := newScope(list)
+		s, err := New(list)
 		cache, cacheErr := CacheNamespaces(list)
 		if (err == nil) != (cacheErr == nil) {
 			t.Fatalf("newScope(%q) says %v, CacheNamespaces %v", list, err, cacheErr)
@@ -46,13 +46,13 @@ func FuzzNamespacePatterns(f *testing.F) {
 			}
 			return
 		}
-		in := s.includes(ns)
+		in := s.Includes(ns)
 		for range 3 {
-			if s.includes(ns) != in {
+			if s.Includes(ns) != in {
 				t.Fatalf("%q: includes(%q) changes its answer", list, ns)
 			}
 		}
-		if !s.includes("") {
+		if !s.Includes("") {
 			t.Errorf("%q: cluster-scoped objects are out of scope", list)
 		}
 		if s != nil {
@@ -69,7 +69,7 @@ func FuzzNamespacePatterns(f *testing.F) {
 		}
 		// A cache limited to plain names must hold exactly what is handled.
 		for _, name := range cache {
-			if !s.includes(name) {
+			if !s.Includes(name) {
 				t.Errorf("%q: the cache holds namespace %q, which is out of scope", list, name)
 			}
 		}
