@@ -72,7 +72,7 @@ test: manifests generate vet envtest kustomize ## Run all tests (unit and envtes
 
 # The fuzz targets of the decoders of untrusted input, as package:target.
 # `make test` runs their seeds (testdata/fuzz and f.Add) like any test.
-FUZZ_TARGETS ?= ./reconcile:FuzzStoredState ./reconcile:FuzzNamespacePatterns ./webhook:FuzzReview ./cmd/kubebuilder-gopf/internal/protocol:FuzzDecode
+FUZZ_TARGETS ?= ./internal/engine:FuzzStoredState ./internal/scope:FuzzNamespacePatterns ./webhook:FuzzReview ./cmd/kubebuilder-gopf/internal/protocol:FuzzDecode
 FUZZTIME ?= 1m
 # Extra flags for go test, e.g. FUZZ_FLAGS="-parallel 1" on a busy machine.
 FUZZ_FLAGS ?=

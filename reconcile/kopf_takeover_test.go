@@ -35,10 +35,10 @@ import (
 // settle is how long a test watches an operator that should do nothing.
 const settle = 2 * time.Second
 
-// kopfFixture reads an object of testdata/kopf-state as Kopf left it.
+// kopfFixture reads an object of internal/engine/testdata/kopf-state as Kopf left it.
 func kopfFixture(t *testing.T, file string) *unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "kopf-state", file))
+	data, err := os.ReadFile(filepath.Join("..", "internal", "engine", "testdata", "kopf-state", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func kopfFixture(t *testing.T, file string) *unstructured.Unstructured {
 }
 
 // recreateAsKopfLeftIt creates the object of a fixture in ns as Kopf left
-// it (see testdata/kopf-state/README.md): without the fields the API server
+// it (see internal/engine/testdata/kopf-state/README.md): without the fields the API server
 // sets, its status written through the status subresource, and deleted if
 // Kopf saw it being deleted (Kopf's finalizer holds it).
 func recreateAsKopfLeftIt(t *testing.T, ns, file string) *unstructured.Unstructured {
@@ -87,7 +87,7 @@ func recreate(t *testing.T, ns string, u *unstructured.Unstructured) *unstructur
 	return u
 }
 
-// kopfHandlers are the handlers of testdata/kopf-state/handlers.py, with
+// kopfHandlers are the handlers of internal/engine/testdata/kopf-state/handlers.py, with
 // Kopf's ids, recording their calls; flaky_fn fails as it did under Kopf.
 // Level handlers (seen, seen_configmap) record the reconciles, so that a
 // test knows gopf has looked at its object; without reconciled, the

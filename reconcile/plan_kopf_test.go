@@ -13,12 +13,12 @@ import (
 	"github.com/gopf-dev/gopf/internal/engine"
 )
 
-// kopfStateFiles are the objects of testdata/kopf-state.
+// kopfStateFiles are the objects of internal/engine/testdata/kopf-state.
 var kopfStateFiles = []string{
 	"kopfexample-created.yaml", "kopfexample-updated.yaml", "kopfexample-flaky.yaml", "kopfexample-deleting.yaml", "configmap-captured.yaml",
 }
 
-// planKopfState recreates the objects of testdata/kopf-state in a namespace
+// planKopfState recreates the objects of internal/engine/testdata/kopf-state in a namespace
 // of their own and returns the planner of the operator of Kopf's handlers.
 // It counts the planner's requests.
 func planKopfState(t *testing.T) (*engine.Planner, string, *envtest.RequestCounter) {

@@ -335,7 +335,7 @@ func resourceVersions(list *kopfv1.KopfExampleList) map[string]string {
 func TestTheStatusCommandSaysAnObjectKopfHandledHasKopfsState(t *testing.T) {
 	g := NewWithT(t)
 	env := envtest.New(t, scheme)
-	// As Kopf left it: see reconcile/testdata/kopf-state/kopfexample-created.yaml.
+	// As Kopf left it: see internal/engine/testdata/kopf-state/kopfexample-created.yaml.
 	obj := &kopfv1.KopfExample{
 		ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "created",
 			Annotations: map[string]string{"kopf.zalando.org/last-handled-configuration": `{"spec":{"field":"a","items":["x"]}}` + "\n"},
