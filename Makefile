@@ -46,7 +46,7 @@ generate: controller-gen ## Generate DeepCopy methods for the API types, and the
 
 .PHONY: grafana
 grafana: ## Generate the Grafana dashboard (config/grafana) and the alerts (config/prometheus/gopf-alerts.yaml) from gopf's metric definitions.
-	$(GO) run ./hack/dashboards -src internal/engine -out .
+	$(GO) run ./hack/dashboards -src internal/metrics -out .
 
 .PHONY: fmt
 fmt: ## Run go fmt.

@@ -32,6 +32,7 @@ const module = "github.com/gopf-dev/gopf"
 var libraryLayers = map[string][]string{
 	"internal/spec":      {},
 	"internal/scope":     {},
+	"internal/metrics":   {},
 	"api/v1":             {},
 	"handlers":           {"internal/spec"},
 	"handlers/objects":   {"handlers", "internal/spec"},
@@ -52,7 +53,7 @@ var libraryLayers = map[string][]string{
 
 // engineParts are the packages the engine builds on.
 var engineParts = []string{
-	"handlers", "internal/contract", "internal/kopfstate", "internal/peering", "internal/policy", "internal/scope", "internal/spec",
+	"handlers", "internal/contract", "internal/kopfstate", "internal/metrics", "internal/peering", "internal/policy", "internal/scope", "internal/spec",
 	"internal/state",
 }
 

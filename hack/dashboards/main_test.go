@@ -9,7 +9,7 @@ import (
 )
 
 func TestTheCheckedInDashboardAndAlertsAreWhatTheMetricDefinitionsGive(t *testing.T) {
-	files, err := generate("../../internal/engine")
+	files, err := generate("../../internal/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestTheCheckedInDashboardAndAlertsAreWhatTheMetricDefinitionsGive(t *testin
 }
 
 func TestEveryMetricHasAPanelThatQueriesIt(t *testing.T) {
-	metrics, err := readMetrics("../../internal/engine")
+	metrics, err := readMetrics("../../internal/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestEveryMetricHasAPanelThatQueriesIt(t *testing.T) {
 		"gopf_daemons_running", "gopf_timer_lateness_seconds", "gopf_peering_paused",
 	} {
 		if !names[want] {
-			t.Errorf("metric %s was not found in internal/engine/", want)
+			t.Errorf("metric %s was not found in internal/metrics/", want)
 		}
 	}
 	var dashboard struct {
@@ -62,14 +62,14 @@ func TestEveryMetricHasAPanelThatQueriesIt(t *testing.T) {
 }
 
 func TestARenamedMetricFailsTheAlertsThatUseIt(t *testing.T) {
-	src, err := os.ReadFile("../../internal/engine/metrics.go")
+	src, err := os.ReadFile("../../internal/metrics/metrics.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	renamed := strings.ReplaceAll(string(src), `"gopf_handler_calls_total"`, `"gopf_handler_invocations_total"`)
 	if renamed == string(src) {
-		t.Fatal("internal/engine/metrics.go no longer defines gopf_handler_calls_total: update this test")
+		t.Fatal("internal/metrics/metrics.go no longer defines gopf_handler_calls_total: update this test")
 	}
 	if err := os.WriteFile(filepath.Join(dir, "metrics.go"), []byte(renamed), 0o644); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestALabelNoMetricHasIsReported(t *testing.T) {
 
 func mustGenerate(t *testing.T) map[string][]byte {
 	t.Helper()
-	files, err := generate("../../internal/engine")
+	files, err := generate("../../internal/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

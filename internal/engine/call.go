@@ -16,6 +16,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -157,7 +158,7 @@ func (t *turn) outcome(e *entry, rec *state.Progress, err error) {
 	rec.Retries++
 	rec.Delayed = nil
 	v := policy.Judge(e.opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
-	handlerCalls.WithLabelValues(t.k.name, e.opts.ID, v.Outcome.String()).Inc()
+	metrics.HandlerCalls.WithLabelValues(t.k.name, e.opts.ID, v.Outcome.String()).Inc()
 	rec.Message = ""
 	if v.Err != nil {
 		rec.Message = v.Err.Error()

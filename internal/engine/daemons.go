@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
@@ -32,7 +33,7 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 	}
 	d.ctl = spec.NewDaemonControl(s.newCall(r, o.latest, 0, time.Now()), latest)
 	o.daemons[r.Options.ID] = d
-	spawnedRunning.WithLabelValues(s.k.name, "daemon").Inc()
+	metrics.SpawnedRunning.WithLabelValues(s.k.name, "daemon").Inc()
 	s.k.shared.busy.Add(1) // a paused operator is busy until its daemons return
 	delay := s.initialDelay(r, o.latest)
 	go s.runDaemon(ctx, key, o, d, delay)
@@ -42,7 +43,7 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 // temporary error, until the function is done or asked to stop; then it
 // forgets the daemon.
 func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *spawned, d *daemonState, delay time.Duration) {
-	defer spawnedRunning.WithLabelValues(s.k.name, "daemon").Dec()
+	defer metrics.SpawnedRunning.WithLabelValues(s.k.name, "daemon").Dec()
 	defer s.k.shared.busy.Add(-1)
 	defer close(d.done)
 	defer d.cancel()
@@ -80,7 +81,7 @@ func (s *spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonSt
 			return false
 		}
 		v := policy.Judge(d.reg.Options, s.k.opts.DefaultBackoff, err, attempt, started, time.Now())
-		handlerCalls.WithLabelValues(s.k.name, d.reg.Options.ID, v.Outcome.String()).Inc()
+		metrics.HandlerCalls.WithLabelValues(s.k.name, d.reg.Options.ID, v.Outcome.String()).Inc()
 		if v.Outcome != policy.Retrying {
 			s.daemonDone(o, d, v)
 			return true

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
@@ -59,7 +60,7 @@ func (a *activities) run(ctx context.Context, act *contract.Handler) error {
 		c.Retry, c.Started, c.Runtime = attempt-1, started, time.Since(started)
 		err := spec.Protect(c.Log, func() error { _, err := act.Call(ctx, nil, c); return err })
 		v := policy.Judge(act.Options, a.opts.DefaultBackoff, err, attempt, started, time.Now())
-		handlerCalls.WithLabelValues("operator", act.Options.ID, v.Outcome.String()).Inc()
+		metrics.HandlerCalls.WithLabelValues("operator", act.Options.ID, v.Outcome.String()).Inc()
 		switch v.Outcome {
 		case policy.Succeeded:
 			if v.Ignored {

@@ -22,6 +22,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
@@ -188,7 +189,7 @@ func (t *turn) handleDeletion(ctx context.Context, d decision) (bool, error) {
 			return false, err
 		}
 		t.mem.released = true
-		causes.WithLabelValues(k.name, string(handlers.ReasonDelete)).Inc()
+		metrics.Causes.WithLabelValues(k.name, string(handlers.ReasonDelete)).Inc()
 		t.log.Info("deletion handled; finalizer removed")
 		return true, nil
 	case done:

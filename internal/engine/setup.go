@@ -29,6 +29,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/peering"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -342,7 +343,7 @@ func setupActivities(mgr manager.Manager, reg *handlers.Registry, sh *shared, op
 		}
 	}
 	if opts.Peering != nil {
-		if err := mgr.Add(peering.New(mgr, sh, sh.scope, peeringState.WithLabelValues(opts.Peering.Name), *opts.Peering, log)); err != nil {
+		if err := mgr.Add(peering.New(mgr, sh, sh.scope, metrics.PeeringState.WithLabelValues(opts.Peering.Name), *opts.Peering, log)); err != nil {
 			return fmt.Errorf("gopf: adding peering: %w", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
@@ -37,7 +38,7 @@ func (s *spawner) runTimer(key timerKey) {
 	end := time.Now()
 	opts := run.t.reg.Options
 	v := policy.Judge(opts, s.k.opts.DefaultBackoff, err, run.attempts+1, run.started, end)
-	handlerCalls.WithLabelValues(s.k.name, opts.ID, v.Outcome.String()).Inc()
+	metrics.HandlerCalls.WithLabelValues(s.k.name, opts.ID, v.Outcome.String()).Inc()
 	if s.endTimerRun(run, v, end) {
 		run.c.Log.Error(v.Err, "timer failed permanently; it stops for this object")
 		s.k.failedForGood(run.obj, opts.ID, v.Err)
@@ -78,7 +79,7 @@ func (s *spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 		return nil, nil
 	}
 	if !t.due.IsZero() {
-		timerLateness.WithLabelValues(s.k.name, t.reg.Options.ID).Observe(now.Sub(t.due).Seconds())
+		metrics.TimerLateness.WithLabelValues(s.k.name, t.reg.Options.ID).Observe(now.Sub(t.due).Seconds())
 		t.due = time.Time{}
 	}
 	if t.attempts == 0 {

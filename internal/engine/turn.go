@@ -12,6 +12,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -83,7 +84,7 @@ func (t *turn) changeCause(ctx context.Context, d decision) {
 			t.st.Essence, t.st.Progress = t.essence, nil
 		}
 		if len(d.entries) > 0 {
-			causes.WithLabelValues(t.k.name, string(d.purpose)).Inc()
+			metrics.Causes.WithLabelValues(t.k.name, string(d.purpose)).Inc()
 			t.log.Info("cause handled", "cause", d.purpose, "handlers", len(d.entries))
 		}
 	}
@@ -245,7 +246,7 @@ func (t *turn) callEntry(
 	if err == nil {
 		err = t.checkResult(e.opts.ID, result)
 	}
-	handlerDuration.WithLabelValues(t.k.name, e.opts.ID).Observe(time.Since(began).Seconds())
+	metrics.HandlerDuration.WithLabelValues(t.k.name, e.opts.ID).Observe(time.Since(began).Seconds())
 	return result, x, waiting, err
 }
 

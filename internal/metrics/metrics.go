@@ -1,49 +1,49 @@
-package engine
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// timerLateness measures how late timers start compared with when they were
+// TimerLateness measures how late timers start compared with when they were
 // due: the cost of scheduling many timers on a bounded pool of workers.
-var timerLateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+var TimerLateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "gopf_timer_lateness_seconds",
 	Help:    "How long after its due time a timer started running.",
 	Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 }, []string{"controller", "handler"})
 
-// peeringState is 1 while the operator is paused by peering, else 0.
-var peeringState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+// PeeringState is 1 while the operator is paused by peering, else 0.
+var PeeringState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "gopf_peering_paused",
 	Help: "1 while the operator is paused by a peer with a higher or equal priority.",
 }, []string{"peering"})
 
-// handlerCalls counts handler calls by outcome: success, retry or failure.
-var handlerCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+// HandlerCalls counts handler calls by outcome: success, retry or failure.
+var HandlerCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "gopf_handler_calls_total",
 	Help: "Handler calls, by outcome (success, retry, failure).",
 }, []string{"controller", "handler", "outcome"})
 
-// handlerDuration measures how long handler calls take.
-var handlerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+// HandlerDuration measures how long handler calls take.
+var HandlerDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "gopf_handler_duration_seconds",
 	Help:    "How long handler calls take.",
 	Buckets: prometheus.DefBuckets,
 }, []string{"controller", "handler"})
 
-// causes counts the causes detected, by reason.
-var causes = prometheus.NewCounterVec(prometheus.CounterOpts{
+// Causes counts the causes detected, by reason.
+var Causes = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "gopf_causes_total",
 	Help: "Causes detected on objects, by reason (create, update, delete, resume).",
 }, []string{"controller", "cause"})
 
-// spawnedRunning counts the running daemons.
-var spawnedRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+// SpawnedRunning counts the running daemons.
+var SpawnedRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "gopf_daemons_running",
 	Help: "Daemons currently running (kind is always daemon).",
 }, []string{"controller", "kind"})
 
 func init() {
-	metrics.Registry.MustRegister(timerLateness, peeringState, handlerCalls, handlerDuration, causes, spawnedRunning)
+	crmetrics.Registry.MustRegister(TimerLateness, PeeringState, HandlerCalls, HandlerDuration, Causes, SpawnedRunning)
 }
