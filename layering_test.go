@@ -41,6 +41,7 @@ var libraryLayers = map[string][]string{
 	"internal/policy":    {"handlers", "internal/spec"},
 	"internal/kopfstate": {"handlers", "internal/spec", "internal/state"},
 	"internal/peering":   {"handlers", "internal/kopfstate", "internal/scope", "internal/spec", "internal/state"},
+	"internal/spawn":     {"handlers", "internal/contract", "internal/metrics", "internal/policy", "internal/spec", "internal/state"},
 	"reconcile/rbac":     {"handlers", "internal/contract", "internal/spec"},
 	"internal/engine":    engineParts,
 	"reconcile":          with(engineParts, "internal/engine"),
@@ -53,8 +54,8 @@ var libraryLayers = map[string][]string{
 
 // engineParts are the packages the engine builds on.
 var engineParts = []string{
-	"handlers", "internal/contract", "internal/kopfstate", "internal/metrics", "internal/peering", "internal/policy", "internal/scope", "internal/spec",
-	"internal/state",
+	"handlers", "internal/contract", "internal/kopfstate", "internal/metrics", "internal/peering", "internal/policy", "internal/scope", "internal/spawn",
+	"internal/spec", "internal/state",
 }
 
 // with returns base and more, in a new slice.

@@ -56,7 +56,7 @@ func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log lo
 // timer, event or index handler) on a private copy of obj in the handler's
 // Go type (sub-handlers get none: they act through their parent's Cause),
 // turning a panic into an error and the result into plain JSON values.
-func (k *kindController) call(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (any, error) {
+func (k *kindController) Call(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (any, error) {
 	var out any
 	err := k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
 		out, err = h.Call(ctx, arg, c)
@@ -88,7 +88,7 @@ func (k *kindController) invoke(ctx context.Context, h *contract.Handler, obj cl
 	var arg client.Object
 	if h.NewObject != nil {
 		var err error
-		if arg, err = k.objectFor(h, obj); err != nil {
+		if arg, err = k.ObjectFor(h, obj); err != nil {
 			return err
 		}
 	}
@@ -102,14 +102,14 @@ func (k *kindController) invoke(ctx context.Context, h *contract.Handler, obj cl
 	return nil
 }
 
-// failedForGood reports a handler's permanent failure on the object as a
+// FailedForGood reports a handler's permanent failure on the object as a
 // Warning Event: it is rare and final, so it is worth saying on the object.
-func (k *kindController) failedForGood(obj client.Object, id string, err error) {
+func (k *kindController) FailedForGood(obj client.Object, id string, err error) {
 	k.recorder.Eventf(obj, nil, "Warning", "HandlerFailed", "Handling", "handler %q failed permanently: %s", id, spec.Truncate(err.Error(), 900))
 }
 
-// objectFor gives a handler its own copy of obj, in the Go type it declared.
-func (k *kindController) objectFor(r *contract.Handler, obj client.Object) (client.Object, error) {
+// ObjectFor gives a handler its own copy of obj, in the Go type it declared.
+func (k *kindController) ObjectFor(r *contract.Handler, obj client.Object) (client.Object, error) {
 	want := r.NewObject()
 	if reflect.TypeOf(want) == reflect.TypeOf(obj) {
 		out := obj.DeepCopyObject().(client.Object)
@@ -174,7 +174,7 @@ func (t *turn) outcome(e *entry, rec *state.Progress, err error) {
 	case policy.Failed:
 		rec.Failure, rec.Handled = true, e.handled
 		log.Error(v.Err, "handler failed permanently")
-		t.k.failedForGood(t.obj, e.opts.ID, v.Err)
+		t.k.FailedForGood(t.obj, e.opts.ID, v.Err)
 	case policy.Retrying:
 		next := t.now.Add(v.Delay)
 		rec.Delayed = &next

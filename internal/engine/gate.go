@@ -82,8 +82,8 @@ func (g *gate) change(fn func()) {
 	}
 }
 
-// wakeUp makes the controller reconcile one object again.
-func (k *kindController) wakeUp(ctx context.Context, obj client.Object) {
+// WakeUp makes the controller reconcile one object again.
+func (k *kindController) WakeUp(ctx context.Context, obj client.Object) {
 	go func() {
 		select {
 		case k.wake <- event.GenericEvent{Object: obj}:
@@ -103,7 +103,7 @@ func (k *kindController) wakeAll(ctx context.Context) {
 		k.log.Error(err, "listing objects to handle them again")
 		return
 	}
-	_ = forEachItem(list, func(obj client.Object) { k.wakeUp(ctx, obj) })
+	_ = forEachItem(list, func(obj client.Object) { k.WakeUp(ctx, obj) })
 }
 
 // newList returns an empty list of the kind, in the Go type the controller

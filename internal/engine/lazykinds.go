@@ -323,7 +323,7 @@ func (l *lazyKinds) runnables(kc *kindController) ([]func(context.Context) error
 	}
 	if len(kc.change)+len(kc.level)+len(kc.spawned) > 0 {
 		if len(kc.spawned) > 0 {
-			kc.spawner = newSpawner(kc, l.opts.MaxConcurrentReconciles)
+			kc.spawner = kc.newSpawner(l.opts.MaxConcurrentReconciles)
 			out = append(out, kc.spawner.Start)
 		}
 		c, err := kc.unmanagedController(l.mgr, l.opts)

@@ -109,7 +109,7 @@ func (k *kindController) selects(r *contract.Handler, obj client.Object, raw map
 	if r.Options.When == nil {
 		return selects(r, obj, raw, indexes)
 	}
-	typed, err := k.objectFor(r, obj)
+	typed, err := k.ObjectFor(r, obj)
 	return err == nil && selects(r, typed, raw, indexes)
 }
 

@@ -81,7 +81,7 @@ func TestChangesTellsWhetherAMergePatchWouldChangeAnything(t *testing.T) {
 		{"nothing onto a value", 1.0, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := changes(tc.current, tc.patch); got != tc.want {
+			if got := state.Changes(tc.current, tc.patch); got != tc.want {
 				t.Errorf("changes(%v, %v) = %v, want %v", tc.current, tc.patch, got, tc.want)
 			}
 		})
@@ -102,7 +102,7 @@ func TestChangesAgreesWithApplyingThePatch(t *testing.T) {
 				before := fromJSON(t, d)
 				after := state.ApplyMergePatch(fromJSON(t, d), fromJSON(t, p))
 				changed := string(mustJSON(t, before)) != string(mustJSON(t, after))
-				if got := changes(before, fromJSON(t, p)); got != changed {
+				if got := state.Changes(before, fromJSON(t, p)); got != changed {
 					t.Errorf("changes = %v, but applying the patch gives %s", got, mustJSON(t, after))
 				}
 			})

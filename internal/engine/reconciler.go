@@ -23,6 +23,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/metrics"
+	"github.com/gopf-dev/gopf/internal/spawn"
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
@@ -37,7 +38,7 @@ type kindController struct {
 	events    []*contract.Handler // OnEvent handlers
 	indexes   []*contract.Handler // OnIndex functions
 	cache     cache.Cache
-	spawner   *spawner // nil without timers and daemons
+	spawner   *spawn.Spawner // nil without timers and daemons
 	shared    *shared
 	scheme    *runtime.Scheme
 	wake      chan event.GenericEvent // objects to reconcile again
@@ -79,7 +80,7 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	d := t.decide(k.memoryFacts(req.NamespacedName, t.mem))
 	if d.route == routeIgnore {
 		if k.spawner != nil {
-			k.spawner.sync(req.NamespacedName, t.obj, t.essence, nil)
+			k.spawner.Sync(req.NamespacedName, t.obj, t.essence, nil)
 		}
 		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
 	}
@@ -101,7 +102,7 @@ func (k *kindController) read(ctx context.Context, req reconcile.Request) (*turn
 		if apierrors.IsNotFound(err) {
 			k.memory.forget(req.NamespacedName)
 			if k.spawner != nil {
-				k.spawner.forget(req.NamespacedName)
+				k.spawner.Forget(req.NamespacedName)
 			}
 			return nil, 0, nil
 		}
@@ -128,7 +129,7 @@ func (k *kindController) read(ctx context.Context, req reconcile.Request) (*turn
 // memoryFacts is what the process remembers of an object, for decide.
 func (k *kindController) memoryFacts(key types.NamespacedName, mem *memory) memoryFacts {
 	return memoryFacts{resumed: mem.resumed, released: mem.released, spawnHolds: func(spawn []*contract.Handler) bool {
-		return k.spawner.needsFinalizer(key, spawn)
+		return k.spawner.NeedsFinalizer(key, spawn)
 	}}
 }
 
@@ -147,7 +148,7 @@ func (t *turn) execute(ctx context.Context, d decision) (reconcile.Result, error
 	case routeOthers:
 		// Someone else's finalizer holds the object; nothing of ours to do.
 		if k.spawner != nil {
-			k.spawner.stop(key)
+			k.spawner.Stop(key)
 		}
 	case routeLive:
 		// The finalizer comes before any handler can cause side effects,
@@ -160,7 +161,7 @@ func (t *turn) execute(ctx context.Context, d decision) (reconcile.Result, error
 		}
 		t.changeCause(ctx, d)
 		if k.spawner != nil {
-			k.spawner.sync(key, t.obj, t.essence, d.spawn)
+			k.spawner.Sync(key, t.obj, t.essence, d.spawn)
 		}
 	}
 	res, levelErr := t.runLevel(ctx, d.level, d.purpose)
@@ -179,7 +180,7 @@ func (t *turn) execute(ctx context.Context, d decision) (reconcile.Result, error
 func (t *turn) handleDeletion(ctx context.Context, d decision) (bool, error) {
 	k, key := t.k, client.ObjectKeyFromObject(t.obj)
 	done := t.deleteCause(ctx, d)
-	gone := k.spawner == nil || k.spawner.stop(key)
+	gone := k.spawner == nil || k.spawner.Stop(key)
 	switch {
 	case done && gone:
 		if err := k.setFinalizer(ctx, t.obj, false); err != nil {

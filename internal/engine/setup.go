@@ -294,7 +294,7 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 		For(k.newObject()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	if len(k.spawned) > 0 {
-		k.spawner = newSpawner(k, opts.MaxConcurrentReconciles)
+		k.spawner = k.newSpawner(opts.MaxConcurrentReconciles)
 		if err := mgr.Add(k.spawner); err != nil {
 			return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", k.gvk, err)
 		}

@@ -242,7 +242,7 @@ func (t *turn) callEntry(
 	if e.sub != nil {
 		h = e.sub
 	}
-	result, err := t.k.call(ctx, h, t.obj, c)
+	result, err := t.k.Call(ctx, h, t.obj, c)
 	if err == nil {
 		err = t.checkResult(e.opts.ID, result)
 	}

@@ -126,7 +126,7 @@ func (t *turn) send(ctx context.Context, own bool) error {
 func (t *turn) mergeResults() {
 	status, _ := t.raw["status"].(map[string]any)
 	for id, result := range t.results {
-		if changes(status[id], result) && t.k.keepsResult(t, id) {
+		if state.Changes(status[id], result) && t.k.keepsResult(t, id) {
 			spec.MergeStatus(&t.patch, id, result)
 		}
 	}
@@ -270,8 +270,8 @@ func (k *kindController) split(p *spec.Patch) (objectPatch, statusPatch map[stri
 	return objectPatch, statusPatch
 }
 
-// sendPatch sends a handler patch: at most one status and one object patch.
-func (k *kindController) sendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error {
+// SendPatch sends a handler patch: at most one status and one object patch.
+func (k *kindController) SendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error {
 	var raw, final map[string]any
 	if len(spec.Transforms(p)) > 0 {
 		var err error
@@ -292,16 +292,6 @@ func (k *kindController) sendPatch(ctx context.Context, obj client.Object, p *sp
 		return k.sendPart(ctx, obj, raw, final, objectPatch, false, false)
 	}
 	return nil
-}
-
-// statusOf returns the status of obj as a JSON-like map.
-func statusOf(obj client.Object) (map[string]any, error) {
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	status, _ := raw["status"].(map[string]any)
-	return status, nil
 }
 
 // send applies one JSON merge patch, to the status subresource or the main
@@ -359,20 +349,4 @@ func copyMetadata(obj client.Object, from *metav1.ObjectMeta) {
 	obj.SetAnnotations(from.Annotations)
 	obj.SetOwnerReferences(from.OwnerReferences)
 	obj.SetDeletionTimestamp(from.DeletionTimestamp)
-}
-
-// changes reports whether merging patch into current (as a JSON merge patch
-// would) changes anything.
-func changes(current, patch any) bool {
-	pm, ok1 := patch.(map[string]any)
-	cm, ok2 := current.(map[string]any)
-	if !ok1 || !ok2 {
-		return !state.SameJSON(current, patch)
-	}
-	for k, v := range pm {
-		if changes(cm[k], v) {
-			return true
-		}
-	}
-	return false
 }

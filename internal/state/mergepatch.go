@@ -1,6 +1,11 @@
 package state
 
-import "errors"
+import (
+	"errors"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
 
 // HasStatusField reports whether obj has status.<field> at all.
 func HasStatusField(obj map[string]any, field string) bool {
@@ -46,4 +51,30 @@ func MergeInto(dst, src map[string]any) map[string]any {
 		dst[k] = v
 	}
 	return dst
+}
+
+// StatusOf returns the status of obj as a JSON-like map.
+func StatusOf(obj client.Object) (map[string]any, error) {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	status, _ := raw["status"].(map[string]any)
+	return status, nil
+}
+
+// Changes reports whether merging patch into current (as a JSON merge patch
+// would) changes anything.
+func Changes(current, patch any) bool {
+	pm, ok1 := patch.(map[string]any)
+	cm, ok2 := current.(map[string]any)
+	if !ok1 || !ok2 {
+		return !SameJSON(current, patch)
+	}
+	for k, v := range pm {
+		if Changes(cm[k], v) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package engine
+package spawn
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// spawner runs the timers and daemons of one kind. It is a Runnable on the
+// Spawner runs the timers and daemons of one kind. It is a Runnable on the
 // manager, so it runs only on the leader and stopping the manager stops
 // every timer and daemon it started.
 //
@@ -23,10 +23,10 @@ import (
 // (a heap served by one goroutine) and run on a fixed pool of workers; the
 // queue never hands one key to two workers, so a timer never overlaps
 // itself. Daemons get a goroutine each, as long-running functions must.
-type spawner struct {
-	k       *kindController
-	workers int
-	log     logr.Logger
+type Spawner struct {
+	k    Kind
+	opts Options
+	log  logr.Logger
 
 	mu      sync.Mutex
 	ctx     context.Context // set by Start; nil before
@@ -71,20 +71,60 @@ type daemonState struct {
 	escalated bool
 }
 
-func newSpawner(k *kindController, workers int) *spawner {
-	s := &spawner{
+// Kind is the controller of the kind whose timers and daemons a spawner
+// runs: how it calls handlers and writes their outcome, and the gate of
+// the operator (paused or not, and how busy).
+type Kind interface {
+	// ObjectFor is obj as handler r takes it (typed or unstructured).
+	ObjectFor(r *contract.Handler, obj client.Object) (client.Object, error)
+	// Cause is the cause of a call of r on obj, logging to log.
+	Cause(r *contract.Handler, obj client.Object, log logr.Logger) *handlers.Cause
+	// Call calls h with obj and c.
+	Call(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (any, error)
+	// SendPatch applies a handler's patch to obj.
+	SendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error
+	// FailedForGood reports that handler id failed for good on obj.
+	FailedForGood(obj client.Object, id string, err error)
+	// WakeUp makes the controller reconcile obj again.
+	WakeUp(ctx context.Context, obj client.Object)
+	// Open reports whether handlers may start: the operator is not paused.
+	Open() bool
+	// WhenPaused has f called each time the operator pauses.
+	WhenPaused(f func())
+	// Busy counts running handlers: delta is 1 when one starts, -1 when it
+	// returns.
+	Busy(delta int64)
+}
+
+// Options configure a Spawner.
+type Options struct {
+	// Name names the kind in logs, metrics and the timer queue.
+	Name string
+	// Log is the kind's logger.
+	Log logr.Logger
+	// Workers is how many timers run at once.
+	Workers int
+	// DefaultBackoff is the delay before retrying a handler whose error did
+	// not say how long to wait.
+	DefaultBackoff time.Duration
+}
+
+// New makes the spawner of kind k's timers and daemons. It runs them once
+// added to a manager (Start), on the objects Sync gives it.
+func New(k Kind, opts Options) *Spawner {
+	s := &Spawner{
 		k:       k,
-		workers: workers,
+		opts:    opts,
 		objects: map[types.NamespacedName]*spawned{},
-		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[timerKey]{Name: k.name + "-timers"}),
+		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[timerKey]{Name: opts.Name + "-timers"}),
 	}
-	k.shared.gate.whenPaused(s.pause)
+	k.WhenPaused(s.pause)
 	return s
 }
 
 // pause stops every timer and daemon, as the operator pauses; reopening the
 // gate reconciles every object, which starts them again.
-func (s *spawner) pause() {
+func (s *Spawner) pause() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, o := range s.objects {
@@ -103,11 +143,11 @@ func (s *spawner) pause() {
 // Start runs the timer workers and spawns what reconciles asked for before
 // the spawner started; on stop it stops every daemon and timer and waits for
 // them.
-func (s *spawner) Start(ctx context.Context) error {
-	s.log = s.k.log.WithName("spawner")
+func (s *Spawner) Start(ctx context.Context) error {
+	s.log = s.opts.Log.WithName("spawner")
 	s.mu.Lock()
 	s.ctx = ctx
-	for i := 0; i < s.workers; i++ {
+	for range s.opts.Workers {
 		s.wg.Add(1)
 		go s.worker()
 	}
@@ -137,10 +177,10 @@ func (s *spawner) Start(ctx context.Context) error {
 	return nil
 }
 
-// sync records the newest object and starts the timers and daemons of the
+// Sync records the newest object and starts the timers and daemons of the
 // selected registrations that are not running; those no longer selected
 // are stopped.
-func (s *spawner) sync(key types.NamespacedName, obj client.Object, essence string, selected []*contract.Handler) {
+func (s *Spawner) Sync(key types.NamespacedName, obj client.Object, essence string, selected []*contract.Handler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key]
@@ -165,7 +205,7 @@ func (s *spawner) sync(key types.NamespacedName, obj client.Object, essence stri
 }
 
 // spawnLocked starts what o wants and stops what it no longer wants.
-func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
+func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned) {
 	wanted := map[string]bool{}
 	for _, r := range o.wanted {
 		id := r.Options.ID
@@ -180,7 +220,7 @@ func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
 		case spec.KindDaemon:
 			// Never after a pause began (a reconcile that passed the gate
 			// just before), or the pause would not stop it.
-			if o.daemons[id] == nil && !o.finished[id] && s.k.shared.gate.open() {
+			if o.daemons[id] == nil && !o.finished[id] && s.k.Open() {
 				s.startDaemonLocked(key, o, r)
 			}
 		}
@@ -197,9 +237,9 @@ func (s *spawner) spawnLocked(key types.NamespacedName, o *spawned) {
 	}
 }
 
-// needsFinalizer reports whether a timer or daemon holds the object: a
+// NeedsFinalizer reports whether a timer or daemon holds the object: a
 // selected one that has not finished for good.
-func (s *spawner) needsFinalizer(key types.NamespacedName, selected []*contract.Handler) bool {
+func (s *Spawner) NeedsFinalizer(key types.NamespacedName, selected []*contract.Handler) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key]
@@ -211,10 +251,10 @@ func (s *spawner) needsFinalizer(key types.NamespacedName, selected []*contract.
 	return false
 }
 
-// stop stops the timers and daemons of an object being deleted. It reports
+// Stop stops the timers and daemons of an object being deleted. It reports
 // whether all daemons are gone (returned or abandoned), so that the
 // finalizer can go.
-func (s *spawner) stop(key types.NamespacedName) bool {
+func (s *Spawner) Stop(key types.NamespacedName) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key]
@@ -225,8 +265,8 @@ func (s *spawner) stop(key types.NamespacedName) bool {
 	return len(o.daemons) == 0
 }
 
-// forget stops everything of an object that is gone and forgets it.
-func (s *spawner) forget(key types.NamespacedName) {
+// Forget stops everything of an object that is gone and forgets it.
+func (s *Spawner) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o := s.objects[key]; o != nil {
@@ -237,7 +277,7 @@ func (s *spawner) forget(key types.NamespacedName) {
 	}
 }
 
-func (s *spawner) stopAllLocked(o *spawned, reason string) {
+func (s *Spawner) stopAllLocked(o *spawned, reason string) {
 	o.wanted = nil
 	for id := range o.timers {
 		delete(o.timers, id)
@@ -248,9 +288,9 @@ func (s *spawner) stopAllLocked(o *spawned, reason string) {
 }
 
 // initialDelay is a timer's or daemon's delay before its first run.
-func (s *spawner) initialDelay(r *contract.Handler, obj client.Object) time.Duration {
+func (s *Spawner) initialDelay(r *contract.Handler, obj client.Object) time.Duration {
 	if f := r.Options.InitialDelayFunc; f != nil {
-		if typed, err := s.k.objectFor(r, obj); err == nil {
+		if typed, err := s.k.ObjectFor(r, obj); err == nil {
 			return f(typed)
 		}
 	}
@@ -259,11 +299,11 @@ func (s *spawner) initialDelay(r *contract.Handler, obj client.Object) time.Dura
 
 // wakeUp makes the controller reconcile the object again, e.g. when a daemon
 // has gone and the finalizer may be released.
-func (s *spawner) wakeUp(obj client.Object) { s.k.wakeUp(s.ctx, obj) }
+func (s *Spawner) wakeUp(obj client.Object) { s.k.WakeUp(s.ctx, obj) }
 
 // newCall builds the call of a timer or daemon run.
-func (s *spawner) newCall(r *contract.Handler, obj client.Object, retry int, started time.Time) *handlers.Cause {
-	c, _ := s.k.baseCall(r, obj, s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry))
+func (s *Spawner) newCall(r *contract.Handler, obj client.Object, retry int, started time.Time) *handlers.Cause {
+	c := s.k.Cause(r, obj, s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry))
 	c.Retry, c.Started, c.Runtime = retry, started, time.Since(started)
 	return c
 }

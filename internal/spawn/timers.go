@@ -1,4 +1,4 @@
-package engine
+package spawn
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // worker runs due timers until the queue shuts down.
-func (s *spawner) worker() {
+func (s *Spawner) worker() {
 	defer s.wg.Done()
 	for {
 		key, shutdown := s.queue.Get()
@@ -27,9 +28,9 @@ func (s *spawner) worker() {
 
 // runTimer runs one due timer (unless it is gone, or its object is not idle
 // long enough yet) and schedules its next run.
-func (s *spawner) runTimer(key timerKey) {
-	s.k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
-	defer s.k.shared.busy.Add(-1)
+func (s *Spawner) runTimer(key timerKey) {
+	s.k.Busy(1) // before the gate check, so that a pause can wait for it
+	defer s.k.Busy(-1)
 	ctx, run := s.beginTimerRun(key)
 	if run == nil {
 		return
@@ -37,11 +38,11 @@ func (s *spawner) runTimer(key timerKey) {
 	err := s.callTimer(ctx, run)
 	end := time.Now()
 	opts := run.t.reg.Options
-	v := policy.Judge(opts, s.k.opts.DefaultBackoff, err, run.attempts+1, run.started, end)
-	metrics.HandlerCalls.WithLabelValues(s.k.name, opts.ID, v.Outcome.String()).Inc()
+	v := policy.Judge(opts, s.opts.DefaultBackoff, err, run.attempts+1, run.started, end)
+	metrics.HandlerCalls.WithLabelValues(s.opts.Name, opts.ID, v.Outcome.String()).Inc()
 	if s.endTimerRun(run, v, end) {
 		run.c.Log.Error(v.Err, "timer failed permanently; it stops for this object")
-		s.k.failedForGood(run.obj, opts.ID, v.Err)
+		s.k.FailedForGood(run.obj, opts.ID, v.Err)
 		s.wakeUp(run.obj)
 	}
 }
@@ -63,11 +64,11 @@ type timerRun struct {
 // it in; it returns a nil run when the timer is not to run now: it is gone,
 // the spawner stops, the operator is paused, or the object has not been
 // quiet long enough.
-func (s *spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
+func (s *Spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key.obj]
-	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.shared.gate.open() {
+	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.Open() {
 		return nil, nil
 	}
 	t := o.timers[key.id]
@@ -79,7 +80,7 @@ func (s *spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 		return nil, nil
 	}
 	if !t.due.IsZero() {
-		metrics.TimerLateness.WithLabelValues(s.k.name, t.reg.Options.ID).Observe(now.Sub(t.due).Seconds())
+		metrics.TimerLateness.WithLabelValues(s.opts.Name, t.reg.Options.ID).Observe(now.Sub(t.due).Seconds())
 		t.due = time.Time{}
 	}
 	if t.attempts == 0 {
@@ -100,7 +101,7 @@ func (s *spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 // without an interval) has not run yet in this quiet period; the next
 // change queues it again. A timer queued too early goes back into the queue
 // for when the object will have been quiet long enough.
-func (s *spawner) idleLongEnoughLocked(key timerKey, o *spawned, t *timerState, now time.Time) bool {
+func (s *Spawner) idleLongEnoughLocked(key timerKey, o *spawned, t *timerState, now time.Time) bool {
 	opts := t.reg.Options
 	if opts.Idle <= 0 {
 		return true
@@ -115,19 +116,19 @@ func (s *spawner) idleLongEnoughLocked(key timerKey, o *spawned, t *timerState, 
 // callTimer calls the timer's function and sends its patch, with what the
 // function returned stored in status under the timer's id when that
 // changes it. A patch that cannot be sent is a temporary error.
-func (s *spawner) callTimer(ctx context.Context, run *timerRun) error {
+func (s *Spawner) callTimer(ctx context.Context, run *timerRun) error {
 	reg := run.t.reg
-	result, err := s.k.call(ctx, reg, run.obj, run.c)
+	result, err := s.k.Call(ctx, reg, run.obj, run.c)
 	if err != nil {
 		return err
 	}
 	if result != nil {
-		status, _ := statusOf(run.obj)
-		if changes(status[reg.Options.ID], result) {
+		status, _ := state.StatusOf(run.obj)
+		if state.Changes(status[reg.Options.ID], result) {
 			spec.MergeStatus((*spec.Patch)(run.c.Patch), reg.Options.ID, result)
 		}
 	}
-	if werr := s.k.sendPatch(ctx, run.obj, (*spec.Patch)(run.c.Patch)); werr != nil {
+	if werr := s.k.SendPatch(ctx, run.obj, (*spec.Patch)(run.c.Patch)); werr != nil {
 		return handlers.Temporary(werr, 0)
 	}
 	return nil
@@ -137,7 +138,7 @@ func (s *spawner) callTimer(ctx context.Context, run *timerRun) error {
 // the timer's next run, unless the timer was stopped while it ran. It
 // reports whether the timer failed for good: as in Kopf, such a timer stops
 // for this object (in this process) and no longer holds its finalizer.
-func (s *spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (failedForGood bool) {
+func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (failedForGood bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, t := run.o, run.t
@@ -179,7 +180,7 @@ func (t *timerState) nextRun(end time.Time) time.Time {
 }
 
 // schedule puts a timer's next run in the queue and remembers when it is due.
-func (s *spawner) schedule(key timerKey, t *timerState, delay time.Duration) {
+func (s *Spawner) schedule(key timerKey, t *timerState, delay time.Duration) {
 	t.due = time.Now().Add(delay)
 	s.queue.AddAfter(key, delay)
 }

@@ -1,4 +1,4 @@
-package engine
+package spawn
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // startDaemonLocked starts one daemon for an object in its own goroutine.
-func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *contract.Handler) {
+func (s *Spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *contract.Handler) {
 	// The daemon's context ends when gopf cancels it (after the stop signal
 	// and CancellationBackoff), not directly with the manager's, so that a
 	// daemon always learns why it stops.
@@ -25,7 +25,7 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 		s.mu.Lock()
 		obj := o.latest
 		s.mu.Unlock()
-		typed, err := s.k.objectFor(r, obj)
+		typed, err := s.k.ObjectFor(r, obj)
 		if err != nil {
 			return nil
 		}
@@ -33,8 +33,8 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 	}
 	d.ctl = spec.NewDaemonControl(s.newCall(r, o.latest, 0, time.Now()), latest)
 	o.daemons[r.Options.ID] = d
-	metrics.SpawnedRunning.WithLabelValues(s.k.name, "daemon").Inc()
-	s.k.shared.busy.Add(1) // a paused operator is busy until its daemons return
+	metrics.SpawnedRunning.WithLabelValues(s.opts.Name, "daemon").Inc()
+	s.k.Busy(1) // a paused operator is busy until its daemons return
 	delay := s.initialDelay(r, o.latest)
 	go s.runDaemon(ctx, key, o, d, delay)
 }
@@ -42,9 +42,9 @@ func (s *spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 // runDaemon is the daemon's goroutine: it runs the function, again after a
 // temporary error, until the function is done or asked to stop; then it
 // forgets the daemon.
-func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *spawned, d *daemonState, delay time.Duration) {
-	defer metrics.SpawnedRunning.WithLabelValues(s.k.name, "daemon").Dec()
-	defer s.k.shared.busy.Add(-1)
+func (s *Spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *spawned, d *daemonState, delay time.Duration) {
+	defer metrics.SpawnedRunning.WithLabelValues(s.opts.Name, "daemon").Dec()
+	defer s.k.Busy(-1)
 	defer close(d.done)
 	defer d.cancel()
 	forGood := s.runDaemonAttempts(ctx, o, d, delay)
@@ -55,7 +55,7 @@ func (s *spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *sp
 // after each temporary error, until it returns for good or the daemon is
 // asked to stop. It reports whether the daemon is done for good with the
 // object: it returned, or failed permanently, rather than being stopped.
-func (s *spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonState, delay time.Duration) (forGood bool) {
+func (s *Spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonState, delay time.Duration) (forGood bool) {
 	log := d.ctl.Cause.Log
 	var started time.Time
 	for attempt := 1; ; attempt++ {
@@ -80,8 +80,8 @@ func (s *spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonSt
 			log.V(1).Info("daemon stopped", "reason", d.ctl.Reason())
 			return false
 		}
-		v := policy.Judge(d.reg.Options, s.k.opts.DefaultBackoff, err, attempt, started, time.Now())
-		metrics.HandlerCalls.WithLabelValues(s.k.name, d.reg.Options.ID, v.Outcome.String()).Inc()
+		v := policy.Judge(d.reg.Options, s.opts.DefaultBackoff, err, attempt, started, time.Now())
+		metrics.HandlerCalls.WithLabelValues(s.opts.Name, d.reg.Options.ID, v.Outcome.String()).Inc()
 		if v.Outcome != policy.Retrying {
 			s.daemonDone(o, d, v)
 			return true
@@ -93,7 +93,7 @@ func (s *spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonSt
 
 // daemonDone reports a daemon that is not started again for the object: it
 // returned, failed permanently, or failed with an error that is ignored.
-func (s *spawner) daemonDone(o *spawned, d *daemonState, v policy.Verdict) {
+func (s *Spawner) daemonDone(o *spawned, d *daemonState, v policy.Verdict) {
 	log := d.ctl.Cause.Log
 	switch {
 	case v.Outcome == policy.Failed:
@@ -101,7 +101,7 @@ func (s *spawner) daemonDone(o *spawned, d *daemonState, v policy.Verdict) {
 		s.mu.Lock()
 		obj := o.latest
 		s.mu.Unlock()
-		s.k.failedForGood(obj, d.reg.Options.ID, v.Err)
+		s.k.FailedForGood(obj, d.reg.Options.ID, v.Err)
 	case v.Ignored:
 		log.Info("daemon failed; the error is ignored as configured and it is not started again for this object", "error", v.Err.Error())
 	default:
@@ -113,7 +113,7 @@ func (s *spawner) daemonDone(o *spawned, d *daemonState, v policy.Verdict) {
 // its place, or gopf abandoned it), and the object too once nothing of it
 // runs or is wanted; a daemon done for good is not started again. It
 // returns the object, to reconcile again: its finalizer may go now.
-func (s *spawner) daemonEnded(key types.NamespacedName, o *spawned, d *daemonState, forGood bool) client.Object {
+func (s *Spawner) daemonEnded(key types.NamespacedName, o *spawned, d *daemonState, forGood bool) client.Object {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := d.reg.Options.ID
@@ -132,7 +132,7 @@ func (s *spawner) daemonEnded(key types.NamespacedName, o *spawned, d *daemonSta
 // applyDaemonPatch sends what the daemon put in its Patch during the attempt
 // that just ended, as Kopf applies a daemon's patch after each attempt, and
 // gives the daemon an empty one; an unsent patch stays for the next attempt.
-func (s *spawner) applyDaemonPatch(o *spawned, d *daemonState) error {
+func (s *Spawner) applyDaemonPatch(o *spawned, d *daemonState) error {
 	p := (*spec.Patch)(d.ctl.Cause.Patch)
 	if p.Empty() {
 		return nil
@@ -141,7 +141,7 @@ func (s *spawner) applyDaemonPatch(o *spawned, d *daemonState) error {
 	// A private copy: the write decodes the response into it.
 	obj := o.latest.DeepCopyObject().(client.Object)
 	s.mu.Unlock()
-	if err := s.k.sendPatch(s.ctx, obj, p); err != nil {
+	if err := s.k.SendPatch(s.ctx, obj, p); err != nil {
 		return err
 	}
 	d.ctl.Cause.Patch = &handlers.Patch{}
@@ -151,7 +151,7 @@ func (s *spawner) applyDaemonPatch(o *spawned, d *daemonState) error {
 // stopDaemonLocked asks a daemon to stop, and escalates in the background:
 // after CancellationBackoff its context is cancelled; after a further
 // CancellationTimeout (if set) gopf gives up on it.
-func (s *spawner) stopDaemonLocked(d *daemonState, reason string) {
+func (s *Spawner) stopDaemonLocked(d *daemonState, reason string) {
 	d.ctl.Stop(reason)
 	if d.escalated {
 		return
@@ -173,7 +173,7 @@ func (s *spawner) stopDaemonLocked(d *daemonState, reason string) {
 }
 
 // abandon forgets a daemon that would not stop, as if it had returned.
-func (s *spawner) abandon(d *daemonState) {
+func (s *Spawner) abandon(d *daemonState) {
 	close(d.abandoned)
 	s.mu.Lock()
 	var obj client.Object
