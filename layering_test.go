@@ -45,11 +45,12 @@ var libraryLayers = map[string][]string{
 	"reconcile/rbac":     {"handlers", "internal/contract", "internal/spec"},
 	"internal/engine":    engineParts,
 	"reconcile":          with(engineParts, "internal/engine"),
+	"internal/plan":      with(engineParts, "internal/engine"),
 	"webhook":            {"handlers", "internal/contract", "internal/spec"},
-	"internal/cli":       with(engineParts, "internal/engine", "reconcile", "reconcile/rbac", "webhook"),
-	"":                   with(engineParts, "internal/cli", "internal/engine", "reconcile", "reconcile/rbac", "webhook"),
-	"envtest": with(engineParts, "", "api/v1", "handlers/objects", "internal/cli", "internal/engine", "reconcile", "reconcile/rbac",
-		"webhook"),
+	"internal/cli":       with(engineParts, "internal/engine", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
+	"":                   with(engineParts, "internal/cli", "internal/engine", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
+	"envtest": with(engineParts, "", "api/v1", "handlers/objects", "internal/cli", "internal/engine", "internal/plan", "reconcile",
+		"reconcile/rbac", "webhook"),
 }
 
 // engineParts are the packages the engine builds on.

@@ -16,6 +16,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/plan"
 )
 
 // crdClient talks to the API server with a scheme that knows CRDs.
@@ -128,8 +129,8 @@ func TestThePlannerLeavesOutKindsTheClusterDoesNotServeYet(t *testing.T) {
 	handlers.OnCreate(reg, func(context.Context, *unstructured.Unstructured, *handlers.Cause) (any, error) { return nil, nil },
 		handlers.ForKind("absent.gopf.dev", "v1", "Widget"), handlers.ID("widget"))
 	handlers.OnCreate(reg, noop[*kopfv1.KopfExample](), handlers.ID("example"))
-	p, err := engine.NewPlanner(cfg, scheme, reg, engine.Options{})
+	p, err := plan.NewPlanner(cfg, scheme, reg, engine.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(p.Kinds()).To(ConsistOf(kopfv1.GroupVersion.WithKind("KopfExample")))
-	g.Expect(p.Plan(context.Background(), engine.Selection{Namespace: newNamespace(t)}, func(*engine.ObjectStatus) error { return nil })).To(Succeed())
+	g.Expect(p.Plan(context.Background(), plan.Selection{Namespace: newNamespace(t)}, func(*plan.ObjectStatus) error { return nil })).To(Succeed())
 }

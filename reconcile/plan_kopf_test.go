@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/plan"
 )
 
 // kopfStateFiles are the objects of internal/engine/testdata/kopf-state.
@@ -21,7 +22,7 @@ var kopfStateFiles = []string{
 // planKopfState recreates the objects of internal/engine/testdata/kopf-state in a namespace
 // of their own and returns the planner of the operator of Kopf's handlers.
 // It counts the planner's requests.
-func planKopfState(t *testing.T) (*engine.Planner, string, *envtest.RequestCounter) {
+func planKopfState(t *testing.T) (*plan.Planner, string, *envtest.RequestCounter) {
 	t.Helper()
 	ns := newNamespace(t)
 	for _, file := range kopfStateFiles {
@@ -29,7 +30,7 @@ func planKopfState(t *testing.T) (*engine.Planner, string, *envtest.RequestCount
 	}
 	counted, requests := rest.CopyConfig(cfg), &envtest.RequestCounter{}
 	requests.Wrap(counted)
-	planner, err := engine.NewPlanner(counted, scheme, kopfHandlers(&envtest.Calls{}, nil), engine.Options{})
+	planner, err := plan.NewPlanner(counted, scheme, kopfHandlers(&envtest.Calls{}, nil), engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +38,10 @@ func planKopfState(t *testing.T) (*engine.Planner, string, *envtest.RequestCount
 }
 
 // printed prints the planner's table of ns and maps the NAME column to its line.
-func printed(t *testing.T, planner *engine.Planner, ns string, view engine.View) map[string]string {
+func printed(t *testing.T, planner *plan.Planner, ns string, view plan.View) map[string]string {
 	t.Helper()
 	var out bytes.Buffer
-	if _, err := planner.Print(context.Background(), &out, engine.Selection{Namespace: ns}, "table", view); err != nil {
+	if _, err := planner.Print(context.Background(), &out, plan.Selection{Namespace: ns}, "table", view); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", out.String())
@@ -55,7 +56,7 @@ func TestThePlanOfObjectsKopfLeftContinuesWhereKopfStopped(t *testing.T) {
 	g := NewWithT(t)
 	planner, ns, requests := planKopfState(t)
 
-	rows := printed(t, planner, ns, engine.ViewPlan)
+	rows := printed(t, planner, ns, plan.ViewPlan)
 	g.Expect(rows).To(HaveLen(5))
 	g.Expect(rows["created"]).To(MatchRegexp(`done\s+nothing: every handler is done$`))
 	g.Expect(rows["updated"]).To(MatchRegexp(`done\s+nothing: every handler is done$`))
@@ -69,11 +70,11 @@ func TestTheStatusOfAnObjectKopfHandledSaysItsStateIsKopfs(t *testing.T) {
 	g := NewWithT(t)
 	planner, ns, requests := planKopfState(t)
 
-	rows := printed(t, planner, ns, engine.ViewStatus)
+	rows := printed(t, planner, ns, plan.ViewStatus)
 	g.Expect(rows["created"]).To(MatchRegexp(`done\s+done: create_fn,update_fn,field_fn/spec.field; idle: delete_fn\s+kopf.zalando.org/KopfFinalizerMarker$`))
 
-	byName := map[string]*engine.ObjectStatus{}
-	g.Expect(planner.Plan(context.Background(), engine.Selection{Namespace: ns}, func(st *engine.ObjectStatus) error {
+	byName := map[string]*plan.ObjectStatus{}
+	g.Expect(planner.Plan(context.Background(), plan.Selection{Namespace: ns}, func(st *plan.ObjectStatus) error {
 		byName[st.Name] = st
 		return nil
 	})).To(Succeed())
@@ -84,10 +85,10 @@ func TestTheStatusOfAnObjectKopfHandledSaysItsStateIsKopfs(t *testing.T) {
 	}
 	created := byName["created"]
 	g.Expect(created.State).To(Equal("done"))
-	g.Expect(created.Finalizers).To(Equal([]engine.FinalizerStatus{{Name: "kopf.zalando.org/KopfFinalizerMarker", Owner: "kopf",
+	g.Expect(created.Finalizers).To(Equal([]plan.FinalizerStatus{{Name: "kopf.zalando.org/KopfFinalizerMarker", Owner: "kopf",
 		Why: "Kopf's, which gopf answers for as for its own: held for delete handler delete_fn"}}))
 	flaky := byName["flaky"].Handlers
-	g.Expect(flaky).To(ContainElement(And(HaveField("ID", "flaky_fn"), HaveField("State", engine.HandlerRetrying), HaveField("Attempts", 1))))
+	g.Expect(flaky).To(ContainElement(And(HaveField("ID", "flaky_fn"), HaveField("State", plan.HandlerRetrying), HaveField("Attempts", 1))))
 	g.Expect(rows["flaky"]).To(MatchRegexp(`retrying\s+flaky_fn retrying \(retry 1, due now\): "not yet"; done: create_fn,field_fn/spec.field; idle: update_fn,delete_fn\s+kopf.zalando.org/KopfFinalizerMarker$`))
 	deleting := byName["deleting"]
 	g.Expect(deleting.Deleting).NotTo(BeNil())

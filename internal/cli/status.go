@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/plan"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -60,8 +61,8 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // selection checks the namespace flags and the positional [KIND] [NAME].
-func (f *statusFlags) selection(positional []string) (engine.Selection, error) {
-	sel := engine.Selection{Namespace: f.namespace, PageSize: f.chunkSize}
+func (f *statusFlags) selection(positional []string) (plan.Selection, error) {
+	sel := plan.Selection{Namespace: f.namespace, PageSize: f.chunkSize}
 	if f.allNamespaces && f.namespace != "" {
 		return sel, errors.New("give --namespace or --all-namespaces, not both")
 	}
@@ -135,20 +136,20 @@ func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func()
 	if err != nil {
 		return err
 	}
-	planner, err := engine.NewPlanner(cfg, scheme, p.Registry, engine.OptionsFrom(opts))
+	planner, err := plan.NewPlanner(cfg, scheme, p.Registry, engine.OptionsFrom(opts))
 	if err != nil {
 		return err
 	}
-	view := engine.ViewStatus
+	view := plan.ViewStatus
 	if command == planCommand {
-		view = engine.ViewPlan
+		view = plan.ViewPlan
 	}
 	return f.print(ctx, stdout, stderr, planner, sel, view)
 }
 
 // print streams the plan to stdout in the chosen form; an empty table
 // says so on stderr, as kubectl does.
-func (f *statusFlags) print(ctx context.Context, stdout, stderr io.Writer, planner *engine.Planner, sel engine.Selection, view engine.View) error {
+func (f *statusFlags) print(ctx context.Context, stdout, stderr io.Writer, planner *plan.Planner, sel plan.Selection, view plan.View) error {
 	n, err := planner.Print(ctx, stdout, sel, f.output, view)
 	if err == nil && n == 0 && f.output == "table" {
 		fmt.Fprintln(stderr, "No objects found.")
@@ -207,10 +208,10 @@ func RunKubectlPlugin(ctx context.Context, stdout, stderr io.Writer, args []stri
 		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS}
 	}
 	kinds := strings.Split(sel.Kind, ",")
-	planner, err := engine.NewGenericPlanner(cfg, kinds, engine.OptionsFrom(opts))
+	planner, err := plan.NewGenericPlanner(cfg, kinds, engine.OptionsFrom(opts))
 	if err != nil {
 		return err
 	}
 	sel.Kind = "" // every kind of the generic planner is one asked for
-	return f.print(ctx, stdout, stderr, planner, sel, engine.ViewStatus)
+	return f.print(ctx, stdout, stderr, planner, sel, plan.ViewStatus)
 }

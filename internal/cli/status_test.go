@@ -22,6 +22,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/cli"
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/plan"
 )
 
 var cfg *rest.Config
@@ -165,14 +166,14 @@ func TestTheStatusCommandShowsEachObjectsHandlersAndFinalizers(t *testing.T) {
 	g.Expect(rows["deleting"]).To(MatchRegexp(`deleting\s+delete_fn pending; done: create_fn\s+gopf.dev/finalizer$`))
 
 	var list struct {
-		APIVersion string                `json:"apiVersion"`
-		Kind       string                `json:"kind"`
-		Items      []engine.ObjectStatus `json:"items"`
+		APIVersion string              `json:"apiVersion"`
+		Kind       string              `json:"kind"`
+		Items      []plan.ObjectStatus `json:"items"`
 	}
 	g.Expect(json.Unmarshal([]byte(runCommand(t, "status", "-o", "json", "-n", env.Namespace)), &list)).To(Succeed())
-	g.Expect(list.APIVersion).To(Equal(engine.StatusAPIVersion))
+	g.Expect(list.APIVersion).To(Equal(plan.StatusAPIVersion))
 	g.Expect(list.Kind).To(Equal("ObjectStatusList"))
-	byName := map[string]engine.ObjectStatus{}
+	byName := map[string]plan.ObjectStatus{}
 	for _, item := range list.Items {
 		byName[item.Name] = item
 	}
@@ -181,38 +182,38 @@ func TestTheStatusCommandShowsEachObjectsHandlersAndFinalizers(t *testing.T) {
 	g.Expect(gaveUp.Handled).To(BeTrue())
 	g.Expect(gaveUp.Failures).To(HaveLen(1))
 	g.Expect(gaveUp.Failures[0].Handler).To(Equal("bad_fn"))
-	g.Expect(handlerNamed(g, gaveUp, "bad_fn").State).To(Equal(engine.HandlerFailed))
+	g.Expect(handlerNamed(g, gaveUp, "bad_fn").State).To(Equal(plan.HandlerFailed))
 
 	retrying := byName["retrying"]
 	g.Expect(retrying.State).To(Equal("retrying"))
 	g.Expect(retrying.StateSource).To(Equal("status.gopf"))
 	g.Expect(retrying.Handled).To(BeFalse())
 	flaky := handlerNamed(g, retrying, "flaky_fn")
-	g.Expect(flaky.State).To(Equal(engine.HandlerRetrying))
+	g.Expect(flaky.State).To(Equal(plan.HandlerRetrying))
 	g.Expect(flaky.Attempts).To(Equal(1))
 	g.Expect(flaky.MaxAttempts).To(Equal(5))
 	g.Expect(flaky.Message).To(ContainSubstring("the database is not ready"))
 	g.Expect(flaky.NextAttempt).NotTo(BeNil())
 	g.Expect(flaky.NextAttempt.After(*flaky.Started)).To(BeTrue())
-	g.Expect(handlerNamed(g, retrying, "create_fn").State).To(Equal(engine.HandlerDone))
+	g.Expect(handlerNamed(g, retrying, "create_fn").State).To(Equal(plan.HandlerDone))
 
 	failed := byName["failed"]
 	g.Expect(failed.State).To(Equal("failed"))
 	bad := handlerNamed(g, failed, "bad_fn")
-	g.Expect(bad.State).To(Equal(engine.HandlerFailed))
+	g.Expect(bad.State).To(Equal(plan.HandlerFailed))
 	g.Expect(bad.Message).To(ContainSubstring("the spec makes no sense"))
 
 	done := byName["done"]
 	g.Expect(done.State).To(Equal("done"))
 	g.Expect(done.Handled).To(BeTrue())
 	g.Expect(done.StateWritten).NotTo(BeNil())
-	g.Expect(handlerNamed(g, done, "create_fn").State).To(Equal(engine.HandlerDone))
-	g.Expect(done.Finalizers).To(Equal([]engine.FinalizerStatus{{Name: "gopf.dev/finalizer", Owner: "gopf", Why: "gopf's: held for delete handler delete_fn"}}))
+	g.Expect(handlerNamed(g, done, "create_fn").State).To(Equal(plan.HandlerDone))
+	g.Expect(done.Finalizers).To(Equal([]plan.FinalizerStatus{{Name: "gopf.dev/finalizer", Owner: "gopf", Why: "gopf's: held for delete handler delete_fn"}}))
 
 	deleting := byName["deleting"]
 	g.Expect(deleting.State).To(Equal("deleting"))
 	g.Expect(deleting.Deleting).NotTo(BeNil())
-	g.Expect(handlerNamed(g, deleting, "delete_fn").State).To(Equal(engine.HandlerPending))
+	g.Expect(handlerNamed(g, deleting, "delete_fn").State).To(Equal(plan.HandlerPending))
 	g.Expect(deleting.Finalizers).To(HaveLen(1))
 	g.Expect(deleting.Finalizers[0].Owner).To(Equal("gopf"))
 }
@@ -234,12 +235,12 @@ func TestThePlanCommandSaysWhatAStartWouldDoAndWritesNothing(t *testing.T) {
 	g.Expect(rows["deleting"]).To(MatchRegexp(`deleting\s+run delete handler delete_fn; release finalizer gopf.dev/finalizer once they are done$`))
 
 	var list struct {
-		Items []engine.ObjectStatus `json:"items"`
+		Items []plan.ObjectStatus `json:"items"`
 	}
 	g.Expect(json.Unmarshal([]byte(runCommand(t, "plan", "kopfexample", "retrying", "-o", "json", "-n", env.Namespace)), &list)).To(Succeed())
 	g.Expect(list.Items).To(HaveLen(1))
 	g.Expect(list.Items[0].OnStart).To(HaveLen(1))
-	g.Expect(list.Items[0].OnStart[0].Do).To(Equal(engine.ActionContinue))
+	g.Expect(list.Items[0].OnStart[0].Do).To(Equal(plan.ActionContinue))
 	g.Expect(list.Items[0].OnStart[0].Handler).To(Equal("flaky_fn"))
 	g.Expect(list.Items[0].OnStart[0].Retry).To(Equal(1))
 	g.Expect(list.Items[0].OnStart[0].Due).NotTo(BeNil())
@@ -254,7 +255,7 @@ func TestTheStatusCommandStreamsPageByPage(t *testing.T) {
 	env := statusFixture(t)
 	// One object per page: every object is listed, none twice.
 	out := runCommand(t, "status", "-o", "yaml", "--chunk-size", "1", "-n", env.Namespace)
-	g.Expect(out).To(HavePrefix("apiVersion: " + engine.StatusAPIVersion + "\nkind: ObjectStatusList\nitems:\n"))
+	g.Expect(out).To(HavePrefix("apiVersion: " + plan.StatusAPIVersion + "\nkind: ObjectStatusList\nitems:\n"))
 	g.Expect(strings.Count(out, "\n- apiVersion: kopf.dev/v1\n")).To(Equal(6))
 }
 
@@ -264,10 +265,10 @@ func TestThePlannerEmitsEachPageBeforeListingTheNextAndWritesNothing(t *testing.
 	counted := rest.CopyConfig(cfg)
 	requests := &envtest.RequestCounter{}
 	requests.Wrap(counted)
-	planner, err := engine.NewPlanner(counted, scheme, statusRegistry(), engine.Options{})
+	planner, err := plan.NewPlanner(counted, scheme, statusRegistry(), engine.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
 	var listedBefore []int
-	err = planner.Plan(env.Ctx, engine.Selection{Namespace: env.Namespace, PageSize: 2}, func(*engine.ObjectStatus) error {
+	err = planner.Plan(env.Ctx, plan.Selection{Namespace: env.Namespace, PageSize: 2}, func(*plan.ObjectStatus) error {
 		listedBefore = append(listedBefore, requests.Count("GET", "kopfexamples"))
 		return nil
 	})
@@ -310,18 +311,18 @@ func TestTheStatusCommandNamesTheOperatorThatRunsTimersFromThePeering(t *testing
 
 	table := runCommandOf(t, reg, "status", "-n", env.Namespace, "--peering", env.Namespace)
 	g.Expect(tableRows(t, table)["timed"]).To(MatchRegexp(`tick running \(on op-b\)\s+-$`), table)
-	plan := runCommandOf(t, reg, "plan", "-n", env.Namespace)
-	g.Expect(tableRows(t, plan)["timed"]).To(MatchRegexp(`add finalizer gopf.dev/finalizer; schedule timer tick$`), plan)
+	planned := runCommandOf(t, reg, "plan", "-n", env.Namespace)
+	g.Expect(tableRows(t, planned)["timed"]).To(MatchRegexp(`add finalizer gopf.dev/finalizer; schedule timer tick$`), planned)
 }
 
-func handlerNamed(g Gomega, st engine.ObjectStatus, id string) engine.HandlerStatus {
+func handlerNamed(g Gomega, st plan.ObjectStatus, id string) plan.HandlerStatus {
 	for _, h := range st.Handlers {
 		if h.ID == id {
 			return h
 		}
 	}
 	g.Expect(st.Handlers).To(ContainElement(HaveField("ID", id)))
-	return engine.HandlerStatus{}
+	return plan.HandlerStatus{}
 }
 
 func resourceVersions(list *kopfv1.KopfExampleList) map[string]string {
@@ -346,17 +347,17 @@ func TestTheStatusCommandSaysAnObjectKopfHandledHasKopfsState(t *testing.T) {
 
 	table := runCommand(t, "status", "-n", env.Namespace)
 	g.Expect(tableRows(t, table)["created"]).To(MatchRegexp(`done\s+done: create_fn; idle: delete_fn\s+kopf.zalando.org/KopfFinalizerMarker$`), table)
-	plan := runCommand(t, "plan", "-n", env.Namespace)
-	g.Expect(tableRows(t, plan)["created"]).To(MatchRegexp(`done\s+nothing: every handler is done$`), plan)
+	planned := runCommand(t, "plan", "-n", env.Namespace)
+	g.Expect(tableRows(t, planned)["created"]).To(MatchRegexp(`done\s+nothing: every handler is done$`), planned)
 
 	var list struct {
-		Items []engine.ObjectStatus `json:"items"`
+		Items []plan.ObjectStatus `json:"items"`
 	}
 	g.Expect(json.Unmarshal([]byte(runCommand(t, "status", "-o", "json", "-n", env.Namespace)), &list)).To(Succeed())
 	g.Expect(list.Items).To(HaveLen(1))
 	st := list.Items[0]
 	g.Expect(st.StateSource).To(Equal("annotations kopf.zalando.org/* (Kopf's format)"))
 	g.Expect(st.Handled).To(BeTrue())
-	g.Expect(st.Finalizers).To(Equal([]engine.FinalizerStatus{{Name: "kopf.zalando.org/KopfFinalizerMarker", Owner: "kopf",
+	g.Expect(st.Finalizers).To(Equal([]plan.FinalizerStatus{{Name: "kopf.zalando.org/KopfFinalizerMarker", Owner: "kopf",
 		Why: "Kopf's, which gopf answers for as for its own: held for delete handler delete_fn"}}))
 }

@@ -27,7 +27,7 @@ const maxEventMessage = 1024
 
 // baseCall builds the Cause (and its extras) that every handler kind of
 // objects gets: the object's identity, memo, indexes, client and Events.
-func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log logr.Logger) (*handlers.Cause, *contract.Extras) {
+func (k *KindController) baseCall(r *contract.Handler, obj client.Object, log logr.Logger) (*handlers.Cause, *contract.Extras) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	c := &handlers.Cause{
 		HandlerID:   r.Options.ID,
@@ -52,11 +52,11 @@ func (k *kindController) baseCall(r *contract.Handler, obj client.Object, log lo
 	return c, x
 }
 
-// call runs one handler that has a Call (a change handler, sub-handler,
+// Call runs one handler that has a Call (a change handler, sub-handler,
 // timer, event or index handler) on a private copy of obj in the handler's
 // Go type (sub-handlers get none: they act through their parent's Cause),
 // turning a panic into an error and the result into plain JSON values.
-func (k *kindController) Call(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (any, error) {
+func (k *KindController) Call(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (any, error) {
 	var out any
 	err := k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
 		out, err = h.Call(ctx, arg, c)
@@ -73,7 +73,7 @@ func (k *kindController) Call(ctx context.Context, h *contract.Handler, obj clie
 }
 
 // callLevel runs one level handler, as call does.
-func (k *kindController) callLevel(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (res reconcile.Result, err error) {
+func (k *KindController) callLevel(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (res reconcile.Result, err error) {
 	err = k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
 		res, err = h.Reconcile(ctx, arg, c)
 		return err
@@ -83,7 +83,7 @@ func (k *kindController) callLevel(ctx context.Context, h *contract.Handler, obj
 
 // invoke runs fn with obj in h's Go type and c's logger in the context,
 // recovering a panic, and names the handler and object in an error.
-func (k *kindController) invoke(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause,
+func (k *KindController) invoke(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause,
 	fn func(ctx context.Context, arg client.Object) error) error {
 	var arg client.Object
 	if h.NewObject != nil {
@@ -94,26 +94,26 @@ func (k *kindController) invoke(ctx context.Context, h *contract.Handler, obj cl
 	}
 	err := spec.Protect(c.Log, func() error { return fn(logf.IntoContext(ctx, c.Log), arg) })
 	if p := (*spec.PanicError)(nil); errors.As(err, &p) {
-		return fmt.Errorf("handler %q panicked on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, p)
+		return fmt.Errorf("handler %q panicked on %s %s/%s: %w", c.HandlerID, k.Gvk.Kind, c.Namespace, c.Name, p)
 	}
 	if err != nil {
-		return fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.gvk.Kind, c.Namespace, c.Name, err)
+		return fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.Gvk.Kind, c.Namespace, c.Name, err)
 	}
 	return nil
 }
 
 // FailedForGood reports a handler's permanent failure on the object as a
 // Warning Event: it is rare and final, so it is worth saying on the object.
-func (k *kindController) FailedForGood(obj client.Object, id string, err error) {
+func (k *KindController) FailedForGood(obj client.Object, id string, err error) {
 	k.recorder.Eventf(obj, nil, "Warning", "HandlerFailed", "Handling", "handler %q failed permanently: %s", id, spec.Truncate(err.Error(), 900))
 }
 
 // ObjectFor gives a handler its own copy of obj, in the Go type it declared.
-func (k *kindController) ObjectFor(r *contract.Handler, obj client.Object) (client.Object, error) {
+func (k *KindController) ObjectFor(r *contract.Handler, obj client.Object) (client.Object, error) {
 	want := r.NewObject()
 	if reflect.TypeOf(want) == reflect.TypeOf(obj) {
 		out := obj.DeepCopyObject().(client.Object)
-		out.GetObjectKind().SetGroupVersionKind(k.gvk) // handlers see apiVersion and kind, e.g. for Adopt
+		out.GetObjectKind().SetGroupVersionKind(k.Gvk) // handlers see apiVersion and kind, e.g. for Adopt
 		return out, nil
 	}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -122,13 +122,13 @@ func (k *kindController) ObjectFor(r *contract.Handler, obj client.Object) (clie
 	}
 	if u, ok := want.(*unstructured.Unstructured); ok {
 		u.SetUnstructuredContent(raw)
-		u.SetGroupVersionKind(k.gvk)
+		u.SetGroupVersionKind(k.Gvk)
 		return u, nil
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, want); err != nil {
-		return nil, fmt.Errorf("converting %s for %s: %w", k.gvk.Kind, r, err)
+		return nil, fmt.Errorf("converting %s for %s: %w", k.Gvk.Kind, r, err)
 	}
-	want.GetObjectKind().SetGroupVersionKind(k.gvk)
+	want.GetObjectKind().SetGroupVersionKind(k.Gvk)
 	return want, nil
 }
 
@@ -139,26 +139,26 @@ func nonNil(m map[string]string) map[string]string {
 	return m
 }
 
-func (t *turn) newCall(e *entry, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
+func (t *Turn) newCall(e *Entry, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
 	reason := e.cause
-	c, x := t.k.baseCall(e.reg, t.obj, withValuesLazily(t.log, "handler", e.opts.ID, "cause", reason, "retry", rec.Retries))
-	x.SubsAllowed = e.reg.Kind.Reason() != "" // change handlers
-	c.Reason, c.HandlerID, c.Param = reason, e.opts.ID, e.opts.Param
+	c, x := t.K.baseCall(e.Reg, t.Obj, withValuesLazily(t.log, "handler", e.Opts.ID, "cause", reason, "retry", rec.Retries))
+	x.SubsAllowed = e.Reg.Kind.Reason() != "" // change handlers
+	c.Reason, c.HandlerID, c.Param = reason, e.Opts.ID, e.Opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
 	c.Patch = (*handlers.Patch)(&t.patch)
 	x.Result = t.result
-	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
+	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.Now.Sub(rec.Started)
 	return c, x
 }
 
 // outcome records what a call's error means for the handler (see judge):
 // success, a retry after a delay, or a failure.
-func (t *turn) outcome(e *entry, rec *state.Progress, err error) {
-	log := withValuesLazily(t.log, "handler", e.opts.ID, "cause", e.cause, "retry", rec.Retries)
+func (t *Turn) outcome(e *Entry, rec *state.Progress, err error) {
+	log := withValuesLazily(t.log, "handler", e.Opts.ID, "cause", e.cause, "retry", rec.Retries)
 	rec.Retries++
 	rec.Delayed = nil
-	v := policy.Judge(e.opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
-	metrics.HandlerCalls.WithLabelValues(t.k.name, e.opts.ID, v.Outcome.String()).Inc()
+	v := policy.Judge(e.Opts, t.K.Opts.DefaultBackoff, err, rec.Retries, rec.Started, t.Now)
+	metrics.HandlerCalls.WithLabelValues(t.K.Name, e.Opts.ID, v.Outcome.String()).Inc()
 	rec.Message = ""
 	if v.Err != nil {
 		rec.Message = v.Err.Error()
@@ -174,9 +174,9 @@ func (t *turn) outcome(e *entry, rec *state.Progress, err error) {
 	case policy.Failed:
 		rec.Failure, rec.Handled = true, e.handled
 		log.Error(v.Err, "handler failed permanently")
-		t.k.FailedForGood(t.obj, e.opts.ID, v.Err)
+		t.K.FailedForGood(t.Obj, e.Opts.ID, v.Err)
 	case policy.Retrying:
-		next := t.now.Add(v.Delay)
+		next := t.Now.Add(v.Delay)
 		rec.Delayed = &next
 		t.soon(v.Delay)
 		log.Info("handler failed; it will be retried", "error", v.Err.Error(), "retryIn", v.Delay)
@@ -184,13 +184,13 @@ func (t *turn) outcome(e *entry, rec *state.Progress, err error) {
 }
 
 // runLevel runs the level handlers on the object.
-func (t *turn) runLevel(ctx context.Context, level []*contract.Handler, cause handlers.Reason) (reconcile.Result, error) {
+func (t *Turn) runLevel(ctx context.Context, level []*contract.Handler, cause handlers.Reason) (reconcile.Result, error) {
 	var res reconcile.Result
 	var errs []error
 	for _, r := range level {
-		c, _ := t.newCall(&entry{reg: r, opts: r.Options, new: t.essenceTree}, &state.Progress{Started: t.now})
+		c, _ := t.newCall(&Entry{Reg: r, Opts: r.Options, new: t.essenceTree}, &state.Progress{Started: t.Now})
 		c.Reason = cause
-		out, err := t.k.callLevel(ctx, r, t.obj, c)
+		out, err := t.K.callLevel(ctx, r, t.Obj, c)
 		if err != nil {
 			errs = append(errs, err)
 			continue

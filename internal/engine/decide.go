@@ -10,107 +10,107 @@ import (
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
-// route is the way one reconcile takes through an object.
-type route int
+// Route is the way one reconcile takes through an object.
+type Route int
 
 const (
-	// routeIgnore: no handler selects the object and no finalizer gopf
+	// RouteIgnore: no handler selects the object and no finalizer gopf
 	// answers for holds it; gopf leaves it alone.
-	routeIgnore route = iota
-	// routeLive: a live object; the finalizer step, the cause's change
+	RouteIgnore Route = iota
+	// RouteLive: a live object; the finalizer step, the cause's change
 	// handlers, timers and daemons as selected, then the level handlers.
-	routeLive
-	// routeDelete: the deletion started and gopf's (or Kopf's) finalizer
+	RouteLive
+	// RouteDelete: the deletion started and gopf's (or Kopf's) finalizer
 	// holds the object; the delete handlers, then the finalizer goes.
-	routeDelete
-	// routeOthers: the deletion started and only other controllers'
+	RouteDelete
+	// RouteOthers: the deletion started and only other controllers'
 	// finalizers hold the object; its timers and daemons stop, the level
 	// handlers run.
-	routeOthers
+	RouteOthers
 	// routeReleased: this process released its finalizer from the deleted
 	// object and the cache does not show it yet; nothing to do.
 	routeReleased
 )
 
-// finalizerStep is what a live object's finalizers need before any handler
+// FinalizerStep is what a live object's finalizers need before any handler
 // runs.
-type finalizerStep int
+type FinalizerStep int
 
 const (
-	finalizerKept finalizerStep = iota
-	finalizerAdd
-	finalizerRemove
+	finalizerKept FinalizerStep = iota
+	FinalizerAdd
+	FinalizerRemove
 )
 
-// decision is what one reconcile does with an object. decide works it out
+// Decision is what one reconcile does with an object. decide works it out
 // from the object, what gopf knows of it, the process's memory of it and
 // the time, without calling or writing anything; Reconcile carries it out
 // and the Planner renders it.
-type decision struct {
-	route     route
-	finalizer finalizerStep
-	// purpose is the cause the change or delete handlers run for ("" for
+type Decision struct {
+	Route     Route
+	Finalizer FinalizerStep
+	// Purpose is the cause the change or delete handlers run for ("" for
 	// none); level handlers get it as their Reason.
-	purpose handlers.Reason
-	// withResume: resume handlers run, on the process's first sight of a
+	Purpose handlers.Reason
+	// WithResume: resume handlers run, on the process's first sight of a
 	// handled object.
-	withResume bool
-	// entries are the handlers of the cause, in registration order.
-	entries []*entry
+	WithResume bool
+	// Entries are the handlers of the cause, in registration order.
+	Entries []*Entry
 	// next is when the first entry that waits for a retry is due; zero if
 	// none waits.
 	next time.Time
-	// superseded are the handlers whose unfinished records a deletion ends.
-	superseded []string
-	// change, level and spawn are the registrations that select the object.
-	change, level, spawn []*contract.Handler
+	// Superseded are the handlers whose unfinished records a deletion ends.
+	Superseded []string
+	// Change, level and spawn are the registrations that select the object.
+	Change, Level, Spawn []*contract.Handler
 }
 
-// memoryFacts is what decide needs of the process's memory of an object.
-type memoryFacts struct {
-	resumed  bool // resume handlers are done (or do not apply) in this process
+// MemoryFacts is what decide needs of the process's memory of an object.
+type MemoryFacts struct {
+	Resumed  bool // resume handlers are done (or do not apply) in this process
 	released bool // this process released its finalizer from the deleted object
-	// spawnHolds reports whether a selected timer or daemon has not
+	// SpawnHolds reports whether a selected timer or daemon has not
 	// finished for good in this process.
-	spawnHolds func(spawn []*contract.Handler) bool
+	SpawnHolds func(spawn []*contract.Handler) bool
 }
 
-// freshProcess is the memory of a process that has just started: the
+// FreshProcess is the memory of a process that has just started: the
 // Planner's view of what an operator does on start.
-var freshProcess = memoryFacts{spawnHolds: func(spawn []*contract.Handler) bool { return len(spawn) > 0 }}
+var FreshProcess = MemoryFacts{SpawnHolds: func(spawn []*contract.Handler) bool { return len(spawn) > 0 }}
 
-// decide works out what a reconcile does with the turn's object (see
+// Decide works out what a reconcile does with the turn's object (see
 // decision). It reads the turn (object, essence, known state, progress
 // records, time) and changes nothing.
-func (t *turn) decide(mem memoryFacts) decision {
-	k := t.k
-	d := decision{
-		change: k.selected(k.change, t.obj, t.raw),
-		level:  k.selected(k.level, t.obj, t.raw),
-		spawn:  k.selected(k.spawned, t.obj, t.raw),
+func (t *Turn) Decide(mem MemoryFacts) Decision {
+	k := t.K
+	d := Decision{
+		Change: k.selected(k.Change, t.Obj, t.Raw),
+		Level:  k.selected(k.level, t.Obj, t.Raw),
+		Spawn:  k.selected(k.Spawned, t.Obj, t.Raw),
 	}
-	held, deleting := k.holds(t.obj), t.obj.GetDeletionTimestamp() != nil
+	held, deleting := k.holds(t.Obj), t.Obj.GetDeletionTimestamp() != nil
 	switch {
-	case len(d.change)+len(d.level)+len(d.spawn) == 0 && !held:
-		d.route = routeIgnore
+	case len(d.Change)+len(d.Level)+len(d.Spawn) == 0 && !held:
+		d.Route = RouteIgnore
 	case deleting && held && mem.released:
-		d.route = routeReleased
+		d.Route = routeReleased
 	case deleting && held:
-		d.route, d.purpose = routeDelete, handlers.ReasonDelete
-		d.entries = t.deleteEntries(d.change, mem.resumed)
-		d.superseded = t.superseded()
+		d.Route, d.Purpose = RouteDelete, handlers.ReasonDelete
+		d.Entries = t.deleteEntries(d.Change, mem.Resumed)
+		d.Superseded = t.superseded()
 	case deleting:
-		d.route = routeOthers
+		d.Route = RouteOthers
 	default:
-		d.route = routeLive
-		want := slices.ContainsFunc(d.change, contract.HoldsObjects) || len(d.spawn) > 0 && mem.spawnHolds(d.spawn)
-		d.finalizer = k.finalizerStep(t.obj, want)
-		d.purpose, d.withResume = changePurpose(t.known, t.essence, mem.resumed)
-		if d.purpose != "" {
-			d.entries = t.changeEntries(d.change, d.purpose, d.withResume)
+		d.Route = RouteLive
+		want := slices.ContainsFunc(d.Change, contract.HoldsObjects) || len(d.Spawn) > 0 && mem.SpawnHolds(d.Spawn)
+		d.Finalizer = k.finalizerStep(t.Obj, want)
+		d.Purpose, d.WithResume = changePurpose(t.Known, t.Essence, mem.Resumed)
+		if d.Purpose != "" {
+			d.Entries = t.changeEntries(d.Change, d.Purpose, d.WithResume)
 		}
 	}
-	d.next = t.nextDue(d.purpose, d.entries)
+	d.next = t.nextDue(d.Purpose, d.Entries)
 	return d
 }
 
@@ -118,30 +118,30 @@ func (t *turn) decide(mem memoryFacts) decision {
 // deleted: delete handlers, and resume handlers registered for deleted
 // objects on the process's first sight of a handled object.
 func runsOnDelete(r *contract.Handler, handled, resumed bool) bool {
-	return reasonOf(r) == handlers.ReasonDelete ||
-		reasonOf(r) == handlers.ReasonResume && r.Options.Deleted && !resumed && handled
+	return ReasonOf(r) == handlers.ReasonDelete ||
+		ReasonOf(r) == handlers.ReasonResume && r.Options.Deleted && !resumed && handled
 }
 
 // finalizerStep is what a live object's finalizers need: gopf adds its own
 // where neither it nor Kopf's is and want says one is needed, and removes
 // its own when nothing needs it. Kopf's goes only with a deletion.
-func (k *kindController) finalizerStep(obj interface{ GetFinalizers() []string }, want bool) finalizerStep {
-	own := slices.Contains(obj.GetFinalizers(), k.finalizer)
+func (k *KindController) finalizerStep(obj interface{ GetFinalizers() []string }, want bool) FinalizerStep {
+	own := slices.Contains(obj.GetFinalizers(), k.Finalizer)
 	switch {
-	case want && !own && !slices.Contains(obj.GetFinalizers(), k.opts.KopfFinalizer):
-		return finalizerAdd
+	case want && !own && !slices.Contains(obj.GetFinalizers(), k.Opts.KopfFinalizer):
+		return FinalizerAdd
 	case !want && own:
-		return finalizerRemove
+		return FinalizerRemove
 	}
 	return finalizerKept
 }
 
 // deleteEntries are the entries of the handlers that run for a deletion.
-func (t *turn) deleteEntries(selected []*contract.Handler, resumed bool) []*entry {
-	var entries []*entry
+func (t *Turn) deleteEntries(selected []*contract.Handler, resumed bool) []*Entry {
+	var entries []*Entry
 	for _, r := range selected {
-		if runsOnDelete(r, t.known != nil, resumed) {
-			entries = append(entries, &entry{reg: r, opts: r.Options, old: t.essenceTree, handled: t.essence})
+		if runsOnDelete(r, t.Known != nil, resumed) {
+			entries = append(entries, &Entry{Reg: r, Opts: r.Options, old: t.essenceTree, handled: t.Essence})
 		}
 	}
 	return entries
@@ -149,12 +149,12 @@ func (t *turn) deleteEntries(selected []*contract.Handler, resumed bool) []*entr
 
 // superseded lists, sorted, the handlers whose records a deletion ends
 // unfinished: they will not run again.
-func (t *turn) superseded() []string {
-	if t.known == nil {
+func (t *Turn) superseded() []string {
+	if t.Known == nil {
 		return nil
 	}
 	var ids []string
-	for id, rec := range t.known.Progress {
+	for id, rec := range t.Known.Progress {
 		if rec.Purpose != handlers.ReasonDelete && !rec.Finished() {
 			ids = append(ids, id)
 		}
@@ -165,11 +165,11 @@ func (t *turn) superseded() []string {
 
 // nextDue is when the first of the entries that waits for a retry is due,
 // or zero.
-func (t *turn) nextDue(purpose handlers.Reason, entries []*entry) time.Time {
+func (t *Turn) nextDue(purpose handlers.Reason, entries []*Entry) time.Time {
 	var next time.Time
 	for _, e := range entries {
-		rec := e.record(purpose, t.st.Progress)
-		if rec == nil || rec.Finished() || rec.Delayed == nil || !rec.Delayed.After(t.now) {
+		rec := e.Record(purpose, t.St.Progress)
+		if rec == nil || rec.Finished() || rec.Delayed == nil || !rec.Delayed.After(t.Now) {
 			continue
 		}
 		if next.IsZero() || rec.Delayed.Before(next) {
@@ -179,12 +179,12 @@ func (t *turn) nextDue(purpose handlers.Reason, entries []*entry) time.Time {
 	return next
 }
 
-// record is the stored progress record a call of e continues, or nil when
+// Record is the stored progress record a call of e continues, or nil when
 // the call starts afresh: there is no record, it belongs to another cause,
 // it is an earlier process's finished resume (e.again), or a newer change
 // replaces it (e.fresh).
-func (e *entry) record(purpose handlers.Reason, records map[string]*state.Progress) *state.Progress {
-	rec := records[e.opts.ID]
+func (e *Entry) Record(purpose handlers.Reason, records map[string]*state.Progress) *state.Progress {
+	rec := records[e.Opts.ID]
 	if rec == nil || e.fresh || rec.Purpose != purpose && rec.Purpose != e.reason() || e.again && rec.Finished() {
 		return nil
 	}
@@ -218,12 +218,12 @@ func changePurpose(known *state.State, essence string, resumed bool) (purpose ha
 
 // changeEntries are the entries of the selected change handlers that run
 // for the cause purpose, and the resume handlers if withResume.
-func (t *turn) changeEntries(selected []*contract.Handler, purpose handlers.Reason, withResume bool) []*entry {
+func (t *Turn) changeEntries(selected []*contract.Handler, purpose handlers.Reason, withResume bool) []*Entry {
 	var base any // the last-handled essence, decoded: only updates need it
-	if purpose == handlers.ReasonUpdate && t.known != nil && t.known.Essence != "" {
-		base = state.DecodeJSON(t.known.Essence)
+	if purpose == handlers.ReasonUpdate && t.Known != nil && t.Known.Essence != "" {
+		base = state.DecodeJSON(t.Known.Essence)
 	}
-	var entries []*entry
+	var entries []*Entry
 	for _, r := range selected {
 		if e := t.changeEntry(r, purpose, base); e != nil {
 			entries = append(entries, e)
@@ -231,8 +231,8 @@ func (t *turn) changeEntries(selected []*contract.Handler, purpose handlers.Reas
 	}
 	if withResume {
 		for _, r := range selected {
-			if reasonOf(r) == handlers.ReasonResume && !hasEntry(entries, r.Options.ID) { // stacked on an update: once
-				entries = append(entries, &entry{reg: r, opts: r.Options, new: t.essenceTree, handled: t.essence, again: true})
+			if ReasonOf(r) == handlers.ReasonResume && !hasEntry(entries, r.Options.ID) { // stacked on an update: once
+				entries = append(entries, &Entry{Reg: r, Opts: r.Options, new: t.essenceTree, handled: t.Essence, again: true})
 			}
 		}
 	}
@@ -241,9 +241,9 @@ func (t *turn) changeEntries(selected []*contract.Handler, purpose handlers.Reas
 
 // changeEntry decides whether a registration runs for the cause, and with
 // which old and new values.
-func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base any) *entry {
+func (t *Turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base any) *Entry {
 	switch {
-	case purpose == handlers.ReasonCreate && reasonOf(r) == handlers.ReasonCreate:
+	case purpose == handlers.ReasonCreate && ReasonOf(r) == handlers.ReasonCreate:
 		return t.createEntry(r)
 	case purpose == handlers.ReasonCreate && r.Kind == spec.KindField:
 		// Field handlers see creation with the field set as a change.
@@ -254,8 +254,8 @@ func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base an
 		if !ok || !matchField(r.Options, nil, false, nv, ok) {
 			return nil
 		}
-		return &entry{reg: r, opts: r.Options, new: nv, diff: state.Diff(nil, nv), handled: t.essence}
-	case purpose == handlers.ReasonUpdate && reasonOf(r) == handlers.ReasonUpdate:
+		return &Entry{Reg: r, Opts: r.Options, new: nv, diff: state.Diff(nil, nv), handled: t.Essence}
+	case purpose == handlers.ReasonUpdate && ReasonOf(r) == handlers.ReasonUpdate:
 		return t.updateEntry(r, base)
 	}
 	return nil
@@ -263,9 +263,9 @@ func (t *turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base an
 
 // createEntry is the entry of a create handler, or nil when its field
 // filters refuse the object.
-func (t *turn) createEntry(r *contract.Handler) *entry {
+func (t *Turn) createEntry(r *contract.Handler) *Entry {
 	o := r.Options
-	e := &entry{reg: r, opts: o, new: t.essenceTree, handled: t.essence}
+	e := &Entry{Reg: r, Opts: o, new: t.essenceTree, handled: t.Essence}
 	if o.Field != nil {
 		nv, ok := state.Lookup(t.essenceTree, o.Field)
 		if !matchField(o, nil, false, nv, ok) {
@@ -280,24 +280,24 @@ func (t *turn) createEntry(r *contract.Handler) *entry {
 // updateEntry is the entry of an update handler (field handlers included)
 // for the change from base, the last-handled essence, or from what the
 // handler finished on if that is newer; nil when it has nothing to handle.
-func (t *turn) updateEntry(r *contract.Handler, base any) *entry {
+func (t *Turn) updateEntry(r *contract.Handler, base any) *Entry {
 	o := r.Options
 	old := base
 	// done is the entry of a handler that finished this cause and has
 	// nothing newer to handle: its record stays, so that a later turn of
 	// the same cause does not take it for a handler that never ran.
-	var done *entry
-	rec := t.st.Progress[o.ID]
+	var done *Entry
+	rec := t.St.Progress[o.ID]
 	if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.Finished() {
-		done = &entry{reg: r, opts: o, handled: rec.Handled}
-		if rec.Handled == t.essence {
+		done = &Entry{Reg: r, Opts: o, handled: rec.Handled}
+		if rec.Handled == t.Essence {
 			return done
 		}
 	}
 	if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.Success && rec.Handled != "" {
 		old = state.DecodeJSON(rec.Handled)
 	}
-	e := &entry{reg: r, opts: o, old: old, new: t.essenceTree, handled: t.essence, fresh: done != nil}
+	e := &Entry{Reg: r, Opts: o, old: old, new: t.essenceTree, handled: t.Essence, fresh: done != nil}
 	if o.Field != nil {
 		ov, oldOK, nv, newOK := fieldValues(o.Field, old, t.essenceTree)
 		if oldOK == newOK && state.SameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
@@ -317,19 +317,19 @@ func (t *turn) updateEntry(r *contract.Handler, base any) *entry {
 // if it has not finished. Its field may have changed since: then it sees
 // that change, from the value it finished on, as it would in an update;
 // otherwise its record stays.
-func (t *turn) createFieldAgain(r *contract.Handler) *entry {
+func (t *Turn) createFieldAgain(r *contract.Handler) *Entry {
 	o := r.Options
-	rec := t.st.Progress[o.ID]
+	rec := t.St.Progress[o.ID]
 	if rec == nil || !rec.Finished() || rec.Handled == "" {
 		return nil
 	}
-	done := &entry{reg: r, opts: o, handled: rec.Handled}
-	if rec.Handled == t.essence {
+	done := &Entry{Reg: r, Opts: o, handled: rec.Handled}
+	if rec.Handled == t.Essence {
 		return done
 	}
 	ov, oldOK, nv, newOK := fieldValues(o.Field, state.DecodeJSON(rec.Handled), t.essenceTree)
 	if oldOK == newOK && state.SameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
 		return done
 	}
-	return &entry{reg: r, opts: o, old: ov, new: nv, diff: state.Diff(ov, nv), handled: t.essence, fresh: true}
+	return &Entry{Reg: r, Opts: o, old: ov, new: nv, diff: state.Diff(ov, nv), handled: t.Essence, fresh: true}
 }

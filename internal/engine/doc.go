@@ -3,10 +3,10 @@
 // object's stored state, decides what to do (decide, a pure function of the
 // object, its state, the selected registrations and the time), runs the
 // handlers that are due (turn) and writes the outcome in one request
-// (write). Around it: the spawner of timers and daemons, lazy kinds (kinds
-// whose CRD comes and goes), the operator-level handlers and watchers,
-// peering, and the planner behind `status` and `plan`, which renders the
-// same decision without acting on it.
+// (write). Around it: lazy kinds (kinds whose CRD comes and goes), the
+// operator-level handlers and watchers. Timers and daemons run in
+// internal/spawn, peering in internal/peering; internal/plan renders the
+// same decision for `status` and `plan` without acting on it.
 //
 // The public face is package reconcile (Options, Setup); how the engine
 // works, step by step, is described there. The stored state's format is

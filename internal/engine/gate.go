@@ -83,7 +83,7 @@ func (g *gate) change(fn func()) {
 }
 
 // WakeUp makes the controller reconcile one object again.
-func (k *kindController) WakeUp(ctx context.Context, obj client.Object) {
+func (k *KindController) WakeUp(ctx context.Context, obj client.Object) {
 	go func() {
 		select {
 		case k.wake <- event.GenericEvent{Object: obj}:
@@ -94,13 +94,13 @@ func (k *kindController) WakeUp(ctx context.Context, obj client.Object) {
 
 // wakeAll reconciles every object of the kind in the cache, e.g. after a
 // pause.
-func (k *kindController) wakeAll(ctx context.Context) {
+func (k *KindController) wakeAll(ctx context.Context) {
 	list, err := k.newList()
 	if err == nil {
 		err = k.cache.List(ctx, list)
 	}
 	if err != nil {
-		k.log.Error(err, "listing objects to handle them again")
+		k.Log.Error(err, "listing objects to handle them again")
 		return
 	}
 	_ = forEachItem(list, func(obj client.Object) { k.WakeUp(ctx, obj) })
@@ -108,9 +108,9 @@ func (k *kindController) wakeAll(ctx context.Context) {
 
 // newList returns an empty list of the kind, in the Go type the controller
 // reads objects into.
-func (k *kindController) newList() (client.ObjectList, error) {
-	listGVK := k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List")
-	if _, ok := k.newObject().(*unstructured.Unstructured); ok {
+func (k *KindController) newList() (client.ObjectList, error) {
+	listGVK := k.Gvk.GroupVersion().WithKind(k.Gvk.Kind + "List")
+	if _, ok := k.NewObject().(*unstructured.Unstructured); ok {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(listGVK)
 		return l, nil

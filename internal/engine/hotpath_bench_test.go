@@ -144,7 +144,7 @@ func benchRegistry(unstructuredObjects bool) *handlers.Registry {
 
 // benchController is the controller Setup would build for the registry,
 // reading from and writing to server.
-func benchController(b *testing.B, unstructuredObjects bool, server *benchServer) *kindController {
+func benchController(b *testing.B, unstructuredObjects bool, server *benchServer) *KindController {
 	b.Helper()
 	reg := benchRegistry(unstructuredObjects)
 	if err := reg.Err(); err != nil {
@@ -154,24 +154,24 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := Options{}.withDefaults()
+	opts := Options{}.WithDefaults()
 	set := contract.SetOf(reg)
-	k := &kindController{
-		name: "gopf-kopfexample.kopf.dev", gvk: benchGVK, opts: opts,
-		reader: server, writer: server, hasStatus: true, finalizer: opts.Prefix + "/finalizer",
+	k := &KindController{
+		Name: "gopf-kopfexample.kopf.dev", Gvk: benchGVK, Opts: opts,
+		reader: server, writer: server, HasStatus: true, Finalizer: opts.Prefix + "/finalizer",
 		shared: &shared{set: set, indexes: spec.NewIndexes(), gate: &gate{started: true}, scope: sc, memo: &spec.Memo{}},
-		log:    logr.Discard(), memory: newMemories(nil),
+		Log:    logr.Discard(), memory: newMemories(nil),
 	}
 	if unstructuredObjects {
-		k.newObject = func() client.Object { u := &unstructured.Unstructured{}; u.SetGroupVersionKind(benchGVK); return u }
+		k.NewObject = func() client.Object { u := &unstructured.Unstructured{}; u.SetGroupVersionKind(benchGVK); return u }
 	} else {
-		k.newObject = func() client.Object { return &kopfv1.KopfExample{} }
+		k.NewObject = func() client.Object { return &kopfv1.KopfExample{} }
 	}
-	if err := k.chooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
+	if err := k.ChooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
 		b.Fatal(err)
 	}
 	for _, r := range set.Handlers(contract.ObjectKinds...) {
-		k.add(r)
+		k.Add(r)
 	}
 	return k
 }
@@ -202,7 +202,7 @@ func benchObject(b *testing.B, unstructuredObjects bool) client.Object {
 // benchSetUp returns a controller and its server holding the benchmark's
 // object: new, handled (gopf's create handlers ran), or handled and then
 // changed (spec.field updated).
-func benchSetUp(b *testing.B, unstructuredObjects bool, stage string) (*kindController, *benchServer) {
+func benchSetUp(b *testing.B, unstructuredObjects bool, stage string) (*KindController, *benchServer) {
 	b.Helper()
 	server := &benchServer{b: b, obj: benchObject(b, unstructuredObjects)}
 	k := benchController(b, unstructuredObjects, server)
@@ -235,7 +235,7 @@ func benchSetUp(b *testing.B, unstructuredObjects bool, stage string) (*kindCont
 // benchReconcile reconciles the server's object b.N times, from the same
 // start each time (the object and, unless remember is set, gopf's memory of
 // it), and checks that each reconcile sent wantPatches patches.
-func benchReconcile(b *testing.B, k *kindController, server *benchServer, remember bool, wantPatches int) {
+func benchReconcile(b *testing.B, k *KindController, server *benchServer, remember bool, wantPatches int) {
 	start := server.obj
 	key := client.ObjectKeyFromObject(start)
 	ctx := logf.IntoContext(context.Background(), logr.Discard())
@@ -281,13 +281,13 @@ func BenchmarkReconcile(b *testing.B) {
 }
 
 // benchTurn is a turn on a handled KopfExample whose spec.field changed.
-func benchTurn(b *testing.B) (*kindController, *turn) {
+func benchTurn(b *testing.B) (*KindController, *Turn) {
 	k, server := benchSetUp(b, false, "changed")
-	t := &turn{k: k, log: logr.Discard(), obj: server.obj, now: time.Now(), store: k.store}
-	if err := t.refresh(); err != nil {
+	t := &Turn{K: k, log: logr.Discard(), Obj: server.obj, Now: time.Now(), Store: k.Store}
+	if err := t.Refresh(); err != nil {
 		b.Fatal(err)
 	}
-	t.mem = &memory{resumed: true}
+	t.Mem = &Memory{resumed: true}
 	return k, t
 }
 
@@ -297,7 +297,7 @@ func BenchmarkEssence(b *testing.B) {
 	_, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if err := t.refresh(); err != nil {
+		if err := t.Refresh(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -308,7 +308,7 @@ func BenchmarkStateLoad(b *testing.B) {
 	_, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if st, err := t.store.Load(t.raw); err != nil || st == nil {
+		if st, err := t.Store.Load(t.Raw); err != nil || st == nil {
 			b.Fatal(st, err)
 		}
 	}
@@ -317,7 +317,7 @@ func BenchmarkStateLoad(b *testing.B) {
 // BenchmarkStateCompare decides whether the state changed (it did not).
 func BenchmarkStateCompare(b *testing.B) {
 	_, t := benchTurn(b)
-	st, err := t.store.Load(t.raw)
+	st, err := t.Store.Load(t.Raw)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func BenchmarkSelect(b *testing.B) {
 	k, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if got := k.selected(k.change, t.obj, t.raw); len(got) != 3 {
+		if got := k.selected(k.Change, t.Obj, t.Raw); len(got) != 3 {
 			b.Fatalf("%d handlers selected, want 3", len(got))
 		}
 	}
@@ -345,17 +345,17 @@ func BenchmarkSelect(b *testing.B) {
 // handler's old and new values and diff.
 func BenchmarkCause(b *testing.B) {
 	k, t := benchTurn(b)
-	st, err := t.store.Load(t.raw)
+	st, err := t.Store.Load(t.Raw)
 	if err != nil {
 		b.Fatal(err)
 	}
-	t.known, t.st = st, st.Clone()
+	t.Known, t.St = st, st.Clone()
 	b.ReportAllocs()
 	for range b.N {
-		purpose, _ := changePurpose(t.known, t.essence, true)
-		base := state.DecodeJSON(t.known.Essence)
+		purpose, _ := changePurpose(t.Known, t.Essence, true)
+		base := state.DecodeJSON(t.Known.Essence)
 		n := 0
-		for _, r := range k.change {
+		for _, r := range k.Change {
 			if e := t.changeEntry(r, purpose, base); e != nil {
 				n++
 			}

@@ -97,7 +97,7 @@ func TestSelectedReturnsTheAcceptedHandlersInOrder(t *testing.T) {
 		}
 		return r
 	}
-	k := &kindController{}
+	k := &KindController{}
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "a"}}}
 	ids := func(rs []*contract.Handler) (out []string) {
 		for _, r := range rs {

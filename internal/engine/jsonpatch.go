@@ -19,7 +19,7 @@ import (
 // transformations (Patch.Transform): raw, as decoded JSON, with the patch's
 // merge changes applied and then its transformations, in order. It returns
 // nil when the patch has none: then the write is a merge patch as ever.
-func (k *kindController) transformed(raw map[string]any, p *spec.Patch) (map[string]any, error) {
+func (k *KindController) transformed(raw map[string]any, p *spec.Patch) (map[string]any, error) {
 	fns := spec.Transforms(p)
 	if len(fns) == 0 {
 		return nil, nil
@@ -42,7 +42,7 @@ func (k *kindController) transformed(raw map[string]any, p *spec.Patch) (map[str
 	obj := state.ApplyMergePatch(base.(map[string]any), changes.(map[string]any))
 	for i, fn := range fns {
 		if err := runTransform(fn, obj); err != nil {
-			return nil, fmt.Errorf("transformation %d of the patch of a %s: %w", i+1, k.gvk.Kind, err)
+			return nil, fmt.Errorf("transformation %d of the patch of a %s: %w", i+1, k.Gvk.Kind, err)
 		}
 	}
 	return obj, nil
@@ -65,7 +65,7 @@ func runTransform(fn func(map[string]any), obj map[string]any) (err error) {
 // a JSON patch from raw to final for that part instead, guarded by a test of
 // obj's resourceVersion; nothing when the part did not change. whole is
 // as for sendAs.
-func (k *kindController) sendPart(ctx context.Context, obj client.Object, raw, final, body map[string]any, status, whole bool) error {
+func (k *KindController) sendPart(ctx context.Context, obj client.Object, raw, final, body map[string]any, status, whole bool) error {
 	if final == nil {
 		return k.send(ctx, obj, body, status, whole)
 	}
@@ -78,7 +78,7 @@ func (k *kindController) sendPart(ctx context.Context, obj client.Object, raw, f
 		ops = jsonPatchOps(ops, "/status", base.(map[string]any)["status"], final["status"])
 	} else {
 		from, to := base.(map[string]any), final
-		if k.hasStatus {
+		if k.HasStatus {
 			from, to = without(from, "status"), without(to, "status")
 		}
 		ops = jsonPatchOps(ops, "", from, to)

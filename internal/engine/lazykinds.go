@@ -92,7 +92,7 @@ type lazyKind struct {
 
 // runningKind is a lazy kind while it is served.
 type runningKind struct {
-	kc     *kindController
+	kc     *KindController
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -297,7 +297,7 @@ func (l *lazyKinds) start(ctx context.Context, lk *lazyKind) error {
 		return fmt.Errorf("preparing %s: %w", lk.gvk, err)
 	}
 	for _, r := range lk.handlers {
-		kc.add(r)
+		kc.Add(r)
 	}
 	run := &runningKind{kc: kc}
 	run.ctx, run.cancel = context.WithCancel(ctx)
@@ -316,13 +316,13 @@ func (l *lazyKinds) start(ctx context.Context, lk *lazyKind) error {
 // manager for a kind served from the start: the watcher of its event and
 // index handlers, the spawner of its timers and daemons, and the
 // controller of its change and level handlers, timers and daemons.
-func (l *lazyKinds) runnables(kc *kindController) ([]func(context.Context) error, error) {
+func (l *lazyKinds) runnables(kc *KindController) ([]func(context.Context) error, error) {
 	var out []func(context.Context) error
 	if len(kc.events)+len(kc.indexes) > 0 {
 		out = append(out, l.watcherOf(kc))
 	}
-	if len(kc.change)+len(kc.level)+len(kc.spawned) > 0 {
-		if len(kc.spawned) > 0 {
+	if len(kc.Change)+len(kc.level)+len(kc.Spawned) > 0 {
+		if len(kc.Spawned) > 0 {
 			kc.spawner = kc.newSpawner(l.opts.MaxConcurrentReconciles)
 			out = append(out, kc.spawner.Start)
 		}
@@ -337,7 +337,7 @@ func (l *lazyKinds) runnables(kc *kindController) ([]func(context.Context) error
 
 // watcherOf returns the run of kc's watcher. A watcher that feeds indexes
 // counts, until it stops, among those whose first list the indexes wait for.
-func (l *lazyKinds) watcherOf(kc *kindController) func(context.Context) error {
+func (l *lazyKinds) watcherOf(kc *KindController) func(context.Context) error {
 	w := &watcher{k: kc, cache: kc.cache, events: kc.events, indexes: kc.indexes}
 	if len(kc.indexes) == 0 {
 		return w.Start
@@ -385,7 +385,7 @@ func (l *lazyKinds) launch(lk *lazyKind, run *runningKind, runnables []func(cont
 
 // syncInformers waits until the informers of kc's controller are in
 // sync, for as long as the manager's controllers wait for theirs.
-func (l *lazyKinds) syncInformers(ctx context.Context, kc *kindController) error {
+func (l *lazyKinds) syncInformers(ctx context.Context, kc *KindController) error {
 	timeout := l.mgr.GetControllerOptions().CacheSyncTimeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute // controller-runtime's default
@@ -412,7 +412,7 @@ func (l *lazyKinds) stop(lk *lazyKind, why string) {
 	}
 	run.cancel()
 	run.done.Wait()
-	if err := l.mgr.GetCache().RemoveInformer(context.Background(), run.kc.newObject()); err != nil {
+	if err := l.mgr.GetCache().RemoveInformer(context.Background(), run.kc.NewObject()); err != nil {
 		l.log.Error(err, "removing the informer of a kind that is gone", "kind", lk.gvk.String())
 	}
 	l.log.Info("kind is not served any more; its handlers stopped", "kind", lk.gvk.String(), "reason", why)
@@ -466,25 +466,25 @@ func (lk *lazyKind) wakeAll() {
 // unmanagedController builds the kind's controller-runtime controller with
 // the same sources as start's builder, for a caller that starts and stops
 // it itself. Its name may repeat (a kind whose CRD came back).
-func (k *kindController) unmanagedController(mgr manager.Manager, opts Options) (controller.Controller, error) {
+func (k *KindController) unmanagedController(mgr manager.Manager, opts Options) (controller.Controller, error) {
 	copts := controller.Options{
 		Reconciler:              k,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		SkipNameValidation:      ptr.To(true),
-		Logger:                  mgr.GetLogger().WithValues("controllerGroup", k.gvk.Group, "controllerKind", k.gvk.Kind),
+		Logger:                  mgr.GetLogger().WithValues("controllerGroup", k.Gvk.Group, "controllerKind", k.Gvk.Kind),
 	}
 	copts.DefaultFromConfig(mgr.GetControllerOptions())
-	c, err := controller.NewUnmanaged(k.name, copts)
+	c, err := controller.NewUnmanaged(k.Name, copts)
 	if err != nil {
-		return nil, fmt.Errorf("gopf: the controller for %s: %w", k.gvk, err)
+		return nil, fmt.Errorf("gopf: the controller for %s: %w", k.Gvk, err)
 	}
 	srcs := []source.Source{
-		quietSync{source.Kind(k.cache, k.newObject(), &ctrlhandler.TypedEnqueueRequestForObject[client.Object]{})},
+		quietSync{source.Kind(k.cache, k.NewObject(), &ctrlhandler.TypedEnqueueRequestForObject[client.Object]{})},
 		source.Channel(k.wake, &ctrlhandler.EnqueueRequestForObject{}),
 	}
 	for _, r := range k.level {
 		for _, owned := range r.Options.Owned {
-			toOwner := ctrlhandler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.newObject(), ctrlhandler.OnlyControllerOwner())
+			toOwner := ctrlhandler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.NewObject(), ctrlhandler.OnlyControllerOwner())
 			srcs = append(srcs, quietSync{source.Kind(k.cache, owned, toOwner)})
 		}
 		for _, w := range r.Options.Watched {
@@ -493,7 +493,7 @@ func (k *kindController) unmanagedController(mgr manager.Manager, opts Options) 
 	}
 	for _, s := range srcs {
 		if err := c.Watch(s); err != nil {
-			return nil, fmt.Errorf("gopf: watching for %s: %w", k.gvk, err)
+			return nil, fmt.Errorf("gopf: watching for %s: %w", k.Gvk, err)
 		}
 	}
 	return c, nil
@@ -502,8 +502,8 @@ func (k *kindController) unmanagedController(mgr manager.Manager, opts Options) 
 // informed returns an object of each kind whose informer the kind's
 // controller watches: the kind's own, and those its level handlers own or
 // watch.
-func (k *kindController) informed() []client.Object {
-	objs := []client.Object{k.newObject()}
+func (k *KindController) informed() []client.Object {
+	objs := []client.Object{k.NewObject()}
 	for _, r := range k.level {
 		objs = append(objs, r.Options.Owned...)
 		for _, w := range r.Options.Watched {

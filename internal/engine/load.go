@@ -10,25 +10,25 @@ import (
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
-// refresh re-reads the object's JSON form and essence after obj changed.
-func (t *turn) refresh() error {
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
+// Refresh re-reads the object's JSON form and essence after obj changed.
+func (t *Turn) Refresh() error {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.Obj)
 	if err != nil {
-		return fmt.Errorf("converting %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
+		return fmt.Errorf("converting %s %s/%s: %w", t.K.Gvk.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
 	}
-	t.raw = raw
-	e := state.Essence(raw, t.k.opts.Prefix, t.k.extra)
+	t.Raw = raw
+	e := state.Essence(raw, t.K.Opts.Prefix, t.K.Extra)
 	data, err := state.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("encoding the essence of %s %s/%s: %w", t.k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
+		return fmt.Errorf("encoding the essence of %s %s/%s: %w", t.K.Gvk.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
 	}
-	t.essence = string(data)
+	t.Essence = string(data)
 	// Handlers see the essence as decoded JSON, as the stored one they
 	// are compared with reads.
 	if tree, ok := state.AsDecodedJSON(e); ok {
 		t.essenceTree = tree
 	} else {
-		t.essenceTree = state.DecodeJSON(t.essence)
+		t.essenceTree = state.DecodeJSON(t.Essence)
 	}
 	return nil
 }
@@ -37,14 +37,14 @@ func (t *turn) refresh() error {
 // in obj: its finalizers and resourceVersion. That patch is guarded by the
 // resourceVersion, so nothing else changed: the essence stays and the
 // object need not be converted again.
-func (t *turn) refreshMetadata() {
-	old, _ := t.raw["metadata"].(map[string]any)
+func (t *Turn) refreshMetadata() {
+	old, _ := t.Raw["metadata"].(map[string]any)
 	meta := make(map[string]any, len(old)+1)
 	for key, v := range old {
 		meta[key] = v
 	}
-	meta["resourceVersion"] = t.obj.GetResourceVersion()
-	if finalizers := t.obj.GetFinalizers(); len(finalizers) > 0 {
+	meta["resourceVersion"] = t.Obj.GetResourceVersion()
+	if finalizers := t.Obj.GetFinalizers(); len(finalizers) > 0 {
 		list := make([]any, len(finalizers))
 		for i, f := range finalizers {
 			list[i] = f
@@ -53,10 +53,10 @@ func (t *turn) refreshMetadata() {
 	} else {
 		delete(meta, "finalizers")
 	}
-	t.raw["metadata"] = meta
+	t.Raw["metadata"] = meta
 }
 
-// loadState reads the stored state from every place gopf and Kopf may have
+// LoadState reads the stored state from every place gopf and Kopf may have
 // kept it (see kopfFallback) and returns the error of state that cannot be
 // read, which reportBadState reports; the sound state of another place is
 // used instead (gopf's other place, or the state of the Kopf operator gopf
@@ -66,14 +66,14 @@ func (t *turn) refreshMetadata() {
 //
 // After a failed write that carried a handler's own patch, the turn is to
 // send that write again, alone (see flush).
-func (t *turn) loadState() error {
-	loaded, err := state.LoadAll(t.store, t.raw)
-	t.loaded, t.known = loaded, loaded
+func (t *Turn) LoadState() error {
+	loaded, err := state.LoadAll(t.Store, t.Raw)
+	t.Loaded, t.Known = loaded, loaded
 	t.takeUnsaved()
-	if t.known != nil {
-		t.st = t.known.Clone()
+	if t.Known != nil {
+		t.St = t.Known.Clone()
 	} else {
-		t.st = &state.State{}
+		t.St = &state.State{}
 	}
 	t.matchStoredForm()
 	return err
@@ -81,41 +81,41 @@ func (t *turn) loadState() error {
 
 // reportBadState reports state that cannot be read (a log line and a
 // Warning Event, once per object and process).
-func (t *turn) reportBadState(err error) {
-	if err == nil || t.mem.warned {
+func (t *Turn) reportBadState(err error) {
+	if err == nil || t.Mem.warned {
 		return
 	}
-	t.mem.warned = true
+	t.Mem.warned = true
 	what := "the object is handled as new"
-	if t.loaded != nil {
+	if t.Loaded != nil {
 		what = "the state found in another place is used"
 	}
 	msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s and the state will be rewritten", err, what)
-	t.log.Info("WARNING: "+msg, "where", t.store.Where())
-	t.k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
+	t.log.Info("WARNING: "+msg, "where", t.Store.Where())
+	t.K.recorder.Eventf(t.Obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
 }
 
 // takeUnsaved takes into the turn what a failed write did not store.
-func (t *turn) takeUnsaved() {
-	u := t.mem.unsaved
+func (t *Turn) takeUnsaved() {
+	u := t.Mem.unsaved
 	switch {
 	case u == nil:
 	case u.patch != nil:
 		// A write with a handler's own patch failed: the state
 		// describes the patched object, so the patch goes out again
 		// with it, before anything else (see flush).
-		t.known, t.flushing = u.st, true
+		t.Known, t.flushing = u.st, true
 		t.patch = *clonePatch(u.patch)
 		for id, r := range u.results {
 			t.keepResult(id, r)
 		}
-	case state.SameState(t.loaded, u.st):
-		t.mem.unsaved = nil // stored after all
+	case state.SameState(t.Loaded, u.st):
+		t.Mem.unsaved = nil // stored after all
 	default:
 		// A write failed: what gopf knows beats what is stored, so that
 		// a handler that succeeded is not called again; its result is
 		// written with the state.
-		t.known = u.st
+		t.Known = u.st
 		for id, r := range u.results {
 			t.keepResult(id, r)
 		}

@@ -27,15 +27,15 @@ const (
 
 // bridgeLogs wraps a handler's logger so that its lines are posted as Events
 // as Options.LogEvents says.
-func (k *kindController) bridgeLogs(log logr.Logger, x *contract.Extras) logr.Logger {
-	if k.opts.LogEvents == LogEventsOff {
+func (k *KindController) bridgeLogs(log logr.Logger, x *contract.Extras) logr.Logger {
+	if k.Opts.LogEvents == LogEventsOff {
 		return log
 	}
 	sink := log.GetSink()
 	if sink == nil {
 		sink = nopSink{} // logging is off, the bridge is not
 	}
-	return logr.New(&eventSink{LogSink: sink, level: k.opts.LogEvents, post: x.Post})
+	return logr.New(&eventSink{LogSink: sink, level: k.Opts.LogEvents, post: x.Post})
 }
 
 // eventSink is a logr.LogSink that also posts lines as Events.

@@ -71,9 +71,9 @@ func changeOfField(k spec.Kind) bool { return k == spec.KindUpdate || k == spec.
 // hasEntry reports whether entries has one of the handler id: a resume
 // handler that shares its id with an update handler (Kopf's stacked
 // decorators) runs as that update handler when both would run.
-func hasEntry(entries []*entry, id string) bool {
+func hasEntry(entries []*Entry, id string) bool {
 	for _, e := range entries {
-		if e.reg.Options.ID == id {
+		if e.Reg.Options.ID == id {
 			return true
 		}
 	}
@@ -83,7 +83,7 @@ func hasEntry(entries []*entry, id string) bool {
 // selected returns the registrations whose filters accept obj; raw is obj
 // as a JSON-like map. When all do, it returns regs itself: callers only
 // read the result.
-func (k *kindController) selected(regs []*contract.Handler, obj client.Object, raw map[string]any) []*contract.Handler {
+func (k *KindController) selected(regs []*contract.Handler, obj client.Object, raw map[string]any) []*contract.Handler {
 	for i, r := range regs {
 		if k.selects(r, obj, raw) {
 			continue
@@ -101,7 +101,7 @@ func (k *kindController) selected(regs []*contract.Handler, obj client.Object, r
 
 // selects applies a handler's filters to obj in the handler's Go type. raw
 // is obj as a JSON-like map, or nil to have it converted when needed.
-func (k *kindController) selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
+func (k *KindController) selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 	var indexes *spec.Indexes
 	if k.shared != nil { // the planner has no indexes: filters see none
 		indexes = k.shared.indexes
@@ -115,6 +115,6 @@ func (k *kindController) selects(r *contract.Handler, obj client.Object, raw map
 
 // holds reports whether obj carries gopf's finalizer or that of the Kopf
 // operator gopf takes over from, which gopf answers for as for its own.
-func (k *kindController) holds(obj client.Object) bool {
-	return controllerutil.ContainsFinalizer(obj, k.finalizer) || controllerutil.ContainsFinalizer(obj, k.opts.KopfFinalizer)
+func (k *KindController) holds(obj client.Object) bool {
+	return controllerutil.ContainsFinalizer(obj, k.Finalizer) || controllerutil.ContainsFinalizer(obj, k.Opts.KopfFinalizer)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
-// memory is what the engine remembers about one object in this process.
-type memory struct {
+// Memory is what the engine remembers about one object in this process.
+type Memory struct {
 	uid       types.UID
 	written   *state.State // the state of gopf's last write, until the cache shows it
 	writtenAt time.Time
@@ -35,7 +35,7 @@ type memory struct {
 // cache shows the write once it shows both that state and that essence
 // (essence is the object's current one), so that the handlers' own patch
 // is never taken for a change.
-func (m *memory) consistencyWait(s state.Storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
+func (m *Memory) consistencyWait(s state.Storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
 	if m.written == nil {
 		return 0
 	}
@@ -53,7 +53,7 @@ func (m *memory) consistencyWait(s state.Storage, obj map[string]any, essence st
 
 // wrote remembers a write of state st, after which the object shows the
 // essence showing ("" when the state records an older essence).
-func (m *memory) wrote(st *state.State, showing string) {
+func (m *Memory) wrote(st *state.State, showing string) {
 	m.written, m.showing, m.writtenAt = st, showing, time.Now()
 }
 
@@ -78,24 +78,24 @@ type unsaved struct {
 // its memo has by then.
 type memories struct {
 	mu       sync.Mutex
-	m        map[types.NamespacedName]*memory
+	m        map[types.NamespacedName]*Memory
 	operator *shared // nil: memos start empty
 }
 
 // newMemories returns an empty set; objects' memos are seeded from the
 // operator memo of sh.
 func newMemories(sh *shared) *memories {
-	return &memories{m: map[types.NamespacedName]*memory{}, operator: sh}
+	return &memories{m: map[types.NamespacedName]*Memory{}, operator: sh}
 }
 
 // get returns the memory of the object, new if the object is new or was
 // replaced by another of the same name.
-func (ms *memories) get(key types.NamespacedName, uid types.UID) *memory {
+func (ms *memories) get(key types.NamespacedName, uid types.UID) *Memory {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	m, ok := ms.m[key]
 	if !ok || m.uid != uid {
-		m = &memory{uid: uid}
+		m = &Memory{uid: uid}
 		ms.m[key] = m
 	}
 	ms.seed(m)
@@ -117,7 +117,7 @@ func (ms *memories) find(key types.NamespacedName, uid types.UID) *spec.Memo {
 
 // seed gives m's memo the operator memo's keys once the startup handlers
 // are done.
-func (ms *memories) seed(m *memory) {
+func (ms *memories) seed(m *Memory) {
 	if m.seeded || ms.operator == nil || !ms.operator.gate.hasStarted() {
 		return
 	}

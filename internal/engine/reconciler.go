@@ -27,14 +27,14 @@ import (
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
-// kindController is the Reconciler of one watched kind.
-type kindController struct {
-	name      string
-	gvk       schema.GroupVersionKind
-	opts      Options
-	change    []*contract.Handler // change handlers, in registration order
+// KindController is the Reconciler of one watched kind.
+type KindController struct {
+	Name      string
+	Gvk       schema.GroupVersionKind
+	Opts      Options
+	Change    []*contract.Handler // change handlers, in registration order
 	level     []*contract.Handler // OnReconcile handlers
-	spawned   []*contract.Handler // timers and daemons
+	Spawned   []*contract.Handler // timers and daemons
 	events    []*contract.Handler // OnEvent handlers
 	indexes   []*contract.Handler // OnIndex functions
 	cache     cache.Cache
@@ -42,17 +42,17 @@ type kindController struct {
 	shared    *shared
 	scheme    *runtime.Scheme
 	wake      chan event.GenericEvent // objects to reconcile again
-	log       logr.Logger
-	extra     [][]string    // field paths kept in the essence
+	Log       logr.Logger
+	Extra     [][]string    // field paths kept in the essence
 	reader    client.Reader // the manager's cache
 	writer    client.Client
 	recorder  recorder.EventRecorder
-	newObject func() client.Object
-	hasStatus bool
-	finalizer string
+	NewObject func() client.Object
+	HasStatus bool
+	Finalizer string
 	memory    *memories
 	mu        sync.Mutex
-	store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
+	Store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
 	kopf      *kopfstate.Store
 	place     *state.StatusPlace // what the kind's status keeps
 	// statusKept is set once a response showed the state in status: the
@@ -62,11 +62,11 @@ type kindController struct {
 	fellBack atomic.Bool
 }
 
-var _ reconcile.Reconciler = (*kindController)(nil)
+var _ reconcile.Reconciler = (*KindController)(nil)
 
 // Reconcile handles one object: it reads the object and gopf's state of
 // it, decides what to do (decide) and does it (execute).
-func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (k *KindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
 	defer k.shared.busy.Add(-1)
 	if !k.shared.gate.admit() || !k.shared.scope.Includes(req.Namespace) {
@@ -76,11 +76,11 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	if t == nil || err != nil {
 		return reconcile.Result{RequeueAfter: wait}, err
 	}
-	loadErr := t.loadState()
-	d := t.decide(k.memoryFacts(req.NamespacedName, t.mem))
-	if d.route == routeIgnore {
+	loadErr := t.LoadState()
+	d := t.Decide(k.memoryFacts(req.NamespacedName, t.Mem))
+	if d.Route == RouteIgnore {
 		if k.spawner != nil {
-			k.spawner.Sync(req.NamespacedName, t.obj, t.essence, nil)
+			k.spawner.Sync(req.NamespacedName, t.Obj, t.Essence, nil)
 		}
 		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
 	}
@@ -95,9 +95,9 @@ func (k *kindController) Reconcile(ctx context.Context, req reconcile.Request) (
 // cache are ready for it. A nil turn means there is nothing to do yet: the
 // object is gone, or the reconcile is to be retried after wait (or with
 // the error).
-func (k *kindController) read(ctx context.Context, req reconcile.Request) (*turn, time.Duration, error) {
+func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn, time.Duration, error) {
 	log := logf.FromContext(ctx)
-	obj := k.newObject()
+	obj := k.NewObject()
 	if err := k.reader.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			k.memory.forget(req.NamespacedName)
@@ -106,20 +106,20 @@ func (k *kindController) read(ctx context.Context, req reconcile.Request) (*turn
 			}
 			return nil, 0, nil
 		}
-		return nil, 0, fmt.Errorf("reading %s %s from the cache: %w", k.gvk.Kind, req.NamespacedName, err)
+		return nil, 0, fmt.Errorf("reading %s %s from the cache: %w", k.Gvk.Kind, req.NamespacedName, err)
 	}
 	if !k.shared.indexesReady() {
 		log.V(1).Info("waiting for the indexes to see their initial lists")
 		return nil, 100 * time.Millisecond, nil
 	}
 	mem := k.memory.get(req.NamespacedName, obj.GetUID())
-	t := &turn{k: k, log: log, obj: obj, now: time.Now(), store: k.storage(), mem: mem}
-	if err := t.refresh(); err != nil {
+	t := &Turn{K: k, log: log, Obj: obj, Now: time.Now(), Store: k.storage(), Mem: mem}
+	if err := t.Refresh(); err != nil {
 		return nil, 0, err
 	}
 	// Wait (without blocking the worker) for the cache to show our own last
 	// write, so that one change is never handled twice.
-	if wait := t.mem.consistencyWait(t.store, t.raw, t.essence, k.opts.ConsistencyTimeout); wait > 0 {
+	if wait := t.Mem.consistencyWait(t.Store, t.Raw, t.Essence, k.Opts.ConsistencyTimeout); wait > 0 {
 		log.V(1).Info("waiting for the cache to catch up with gopf's last write", "wait", wait)
 		return nil, wait, nil
 	}
@@ -127,44 +127,44 @@ func (k *kindController) read(ctx context.Context, req reconcile.Request) (*turn
 }
 
 // memoryFacts is what the process remembers of an object, for decide.
-func (k *kindController) memoryFacts(key types.NamespacedName, mem *memory) memoryFacts {
-	return memoryFacts{resumed: mem.resumed, released: mem.released, spawnHolds: func(spawn []*contract.Handler) bool {
+func (k *KindController) memoryFacts(key types.NamespacedName, mem *Memory) MemoryFacts {
+	return MemoryFacts{Resumed: mem.resumed, released: mem.released, SpawnHolds: func(spawn []*contract.Handler) bool {
 		return k.spawner.NeedsFinalizer(key, spawn)
 	}}
 }
 
 // execute carries out a decision on the turn's object: the route's steps,
 // then the level handlers, then one write of results and state.
-func (t *turn) execute(ctx context.Context, d decision) (reconcile.Result, error) {
-	k, key := t.k, client.ObjectKeyFromObject(t.obj)
-	switch d.route {
+func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error) {
+	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
+	switch d.Route {
 	case routeReleased:
 		t.log.V(1).Info("waiting for the cache to show the finalizer's removal")
 		return reconcile.Result{}, nil
-	case routeDelete:
+	case RouteDelete:
 		if released, err := t.handleDeletion(ctx, d); released || err != nil {
 			return reconcile.Result{}, err
 		}
-	case routeOthers:
+	case RouteOthers:
 		// Someone else's finalizer holds the object; nothing of ours to do.
 		if k.spawner != nil {
 			k.spawner.Stop(key)
 		}
-	case routeLive:
+	case RouteLive:
 		// The finalizer comes before any handler can cause side effects,
 		// and goes when nothing needs it.
-		if d.finalizer != finalizerKept {
-			if err := k.setFinalizer(ctx, t.obj, d.finalizer == finalizerAdd); err != nil {
+		if d.Finalizer != finalizerKept {
+			if err := k.setFinalizer(ctx, t.Obj, d.Finalizer == FinalizerAdd); err != nil {
 				return reconcile.Result{}, err
 			}
 			t.refreshMetadata()
 		}
 		t.changeCause(ctx, d)
 		if k.spawner != nil {
-			k.spawner.Sync(key, t.obj, t.essence, d.spawn)
+			k.spawner.Sync(key, t.Obj, t.Essence, d.Spawn)
 		}
 	}
-	res, levelErr := t.runLevel(ctx, d.level, d.purpose)
+	res, levelErr := t.runLevel(ctx, d.Level, d.Purpose)
 	if err := t.write(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -177,20 +177,20 @@ func (t *turn) execute(ctx context.Context, d decision) (reconcile.Result, error
 // handleDeletion runs the delete handlers of an object gopf's finalizer
 // holds, and releases the finalizer once they are done and the object's
 // daemons are gone. It reports whether the finalizer was released.
-func (t *turn) handleDeletion(ctx context.Context, d decision) (bool, error) {
-	k, key := t.k, client.ObjectKeyFromObject(t.obj)
+func (t *Turn) handleDeletion(ctx context.Context, d Decision) (bool, error) {
+	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
 	done := t.deleteCause(ctx, d)
 	gone := k.spawner == nil || k.spawner.Stop(key)
 	switch {
 	case done && gone:
-		if err := k.setFinalizer(ctx, t.obj, false); err != nil {
+		if err := k.setFinalizer(ctx, t.Obj, false); err != nil {
 			// Remember that the delete handlers are done, so that the
 			// retry removes the finalizer without calling them again.
-			t.mem.unsaved = &unsaved{st: t.st, results: t.results}
+			t.Mem.unsaved = &unsaved{st: t.St, results: t.results}
 			return false, err
 		}
-		t.mem.released = true
-		metrics.Causes.WithLabelValues(k.name, string(handlers.ReasonDelete)).Inc()
+		t.Mem.released = true
+		metrics.Causes.WithLabelValues(k.Name, string(handlers.ReasonDelete)).Inc()
 		t.log.Info("deletion handled; finalizer removed")
 		return true, nil
 	case done:
@@ -199,16 +199,16 @@ func (t *turn) handleDeletion(ctx context.Context, d decision) (bool, error) {
 	return false, nil
 }
 
-func (k *kindController) storage() state.Storage {
+func (k *KindController) storage() state.Storage {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.store
+	return k.Store
 }
 
-func (k *kindController) setStorage(s state.Storage) {
+func (k *KindController) setStorage(s state.Storage) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.store = s
+	k.Store = s
 }
 
 // toJSONValue turns a handler's result into plain JSON values (maps, slices,

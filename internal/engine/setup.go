@@ -82,7 +82,7 @@ func OptionsFrom(public any) Options {
 	return o
 }
 
-func (o Options) withDefaults() Options {
+func (o Options) WithDefaults() Options {
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 16
 	}
@@ -123,7 +123,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err := reg.Err(); err != nil {
 		return err
 	}
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	if err := opts.validate(); err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
 	if err := setupActivities(mgr, reg, sh, opts); err != nil {
 		return err
 	}
-	kinds, pending, err := kindsOf(reg, mgr.GetScheme(), mgr.GetRESTMapper(), func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error) {
+	kinds, pending, err := KindsOf(reg, mgr.GetScheme(), mgr.GetRESTMapper(), func(gvk schema.GroupVersionKind, proto *contract.Handler) (*KindController, error) {
 		return newKindController(mgr, disco, gvk, proto, opts, sh)
 	})
 	if err != nil {
@@ -173,7 +173,7 @@ func (o Options) validate() error {
 // lazyKinds). A chosen kind is left to its own handlers when it has some:
 // those of the kinds that started, and of the pending ones. The indexes of
 // pending kinds exist from the start, as those of served kinds do.
-func addLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, reg *handlers.Registry, started []*kindController,
+func addLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, reg *handlers.Registry, started []*KindController,
 	pending []*pendingKind, opts Options, sh *shared) error {
 	selected := selectedOf(reg)
 	if len(pending)+len(selected) == 0 {
@@ -181,7 +181,7 @@ func addLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, reg *
 	}
 	explicit := map[schema.GroupKind]bool{}
 	for _, kc := range started {
-		explicit[kc.gvk.GroupKind()] = true
+		explicit[kc.Gvk.GroupKind()] = true
 	}
 	for _, p := range pending {
 		explicit[p.gvk.GroupKind()] = true
@@ -214,18 +214,18 @@ func selectedOf(reg *handlers.Registry) []*contract.Handler {
 	return out
 }
 
-// kindsOf groups the object handlers of reg by the kind they resolve to,
+// KindsOf groups the object handlers of reg by the kind they resolve to,
 // kinds in the order of their first registration; newKind makes the
 // controller of a kind from that first registration. A kind that is known
 // (by a Go type in the scheme or ForKind) but not served by the API server
 // is pending: its handlers wait for its CRD (see lazyKinds). Errors name
 // the handler.
-func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMapper,
-	newKind func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error)) ([]*kindController, []*pendingKind, error) {
+func KindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMapper,
+	newKind func(gvk schema.GroupVersionKind, proto *contract.Handler) (*KindController, error)) ([]*KindController, []*pendingKind, error) {
 	var errs []error
-	byKind := map[schema.GroupVersionKind]*kindController{}
+	byKind := map[schema.GroupVersionKind]*KindController{}
 	waiting := map[schema.GroupVersionKind]*pendingKind{}
-	var order []*kindController
+	var order []*KindController
 	var pending []*pendingKind
 	for _, r := range contract.SetOf(reg).Handlers(contract.ObjectKinds...) {
 		if r.Options.Kinds != nil {
@@ -255,7 +255,7 @@ func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMap
 			byKind[gvk] = kc
 			order = append(order, kc)
 		}
-		kc.add(r)
+		kc.Add(r)
 	}
 	return order, pending, errors.Join(errs...)
 }
@@ -263,11 +263,11 @@ func kindsOf(reg *handlers.Registry, scheme *runtime.Scheme, mapper meta.RESTMap
 // start adds the kind's watcher (event handlers and indexes), spawner
 // (timers and daemons) and controller (everything else) to the manager;
 // each only if the kind has handlers for it.
-func (k *kindController) start(mgr manager.Manager, opts Options) error {
+func (k *KindController) start(mgr manager.Manager, opts Options) error {
 	// Create the kind's informer now, so that the manager's cache sync
 	// waits for it before anything else starts.
-	if _, err := k.cache.GetInformer(context.Background(), k.newObject(), cache.BlockUntilSynced(false)); err != nil {
-		return fmt.Errorf("gopf: watching %s: %w", k.gvk, err)
+	if _, err := k.cache.GetInformer(context.Background(), k.NewObject(), cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("gopf: watching %s: %w", k.Gvk, err)
 	}
 	if len(k.events)+len(k.indexes) > 0 {
 		w := &watcher{k: k, cache: k.cache, events: k.events, indexes: k.indexes}
@@ -283,20 +283,20 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 			k.shared.mu.Unlock()
 		}
 		if err := mgr.Add(w); err != nil {
-			return fmt.Errorf("gopf: watching %s: %w", k.gvk, err)
+			return fmt.Errorf("gopf: watching %s: %w", k.Gvk, err)
 		}
 	}
-	if len(k.change)+len(k.level)+len(k.spawned) == 0 {
+	if len(k.Change)+len(k.level)+len(k.Spawned) == 0 {
 		return nil
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named(k.name).
-		For(k.newObject()).
+		Named(k.Name).
+		For(k.NewObject()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
-	if len(k.spawned) > 0 {
+	if len(k.Spawned) > 0 {
 		k.spawner = k.newSpawner(opts.MaxConcurrentReconciles)
 		if err := mgr.Add(k.spawner); err != nil {
-			return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", k.gvk, err)
+			return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", k.Gvk, err)
 		}
 	}
 	b = b.WatchesRawSource(source.Channel(k.wake, &ctrlhandler.EnqueueRequestForObject{}))
@@ -318,7 +318,7 @@ func (k *kindController) start(mgr manager.Manager, opts Options) error {
 		}
 	})
 	if err := b.Complete(k); err != nil {
-		return fmt.Errorf("gopf: starting the controller for %s: %w", k.gvk, err)
+		return fmt.Errorf("gopf: starting the controller for %s: %w", k.Gvk, err)
 	}
 	return nil
 }
@@ -365,8 +365,8 @@ func mapToRequests(fn func(ctx context.Context, obj client.Object) []types.Names
 // newKindController prepares the controller of one kind; proto is the first
 // registration for it and decides the Go type objects are read into.
 func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *contract.Handler,
-	opts Options, sh *shared) (*kindController, error) {
-	kc, err := describeKind(mgr.GetRESTMapper(), disco, gvk, objectMaker(gvk, proto), opts)
+	opts Options, sh *shared) (*KindController, error) {
+	kc, err := DescribeKind(mgr.GetRESTMapper(), disco, gvk, ObjectMaker(gvk, proto), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -376,13 +376,13 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	kc.shared = sh
 	kc.scheme = mgr.GetScheme()
 	kc.wake = make(chan event.GenericEvent, 1024)
-	kc.log = mgr.GetLogger().WithValues("controller", kc.name)
-	kc.kopf.Log = kc.log
-	if opts.Storage == StorageAuto && kc.hasStatus && !kc.place.KeepsState() {
-		kc.log.Info("keeping gopf's state of this kind in annotations: its status cannot keep it", "reason", kc.place.State)
+	kc.Log = mgr.GetLogger().WithValues("controller", kc.Name)
+	kc.kopf.Log = kc.Log
+	if opts.Storage == StorageAuto && kc.HasStatus && !kc.place.KeepsState() {
+		kc.Log.Info("keeping gopf's state of this kind in annotations: its status cannot keep it", "reason", kc.place.State)
 	}
 	if !kc.place.Schema.Known {
-		kc.log.Info("the kind's CRD could not be read: gopf assumes its status keeps what the Go type keeps", "reason", kc.place.Schema.Why)
+		kc.Log.Info("the kind's CRD could not be read: gopf assumes its status keeps what the Go type keeps", "reason", kc.place.Schema.Why)
 	}
 	kc.memory = newMemories(sh)
 	sh.operator.AddObjectMemos(gvk, kc.memory.find)
@@ -390,13 +390,13 @@ func newKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	return kc, nil
 }
 
-// describeKind is what the controller of a kind knows without a manager:
+// DescribeKind is what the controller of a kind knows without a manager:
 // its name, Go type (newObject), finalizer and storage. The planner reads
 // objects through it too, so that it reads stored state exactly as the
 // controller does. It reads the kind's CRD, if it has one, to decide where
 // the state lives (see placement.go).
-func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind,
-	newObject func() client.Object, opts Options) (*kindController, error) {
+func DescribeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind,
+	newObject func() client.Object, opts Options) (*KindController, error) {
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("kind %s is not served by the API server: %w", gvk, err)
@@ -405,21 +405,21 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 	if err != nil {
 		return nil, err
 	}
-	kc := &kindController{
-		name:      "gopf-" + strings.ToLower(gvk.Kind) + nonEmptyDot(gvk.Group),
-		gvk:       gvk,
-		opts:      opts,
-		hasStatus: hasStatus,
-		finalizer: opts.Prefix + "/finalizer",
-		newObject: newObject,
+	kc := &KindController{
+		Name:      "gopf-" + strings.ToLower(gvk.Kind) + nonEmptyDot(gvk.Group),
+		Gvk:       gvk,
+		Opts:      opts,
+		HasStatus: hasStatus,
+		Finalizer: opts.Prefix + "/finalizer",
+		NewObject: newObject,
 	}
-	if err := kc.chooseStorage(state.ReadKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)); err != nil {
+	if err := kc.ChooseStorage(state.ReadKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)); err != nil {
 		return nil, err
 	}
 	return kc, nil
 }
 
-// chooseStorage sets where the controller keeps its state, from its
+// ChooseStorage sets where the controller keeps its state, from its
 // options, whether the kind has a status subresource, and what its status
 // keeps (s: the API server's schema; the Go type of k.newObject):
 //
@@ -433,34 +433,34 @@ func describeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 //
 // Whatever the place, gopf's other place and Kopf's state are read too
 // (see kopfFallback), so that no object with a history looks new.
-func (k *kindController) chooseStorage(s state.KindSchema) error {
-	opts := k.opts
-	k.kopf = &kopfstate.Store{Prefix: opts.KopfPrefix, Kind: k.gvk.Kind, EssenceOf: k.essenceText, Log: logr.Discard()}
-	k.place = state.NewStatusPlace(s, k.newObject, opts.StatusField)
+func (k *KindController) ChooseStorage(s state.KindSchema) error {
+	opts := k.Opts
+	k.kopf = &kopfstate.Store{Prefix: opts.KopfPrefix, Kind: k.Gvk.Kind, EssenceOf: k.essenceText, Log: logr.Discard()}
+	k.place = state.NewStatusPlace(s, k.NewObject, opts.StatusField)
 	inStatus, inAnnotations := state.StatusStorage{Field: opts.StatusField}, state.AnnotationStorage{Prefix: opts.Prefix}
 	switch {
 	case opts.Storage == StorageKopf:
-		k.store, k.finalizer = k.kopf, opts.KopfFinalizer
+		k.Store, k.Finalizer = k.kopf, opts.KopfFinalizer
 	case opts.Storage == StorageStatus && !k.place.KeepsState():
 		return fmt.Errorf("StorageStatus: gopf's state cannot be kept in status.%s of %s: %s; declare the field (an object with x-kubernetes-preserve-unknown-fields) or use StorageAuto",
-			opts.StatusField, k.gvk, k.place.State)
-	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.hasStatus && k.place.KeepsState():
-		k.store = kopfstate.Fallback{Storage: inStatus, Other: inAnnotations, Kopf: k.kopf}
+			opts.StatusField, k.Gvk, k.place.State)
+	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.HasStatus && k.place.KeepsState():
+		k.Store = kopfstate.Fallback{Storage: inStatus, Other: inAnnotations, Kopf: k.kopf}
 	default:
-		k.store = kopfstate.Fallback{Storage: inAnnotations, Other: inStatus, Kopf: k.kopf}
+		k.Store = kopfstate.Fallback{Storage: inAnnotations, Other: inStatus, Kopf: k.kopf}
 	}
 	return nil
 }
 
 // essenceText is the essence of obj as gopf stores it.
-func (k *kindController) essenceText(obj map[string]any) string {
-	data, _ := state.Marshal(state.Essence(obj, k.opts.Prefix, k.extra))
+func (k *KindController) essenceText(obj map[string]any) string {
+	data, _ := state.Marshal(state.Essence(obj, k.Opts.Prefix, k.Extra))
 	return string(data)
 }
 
-// objectMaker returns the constructor of the objects of a kind: the Go type
+// ObjectMaker returns the constructor of the objects of a kind: the Go type
 // of its first registration proto, or unstructured objects.
-func objectMaker(gvk schema.GroupVersionKind, proto *contract.Handler) func() client.Object {
+func ObjectMaker(gvk schema.GroupVersionKind, proto *contract.Handler) func() client.Object {
 	if !proto.Unstructured {
 		return proto.NewObject
 	}
@@ -471,24 +471,24 @@ func objectMaker(gvk schema.GroupVersionKind, proto *contract.Handler) func() cl
 	}
 }
 
-// add puts a registration in its place: change handlers or level handlers;
+// Add puts a registration in its place: change handlers or level handlers;
 // fields they name are kept in the essence.
-func (k *kindController) add(r *contract.Handler) {
+func (k *KindController) Add(r *contract.Handler) {
 	switch r.Kind {
 	case spec.KindReconcile:
 		k.level = append(k.level, r)
 	case spec.KindTimer, spec.KindDaemon:
-		k.spawned = append(k.spawned, r)
+		k.Spawned = append(k.Spawned, r)
 	case spec.KindEvent:
 		k.events = append(k.events, r)
 	case spec.KindIndex:
 		k.indexes = append(k.indexes, r)
 	default:
-		k.change = append(k.change, r)
+		k.Change = append(k.Change, r)
 		k.kopf.Known(r.Options.ID)
 	}
 	if r.Options.Field != nil {
-		k.extra = append(k.extra, r.Options.Field)
+		k.Extra = append(k.Extra, r.Options.Field)
 	}
 }
 

@@ -97,20 +97,20 @@ func stateIsCompact(st *state.State) bool {
 // matchStoredForm makes the turn compare essences in the form gopf last
 // stored: when that is compact, the current essence is compacted the same
 // way, so that an unchanged object is not taken for a changed one.
-func (t *turn) matchStoredForm() {
-	if !stateIsCompact(t.known) {
+func (t *Turn) matchStoredForm() {
+	if !stateIsCompact(t.Known) {
 		return
 	}
-	t.full = t.essence
-	t.essence, t.essenceTree = compactEssence(t.essence, t.essenceTree, t.k.extra)
+	t.full = t.Essence
+	t.Essence, t.essenceTree = compactEssence(t.Essence, t.essenceTree, t.K.Extra)
 }
 
 // measure returns the object's size as JSON without gopf's stored state,
 // measured once per turn.
-func (t *turn) measure() int {
+func (t *Turn) measure() int {
 	if t.size == 0 {
-		data, _ := state.Marshal(t.raw)
-		t.size = len(data) - len(t.loaded.Encode())
+		data, _ := state.Marshal(t.Raw)
+		t.size = len(data) - len(t.Loaded.Encode())
 	}
 	return t.size
 }
@@ -118,7 +118,7 @@ func (t *turn) measure() int {
 // checkResult returns a permanent error if handler id's result cannot be
 // stored on the object, with the object's size, the result's and the
 // limit.
-func (t *turn) checkResult(id string, result any) error {
+func (t *Turn) checkResult(id string, result any) error {
 	if result == nil {
 		return nil
 	}
@@ -136,40 +136,40 @@ func (t *turn) checkResult(id string, result any) error {
 // fits reports whether st can be stored on an object of base bytes (its
 // size without gopf's state, with the results): within the budget, and
 // within the annotations' limit where the state is kept in annotations.
-func (t *turn) fits(st *state.State, base int) bool {
+func (t *Turn) fits(st *state.State, base int) bool {
 	var scratch spec.Patch
-	return base+len(st.Encode()) <= objectSizeBudget && !errors.Is(t.store.Save(&scratch, t.raw, st), state.ErrTooLarge)
+	return base+len(st.Encode()) <= objectSizeBudget && !errors.Is(t.Store.Save(&scratch, t.Raw, st), state.ErrTooLarge)
 }
 
 // fitState puts the state about to be saved in the form that fits (see
 // fitForm) and reports whether it differs from the stored state, that is,
 // whether it is to be written.
-func (t *turn) fitState() (changed bool) {
-	changed = !state.SameState(t.st, t.loaded)
-	if !changed && len(t.results) == 0 || t.st.Essence == "" && len(t.st.Progress) == 0 {
+func (t *Turn) fitState() (changed bool) {
+	changed = !state.SameState(t.St, t.Loaded)
+	if !changed && len(t.results) == 0 || t.St.Essence == "" && len(t.St.Progress) == 0 {
 		return changed // nothing is written, or nothing large: nothing needs to fit
 	}
 	t.fitForm()
-	return !state.SameState(t.st, t.loaded)
+	return !state.SameState(t.St, t.Loaded)
 }
 
 // fitForm makes the state compact when the full form would take the object
 // over the budget, and full again when it fits and the state is written
 // anyway.
-func (t *turn) fitForm() {
+func (t *Turn) fitForm() {
 	results := 0
 	for _, r := range t.results {
 		data, _ := state.Marshal(r)
 		results += len(data)
 	}
 	base := t.measure() + results
-	if stateIsCompact(t.st) {
-		if t.full == "" || t.st.Encode() == t.loaded.Encode() {
+	if stateIsCompact(t.St) {
+		if t.full == "" || t.St.Encode() == t.Loaded.Encode() {
 			return // unchanged: no write for the form alone
 		}
-		full := t.st.Clone()
+		full := t.St.Clone()
 		expand := func(s string) string {
-			if s == t.essence {
+			if s == t.Essence {
 				return t.full
 			}
 			return s
@@ -179,11 +179,11 @@ func (t *turn) fitForm() {
 			rec.Handled = expand(rec.Handled)
 		}
 		if !stateIsCompact(full) && t.fits(full, base) {
-			t.st = full
+			t.St = full
 		}
 		return
 	}
-	if t.fits(t.st, base) {
+	if t.fits(t.St, base) {
 		return
 	}
 	compacted := map[string]string{}
@@ -194,12 +194,12 @@ func (t *turn) fitForm() {
 		if c, ok := compacted[s]; ok {
 			return c
 		}
-		c, _ := compactEssence(s, state.DecodeJSON(s), t.k.extra)
+		c, _ := compactEssence(s, state.DecodeJSON(s), t.K.Extra)
 		compacted[s] = c
 		return c
 	}
-	t.st.Essence = compact(t.st.Essence)
-	for _, rec := range t.st.Progress {
+	t.St.Essence = compact(t.St.Essence)
+	for _, rec := range t.St.Progress {
 		rec.Handled = compact(rec.Handled)
 	}
 	t.log.V(1).Info("the object is too large for a full copy of its essence; keeping a digest and the fields handlers name", "bytes", base)
@@ -208,15 +208,15 @@ func (t *turn) fitForm() {
 // writeTooLarge reports a write that the API server refused for its size:
 // once per object and process, as a Warning Event and a log line. It
 // reports whether err was such a refusal, which is not retried.
-func (t *turn) writeTooLarge(err error) bool {
+func (t *Turn) writeTooLarge(err error) bool {
 	if !isTooLarge(err) {
 		return false
 	}
-	if !t.mem.tooLarge {
-		t.mem.tooLarge = true
+	if !t.Mem.tooLarge {
+		t.Mem.tooLarge = true
 		msg := fmt.Sprintf("gopf's write was refused as too large (%v); it is not retried until the object changes", err)
 		t.log.Info("WARNING: " + msg)
-		t.k.recorder.Eventf(t.obj, nil, "Warning", "TooLarge", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
+		t.K.recorder.Eventf(t.Obj, nil, "Warning", "TooLarge", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
 	}
 	return true
 }

@@ -17,21 +17,21 @@ import (
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
-// turn is the working set of one reconcile of one object.
-type turn struct {
-	k     *kindController
+// Turn is the working set of one reconcile of one object.
+type Turn struct {
+	K     *KindController
 	log   logr.Logger
-	obj   client.Object
-	raw   map[string]any
-	mem   *memory
-	store state.Storage
-	now   time.Time
+	Obj   client.Object
+	Raw   map[string]any
+	Mem   *Memory
+	Store state.Storage
+	Now   time.Time
 
-	loaded *state.State // as stored; nil if nothing is
-	known  *state.State // what gopf knows: the stored state, or a newer one it failed to write
-	st     *state.State // as it will be stored
+	Loaded *state.State // as stored; nil if nothing is
+	Known  *state.State // what gopf knows: the stored state, or a newer one it failed to write
+	St     *state.State // as it will be stored
 
-	essence     string // current essence, as JSON (compact if the stored one is: see size.go)
+	Essence     string // current essence, as JSON (compact if the stored one is: see size.go)
 	essenceTree any    // the same, decoded
 	full        string // the full essence while essence is compact
 	size        int    // the object's size without gopf's state, once measured (size.go)
@@ -42,10 +42,10 @@ type turn struct {
 	requeue  time.Duration  // the soonest retry, 0 for none
 }
 
-// entry is one handler (or sub-handler) scheduled in this turn.
-type entry struct {
-	reg      *contract.Handler
-	opts     spec.Options
+// Entry is one handler (or sub-handler) scheduled in this turn.
+type Entry struct {
+	Reg      *contract.Handler
+	Opts     spec.Options
 	sub      *contract.Handler // a sub-handler of reg, or nil
 	old, new any
 	diff     spec.Diff
@@ -65,27 +65,27 @@ type entry struct {
 
 // changeCause runs the change handlers of a live object's cause, as
 // decided, and records the cause as handled once all are finished.
-func (t *turn) changeCause(ctx context.Context, d decision) {
-	if d.purpose == handlers.ReasonCreate {
+func (t *Turn) changeCause(ctx context.Context, d Decision) {
+	if d.Purpose == handlers.ReasonCreate {
 		// Objects first handled in this process get no resume.
-		t.mem.resumed = true
+		t.Mem.resumed = true
 	}
-	if d.purpose == "" {
+	if d.Purpose == "" {
 		return
 	}
-	done := t.runAll(ctx, d.purpose, d.entries)
-	if d.withResume && (done || resumesFinished(d.entries, t.st.Progress)) {
-		t.mem.resumed = true
+	done := t.runAll(ctx, d.Purpose, d.Entries)
+	if d.WithResume && (done || resumesFinished(d.Entries, t.St.Progress)) {
+		t.Mem.resumed = true
 	}
 	if done {
-		if d.purpose == handlers.ReasonCreate {
-			t.st.Essence, t.st.Progress = t.createHandled(d.entries)
+		if d.Purpose == handlers.ReasonCreate {
+			t.St.Essence, t.St.Progress = t.createHandled(d.Entries)
 		} else {
-			t.st.Essence, t.st.Progress = t.essence, nil
+			t.St.Essence, t.St.Progress = t.Essence, nil
 		}
-		if len(d.entries) > 0 {
-			metrics.Causes.WithLabelValues(t.k.name, string(d.purpose)).Inc()
-			t.log.Info("cause handled", "cause", d.purpose, "handlers", len(d.entries))
+		if len(d.Entries) > 0 {
+			metrics.Causes.WithLabelValues(t.K.Name, string(d.Purpose)).Inc()
+			t.log.Info("cause handled", "cause", d.Purpose, "handlers", len(d.Entries))
 		}
 	}
 }
@@ -96,24 +96,24 @@ func (t *turn) changeCause(ctx context.Context, d decision) {
 // handlers, with the records of the field handlers that finished on a
 // newer essence, so that they see only what they have not seen. Without
 // such a change it is the current essence and no records.
-func (t *turn) createHandled(entries []*entry) (string, map[string]*state.Progress) {
-	handled := t.essence
+func (t *Turn) createHandled(entries []*Entry) (string, map[string]*state.Progress) {
+	handled := t.Essence
 	for _, e := range entries {
-		if rec := t.st.Progress[e.opts.ID]; e.reason() == handlers.ReasonCreate && rec != nil && rec.Handled != "" && rec.Handled != t.essence {
+		if rec := t.St.Progress[e.Opts.ID]; e.reason() == handlers.ReasonCreate && rec != nil && rec.Handled != "" && rec.Handled != t.Essence {
 			handled = rec.Handled
 			break
 		}
 	}
-	if handled == t.essence {
+	if handled == t.Essence {
 		return handled, nil // field handlers saw any change of their field (createFieldAgain)
 	}
 	var kept map[string]*state.Progress
 	for _, e := range entries {
-		if rec := t.st.Progress[e.opts.ID]; e.reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
+		if rec := t.St.Progress[e.Opts.ID]; e.reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
 			if kept == nil {
 				kept = map[string]*state.Progress{}
 			}
-			kept[e.opts.ID] = rec
+			kept[e.Opts.ID] = rec
 		}
 	}
 	return handled, kept
@@ -122,10 +122,10 @@ func (t *turn) createHandled(entries []*entry) (string, map[string]*state.Progre
 // resumesFinished reports whether the resume entries among entries have
 // finished in records, so that this process does not run them again while
 // the rest of the cause is unfinished.
-func resumesFinished(entries []*entry, records map[string]*state.Progress) bool {
+func resumesFinished(entries []*Entry, records map[string]*state.Progress) bool {
 	for _, e := range entries {
 		if e.again {
-			if rec := records[e.opts.ID]; rec == nil || !rec.Finished() {
+			if rec := records[e.Opts.ID]; rec == nil || !rec.Finished() {
 				return false
 			}
 		}
@@ -136,16 +136,16 @@ func resumesFinished(entries []*entry, records map[string]*state.Progress) bool 
 // deleteCause runs the delete handlers (and resume handlers that run for
 // deleted objects, on first sight), as decided. It reports whether all are
 // done, so that the finalizer can go.
-func (t *turn) deleteCause(ctx context.Context, d decision) bool {
-	if len(d.superseded) > 0 {
-		t.log.Info("deletion supersedes unfinished handlers; they will not run again", "cause", handlers.ReasonDelete, "dropped", d.superseded)
+func (t *Turn) deleteCause(ctx context.Context, d Decision) bool {
+	if len(d.Superseded) > 0 {
+		t.log.Info("deletion supersedes unfinished handlers; they will not run again", "cause", handlers.ReasonDelete, "dropped", d.Superseded)
 	}
-	return t.runAll(ctx, handlers.ReasonDelete, d.entries)
+	return t.runAll(ctx, handlers.ReasonDelete, d.Entries)
 }
 
 // runAll runs the entries that are due, records their progress in t.st and
 // reports whether every entry is finished.
-func (t *turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*entry) bool {
+func (t *Turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*Entry) bool {
 	records := map[string]*state.Progress{}
 	done := true
 	for _, e := range entries {
@@ -153,23 +153,23 @@ func (t *turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*e
 			done = false
 		}
 	}
-	t.st.Progress = records
+	t.St.Progress = records
 	if len(records) == 0 {
-		t.st.Progress = nil
+		t.St.Progress = nil
 	}
 	return done
 }
 
 // runEntry runs one entry if it is due (and then its sub-handlers), keeping
 // its record in records. It reports whether the entry is finished.
-func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, records map[string]*state.Progress) bool {
-	id := e.opts.ID
-	rec := e.record(purpose, t.st.Progress)
+func (t *Turn) runEntry(ctx context.Context, purpose handlers.Reason, e *Entry, records map[string]*state.Progress) bool {
+	id := e.Opts.ID
+	rec := e.Record(purpose, t.St.Progress)
 	if rec == nil {
-		rec = &state.Progress{Purpose: e.reason(), Started: t.now}
+		rec = &state.Progress{Purpose: e.reason(), Started: t.Now}
 	}
 	records[id] = rec
-	if rec.Finished() || rec.Delayed != nil && rec.Delayed.After(t.now) {
+	if rec.Finished() || rec.Delayed != nil && rec.Delayed.After(t.Now) {
 		return t.notDue(id, rec, records)
 	}
 	e.cause = e.callReason(purpose)
@@ -206,8 +206,8 @@ func (t *turn) runEntry(ctx context.Context, purpose handlers.Reason, e *entry, 
 // notDue keeps the record of an entry that is not called this time, and
 // its sub-handlers' records as they are; it reports whether the entry is
 // finished, and otherwise asks for a reconcile when it is due.
-func (t *turn) notDue(id string, rec *state.Progress, records map[string]*state.Progress) bool {
-	for childID, child := range t.st.Progress {
+func (t *Turn) notDue(id string, rec *state.Progress, records map[string]*state.Progress) bool {
+	for childID, child := range t.St.Progress {
 		if strings.HasPrefix(childID, id+"/") {
 			records[childID] = child
 		}
@@ -215,7 +215,7 @@ func (t *turn) notDue(id string, rec *state.Progress, records map[string]*state.
 	if rec.Finished() {
 		return true
 	}
-	t.soon(rec.Delayed.Sub(t.now))
+	t.soon(rec.Delayed.Sub(t.Now))
 	return false
 }
 
@@ -223,47 +223,47 @@ func (t *turn) notDue(id string, rec *state.Progress, records map[string]*state.
 // returns the call's extras (the sub-handlers it registered) and, if the
 // handler ran sub-handlers through Cause.Execute that are unfinished, when
 // the first of them is due.
-func (t *turn) callEntry(
-	ctx context.Context, purpose handlers.Reason, e *entry, rec *state.Progress, records map[string]*state.Progress,
+func (t *Turn) callEntry(
+	ctx context.Context, purpose handlers.Reason, e *Entry, rec *state.Progress, records map[string]*state.Progress,
 ) (any, *contract.Extras, *time.Time, error) {
 	c, x := t.newCall(e, rec)
 	var waiting *time.Time
 	if x.SubsAllowed {
 		x.Execute = func(ctx context.Context, subs []*contract.Handler) spec.SubsOutcome {
 			out := t.executeSubs(ctx, purpose, e, subs, records)
-			if due := t.now.Add(out.Due); len(out.Unfinished) > 0 && (waiting == nil || due.Before(*waiting)) {
+			if due := t.Now.Add(out.Due); len(out.Unfinished) > 0 && (waiting == nil || due.Before(*waiting)) {
 				waiting = &due
 			}
 			return out
 		}
 	}
 	began := time.Now()
-	h := e.reg
+	h := e.Reg
 	if e.sub != nil {
 		h = e.sub
 	}
-	result, err := t.k.Call(ctx, h, t.obj, c)
+	result, err := t.K.Call(ctx, h, t.Obj, c)
 	if err == nil {
-		err = t.checkResult(e.opts.ID, result)
+		err = t.checkResult(e.Opts.ID, result)
 	}
-	metrics.HandlerDuration.WithLabelValues(t.k.name, e.opts.ID).Observe(time.Since(began).Seconds())
+	metrics.HandlerDuration.WithLabelValues(t.K.Name, e.Opts.ID).Observe(time.Since(began).Seconds())
 	return result, x, waiting, err
 }
 
 // runSubs runs the sub-handlers of a parent; it reports whether all are
 // finished and, if not, when the first unfinished one is due.
-func (t *turn) runSubs(
-	ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler, records map[string]*state.Progress,
+func (t *Turn) runSubs(
+	ctx context.Context, purpose handlers.Reason, parent *Entry, subs []*contract.Handler, records map[string]*state.Progress,
 ) (bool, *time.Time) {
 	done := true
 	var next *time.Time
 	for _, s := range subs {
-		e := &entry{reg: parent.reg, opts: s.Options, sub: s, old: parent.old, new: parent.new, diff: parent.diff, handled: parent.handled}
+		e := &Entry{Reg: parent.Reg, Opts: s.Options, sub: s, old: parent.old, new: parent.new, diff: parent.diff, handled: parent.handled}
 		if t.runEntry(ctx, purpose, e, records) {
 			continue
 		}
 		done = false
-		due := t.now
+		due := t.Now
 		if d := records[s.Options.ID].Delayed; d != nil {
 			due = *d
 		}
@@ -276,11 +276,11 @@ func (t *turn) runSubs(
 
 // executeSubs runs the sub-handlers a parent's call gives Cause.Execute,
 // and tells how they stand.
-func (t *turn) executeSubs(ctx context.Context, purpose handlers.Reason, parent *entry, subs []*contract.Handler,
+func (t *Turn) executeSubs(ctx context.Context, purpose handlers.Reason, parent *Entry, subs []*contract.Handler,
 	records map[string]*state.Progress) spec.SubsOutcome {
 	var out spec.SubsOutcome
 	if done, next := t.runSubs(ctx, purpose, parent, subs, records); !done {
-		out.Due = next.Sub(t.now)
+		out.Due = next.Sub(t.Now)
 	}
 	for _, s := range subs {
 		id := s.Options.ID
@@ -301,23 +301,23 @@ func waitsForSubs(err error) bool {
 	return errors.Is(err, handlers.ErrSubHandlersUnfinished) && !errors.As(err, &perm)
 }
 
-func (e *entry) reason() handlers.Reason { return reasonOf(e.reg) }
+func (e *Entry) reason() handlers.Reason { return ReasonOf(e.Reg) }
 
 // callReason is the Reason a call of the entry gets when the turn handles
 // purpose: the handler's own cause, except for field handlers, which run
 // for the object's create or update as Kopf's do; that the field appeared
 // shows in their Diff (one DiffAdd at the field's root, Old nil).
-func (e *entry) callReason(purpose handlers.Reason) handlers.Reason {
-	if e.reg.Kind == spec.KindField {
+func (e *Entry) callReason(purpose handlers.Reason) handlers.Reason {
+	if e.Reg.Kind == spec.KindField {
 		return purpose
 	}
 	return e.reason()
 }
 
-// reasonOf is the cause a change handler runs for ("" for other kinds).
-func reasonOf(h *contract.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
+// ReasonOf is the cause a change handler runs for ("" for other kinds).
+func ReasonOf(h *contract.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
 
-func (t *turn) soon(d time.Duration) {
+func (t *Turn) soon(d time.Duration) {
 	if d <= 0 {
 		d = time.Millisecond
 	}
@@ -326,7 +326,7 @@ func (t *turn) soon(d time.Duration) {
 	}
 }
 
-func (t *turn) keepResult(id string, result any) {
+func (t *Turn) keepResult(id string, result any) {
 	if result == nil {
 		return
 	}
@@ -339,8 +339,8 @@ func (t *turn) keepResult(id string, result any) {
 // result is a handler's result as the turn's write will leave it: the
 // pending result, merged over status.<id> as stored, as decoded JSON (its
 // numbers float64, whichever way they came).
-func (t *turn) result(id string) (any, bool) {
-	status, _ := t.raw["status"].(map[string]any)
+func (t *Turn) result(id string) (any, bool) {
+	status, _ := t.Raw["status"].(map[string]any)
 	value, found := status[id]
 	if pending, ok := t.results[id]; ok {
 		patch, err := state.AsJSON(pending)

@@ -121,7 +121,7 @@ func (s *shared) indexesReady() bool {
 // order, with no reconcile queue in between. It is a Runnable on the
 // manager.
 type watcher struct {
-	k       *kindController
+	k       *KindController
 	cache   cache.Cache
 	events  []*contract.Handler
 	indexes []*contract.Handler
@@ -135,10 +135,10 @@ type watcher struct {
 // Start adds the event handler to the kind's informer and removes it when
 // the manager stops.
 func (w *watcher) Start(ctx context.Context) error {
-	w.log = w.k.log.WithName("watcher")
-	inf, err := w.cache.GetInformer(ctx, w.k.newObject(), cache.BlockUntilSynced(false))
+	w.log = w.k.Log.WithName("watcher")
+	inf, err := w.cache.GetInformer(ctx, w.k.NewObject(), cache.BlockUntilSynced(false))
 	if err != nil {
-		return fmt.Errorf("getting the informer of %s: %w", w.k.gvk, err)
+		return fmt.Errorf("getting the informer of %s: %w", w.k.Gvk, err)
 	}
 	w.mu.Lock()
 	w.ctx = ctx
@@ -155,7 +155,7 @@ func (w *watcher) Start(ctx context.Context) error {
 		DeleteFunc: func(obj any) { w.handle(obj, handlers.EventDeleted) },
 	})
 	if err != nil {
-		return fmt.Errorf("watching %s: %w", w.k.gvk, err)
+		return fmt.Errorf("watching %s: %w", w.k.Gvk, err)
 	}
 	w.mu.Lock()
 	w.reg = reg
@@ -202,7 +202,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 			_, _ = w.call(r, obj, event)
 		}
 	}
-	if event == handlers.EventDeleted && w.k.spawner == nil && len(w.k.change)+len(w.k.level) == 0 {
+	if event == handlers.EventDeleted && w.k.spawner == nil && len(w.k.Change)+len(w.k.level) == 0 {
 		w.k.memory.forget(key) // no controller forgets it for us
 	}
 }

@@ -29,16 +29,16 @@ const writeTimeout = 10 * time.Second
 // the reconcile is retried. The patch is built directly (the finalizer list
 // and the resourceVersion) and only the response's metadata is read back
 // into obj.
-func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on bool) error {
+func (k *KindController) setFinalizer(ctx context.Context, obj client.Object, on bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	finalizers := obj.GetFinalizers()
 	if on {
-		finalizers = append(finalizers[:len(finalizers):len(finalizers)], k.finalizer)
+		finalizers = append(finalizers[:len(finalizers):len(finalizers)], k.Finalizer)
 	} else {
 		kept := make([]string, 0, len(finalizers))
 		for _, f := range finalizers {
-			if f != k.finalizer && !(f == k.opts.KopfFinalizer && obj.GetDeletionTimestamp() != nil) {
+			if f != k.Finalizer && !(f == k.Opts.KopfFinalizer && obj.GetDeletionTimestamp() != nil) {
 				kept = append(kept, f)
 			}
 		}
@@ -49,7 +49,7 @@ func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on
 	err := k.sendAs(ctx, obj, types.MergePatchType, body, false, false)
 	if err != nil && !(apierrors.IsNotFound(err) && !on) {
 		verb := map[bool]string{true: "adding", false: "removing"}[on]
-		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.finalizer, k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.Finalizer, k.Gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }
@@ -62,7 +62,7 @@ func (k *kindController) setFinalizer(ctx context.Context, obj client.Object, on
 // by the next reconcile instead of running the handlers again, and so is
 // the handlers' own patch, which the kept state describes: that reconcile
 // sends it all again before it does anything else (see flush).
-func (t *turn) write(ctx context.Context) error {
+func (t *Turn) write(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	var own *spec.Patch // the handlers' own patch, before results and state join it
@@ -72,9 +72,9 @@ func (t *turn) write(ctx context.Context) error {
 	err := t.send(ctx, own != nil)
 	switch {
 	case err == nil:
-		t.mem.unsaved = nil
-	case own != nil || t.st.Essence != "" || len(t.st.Progress) > 0:
-		t.mem.unsaved = &unsaved{st: t.st, results: t.results, patch: own}
+		t.Mem.unsaved = nil
+	case own != nil || t.St.Essence != "" || len(t.St.Progress) > 0:
+		t.Mem.unsaved = &unsaved{st: t.St, results: t.results, patch: own}
 	}
 	if t.writeTooLarge(err) {
 		return nil // reported; retried when the object changes
@@ -85,48 +85,48 @@ func (t *turn) write(ctx context.Context) error {
 // send builds the write of the turn (see write) and sends it: the status
 // patch, then the object patch. own says that the handlers patched the
 // object themselves.
-func (t *turn) send(ctx context.Context, own bool) error {
-	k := t.k
+func (t *Turn) send(ctx context.Context, own bool) error {
+	k := t.K
 	t.mergeResults()
 	showing := t.handledPatched()
 	stateChanged := t.fitState()
 	if stateChanged {
-		if err := t.store.Save(&t.patch, t.raw, t.st); err != nil {
+		if err := t.Store.Save(&t.patch, t.Raw, t.St); err != nil {
 			if errors.Is(err, state.ErrTooLarge) {
-				k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "StateTooLarge", "Reconcile", "%v", err)
+				k.recorder.Eventf(t.Obj, nil, corev1.EventTypeWarning, "StateTooLarge", "Reconcile", "%v", err)
 			}
-			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.gvk.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
+			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.Gvk.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
 		}
 	}
-	final, err := k.transformed(t.raw, &t.patch)
+	final, err := k.transformed(t.Raw, &t.patch)
 	if err != nil {
 		return err
 	}
 	objectPatch, statusPatch := k.split(&t.patch)
-	if len(statusPatch) > 0 || final != nil && k.hasStatus {
+	if len(statusPatch) > 0 || final != nil && k.HasStatus {
 		if objectPatch, final, err = t.sendStatus(ctx, statusPatch, objectPatch, final, stateChanged); err != nil {
 			return err
 		}
 	}
 	if len(objectPatch) > 0 || final != nil {
-		if err := k.sendPart(ctx, t.obj, t.raw, final, objectPatch, false, false); err != nil {
+		if err := k.sendPart(ctx, t.Obj, t.Raw, final, objectPatch, false, false); err != nil {
 			return err
 		}
 	}
 	if stateChanged || own {
 		// The next reconcile waits for the cache to show this write: the
 		// state, and the object as the handlers' patch left it.
-		t.mem.wrote(t.st, showing)
+		t.Mem.wrote(t.St, showing)
 	}
 	return nil
 }
 
 // mergeResults adds to the patch the handlers' results that differ from
 // status as it is, where status keeps them.
-func (t *turn) mergeResults() {
-	status, _ := t.raw["status"].(map[string]any)
+func (t *Turn) mergeResults() {
+	status, _ := t.Raw["status"].(map[string]any)
 	for id, result := range t.results {
-		if state.Changes(status[id], result) && t.k.keepsResult(t, id) {
+		if state.Changes(status[id], result) && t.K.keepsResult(t, id) {
 			spec.MergeStatus(&t.patch, id, result)
 		}
 	}
@@ -139,27 +139,27 @@ func (t *turn) mergeResults() {
 // returns the essence the object shows after the write when the state
 // records it as handled (also when a failed write is sent again: see
 // flush), or "".
-func (t *turn) handledPatched() string {
-	patched := t.essence
+func (t *Turn) handledPatched() string {
+	patched := t.Essence
 	if obj := spec.ObjectPatch(&t.patch); len(obj) > 0 || len(spec.Transforms(&t.patch)) > 0 {
-		k := t.k
-		after := state.ApplyMergePatch(state.DeepCopyJSON(t.raw).(map[string]any), obj)
-		if transformed, err := k.transformed(t.raw, &t.patch); err == nil && transformed != nil {
+		k := t.K
+		after := state.ApplyMergePatch(state.DeepCopyJSON(t.Raw).(map[string]any), obj)
+		if transformed, err := k.transformed(t.Raw, &t.patch); err == nil && transformed != nil {
 			after = transformed
 		}
-		if data, err := state.Marshal(state.Essence(after, k.opts.Prefix, k.extra)); err == nil {
+		if data, err := state.Marshal(state.Essence(after, k.Opts.Prefix, k.Extra)); err == nil {
 			patched = string(data)
 		}
 	}
-	for _, rec := range t.st.Progress {
-		if rec.Handled == t.essence {
+	for _, rec := range t.St.Progress {
+		if rec.Handled == t.Essence {
 			rec.Handled = patched
 		}
 	}
-	if t.st.Essence == t.essence {
-		t.st.Essence = patched
+	if t.St.Essence == t.Essence {
+		t.St.Essence = patched
 	}
-	if t.st.Essence != patched {
+	if t.St.Essence != patched {
 		return "" // an older essence: the cache need not show it (createHandled)
 	}
 	return patched
@@ -168,13 +168,13 @@ func (t *turn) handledPatched() string {
 // sendStatus sends the status patch. When it stores the state in status,
 // it checks that status kept it (storageFallback) and returns the object
 // patch and final form with the annotations that store the state if not.
-func (t *turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final map[string]any, stateChanged bool) (map[string]any, map[string]any, error) {
-	k := t.k
+func (t *Turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final map[string]any, stateChanged bool) (map[string]any, map[string]any, error) {
+	k := t.K
 	// The response is read whole only while it may show that the API
 	// server drops gopf's state from status (storageFallback).
-	inStatus := t.store.InStatus()
+	inStatus := t.Store.InStatus()
 	whole := stateChanged && inStatus && !k.statusKept.Load()
-	if err := k.sendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
+	if err := k.sendPart(ctx, t.Obj, t.Raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
 		return nil, nil, err
 	}
 	if !stateChanged {
@@ -195,7 +195,7 @@ func (t *turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final m
 // patch in it (see loadState): the state, the results and that patch, on
 // the object as it is now. The reconcile ends there; the object is handled
 // again once the cache shows the write.
-func (t *turn) flush(ctx context.Context) (reconcile.Result, error) {
+func (t *Turn) flush(ctx context.Context) (reconcile.Result, error) {
 	t.log.V(1).Info("sending again the write that failed, with the handlers' own patch")
 	if err := t.write(ctx); err != nil {
 		return reconcile.Result{}, err
@@ -207,7 +207,7 @@ func (t *turn) flush(ctx context.Context) (reconcile.Result, error) {
 // does not (a typed status, a built-in kind), the result is not sent, and
 // the first such result of each handler is reported with a warning naming
 // the field to declare.
-func (k *kindController) keepsResult(t *turn, id string) bool {
+func (k *KindController) keepsResult(t *Turn, id string) bool {
 	why := k.place.ResultDrops(id)
 	if why == "" {
 		return true
@@ -228,32 +228,32 @@ func (k *kindController) keepsResult(t *turn, id string) bool {
 // start, which reads the CRD again), with one warning for the kind, and it
 // returns the annotation patch that stores this state. Otherwise it
 // returns nil.
-func (t *turn) storageFallback() (map[string]any, error) {
-	k := t.k
-	if !t.store.InStatus() || k.statusKept.Load() {
+func (t *Turn) storageFallback() (map[string]any, error) {
+	k := t.K
+	if !t.Store.InStatus() || k.statusKept.Load() {
 		return nil, nil
 	}
-	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
+	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.Obj)
 	if err != nil {
 		return nil, nil
 	}
-	if state.Saved(t.store, resp, t.st) || state.HasStatusField(resp, k.opts.StatusField) {
+	if state.Saved(t.Store, resp, t.St) || state.HasStatusField(resp, k.Opts.StatusField) {
 		k.statusKept.Store(true)
 		return nil, nil
 	}
-	fallback := kopfstate.Fallback{Storage: state.AnnotationStorage{Prefix: k.opts.Prefix}, Other: state.StatusStorage{Field: k.opts.StatusField}, Kopf: k.kopf}
+	fallback := kopfstate.Fallback{Storage: state.AnnotationStorage{Prefix: k.Opts.Prefix}, Other: state.StatusStorage{Field: k.Opts.StatusField}, Kopf: k.kopf}
 	if !k.fellBack.Swap(true) {
 		who := "the API server's schema dropped it"
-		if !state.TypeKeeps(k.newObject, []string{"status", k.opts.StatusField}, state.SampleState()) {
-			who = fmt.Sprintf("the Go type %T dropped it", k.newObject())
+		if !state.TypeKeeps(k.NewObject, []string{"status", k.Opts.StatusField}, state.SampleState()) {
+			who = fmt.Sprintf("the Go type %T dropped it", k.NewObject())
 		}
 		t.log.Info("WARNING: gopf's state did not stay in status ("+who+"); keeping the state of this kind in annotations from now on",
-			"field", "status."+k.opts.StatusField)
+			"field", "status."+k.Opts.StatusField)
 	}
 	k.setStorage(fallback)
-	t.store = fallback
+	t.Store = fallback
 	var p spec.Patch
-	if err := fallback.Save(&p, resp, t.st); err != nil {
+	if err := fallback.Save(&p, resp, t.St); err != nil {
 		return nil, err
 	}
 	return spec.ObjectPatch(&p), nil
@@ -261,9 +261,9 @@ func (t *turn) storageFallback() (map[string]any, error) {
 
 // split returns the object patch and the status patch to send for p; status
 // goes into the object patch for kinds without a status subresource.
-func (k *kindController) split(p *spec.Patch) (objectPatch, statusPatch map[string]any) {
+func (k *KindController) split(p *spec.Patch) (objectPatch, statusPatch map[string]any) {
 	objectPatch, statusPatch = spec.ObjectPatch(p), spec.StatusPatch(p)
-	if len(statusPatch) > 0 && !k.hasStatus {
+	if len(statusPatch) > 0 && !k.HasStatus {
 		objectPatch = state.MergeInto(objectPatch, map[string]any{"status": statusPatch})
 		statusPatch = nil
 	}
@@ -271,7 +271,7 @@ func (k *kindController) split(p *spec.Patch) (objectPatch, statusPatch map[stri
 }
 
 // SendPatch sends a handler patch: at most one status and one object patch.
-func (k *kindController) SendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error {
+func (k *KindController) SendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error {
 	var raw, final map[string]any
 	if len(spec.Transforms(p)) > 0 {
 		var err error
@@ -283,7 +283,7 @@ func (k *kindController) SendPatch(ctx context.Context, obj client.Object, p *sp
 		}
 	}
 	objectPatch, statusPatch := k.split(p)
-	if len(statusPatch) > 0 || final != nil && k.hasStatus {
+	if len(statusPatch) > 0 || final != nil && k.HasStatus {
 		if err := k.sendPart(ctx, obj, raw, final, map[string]any{"status": statusPatch}, true, false); err != nil {
 			return err
 		}
@@ -296,7 +296,7 @@ func (k *kindController) SendPatch(ctx context.Context, obj client.Object, p *sp
 
 // send applies one JSON merge patch, to the status subresource or the main
 // resource; see sendAs for whole.
-func (k *kindController) send(ctx context.Context, obj client.Object, body map[string]any, status, whole bool) error {
+func (k *KindController) send(ctx context.Context, obj client.Object, body map[string]any, status, whole bool) error {
 	return k.sendAs(ctx, obj, types.MergePatchType, body, status, whole)
 }
 
@@ -305,17 +305,17 @@ func (k *kindController) send(ctx context.Context, obj client.Object, body map[s
 // metadata is requested (the API server's PartialObjectMetadata form, far
 // cheaper to decode than the object) and copied into obj, which is what
 // gopf reads after a write.
-func (k *kindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status, whole bool) error {
+func (k *KindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status, whole bool) error {
 	data, err := state.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.Gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	p := client.RawPatch(pt, data)
 	target := obj
 	var meta *metav1.PartialObjectMetadata
 	if !whole {
 		meta = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
-		meta.SetGroupVersionKind(k.gvk)
+		meta.SetGroupVersionKind(k.Gvk)
 		target = meta
 	}
 	if status {
@@ -324,7 +324,7 @@ func (k *kindController) sendAs(ctx context.Context, obj client.Object, pt types
 		err = k.writer.Patch(ctx, target, p)
 	}
 	if err != nil {
-		return fmt.Errorf("patching %s %s/%s: %w", k.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("patching %s %s/%s: %w", k.Gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	if meta != nil {
 		copyMetadata(obj, &meta.ObjectMeta)

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -24,7 +25,7 @@ import (
 // decideController is a KopfExample controller with a create, update,
 // field (spec.field), resume and delete handler, all for objects labelled
 // app=demo; the delete handler only for those labelled protect=yes.
-func decideController(t *testing.T) *kindController {
+func decideController(t *testing.T) *engine.KindController {
 	t.Helper()
 	reg := handlers.NewRegistry()
 	noop := func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (any, error) { return nil, nil }
@@ -37,17 +38,17 @@ func decideController(t *testing.T) *kindController {
 	if err := reg.Err(); err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{}.withDefaults()
-	k := &kindController{
-		name: "gopf-kopfexample.kopf.dev", gvk: kopfv1.GroupVersion.WithKind("KopfExample"), opts: opts,
-		hasStatus: true, finalizer: opts.Prefix + "/finalizer", log: logr.Discard(),
-		newObject: func() client.Object { return &kopfv1.KopfExample{} },
+	opts := engine.Options{}.WithDefaults()
+	k := &engine.KindController{
+		Name: "gopf-kopfexample.kopf.dev", Gvk: kopfv1.GroupVersion.WithKind("KopfExample"), Opts: opts,
+		HasStatus: true, Finalizer: opts.Prefix + "/finalizer", Log: logr.Discard(),
+		NewObject: func() client.Object { return &kopfv1.KopfExample{} },
 	}
-	if err := k.chooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
+	if err := k.ChooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range contract.SetOf(reg).Handlers(contract.ObjectKinds...) {
-		k.add(r)
+		k.Add(r)
 	}
 	return k
 }
@@ -65,8 +66,8 @@ type decideCase struct {
 	resumed          bool // the process resumed the object already
 
 	// What decide returns: route, finalizer step, cause, resume, entries.
-	route      route
-	finalizer  finalizerStep
+	route      engine.Route
+	finalizer  engine.FinalizerStep
 	purpose    handlers.Reason
 	withResume bool
 	entries    []string
@@ -80,62 +81,62 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 	demo := map[string]string{"app": "demo", "protect": "yes"}
 	gopfFinalizer := []string{"gopf.dev/finalizer"}
 	finishedResume := map[string]*state.Progress{
-		"update": {Purpose: handlers.ReasonUpdate, Retries: 1, Delayed: ptrTime(now.Add(time.Hour))},
+		"update": {Purpose: handlers.ReasonUpdate, Retries: 1, Delayed: timeRef(now.Add(time.Hour))},
 		"resume": {Purpose: handlers.ReasonResume, Success: true, Retries: 1},
 	}
 	for name, tc := range map[string]decideCase{
 		"no handler selects it": {labels: map[string]string{"app": "other"},
-			route: routeIgnore, actions: []string{"nothing:"}},
+			route: engine.RouteIgnore, actions: []string{"nothing:"}},
 		"a new object gets the finalizer, then its create": {labels: demo,
-			route: routeLive, finalizer: finalizerAdd, purpose: handlers.ReasonCreate, entries: []string{"create", "field"},
+			route: engine.RouteLive, finalizer: engine.FinalizerAdd, purpose: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"add-finalizer:", "call:create", "call:field"}},
 		"no handler needs the finalizer any more": {labels: map[string]string{"app": "demo"}, finalizers: gopfFinalizer, handled: true, resumed: true,
-			route: routeLive, finalizer: finalizerRemove},
+			route: engine.RouteLive, finalizer: engine.FinalizerRemove},
 		"a handled object on first sight is resumed": {labels: demo, finalizers: gopfFinalizer, handled: true,
-			route: routeLive, purpose: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
+			route: engine.RouteLive, purpose: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
 			actions: []string{"call:resume"}},
 		"a handled object seen before needs nothing": {labels: demo, finalizers: gopfFinalizer, handled: true, resumed: true,
-			route: routeLive},
+			route: engine.RouteLive},
 		"a change is an update of the changed field": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, resumed: true,
-			route: routeLive, purpose: handlers.ReasonUpdate, entries: []string{"update", "field"}},
+			route: engine.RouteLive, purpose: handlers.ReasonUpdate, entries: []string{"update", "field"}},
 		"a change made while the operator was down comes with a resume": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true,
-			route: routeLive, purpose: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			route: engine.RouteLive, purpose: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"call:update", "call:field", "call:resume"}},
 		// Before decide, the plan took an earlier process's finished resume
 		// record for this process's and said the resume was done, while the
 		// engine ran it again.
 		"an unfinished update resumes again in a new process": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, progress: finishedResume,
-			route: routeLive, purpose: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			route: engine.RouteLive, purpose: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"continue:update", "call:field", "call:resume"}},
 		"a create whose handlers all finished is recorded": {labels: demo, finalizers: gopfFinalizer, progress: map[string]*state.Progress{
 			"create": {Purpose: handlers.ReasonCreate, Success: true, Retries: 1}, "field": {Purpose: handlers.ReasonUpdate, Success: true, Retries: 1}},
-			route: routeLive, purpose: handlers.ReasonCreate, entries: []string{"create", "field"},
+			route: engine.RouteLive, purpose: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"record:"}},
 		"a deletion runs the delete handlers, then the finalizer goes": {labels: demo, finalizers: gopfFinalizer, handled: true, deleting: true,
-			route: routeDelete, purpose: handlers.ReasonDelete, entries: []string{"delete"},
+			route: engine.RouteDelete, purpose: handlers.ReasonDelete, entries: []string{"delete"},
 			actions: []string{"call:delete", "release-finalizer:"}},
 		"a deletion held by others only": {labels: demo, finalizers: []string{"example.com/other"}, handled: true, deleting: true,
-			route: routeOthers, actions: []string{"nothing:"}},
+			route: engine.RouteOthers, actions: []string{"nothing:"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			k := decideController(t)
 			item := decideObject(t, k, tc, now)
-			tn := &turn{k: k, obj: k.newObject(), now: now, store: k.store, mem: &memory{}}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, tn.obj); err != nil {
+			tn := &engine.Turn{K: k, Obj: k.NewObject(), Now: now, Store: k.Store, Mem: &engine.Memory{}}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, tn.Obj); err != nil {
 				t.Fatal(err)
 			}
-			if err := tn.refresh(); err != nil {
+			if err := tn.Refresh(); err != nil {
 				t.Fatal(err)
 			}
-			if err := tn.loadState(); err != nil {
+			if err := tn.LoadState(); err != nil {
 				t.Fatal(err)
 			}
-			d := tn.decide(memoryFacts{resumed: tc.resumed, spawnHolds: func([]*contract.Handler) bool { return false }})
+			d := tn.Decide(engine.MemoryFacts{Resumed: tc.resumed, SpawnHolds: func([]*contract.Handler) bool { return false }})
 			var ids []string
-			for _, e := range d.entries {
-				ids = append(ids, e.opts.ID)
+			for _, e := range d.Entries {
+				ids = append(ids, e.Opts.ID)
 			}
-			got := fmt.Sprintf("route %d, finalizer %d, %q, resume %v, entries %v", d.route, d.finalizer, d.purpose, d.withResume, ids)
+			got := fmt.Sprintf("route %d, finalizer %d, %q, resume %v, entries %v", d.Route, d.Finalizer, d.Purpose, d.WithResume, ids)
 			want := fmt.Sprintf("route %d, finalizer %d, %q, resume %v, entries %v", tc.route, tc.finalizer, tc.purpose, tc.withResume, tc.entries)
 			if got != want {
 				t.Errorf("decide: %s\n           want %s", got, want)
@@ -144,7 +145,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 				return // the Planner shows a starting process
 			}
 			p := &Planner{}
-			st, err := p.objectStatus(&plannedKind{k: k, stores: k.store.Places()}, item, now, "", nil)
+			st, err := p.objectStatus(&plannedKind{k: k, stores: k.Store.Places()}, item, now, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +162,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 
 // decideObject is the KopfExample of a case, with gopf's state stored as
 // the case says.
-func decideObject(t *testing.T, k *kindController, tc decideCase, now time.Time) *unstructured.Unstructured {
+func decideObject(t *testing.T, k *engine.KindController, tc decideCase, now time.Time) *unstructured.Unstructured {
 	t.Helper()
 	obj := &kopfv1.KopfExample{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "kopf.dev/v1", Kind: "KopfExample"},
@@ -183,7 +184,7 @@ func decideObject(t *testing.T, k *kindController, tc decideCase, now time.Time)
 		_ = unstructured.SetNestedField(raw, "after", "spec", "field")
 	}
 	var p spec.Patch
-	if err := k.store.Save(&p, raw, st); err != nil {
+	if err := k.Store.Save(&p, raw, st); err != nil {
 		t.Fatal(err)
 	}
 	raw = state.ApplyMergePatch(raw, spec.ObjectPatch(&p))
@@ -192,9 +193,9 @@ func decideObject(t *testing.T, k *kindController, tc decideCase, now time.Time)
 }
 
 // essenceOf is the essence the controller computes for raw.
-func essenceOf(t *testing.T, k *kindController, raw map[string]any) string {
+func essenceOf(t *testing.T, k *engine.KindController, raw map[string]any) string {
 	t.Helper()
-	data, err := state.Marshal(state.Essence(raw, k.opts.Prefix, k.extra))
+	data, err := state.Marshal(state.Essence(raw, k.Opts.Prefix, k.Extra))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
@@ -130,7 +131,7 @@ func TestTheJSONAndYAMLFormsAreOneListOfEveryDetail(t *testing.T) {
 			t.Fatalf("%s: got %+v", format, got)
 		}
 		want := sampleStatuses()
-		if g, w := string(mustJSON(t, got.Items[1])), string(mustJSON(t, want[1])); g != w {
+		if g, w := string(planJSON(t, got.Items[1])), string(planJSON(t, want[1])); g != w {
 			t.Errorf("%s: item read back as\n%s\nwant\n%s", format, g, w)
 		}
 		empty := printAll(t, format, ViewStatus, nil)
@@ -150,7 +151,7 @@ func TestTheJSONAndYAMLFormsAreOneListOfEveryDetail(t *testing.T) {
 }
 
 func TestAKindIsFoundByAnyOfItsNames(t *testing.T) {
-	pk := &plannedKind{k: &kindController{gvk: schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}},
+	pk := &plannedKind{k: &engine.KindController{Gvk: schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}},
 		resource: schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}}
 	for _, name := range []string{"KopfExample", "kopfexample", "kopfexamples", "kopfexamples.kopf.dev", "KopfExample.kopf.dev"} {
 		if !pk.matches(name) {
@@ -189,8 +190,8 @@ func TestAFailureConcernsOnlyTheStateWrittenWithIt(t *testing.T) {
 		want    bool
 	}{
 		{nil, true},
-		{ptrTime(failed.Add(time.Second)), true},
-		{ptrTime(failed.Add(time.Hour)), false}, // a later cause was handled since
+		{timeRef(failed.Add(time.Second)), true},
+		{timeRef(failed.Add(time.Hour)), false}, // a later cause was handled since
 	} {
 		pl := &objectPlan{out: &ObjectStatus{StateWritten: tc.written, Failures: []Failure{{Handler: "bad_fn", Time: failed}}}}
 		if got := pl.lastFailure("bad_fn") != nil; got != tc.want {
@@ -201,3 +202,16 @@ func TestAFailureConcernsOnlyTheStateWrittenWithIt(t *testing.T) {
 		}
 	}
 }
+
+// planJSON encodes v as gopf stores JSON, failing the test if it cannot.
+func planJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := state.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// timeRef returns a pointer to t.
+func timeRef(t time.Time) *time.Time { return &t }

@@ -1,4 +1,4 @@
-package engine
+package plan
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/peering"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -50,7 +51,7 @@ import (
 type Planner struct {
 	reader client.Reader
 	kinds  []*plannedKind
-	opts   Options
+	opts   engine.Options
 	// generic: the handlers are not known, only what is stored.
 	generic bool
 	// scope limits the objects to the operator's namespaces.
@@ -59,7 +60,7 @@ type Planner struct {
 
 // plannedKind is one kind the planner lists.
 type plannedKind struct {
-	k        *kindController
+	k        *engine.KindController
 	resource schema.GroupVersionResource
 	// stores are where state is looked for, in order: the places the
 	// controller's storage reads (storage.places), with, for a generic
@@ -87,7 +88,7 @@ type Selection struct {
 // the engine's options the operator runs with (prefix, status field,
 // storage, namespaces, peering), so that state is looked for where that
 // operator keeps it.
-func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry, opts Options) (*Planner, error) {
+func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry, opts engine.Options) (*Planner, error) {
 	if err := reg.Err(); err != nil {
 		return nil, err
 	}
@@ -96,8 +97,8 @@ func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry
 		return nil, err
 	}
 	// Kinds the API server does not serve yet have no objects to plan for.
-	kinds, _, err := kindsOf(reg, scheme, mapper, func(gvk schema.GroupVersionKind, proto *contract.Handler) (*kindController, error) {
-		return describeKind(mapper, disco, gvk, objectMaker(gvk, proto), p.opts)
+	kinds, _, err := engine.KindsOf(reg, scheme, mapper, func(gvk schema.GroupVersionKind, proto *contract.Handler) (*engine.KindController, error) {
+		return engine.DescribeKind(mapper, disco, gvk, engine.ObjectMaker(gvk, proto), p.opts)
 	})
 	if err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry
 // records, last-handled state and finalizers, looking for the state both
 // in status.<opts.StatusField> and in annotations under opts.Prefix; it
 // cannot tell what would run on start.
-func NewGenericPlanner(cfg *rest.Config, kinds []string, opts Options) (*Planner, error) {
+func NewGenericPlanner(cfg *rest.Config, kinds []string, opts engine.Options) (*Planner, error) {
 	if len(kinds) == 0 {
 		return nil, errors.New("gopf: a generic planner needs at least one kind")
 	}
@@ -132,7 +133,7 @@ func NewGenericPlanner(cfg *rest.Config, kinds []string, opts Options) (*Planner
 		if err != nil {
 			return nil, err
 		}
-		k, err := describeKind(mapper, disco, gvk, objectMaker(gvk, &contract.Handler{Unstructured: true}), p.opts)
+		k, err := engine.DescribeKind(mapper, disco, gvk, engine.ObjectMaker(gvk, &contract.Handler{Unstructured: true}), p.opts)
 		if err != nil {
 			return nil, fmt.Errorf("gopf: %w", err)
 		}
@@ -170,8 +171,8 @@ func kindNamed(mapper meta.RESTMapper, name string) (schema.GroupVersionKind, er
 	return schema.GroupVersionKind{}, fmt.Errorf("gopf: the API server serves no kind called %q: %w", name, errors.Join(errs...))
 }
 
-func newPlanner(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*Planner, discovery.DiscoveryInterface, meta.RESTMapper, error) {
-	opts = opts.withDefaults()
+func newPlanner(cfg *rest.Config, scheme *runtime.Scheme, opts engine.Options) (*Planner, discovery.DiscoveryInterface, meta.RESTMapper, error) {
+	opts = opts.WithDefaults()
 	if opts.Peering != nil {
 		if err := opts.Peering.Validate(); err != nil {
 			return nil, nil, nil, err
@@ -200,12 +201,12 @@ func newPlanner(cfg *rest.Config, scheme *runtime.Scheme, opts Options) (*Planne
 	return &Planner{reader: c, opts: opts, scope: sc}, disco, mapper, nil
 }
 
-func (p *Planner) addKind(mapper meta.RESTMapper, k *kindController) error {
-	mapping, err := mapper.RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
+func (p *Planner) addKind(mapper meta.RESTMapper, k *engine.KindController) error {
+	mapping, err := mapper.RESTMapping(k.Gvk.GroupKind(), k.Gvk.Version)
 	if err != nil {
-		return fmt.Errorf("gopf: kind %s is not served by the API server: %w", k.gvk, err)
+		return fmt.Errorf("gopf: kind %s is not served by the API server: %w", k.Gvk, err)
 	}
-	pk := &plannedKind{k: k, resource: mapping.Resource, stores: k.store.Places()}
+	pk := &plannedKind{k: k, resource: mapping.Resource, stores: k.Store.Places()}
 	if p.generic {
 		// gopf's other place goes right after its own, before Kopf's.
 		var other state.Storage = state.StatusStorage{Field: p.opts.StatusField}
@@ -222,7 +223,7 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *kindController) error {
 func (p *Planner) Kinds() []schema.GroupVersionKind {
 	out := make([]schema.GroupVersionKind, len(p.kinds))
 	for i, pk := range p.kinds {
-		out[i] = pk.k.gvk
+		out[i] = pk.k.Gvk
 	}
 	return out
 }
@@ -230,9 +231,9 @@ func (p *Planner) Kinds() []schema.GroupVersionKind {
 // matches reports whether name is one of the names of the kind.
 func (pk *plannedKind) matches(name string) bool {
 	name = strings.ToLower(name)
-	kind, res := strings.ToLower(pk.k.gvk.Kind), pk.resource.Resource
+	kind, res := strings.ToLower(pk.k.Gvk.Kind), pk.resource.Resource
 	for _, n := range []string{kind, res, strings.TrimSuffix(res, "s")} {
-		if name == n || pk.k.gvk.Group != "" && name == n+"."+pk.k.gvk.Group {
+		if name == n || pk.k.Gvk.Group != "" && name == n+"."+pk.k.Gvk.Group {
 			return true
 		}
 	}
@@ -351,7 +352,7 @@ func (p *Planner) planKind(ctx context.Context, pk *plannedKind, sel Selection, 
 	cont := ""
 	for {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(pk.k.gvk.GroupVersion().WithKind(pk.k.gvk.Kind + "List"))
+		list.SetGroupVersionKind(pk.k.Gvk.GroupVersion().WithKind(pk.k.Gvk.Kind + "List"))
 		if err := p.reader.List(ctx, list, append(listOpts, client.Continue(cont))...); err != nil {
 			return fmt.Errorf("gopf: listing %s: %w", pk.resource.GroupResource(), err)
 		}
@@ -410,19 +411,19 @@ func (p *Planner) workingOperator(ctx context.Context) string {
 // objectStatus works out the status of one listed object.
 func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured, now time.Time, operator string, failures []Failure) (*ObjectStatus, error) {
 	k := pk.k
-	obj := k.newObject()
+	obj := k.NewObject()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		u.Object = item.Object
 	} else if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, obj); err != nil {
-		return nil, fmt.Errorf("gopf: converting %s %s/%s: %w", k.gvk.Kind, item.GetNamespace(), item.GetName(), err)
+		return nil, fmt.Errorf("gopf: converting %s %s/%s: %w", k.Gvk.Kind, item.GetNamespace(), item.GetName(), err)
 	}
-	t := &turn{k: k, obj: obj, now: now, store: k.store}
-	if err := t.refresh(); err != nil {
+	t := &engine.Turn{K: k, Obj: obj, Now: now, Store: k.Store}
+	if err := t.Refresh(); err != nil {
 		return nil, err
 	}
 	out := &ObjectStatus{
-		APIVersion: k.gvk.GroupVersion().String(),
-		Kind:       k.gvk.Kind,
+		APIVersion: k.Gvk.GroupVersion().String(),
+		Kind:       k.Gvk.Kind,
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
 		Failures:   failures,
@@ -431,29 +432,29 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 		out.Deleting = &ts.Time
 	}
 	for _, s := range pk.stores {
-		loaded, err := s.Load(t.raw)
+		loaded, err := s.Load(t.Raw)
 		if err != nil {
 			out.StateError = err.Error()
 			out.StateSource = s.Where()
 			break
 		}
 		if loaded != nil {
-			t.loaded, t.store, out.StateSource = loaded, s, s.Where()
+			t.Loaded, t.Store, out.StateSource = loaded, s, s.Where()
 			break
 		}
 	}
-	t.known = t.loaded
-	t.st = &state.State{}
-	if t.known != nil {
-		t.st = t.known.Clone()
-		out.Handled = t.known.Essence != ""
-		out.StateWritten = stateWritten(obj, t.store)
+	t.Known = t.Loaded
+	t.St = &state.State{}
+	if t.Known != nil {
+		t.St = t.Known.Clone()
+		out.Handled = t.Known.Essence != ""
+		out.StateWritten = stateWritten(obj, t.Store)
 	}
 	pl := &objectPlan{t: t, out: out, operator: operator, byID: map[string]*HandlerStatus{}}
 	if p.generic {
 		pl.records()
 	} else {
-		out.Changed = out.Handled && t.known.Essence != t.essence
+		out.Changed = out.Handled && t.Known.Essence != t.Essence
 		pl.handlers()
 	}
 	pl.finalizers(p.generic)
@@ -463,7 +464,7 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 
 // objectPlan is the working set of one object's status.
 type objectPlan struct {
-	t        *turn
+	t        *engine.Turn
 	out      *ObjectStatus
 	operator string
 	byID     map[string]*HandlerStatus
@@ -492,8 +493,8 @@ func (pl *objectPlan) do(a Action) { pl.out.OnStart = append(pl.out.OnStart, a) 
 // records reports every stored progress record as it is, and the
 // failures that came with the last-handled state: the generic view.
 func (pl *objectPlan) records() {
-	for _, id := range sortedIDs(pl.t.st.Progress) {
-		pl.add(recordStatus(id, pl.t.st.Progress[id], pl.t.now))
+	for _, id := range sortedIDs(pl.t.St.Progress) {
+		pl.add(recordStatus(id, pl.t.St.Progress[id], pl.t.Now))
 	}
 	if !pl.out.Handled {
 		return
@@ -512,32 +513,32 @@ func (pl *objectPlan) records() {
 // which handlers select the object, what the cause is, and where each
 // handler stands.
 func (pl *objectPlan) handlers() {
-	t, k := pl.t, pl.t.k
-	d := t.decide(freshProcess)
-	pl.selected = len(d.change)+len(d.level)+len(d.spawn) > 0
-	pl.wantsFinalizer = slices.ContainsFunc(d.change, contract.HoldsObjects) || len(d.spawn) > 0
-	switch d.route {
-	case routeIgnore:
+	t, k := pl.t, pl.t.K
+	d := t.Decide(engine.FreshProcess)
+	pl.selected = len(d.Change)+len(d.Level)+len(d.Spawn) > 0
+	pl.wantsFinalizer = slices.ContainsFunc(d.Change, contract.HoldsObjects) || len(d.Spawn) > 0
+	switch d.Route {
+	case engine.RouteIgnore:
 		pl.do(Action{Do: ActionNothing, Text: "nothing: no handler selects the object"})
-	case routeDelete:
+	case engine.RouteDelete:
 		pl.deletion(d)
-	case routeOthers:
-		pl.idle(d.change)
+	case engine.RouteOthers:
+		pl.idle(d.Change)
 		pl.do(Action{Do: ActionNothing, Text: "nothing: the object is being deleted and gopf's finalizer is not on it"})
-	case routeLive:
-		switch d.finalizer {
-		case finalizerAdd:
-			pl.do(Action{Do: ActionAddFinalizer, Text: "add finalizer " + k.finalizer})
-		case finalizerRemove:
-			pl.do(Action{Do: ActionRemoveFinalizer, Text: "remove finalizer " + k.finalizer})
+	case engine.RouteLive:
+		switch d.Finalizer {
+		case engine.FinalizerAdd:
+			pl.do(Action{Do: ActionAddFinalizer, Text: "add finalizer " + k.Finalizer})
+		case engine.FinalizerRemove:
+			pl.do(Action{Do: ActionRemoveFinalizer, Text: "remove finalizer " + k.Finalizer})
 		}
 		pl.change(d)
 		pl.spawnAndLevel(d)
 	}
 	// Records of handlers the operator does not have (renamed, removed).
-	for _, id := range sortedIDs(t.st.Progress) {
+	for _, id := range sortedIDs(t.St.Progress) {
 		if pl.byID[id] == nil {
-			h := recordStatus(id, t.st.Progress[id], t.now)
+			h := recordStatus(id, t.St.Progress[id], t.Now)
 			h.Message = strings.TrimSpace("not a handler of this operator; " + h.Message)
 			pl.add(h)
 		}
@@ -549,8 +550,8 @@ func (pl *objectPlan) handlers() {
 
 // spawnAndLevel plans the timers, daemons and level handlers of a live
 // object.
-func (pl *objectPlan) spawnAndLevel(d decision) {
-	for _, r := range d.spawn {
+func (pl *objectPlan) spawnAndLevel(d engine.Decision) {
+	for _, r := range d.Spawn {
 		h := pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerRunning, Operator: pl.operator})
 		verb := "start daemon "
 		if r.Kind == spec.KindTimer {
@@ -558,50 +559,50 @@ func (pl *objectPlan) spawnAndLevel(d decision) {
 		}
 		pl.do(Action{Do: ActionStart, Handler: h.ID, Text: verb + h.ID})
 	}
-	for _, r := range d.level {
+	for _, r := range d.Level {
 		pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerPending})
 		pl.do(Action{Do: ActionCall, Handler: r.Options.ID, Text: "reconcile " + r.Options.ID})
 	}
 }
 
 // change plans the change handlers of a live object's cause.
-func (pl *objectPlan) change(d decision) {
+func (pl *objectPlan) change(d engine.Decision) {
 	finished := true
-	for _, e := range d.entries {
-		if !pl.entry(d.purpose, e) {
+	for _, e := range d.Entries {
+		if !pl.entry(d.Purpose, e) {
 			finished = false
 		}
 	}
-	if d.purpose != "" && finished && len(d.entries) > 0 {
-		pl.do(Action{Do: ActionRecord, Text: "record the " + string(d.purpose) + " as handled"})
+	if d.Purpose != "" && finished && len(d.Entries) > 0 {
+		pl.do(Action{Do: ActionRecord, Text: "record the " + string(d.Purpose) + " as handled"})
 	}
-	pl.idle(d.change)
+	pl.idle(d.Change)
 }
 
 // deletion plans the delete path: delete handlers, then the finalizer.
-func (pl *objectPlan) deletion(d decision) {
+func (pl *objectPlan) deletion(d engine.Decision) {
 	t := pl.t
 	finished, waits := true, false
-	for _, e := range d.entries {
+	for _, e := range d.Entries {
 		if !pl.entry(handlers.ReasonDelete, e) {
 			finished = false
 			// A retry that is due runs now, like a first call.
-			h := pl.byID[e.opts.ID]
+			h := pl.byID[e.Opts.ID]
 			waits = waits || h.State == HandlerRetrying && h.NextAttempt != nil
 		}
 	}
-	for _, r := range d.spawn {
+	for _, r := range d.Spawn {
 		pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerIdle, Message: "stopped: the object is being deleted"})
 		pl.do(Action{Do: ActionStop, Handler: r.Options.ID, Text: "stop " + r.Kind.String() + " " + r.Options.ID})
 	}
-	for _, id := range d.superseded {
+	for _, id := range d.Superseded {
 		if pl.byID[id] == nil {
-			h := recordStatus(id, t.st.Progress[id], t.now)
+			h := recordStatus(id, t.St.Progress[id], t.Now)
 			h.State, h.Message = HandlerIdle, strings.TrimSpace("superseded by the deletion; "+h.Message)
 			pl.add(h)
 		}
 	}
-	pl.idle(d.change)
+	pl.idle(d.Change)
 	switch {
 	case finished:
 		pl.releases = true
@@ -623,7 +624,7 @@ const (
 // Kopf's, which setFinalizer releases with it.
 func (pl *objectPlan) held() string {
 	var names []string
-	for _, name := range pl.t.obj.GetFinalizers() {
+	for _, name := range pl.t.Obj.GetFinalizers() {
 		switch owner := pl.finalizerOwner(name); owner {
 		case ownerGopf:
 			names = append(names, "finalizer "+name)
@@ -637,9 +638,9 @@ func (pl *objectPlan) held() string {
 // finalizerOwner is FinalizerStatus.Owner of a finalizer of the object.
 func (pl *objectPlan) finalizerOwner(name string) string {
 	switch name {
-	case pl.t.k.finalizer:
+	case pl.t.K.Finalizer:
 		return ownerGopf
-	case pl.t.k.opts.KopfFinalizer:
+	case pl.t.K.Opts.KopfFinalizer:
 		return ownerKopf
 	}
 	return ownerOther
@@ -647,19 +648,19 @@ func (pl *objectPlan) finalizerOwner(name string) string {
 
 // entry plans one handler of a cause, from its progress record as runEntry
 // reads it; it reports whether the handler is finished.
-func (pl *objectPlan) entry(purpose handlers.Reason, e *entry) bool {
-	t, id := pl.t, e.opts.ID
-	rec := e.record(purpose, t.st.Progress)
-	h := HandlerStatus{ID: id, Kind: e.reg.Kind.String(), State: HandlerPending, Cause: string(purpose), MaxAttempts: e.opts.Retries}
+func (pl *objectPlan) entry(purpose handlers.Reason, e *engine.Entry) bool {
+	t, id := pl.t, e.Opts.ID
+	rec := e.Record(purpose, t.St.Progress)
+	h := HandlerStatus{ID: id, Kind: e.Reg.Kind.String(), State: HandlerPending, Cause: string(purpose), MaxAttempts: e.Opts.Retries}
 	if rec != nil {
-		h = recordStatus(id, rec, t.now)
-		h.Kind, h.MaxAttempts = e.reg.Kind.String(), e.opts.Retries
+		h = recordStatus(id, rec, t.Now)
+		h.Kind, h.MaxAttempts = e.Reg.Kind.String(), e.Opts.Retries
 	}
 	pl.add(h)
 	switch h.State {
 	case HandlerRetrying:
 		text := fmt.Sprintf("continue %s (retry %d", id, h.Attempts)
-		if h.NextAttempt != nil && h.NextAttempt.After(t.now) {
+		if h.NextAttempt != nil && h.NextAttempt.After(t.Now) {
 			text += ", due at " + h.NextAttempt.UTC().Format(time.RFC3339)
 		}
 		pl.do(Action{Do: ActionContinue, Handler: id, Retry: h.Attempts, Due: h.NextAttempt, Text: text + ")"})
@@ -681,12 +682,12 @@ func (pl *objectPlan) idle(change []*contract.Handler) {
 			continue
 		}
 		h := HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerIdle}
-		switch reasonOf(r) {
+		switch engine.ReasonOf(r) {
 		case handlers.ReasonCreate, handlers.ReasonUpdate:
 			if !pl.out.Handled {
 				break
 			}
-			h.State, h.Cause, h.Since = HandlerDone, string(reasonOf(r)), pl.out.StateWritten
+			h.State, h.Cause, h.Since = HandlerDone, string(engine.ReasonOf(r)), pl.out.StateWritten
 			h.Message = "nothing changed since the last-handled state"
 			if f := pl.lastFailure(h.ID); f != nil {
 				h.State, h.Since, h.Message = HandlerFailed, &f.Time, f.Message
@@ -721,7 +722,7 @@ func (pl *objectPlan) lastFailure(id string) *Failure {
 
 // finalizers explains each finalizer on the object.
 func (pl *objectPlan) finalizers(generic bool) {
-	for _, name := range pl.t.obj.GetFinalizers() {
+	for _, name := range pl.t.Obj.GetFinalizers() {
 		f := FinalizerStatus{Name: name, Owner: pl.finalizerOwner(name), Why: "another controller's: gopf leaves it alone"}
 		switch f.Owner {
 		case ownerGopf:
@@ -737,13 +738,13 @@ func (pl *objectPlan) finalizers(generic bool) {
 // whether the finalizer is gopf's, which it removes from a live object that
 // no handler needs, where Kopf's stays until the object is deleted.
 func (pl *objectPlan) finalizerReason(generic, own bool) string {
-	k := pl.t.k
+	k := pl.t.K
 	if generic {
 		return "held while delete handlers, timers or daemons of the operator need the object"
 	}
 	var why []string
 	for _, h := range pl.out.Handlers {
-		for _, r := range slices.Concat(k.change, k.spawned) {
+		for _, r := range slices.Concat(k.Change, k.Spawned) {
 			if r.Options.ID != h.ID {
 				continue
 			}

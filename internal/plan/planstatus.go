@@ -1,6 +1,8 @@
-package engine
+package plan
 
-import "time"
+import (
+	"time"
+)
 
 // StatusAPIVersion versions the machine-readable form of ObjectStatus
 // (`status -o json|yaml`): fields are added, never renamed or removed,
