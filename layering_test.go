@@ -44,12 +44,13 @@ var libraryLayers = map[string][]string{
 	"internal/spawn":     {"handlers", "internal/contract", "internal/metrics", "internal/policy", "internal/spec", "internal/state"},
 	"reconcile/rbac":     {"handlers", "internal/contract", "internal/spec"},
 	"internal/engine":    engineParts,
-	"reconcile":          with(engineParts, "internal/engine"),
-	"internal/plan":      with(engineParts, "internal/engine"),
+	"internal/operator":  with(engineParts, "internal/engine"),
+	"reconcile":          with(engineParts, "internal/engine", "internal/operator"),
+	"internal/plan":      with(engineParts, "internal/engine", "internal/operator"),
 	"webhook":            {"handlers", "internal/contract", "internal/spec"},
-	"internal/cli":       with(engineParts, "internal/engine", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
-	"":                   with(engineParts, "internal/cli", "internal/engine", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
-	"envtest": with(engineParts, "", "api/v1", "handlers/objects", "internal/cli", "internal/engine", "internal/plan", "reconcile",
+	"internal/cli":       with(engineParts, "internal/engine", "internal/operator", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
+	"":                   with(engineParts, "internal/cli", "internal/engine", "internal/operator", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
+	"envtest": with(engineParts, "", "api/v1", "handlers/objects", "internal/cli", "internal/engine", "internal/operator", "internal/plan", "reconcile",
 		"reconcile/rbac", "webhook"),
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/operator"
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
@@ -223,5 +224,5 @@ const DevPriority = 666
 // started and stopped as kinds come and go. Setup asks the API server
 // which kinds exist, so it needs a reachable API server.
 func Setup(mgr manager.Manager, reg *handlers.Registry, opts Options) error {
-	return engine.Setup(mgr, reg, engine.OptionsFrom(opts))
+	return operator.Setup(mgr, reg, engine.OptionsFrom(opts))
 }

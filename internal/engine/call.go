@@ -25,9 +25,9 @@ import (
 // maxEventMessage is the longest Event message the API server accepts.
 const maxEventMessage = 1024
 
-// baseCall builds the Cause (and its extras) that every handler kind of
+// BaseCall builds the Cause (and its extras) that every handler kind of
 // objects gets: the object's identity, memo, indexes, client and Events.
-func (k *KindController) baseCall(r *contract.Handler, obj client.Object, log logr.Logger) (*handlers.Cause, *contract.Extras) {
+func (k *KindController) BaseCall(r *contract.Handler, obj client.Object, log logr.Logger) (*handlers.Cause, *contract.Extras) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	c := &handlers.Cause{
 		HandlerID:   r.Options.ID,
@@ -36,9 +36,9 @@ func (k *KindController) baseCall(r *contract.Handler, obj client.Object, log lo
 		UID:         obj.GetUID(),
 		Labels:      nonNil(obj.GetLabels()),
 		Annotations: nonNil(obj.GetAnnotations()),
-		Memo:        (*handlers.Memo)(&k.memory.get(key, obj.GetUID()).memo),
+		Memo:        (*handlers.Memo)(&k.Memory.get(key, obj.GetUID()).memo),
 		Param:       r.Options.Param,
-		Indexes:     (*handlers.Indexes)(k.shared.indexes),
+		Indexes:     (*handlers.Indexes)(k.Shared.Indexes),
 		Client:      k.writer,
 	}
 	x := &contract.Extras{Post: func(eventType, reason, message string) {
@@ -47,7 +47,7 @@ func (k *KindController) baseCall(r *contract.Handler, obj client.Object, log lo
 	}, PostAbout: func(other client.Object, eventType, reason, message string) {
 		k.recorder.Eventf(other, obj, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
 	}}
-	k.shared.set.BindCause(c, x)
+	k.Shared.Set.BindCause(c, x)
 	c.Log = k.bridgeLogs(log, x)
 	return c, x
 }
@@ -58,7 +58,7 @@ func (k *KindController) baseCall(r *contract.Handler, obj client.Object, log lo
 // turning a panic into an error and the result into plain JSON values.
 func (k *KindController) Call(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (any, error) {
 	var out any
-	err := k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
+	err := k.Invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
 		out, err = h.Call(ctx, arg, c)
 		return err
 	})
@@ -74,16 +74,16 @@ func (k *KindController) Call(ctx context.Context, h *contract.Handler, obj clie
 
 // callLevel runs one level handler, as call does.
 func (k *KindController) callLevel(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause) (res reconcile.Result, err error) {
-	err = k.invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
+	err = k.Invoke(ctx, h, obj, c, func(ctx context.Context, arg client.Object) (err error) {
 		res, err = h.Reconcile(ctx, arg, c)
 		return err
 	})
 	return res, err
 }
 
-// invoke runs fn with obj in h's Go type and c's logger in the context,
+// Invoke runs fn with obj in h's Go type and c's logger in the context,
 // recovering a panic, and names the handler and object in an error.
-func (k *KindController) invoke(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause,
+func (k *KindController) Invoke(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause,
 	fn func(ctx context.Context, arg client.Object) error) error {
 	var arg client.Object
 	if h.NewObject != nil {
@@ -141,7 +141,7 @@ func nonNil(m map[string]string) map[string]string {
 
 func (t *Turn) newCall(e *Entry, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
 	reason := e.cause
-	c, x := t.K.baseCall(e.Reg, t.Obj, withValuesLazily(t.log, "handler", e.Opts.ID, "cause", reason, "retry", rec.Retries))
+	c, x := t.K.BaseCall(e.Reg, t.Obj, withValuesLazily(t.log, "handler", e.Opts.ID, "cause", reason, "retry", rec.Retries))
 	x.SubsAllowed = e.Reg.Kind.Reason() != "" // change handlers
 	c.Reason, c.HandlerID, c.Param = reason, e.Opts.ID, e.Opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff

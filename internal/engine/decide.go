@@ -86,7 +86,7 @@ func (t *Turn) Decide(mem MemoryFacts) Decision {
 	k := t.K
 	d := Decision{
 		Change: k.selected(k.Change, t.Obj, t.Raw),
-		Level:  k.selected(k.level, t.Obj, t.Raw),
+		Level:  k.selected(k.Level, t.Obj, t.Raw),
 		Spawn:  k.selected(k.Spawned, t.Obj, t.Raw),
 	}
 	held, deleting := k.holds(t.Obj), t.Obj.GetDeletionTimestamp() != nil

@@ -26,8 +26,8 @@ type gate struct {
 	onPause  []func()
 }
 
-// open reports whether objects may be handled.
-func (g *gate) open() bool {
+// Open reports whether objects may be handled.
+func (g *gate) Open() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.started && g.pausedBy == ""
@@ -43,8 +43,8 @@ func (g *gate) admit() bool {
 	return ok
 }
 
-// setStarted records that the startup handlers are done.
-func (g *gate) setStarted() { g.change(func() { g.started = true }) }
+// SetStarted records that the startup handlers are done.
+func (g *gate) SetStarted() { g.change(func() { g.started = true }) }
 
 // pause closes the gate for a reason; resume opens it again.
 func (g *gate) pause(reason string) { g.change(func() { g.pausedBy = reason }) }
@@ -57,8 +57,8 @@ func (g *gate) paused() string {
 	return g.pausedBy
 }
 
-// whenOpened and whenPaused register callbacks for the gate's transitions.
-func (g *gate) whenOpened(fn func()) { g.mu.Lock(); g.onOpen = append(g.onOpen, fn); g.mu.Unlock() }
+// WhenOpened and whenPaused register callbacks for the gate's transitions.
+func (g *gate) WhenOpened(fn func()) { g.mu.Lock(); g.onOpen = append(g.onOpen, fn); g.mu.Unlock() }
 func (g *gate) whenPaused(fn func()) { g.mu.Lock(); g.onPause = append(g.onPause, fn); g.mu.Unlock() }
 
 func (g *gate) change(fn func()) {
@@ -86,18 +86,18 @@ func (g *gate) change(fn func()) {
 func (k *KindController) WakeUp(ctx context.Context, obj client.Object) {
 	go func() {
 		select {
-		case k.wake <- event.GenericEvent{Object: obj}:
+		case k.Wake <- event.GenericEvent{Object: obj}:
 		case <-ctx.Done():
 		}
 	}()
 }
 
-// wakeAll reconciles every object of the kind in the cache, e.g. after a
+// WakeAll reconciles every object of the kind in the cache, e.g. after a
 // pause.
-func (k *KindController) wakeAll(ctx context.Context) {
+func (k *KindController) WakeAll(ctx context.Context) {
 	list, err := k.newList()
 	if err == nil {
-		err = k.cache.List(ctx, list)
+		err = k.Cache.List(ctx, list)
 	}
 	if err != nil {
 		k.Log.Error(err, "listing objects to handle them again")

@@ -5,13 +5,13 @@ import "testing"
 func TestTheGateWakesEveryObjectOnlyWhenAReconcileMissedThem(t *testing.T) {
 	count := func(g *gate) *int {
 		n := 0
-		g.whenOpened(func() { n++ })
+		g.WhenOpened(func() { n++ })
 		return &n
 	}
 
 	quiet := &gate{}
 	woken := count(quiet)
-	quiet.setStarted()
+	quiet.SetStarted()
 	if *woken != 0 {
 		t.Error("the first opening woke every object though no reconcile was turned away")
 	}
@@ -26,7 +26,7 @@ func TestTheGateWakesEveryObjectOnlyWhenAReconcileMissedThem(t *testing.T) {
 	if early.admit() {
 		t.Fatal("a gate that has not started admitted a reconcile")
 	}
-	early.setStarted()
+	early.SetStarted()
 	if *woken != 1 {
 		t.Errorf("the first opening after a reconcile was turned away woke the objects %d times, want once", *woken)
 	}

@@ -159,8 +159,8 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	k := &KindController{
 		Name: "gopf-kopfexample.kopf.dev", Gvk: benchGVK, Opts: opts,
 		reader: server, writer: server, HasStatus: true, Finalizer: opts.Prefix + "/finalizer",
-		shared: &shared{set: set, indexes: spec.NewIndexes(), gate: &gate{started: true}, scope: sc, memo: &spec.Memo{}},
-		Log:    logr.Discard(), memory: newMemories(nil),
+		Shared: &Shared{Set: set, Indexes: spec.NewIndexes(), Gate: &gate{started: true}, Scope: sc, Memo: &spec.Memo{}},
+		Log:    logr.Discard(), Memory: newMemories(nil),
 	}
 	if unstructuredObjects {
 		k.NewObject = func() client.Object { u := &unstructured.Unstructured{}; u.SetGroupVersionKind(benchGVK); return u }
@@ -214,7 +214,7 @@ func benchSetUp(b *testing.B, unstructuredObjects bool, stage string) (*KindCont
 		b.Fatal(err)
 	}
 	if stage != "handled" {
-		k.memory.forget(key)
+		k.Memory.Forget(key)
 	}
 	if server.patches != 2 {
 		b.Fatalf("handling the new object took %d patches, want 2", server.patches)
@@ -247,7 +247,7 @@ func benchReconcile(b *testing.B, k *KindController, server *benchServer, rememb
 			b.Fatal(err)
 		}
 		if !remember {
-			k.memory.forget(key)
+			k.Memory.Forget(key)
 		}
 		server.obj = start
 	}

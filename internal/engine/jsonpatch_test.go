@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/gopf-dev/gopf/internal/state"
 )
 
 func TestJSONPatchOpsAppendRemoveAndReplaceAsKopfsTransformationsNeed(t *testing.T) {
@@ -28,7 +30,7 @@ func TestJSONPatchOpsAppendRemoveAndReplaceAsKopfsTransformationsNeed(t *testing
 			`[{"op":"add","path":"/f","value":false},{"op":"add","path":"/z","value":0}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := json.Marshal(jsonPatchOps(nil, "", jsonValue(t, tc.from), jsonValue(t, tc.to)))
+			got, err := json.Marshal(state.JSONPatchOps(nil, "", jsonValue(t, tc.from), jsonValue(t, tc.to)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -85,12 +85,12 @@ func hasEntry(entries []*Entry, id string) bool {
 // read the result.
 func (k *KindController) selected(regs []*contract.Handler, obj client.Object, raw map[string]any) []*contract.Handler {
 	for i, r := range regs {
-		if k.selects(r, obj, raw) {
+		if k.Selects(r, obj, raw) {
 			continue
 		}
 		out := append(make([]*contract.Handler, 0, len(regs)-1), regs[:i]...)
 		for _, r := range regs[i+1:] {
-			if k.selects(r, obj, raw) {
+			if k.Selects(r, obj, raw) {
 				out = append(out, r)
 			}
 		}
@@ -99,12 +99,12 @@ func (k *KindController) selected(regs []*contract.Handler, obj client.Object, r
 	return regs
 }
 
-// selects applies a handler's filters to obj in the handler's Go type. raw
+// Selects applies a handler's filters to obj in the handler's Go type. raw
 // is obj as a JSON-like map, or nil to have it converted when needed.
-func (k *KindController) selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
+func (k *KindController) Selects(r *contract.Handler, obj client.Object, raw map[string]any) bool {
 	var indexes *spec.Indexes
-	if k.shared != nil { // the planner has no indexes: filters see none
-		indexes = k.shared.indexes
+	if k.Shared != nil { // the planner has no indexes: filters see none
+		indexes = k.Shared.Indexes
 	}
 	if r.Options.When == nil {
 		return selects(r, obj, raw, indexes)

@@ -39,7 +39,7 @@ func (m *Memory) consistencyWait(s state.Storage, obj map[string]any, essence st
 	if m.written == nil {
 		return 0
 	}
-	done := m.showing != "" && len(m.written.Progress) == 0 && !isCompact(m.showing)
+	done := m.showing != "" && len(m.written.Progress) == 0 && !state.IsCompact(m.showing)
 	if state.Saved(s, obj, m.written) && (!done || m.showing == essence) {
 		m.written = nil
 		return 0
@@ -79,12 +79,12 @@ type unsaved struct {
 type memories struct {
 	mu       sync.Mutex
 	m        map[types.NamespacedName]*Memory
-	operator *shared // nil: memos start empty
+	operator *Shared // nil: memos start empty
 }
 
 // newMemories returns an empty set; objects' memos are seeded from the
 // operator memo of sh.
-func newMemories(sh *shared) *memories {
+func newMemories(sh *Shared) *memories {
 	return &memories{m: map[types.NamespacedName]*Memory{}, operator: sh}
 }
 
@@ -118,14 +118,14 @@ func (ms *memories) find(key types.NamespacedName, uid types.UID) *spec.Memo {
 // seed gives m's memo the operator memo's keys once the startup handlers
 // are done.
 func (ms *memories) seed(m *Memory) {
-	if m.seeded || ms.operator == nil || !ms.operator.gate.hasStarted() {
+	if m.seeded || ms.operator == nil || !ms.operator.Gate.hasStarted() {
 		return
 	}
-	spec.SeedMemo(&m.memo, ms.operator.memo)
+	spec.SeedMemo(&m.memo, ms.operator.Memo)
 	m.seeded = true
 }
 
-func (ms *memories) forget(key types.NamespacedName) {
+func (ms *memories) Forget(key types.NamespacedName) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	delete(ms.m, key)

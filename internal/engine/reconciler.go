@@ -33,15 +33,15 @@ type KindController struct {
 	Gvk       schema.GroupVersionKind
 	Opts      Options
 	Change    []*contract.Handler // change handlers, in registration order
-	level     []*contract.Handler // OnReconcile handlers
+	Level     []*contract.Handler // OnReconcile handlers
 	Spawned   []*contract.Handler // timers and daemons
-	events    []*contract.Handler // OnEvent handlers
-	indexes   []*contract.Handler // OnIndex functions
-	cache     cache.Cache
-	spawner   *spawn.Spawner // nil without timers and daemons
-	shared    *shared
+	Events    []*contract.Handler // OnEvent handlers
+	Indexes   []*contract.Handler // OnIndex functions
+	Cache     cache.Cache
+	Spawner   *spawn.Spawner // nil without timers and daemons
+	Shared    *Shared
 	scheme    *runtime.Scheme
-	wake      chan event.GenericEvent // objects to reconcile again
+	Wake      chan event.GenericEvent // objects to reconcile again
 	Log       logr.Logger
 	Extra     [][]string    // field paths kept in the essence
 	reader    client.Reader // the manager's cache
@@ -50,7 +50,7 @@ type KindController struct {
 	NewObject func() client.Object
 	HasStatus bool
 	Finalizer string
-	memory    *memories
+	Memory    *memories
 	mu        sync.Mutex
 	Store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
 	kopf      *kopfstate.Store
@@ -67,9 +67,9 @@ var _ reconcile.Reconciler = (*KindController)(nil)
 // Reconcile handles one object: it reads the object and gopf's state of
 // it, decides what to do (decide) and does it (execute).
 func (k *KindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	k.shared.busy.Add(1) // before the gate check, so that a pause can wait for it
-	defer k.shared.busy.Add(-1)
-	if !k.shared.gate.admit() || !k.shared.scope.Includes(req.Namespace) {
+	k.Shared.busy.Add(1) // before the gate check, so that a pause can wait for it
+	defer k.Shared.busy.Add(-1)
+	if !k.Shared.Gate.admit() || !k.Shared.Scope.Includes(req.Namespace) {
 		return reconcile.Result{}, nil // paused, starting, or out of scope; reopening the gate reconciles everything
 	}
 	t, wait, err := k.read(ctx, req)
@@ -79,8 +79,8 @@ func (k *KindController) Reconcile(ctx context.Context, req reconcile.Request) (
 	loadErr := t.LoadState()
 	d := t.Decide(k.memoryFacts(req.NamespacedName, t.Mem))
 	if d.Route == RouteIgnore {
-		if k.spawner != nil {
-			k.spawner.Sync(req.NamespacedName, t.Obj, t.Essence, nil)
+		if k.Spawner != nil {
+			k.Spawner.Sync(req.NamespacedName, t.Obj, t.Essence, nil)
 		}
 		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
 	}
@@ -100,19 +100,19 @@ func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn
 	obj := k.NewObject()
 	if err := k.reader.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			k.memory.forget(req.NamespacedName)
-			if k.spawner != nil {
-				k.spawner.Forget(req.NamespacedName)
+			k.Memory.Forget(req.NamespacedName)
+			if k.Spawner != nil {
+				k.Spawner.Forget(req.NamespacedName)
 			}
 			return nil, 0, nil
 		}
 		return nil, 0, fmt.Errorf("reading %s %s from the cache: %w", k.Gvk.Kind, req.NamespacedName, err)
 	}
-	if !k.shared.indexesReady() {
+	if !k.Shared.indexesReady() {
 		log.V(1).Info("waiting for the indexes to see their initial lists")
 		return nil, 100 * time.Millisecond, nil
 	}
-	mem := k.memory.get(req.NamespacedName, obj.GetUID())
+	mem := k.Memory.get(req.NamespacedName, obj.GetUID())
 	t := &Turn{K: k, log: log, Obj: obj, Now: time.Now(), Store: k.storage(), Mem: mem}
 	if err := t.Refresh(); err != nil {
 		return nil, 0, err
@@ -129,7 +129,7 @@ func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn
 // memoryFacts is what the process remembers of an object, for decide.
 func (k *KindController) memoryFacts(key types.NamespacedName, mem *Memory) MemoryFacts {
 	return MemoryFacts{Resumed: mem.resumed, released: mem.released, SpawnHolds: func(spawn []*contract.Handler) bool {
-		return k.spawner.NeedsFinalizer(key, spawn)
+		return k.Spawner.NeedsFinalizer(key, spawn)
 	}}
 }
 
@@ -147,8 +147,8 @@ func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error
 		}
 	case RouteOthers:
 		// Someone else's finalizer holds the object; nothing of ours to do.
-		if k.spawner != nil {
-			k.spawner.Stop(key)
+		if k.Spawner != nil {
+			k.Spawner.Stop(key)
 		}
 	case RouteLive:
 		// The finalizer comes before any handler can cause side effects,
@@ -160,8 +160,8 @@ func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error
 			t.refreshMetadata()
 		}
 		t.changeCause(ctx, d)
-		if k.spawner != nil {
-			k.spawner.Sync(key, t.Obj, t.Essence, d.Spawn)
+		if k.Spawner != nil {
+			k.Spawner.Sync(key, t.Obj, t.Essence, d.Spawn)
 		}
 	}
 	res, levelErr := t.runLevel(ctx, d.Level, d.Purpose)
@@ -180,7 +180,7 @@ func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error
 func (t *Turn) handleDeletion(ctx context.Context, d Decision) (bool, error) {
 	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
 	done := t.deleteCause(ctx, d)
-	gone := k.spawner == nil || k.spawner.Stop(key)
+	gone := k.Spawner == nil || k.Spawner.Stop(key)
 	switch {
 	case done && gone:
 		if err := k.setFinalizer(ctx, t.Obj, false); err != nil {

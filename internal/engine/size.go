@@ -1,13 +1,8 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -45,64 +40,17 @@ const (
 	// state and results: the limit less room for the request's envelope and
 	// the metadata the API server adds to each write (managedFields).
 	objectSizeBudget = objectSizeLimit - 128<<10
-	// compactKey is the key of the digest in a compact essence. It is
-	// always the first key, which is how a compact essence is recognised.
-	compactKey = "$gopf"
 )
-
-// compactEssence returns the compact form of an essence given as JSON and
-// decoded: a digest of the whole, its size, and the values at paths.
-func compactEssence(full string, tree any, paths [][]string) (string, any) {
-	sum := sha256.Sum256([]byte(full))
-	named := map[string]any{}
-	for _, path := range paths {
-		if v, ok := state.Lookup(tree, path); ok {
-			spec.SetPath(named, path, state.DeepCopyJSON(v))
-		}
-	}
-	marker, _ := state.Marshal(map[string]any{"digest": "sha256:" + hex.EncodeToString(sum[:]), "bytes": len(full)})
-	rest, _ := state.Marshal(named)
-	// The digest goes first whatever the names of the fields, so that
-	// isCompact need not decode an essence to tell.
-	text := `{"` + compactKey + `":` + string(marker)
-	if len(named) > 0 {
-		text += "," + strings.TrimPrefix(string(rest), "{")
-	} else {
-		text += "}"
-	}
-	return text, state.DecodeJSON(text)
-}
-
-// isCompact reports whether a stored essence is in the compact form.
-func isCompact(essence string) bool {
-	return strings.HasPrefix(essence, `{"`+compactKey+`":`)
-}
-
-// stateIsCompact reports whether st keeps any essence in the compact form.
-func stateIsCompact(st *state.State) bool {
-	if st == nil {
-		return false
-	}
-	if isCompact(st.Essence) {
-		return true
-	}
-	for _, rec := range st.Progress {
-		if isCompact(rec.Handled) {
-			return true
-		}
-	}
-	return false
-}
 
 // matchStoredForm makes the turn compare essences in the form gopf last
 // stored: when that is compact, the current essence is compacted the same
 // way, so that an unchanged object is not taken for a changed one.
 func (t *Turn) matchStoredForm() {
-	if !stateIsCompact(t.Known) {
+	if !state.IsCompactState(t.Known) {
 		return
 	}
 	t.full = t.Essence
-	t.Essence, t.essenceTree = compactEssence(t.Essence, t.essenceTree, t.K.Extra)
+	t.Essence, t.essenceTree = state.CompactEssence(t.Essence, t.essenceTree, t.K.Extra)
 }
 
 // measure returns the object's size as JSON without gopf's stored state,
@@ -163,7 +111,7 @@ func (t *Turn) fitForm() {
 		results += len(data)
 	}
 	base := t.measure() + results
-	if stateIsCompact(t.St) {
+	if state.IsCompactState(t.St) {
 		if t.full == "" || t.St.Encode() == t.Loaded.Encode() {
 			return // unchanged: no write for the form alone
 		}
@@ -178,7 +126,7 @@ func (t *Turn) fitForm() {
 		for _, rec := range full.Progress {
 			rec.Handled = expand(rec.Handled)
 		}
-		if !stateIsCompact(full) && t.fits(full, base) {
+		if !state.IsCompactState(full) && t.fits(full, base) {
 			t.St = full
 		}
 		return
@@ -188,13 +136,13 @@ func (t *Turn) fitForm() {
 	}
 	compacted := map[string]string{}
 	compact := func(s string) string {
-		if s == "" || isCompact(s) {
+		if s == "" || state.IsCompact(s) {
 			return s
 		}
 		if c, ok := compacted[s]; ok {
 			return c
 		}
-		c, _ := compactEssence(s, state.DecodeJSON(s), t.K.Extra)
+		c, _ := state.CompactEssence(s, state.DecodeJSON(s), t.K.Extra)
 		compacted[s] = c
 		return c
 	}
@@ -209,7 +157,7 @@ func (t *Turn) fitForm() {
 // once per object and process, as a Warning Event and a log line. It
 // reports whether err was such a refusal, which is not retried.
 func (t *Turn) writeTooLarge(err error) bool {
-	if !isTooLarge(err) {
+	if !state.IsTooLarge(err) {
 		return false
 	}
 	if !t.Mem.tooLarge {
@@ -219,17 +167,4 @@ func (t *Turn) writeTooLarge(err error) bool {
 		t.K.recorder.Eventf(t.Obj, nil, "Warning", "TooLarge", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
 	}
 	return true
-}
-
-// isTooLarge reports an API error that says the request or the object is
-// too large for the API server or etcd.
-func isTooLarge(err error) bool {
-	if err == nil {
-		return false
-	}
-	if apierrors.IsRequestEntityTooLargeError(err) {
-		return true
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "request is too large") || strings.Contains(msg, "Request entity too large")
 }

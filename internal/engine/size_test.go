@@ -28,9 +28,9 @@ func bigObject(n int, replicas int) (map[string]any, string, any) {
 func TestCompactEssenceKeepsADigestAndTheNamedFieldsOnly(t *testing.T) {
 	paths := [][]string{{"spec", "replicas"}, {"spec", "absent"}}
 	_, full, tree := bigObject(1000, 3)
-	text, compact := compactEssence(full, tree, paths)
-	if !isCompact(text) || isCompact(full) {
-		t.Fatalf("isCompact: compact %t, full %t", isCompact(text), isCompact(full))
+	text, compact := state.CompactEssence(full, tree, paths)
+	if !state.IsCompact(text) || state.IsCompact(full) {
+		t.Fatalf("isCompact: compact %t, full %t", state.IsCompact(text), state.IsCompact(full))
 	}
 	if got, _ := state.Lookup(compact, []string{"spec", "replicas"}); got != float64(3) {
 		t.Errorf("the named field is %v, want 3", got)
@@ -41,9 +41,9 @@ func TestCompactEssenceKeepsADigestAndTheNamedFieldsOnly(t *testing.T) {
 	if len(text) > 200 {
 		t.Errorf("the compact form is %d bytes: %s", len(text), text)
 	}
-	again, _ := compactEssence(full, tree, paths)
+	again, _ := state.CompactEssence(full, tree, paths)
 	_, other, otherTree := bigObject(1001, 3)
-	changed, changedTree := compactEssence(other, otherTree, paths)
+	changed, changedTree := state.CompactEssence(other, otherTree, paths)
 	if again != text || changed == text {
 		t.Errorf("the same essence must give the same form and another a different one:\n%s\n%s\n%s", text, again, changed)
 	}
@@ -61,8 +61,8 @@ func TestAnEssenceWithAFieldNamedBeforeTheDigestIsStillCompact(t *testing.T) {
 	// Keys that sort before "$" must not push the digest from the front.
 	tree := map[string]any{"!odd": "v", "spec": map[string]any{"a": 1.0}}
 	full, _ := state.Marshal(tree)
-	text, _ := compactEssence(string(full), state.DecodeJSON(string(full)), [][]string{{"!odd"}})
-	if !isCompact(text) || !strings.Contains(text, `"!odd":"v"`) {
+	text, _ := state.CompactEssence(string(full), state.DecodeJSON(string(full)), [][]string{{"!odd"}})
+	if !state.IsCompact(text) || !strings.Contains(text, `"!odd":"v"`) {
 		t.Errorf("compact form %s", text)
 	}
 	if state.DecodeJSON(text) == nil {
@@ -95,7 +95,7 @@ func TestStateOfAnObjectNearTheLimitIsCompacted(t *testing.T) {
 	st := &state.State{Essence: full, Progress: map[string]*state.Progress{"update": {Purpose: handlers.ReasonUpdate, Success: true, Handled: full}}}
 	tr := sizeTurn(obj, st, nil)
 	tr.fitState()
-	if !isCompact(tr.St.Essence) || !isCompact(tr.St.Progress["update"].Handled) {
+	if !state.IsCompact(tr.St.Essence) || !state.IsCompact(tr.St.Progress["update"].Handled) {
 		t.Fatalf("not compacted: %.100s / %.100s", tr.St.Essence, tr.St.Progress["update"].Handled)
 	}
 	if n := len(tr.St.Encode()); n > 1024 {
@@ -106,7 +106,7 @@ func TestStateOfAnObjectNearTheLimitIsCompacted(t *testing.T) {
 func TestACompactStateGoesBackToFullWhenItFitsAndIsWrittenAnyway(t *testing.T) {
 	obj, full, tree := bigObject(1000, 2)
 	_, oldFull, oldTree := bigObject(900<<10, 1)
-	oldCompact, _ := compactEssence(oldFull, oldTree, [][]string{{"spec", "replicas"}})
+	oldCompact, _ := state.CompactEssence(oldFull, oldTree, [][]string{{"spec", "replicas"}})
 	loaded := &state.State{Essence: oldCompact}
 
 	// Handled the change: the new state is the compact current essence.
@@ -154,7 +154,7 @@ func TestWritesRefusedForTheirSizeAreRecognised(t *testing.T) {
 		{fmt.Errorf("patching: %w", apierrors.NewConflict(schema.GroupResource{Group: "kopf.dev", Resource: "kopfexamples"}, "x", errors.New("changed"))), false},
 		{nil, false},
 	} {
-		if got := isTooLarge(tc.err); got != tc.want {
+		if got := state.IsTooLarge(tc.err); got != tc.want {
 			t.Errorf("isTooLarge(%v) = %t", tc.err, got)
 		}
 	}

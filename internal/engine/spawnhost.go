@@ -12,23 +12,23 @@ import (
 // The kind controller as the spawner of its timers and daemons sees it
 // (spawn.Kind).
 
-// newSpawner makes the spawner of the kind's timers and daemons, running up
+// NewSpawner makes the spawner of the kind's timers and daemons, running up
 // to workers timers at once.
-func (k *KindController) newSpawner(workers int) *spawn.Spawner {
+func (k *KindController) NewSpawner(workers int) *spawn.Spawner {
 	return spawn.New(k, spawn.Options{Name: k.Name, Log: k.Log, Workers: workers, DefaultBackoff: k.Opts.DefaultBackoff})
 }
 
 // Cause is the cause of a timer's or daemon's call of r on obj.
 func (k *KindController) Cause(r *contract.Handler, obj client.Object, log logr.Logger) *handlers.Cause {
-	c, _ := k.baseCall(r, obj, log)
+	c, _ := k.BaseCall(r, obj, log)
 	return c
 }
 
 // Open reports whether handlers may start: the operator is not paused.
-func (k *KindController) Open() bool { return k.shared.gate.open() }
+func (k *KindController) Open() bool { return k.Shared.Gate.Open() }
 
 // WhenPaused has f called each time the operator pauses.
-func (k *KindController) WhenPaused(f func()) { k.shared.gate.whenPaused(f) }
+func (k *KindController) WhenPaused(f func()) { k.Shared.Gate.whenPaused(f) }
 
 // Busy counts running handlers.
-func (k *KindController) Busy(delta int64) { k.shared.busy.Add(delta) }
+func (k *KindController) Busy(delta int64) { k.Shared.busy.Add(delta) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/operator"
 	"github.com/gopf-dev/gopf/internal/peering"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -97,7 +98,7 @@ func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry
 		return nil, err
 	}
 	// Kinds the API server does not serve yet have no objects to plan for.
-	kinds, _, err := engine.KindsOf(reg, scheme, mapper, func(gvk schema.GroupVersionKind, proto *contract.Handler) (*engine.KindController, error) {
+	kinds, _, err := operator.KindsOf(reg, scheme, mapper, func(gvk schema.GroupVersionKind, proto *contract.Handler) (*engine.KindController, error) {
 		return engine.DescribeKind(mapper, disco, gvk, engine.ObjectMaker(gvk, proto), p.opts)
 	})
 	if err != nil {
@@ -409,7 +410,7 @@ func (p *Planner) workingOperator(ctx context.Context) string {
 }
 
 // objectStatus works out the status of one listed object.
-func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured, now time.Time, operator string, failures []Failure) (*ObjectStatus, error) {
+func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured, now time.Time, working string, failures []Failure) (*ObjectStatus, error) {
 	k := pk.k
 	obj := k.NewObject()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
@@ -450,7 +451,7 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 		out.Handled = t.Known.Essence != ""
 		out.StateWritten = stateWritten(obj, t.Store)
 	}
-	pl := &objectPlan{t: t, out: out, operator: operator, byID: map[string]*HandlerStatus{}}
+	pl := &objectPlan{t: t, out: out, operator: working, byID: map[string]*HandlerStatus{}}
 	if p.generic {
 		pl.records()
 	} else {

@@ -1,4 +1,4 @@
-package engine
+package operator
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -24,7 +25,7 @@ func TestProbeResultsAreJSONAndCached(t *testing.T) {
 	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
 		return nil, errors.New("database unreachable")
 	}, handlers.ID("db"))
-	p := &prober{probes: contract.SetOf(reg).Handlers(spec.KindProbe), sh: &shared{set: contract.SetOf(reg)}, log: logr.Discard(), ttl: time.Hour}
+	p := &prober{probes: contract.SetOf(reg).Handlers(spec.KindProbe), sh: &engine.Shared{Set: contract.SetOf(reg)}, log: logr.Discard(), ttl: time.Hour}
 
 	for i := 0; i < 2; i++ {
 		rec := httptest.NewRecorder()
@@ -45,5 +46,25 @@ func TestProbeResultsAreJSONAndCached(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("the probe ran %d times within its cache time, want 1", calls)
+	}
+}
+
+func TestProbesGetTheOperatorsMemoAndIndexes(t *testing.T) {
+	reg := handlers.NewRegistry()
+	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
+		return map[string]any{"region": c.Memo.Get("region"), "pods": c.Indexes.Get("pods").Get(nil)}, nil
+	}, handlers.ID("view"))
+	set := contract.SetOf(reg)
+	op := set.OperatorOf(t.Name())
+	op.Memo.Set("region", "eu-1")
+	spec.SetEntries(spec.AddIndex(op.Indexes, "pods"), "ns/a", map[any]any{nil: "a"})
+	p := &prober{probes: set.Handlers(spec.KindProbe), sh: &engine.Shared{Set: set, Memo: op.Memo, Indexes: op.Indexes}, log: logr.Discard(), ttl: 1}
+	results, err := p.run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, _ := results["view"].(map[string]any)
+	if view["region"] != "eu-1" || len(view["pods"].([]any)) != 1 {
+		t.Errorf("the probe saw %v; want the operator memo's region and the flat index's one value", results)
 	}
 }

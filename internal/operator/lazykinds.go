@@ -1,4 +1,4 @@
-package engine
+package operator
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/engine"
 )
 
 // A lazy kind is a kind with handlers that the API server did not serve
@@ -64,8 +65,8 @@ type pendingKind struct {
 type lazyKinds struct {
 	mgr   manager.Manager
 	disco discovery.DiscoveryInterface
-	opts  Options
-	sh    *shared
+	opts  engine.Options
+	sh    *engine.Shared
 	kinds []*lazyKind
 	// selected are the handlers with a kind selector; explicit the kinds
 	// with handlers of their own, which selectors leave alone; chosen the
@@ -92,14 +93,14 @@ type lazyKind struct {
 
 // runningKind is a lazy kind while it is served.
 type runningKind struct {
-	kc     *KindController
+	kc     *engine.KindController
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 }
 
 func newLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, pending []*pendingKind, selected []*contract.Handler,
-	explicit map[schema.GroupKind]bool, opts Options, sh *shared) *lazyKinds {
+	explicit map[schema.GroupKind]bool, opts engine.Options, sh *engine.Shared) *lazyKinds {
 	l := &lazyKinds{mgr: mgr, disco: disco, opts: opts, sh: sh, log: mgr.GetLogger().WithName("gopf").WithName("kinds"),
 		selected: selected, explicit: explicit, chosen: map[schema.GroupVersionKind]*lazyKind{},
 		minPeriod: time.Second, retry: 5 * time.Second, maxRetry: 5 * time.Minute, signal: make(chan struct{}, 1)}
@@ -107,7 +108,7 @@ func newLazyKinds(mgr manager.Manager, disco discovery.DiscoveryInterface, pendi
 		l.kinds = append(l.kinds, &lazyKind{pendingKind: *p})
 		l.log.Info("kind is not served by the API server yet; its handlers start when its CRD is established", "kind", p.gvk.String())
 	}
-	sh.gate.whenOpened(l.wakeAll)
+	sh.Gate.WhenOpened(l.wakeAll)
 	return l
 }
 
@@ -292,7 +293,7 @@ func (l *lazyKinds) start(ctx context.Context, lk *lazyKind) error {
 	if lk.running != nil {
 		return nil
 	}
-	kc, err := newKindController(l.mgr, l.disco, lk.gvk, lk.handlers[0], l.opts, l.sh)
+	kc, err := engine.NewKindController(l.mgr, l.disco, lk.gvk, lk.handlers[0], l.opts, l.sh)
 	if err != nil {
 		return fmt.Errorf("preparing %s: %w", lk.gvk, err)
 	}
@@ -316,17 +317,17 @@ func (l *lazyKinds) start(ctx context.Context, lk *lazyKind) error {
 // manager for a kind served from the start: the watcher of its event and
 // index handlers, the spawner of its timers and daemons, and the
 // controller of its change and level handlers, timers and daemons.
-func (l *lazyKinds) runnables(kc *KindController) ([]func(context.Context) error, error) {
+func (l *lazyKinds) runnables(kc *engine.KindController) ([]func(context.Context) error, error) {
 	var out []func(context.Context) error
-	if len(kc.events)+len(kc.indexes) > 0 {
+	if len(kc.Events)+len(kc.Indexes) > 0 {
 		out = append(out, l.watcherOf(kc))
 	}
-	if len(kc.Change)+len(kc.level)+len(kc.Spawned) > 0 {
+	if len(kc.Change)+len(kc.Level)+len(kc.Spawned) > 0 {
 		if len(kc.Spawned) > 0 {
-			kc.spawner = kc.newSpawner(l.opts.MaxConcurrentReconciles)
-			out = append(out, kc.spawner.Start)
+			kc.Spawner = kc.NewSpawner(l.opts.MaxConcurrentReconciles)
+			out = append(out, kc.Spawner.Start)
 		}
-		c, err := kc.unmanagedController(l.mgr, l.opts)
+		c, err := unmanagedController(kc, l.mgr, l.opts)
 		if err != nil {
 			return nil, err
 		}
@@ -337,14 +338,14 @@ func (l *lazyKinds) runnables(kc *KindController) ([]func(context.Context) error
 
 // watcherOf returns the run of kc's watcher. A watcher that feeds indexes
 // counts, until it stops, among those whose first list the indexes wait for.
-func (l *lazyKinds) watcherOf(kc *KindController) func(context.Context) error {
-	w := &watcher{k: kc, cache: kc.cache, events: kc.events, indexes: kc.indexes}
-	if len(kc.indexes) == 0 {
+func (l *lazyKinds) watcherOf(kc *engine.KindController) func(context.Context) error {
+	w := &watcher{k: kc, cache: kc.Cache, events: kc.Events, indexes: kc.Indexes}
+	if len(kc.Indexes) == 0 {
 		return w.Start
 	}
-	l.sh.mu.Lock()
-	l.sh.watchers = append(l.sh.watchers, w)
-	l.sh.mu.Unlock()
+	l.sh.Mu.Lock()
+	l.sh.Watchers = append(l.sh.Watchers, w)
+	l.sh.Mu.Unlock()
 	return func(ctx context.Context) error {
 		defer l.forgetWatcher(w)
 		return w.Start(ctx)
@@ -385,14 +386,14 @@ func (l *lazyKinds) launch(lk *lazyKind, run *runningKind, runnables []func(cont
 
 // syncInformers waits until the informers of kc's controller are in
 // sync, for as long as the manager's controllers wait for theirs.
-func (l *lazyKinds) syncInformers(ctx context.Context, kc *KindController) error {
+func (l *lazyKinds) syncInformers(ctx context.Context, kc *engine.KindController) error {
 	timeout := l.mgr.GetControllerOptions().CacheSyncTimeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute // controller-runtime's default
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for _, obj := range kc.informed() {
+	for _, obj := range informed(kc) {
 		if _, err := l.mgr.GetCache().GetInformer(syncCtx, obj); err != nil {
 			return fmt.Errorf("waiting for the informer of %T: %w", obj, err)
 		}
@@ -447,9 +448,9 @@ func (l *lazyKinds) wakeAll() {
 // forgetWatcher drops a stopped kind's watcher from those whose indexes
 // must be ready.
 func (l *lazyKinds) forgetWatcher(w *watcher) {
-	l.sh.mu.Lock()
-	defer l.sh.mu.Unlock()
-	l.sh.watchers = slices.DeleteFunc(l.sh.watchers, func(x *watcher) bool { return x == w })
+	l.sh.Mu.Lock()
+	defer l.sh.Mu.Unlock()
+	l.sh.Watchers = slices.DeleteFunc(l.sh.Watchers, func(x engine.IndexFeeder) bool { return x == w })
 }
 
 // wakeAll reconciles every object of the kind when the gate opens again,
@@ -459,14 +460,14 @@ func (lk *lazyKind) wakeAll() {
 	run := lk.running
 	lk.mu.Unlock()
 	if run != nil && run.ctx.Err() == nil {
-		run.kc.wakeAll(run.ctx)
+		run.kc.WakeAll(run.ctx)
 	}
 }
 
 // unmanagedController builds the kind's controller-runtime controller with
 // the same sources as start's builder, for a caller that starts and stops
 // it itself. Its name may repeat (a kind whose CRD came back).
-func (k *KindController) unmanagedController(mgr manager.Manager, opts Options) (controller.Controller, error) {
+func unmanagedController(k *engine.KindController, mgr manager.Manager, opts engine.Options) (controller.Controller, error) {
 	copts := controller.Options{
 		Reconciler:              k,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
@@ -479,16 +480,16 @@ func (k *KindController) unmanagedController(mgr manager.Manager, opts Options) 
 		return nil, fmt.Errorf("gopf: the controller for %s: %w", k.Gvk, err)
 	}
 	srcs := []source.Source{
-		quietSync{source.Kind(k.cache, k.NewObject(), &ctrlhandler.TypedEnqueueRequestForObject[client.Object]{})},
-		source.Channel(k.wake, &ctrlhandler.EnqueueRequestForObject{}),
+		quietSync{source.Kind(k.Cache, k.NewObject(), &ctrlhandler.TypedEnqueueRequestForObject[client.Object]{})},
+		source.Channel(k.Wake, &ctrlhandler.EnqueueRequestForObject{}),
 	}
-	for _, r := range k.level {
+	for _, r := range k.Level {
 		for _, owned := range r.Options.Owned {
 			toOwner := ctrlhandler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.NewObject(), ctrlhandler.OnlyControllerOwner())
-			srcs = append(srcs, quietSync{source.Kind(k.cache, owned, toOwner)})
+			srcs = append(srcs, quietSync{source.Kind(k.Cache, owned, toOwner)})
 		}
 		for _, w := range r.Options.Watched {
-			srcs = append(srcs, quietSync{source.Kind(k.cache, w.Object, ctrlhandler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))})
+			srcs = append(srcs, quietSync{source.Kind(k.Cache, w.Object, ctrlhandler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))})
 		}
 	}
 	for _, s := range srcs {
@@ -502,9 +503,9 @@ func (k *KindController) unmanagedController(mgr manager.Manager, opts Options) 
 // informed returns an object of each kind whose informer the kind's
 // controller watches: the kind's own, and those its level handlers own or
 // watch.
-func (k *KindController) informed() []client.Object {
+func informed(k *engine.KindController) []client.Object {
 	objs := []client.Object{k.NewObject()}
-	for _, r := range k.level {
+	for _, r := range k.Level {
 		objs = append(objs, r.Options.Owned...)
 		for _, w := range r.Options.Watched {
 			objs = append(objs, w.Object)

@@ -1,4 +1,4 @@
-package engine
+package operator
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -22,23 +23,23 @@ import (
 // failure stops the manager with the error), cleanup handlers when it
 // stops gracefully. It is a Runnable on the manager.
 type activities struct {
-	sh      *shared
+	sh      *engine.Shared
 	startup []*contract.Handler
 	cleanup []*contract.Handler
-	opts    Options
+	opts    engine.Options
 	log     logr.Logger
 }
 
 // Start runs the startup handlers, waits for the manager to stop, then runs
 // the cleanup handlers.
 func (a *activities) Start(ctx context.Context) error {
-	a.sh.setContext(ctx)
+	a.sh.SetContext(ctx)
 	for _, act := range a.startup {
 		if err := a.run(ctx, act); err != nil {
 			return fmt.Errorf("gopf: %s failed, so the operator stops: %w", act, err)
 		}
 	}
-	a.sh.gate.setStarted()
+	a.sh.Gate.SetStarted()
 	<-ctx.Done()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.CleanupTimeout)
 	defer cancel()
@@ -56,7 +57,7 @@ func (a *activities) Start(ctx context.Context) error {
 func (a *activities) run(ctx context.Context, act *contract.Handler) error {
 	started := time.Now()
 	for attempt := 1; ; attempt++ {
-		c := a.sh.operatorCall(act, a.log.WithValues("activity", act.Kind.String(), "retry", attempt-1))
+		c := a.sh.OperatorCall(act, a.log.WithValues("activity", act.Kind.String(), "retry", attempt-1))
 		c.Retry, c.Started, c.Runtime = attempt-1, started, time.Since(started)
 		err := spec.Protect(c.Log, func() error { _, err := act.Call(ctx, nil, c); return err })
 		v := policy.Judge(act.Options, a.opts.DefaultBackoff, err, attempt, started, time.Now())
@@ -86,7 +87,7 @@ func (a *activities) run(ctx context.Context, act *contract.Handler) error {
 // results for probeCacheTime so that frequent checks stay cheap.
 type prober struct {
 	probes []*contract.Handler
-	sh     *shared
+	sh     *engine.Shared
 	log    logr.Logger
 	ttl    time.Duration
 
@@ -106,7 +107,7 @@ func (p *prober) run(ctx context.Context) (map[string]any, error) {
 	results := map[string]any{}
 	var errs []error
 	for _, act := range p.probes {
-		c := p.sh.operatorCall(act, p.log)
+		c := p.sh.OperatorCall(act, p.log)
 		var out any
 		err := spec.Protect(c.Log, func() error {
 			var perr error

@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/spec"
+	"github.com/gopf-dev/gopf/internal/state"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// NewKindController prepares the controller of one kind; proto is the first
+// registration for it and decides the Go type objects are read into.
+func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *contract.Handler,
+	opts Options, sh *Shared) (*KindController, error) {
+	kc, err := DescribeKind(mgr.GetRESTMapper(), disco, gvk, ObjectMaker(gvk, proto), opts)
+	if err != nil {
+		return nil, err
+	}
+	kc.reader = mgr.GetCache()
+	kc.writer = mgr.GetClient()
+	kc.recorder = eventRecorder(mgr, opts)
+	kc.Shared = sh
+	kc.scheme = mgr.GetScheme()
+	kc.Wake = make(chan event.GenericEvent, 1024)
+	kc.Log = mgr.GetLogger().WithValues("controller", kc.Name)
+	kc.kopf.Log = kc.Log
+	if opts.Storage == StorageAuto && kc.HasStatus && !kc.place.KeepsState() {
+		kc.Log.Info("keeping gopf's state of this kind in annotations: its status cannot keep it", "reason", kc.place.State)
+	}
+	if !kc.place.Schema.Known {
+		kc.Log.Info("the kind's CRD could not be read: gopf assumes its status keeps what the Go type keeps", "reason", kc.place.Schema.Why)
+	}
+	kc.Memory = newMemories(sh)
+	sh.operator.AddObjectMemos(gvk, kc.Memory.find)
+	kc.Cache = mgr.GetCache()
+	return kc, nil
+}
+
+// DescribeKind is what the controller of a kind knows without a manager:
+// its name, Go type (newObject), finalizer and storage. The planner reads
+// objects through it too, so that it reads stored state exactly as the
+// controller does. It reads the kind's CRD, if it has one, to decide where
+// the state lives (see placement.go).
+func DescribeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind,
+	newObject func() client.Object, opts Options) (*KindController, error) {
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("kind %s is not served by the API server: %w", gvk, err)
+	}
+	hasStatus, err := hasStatusSubresource(disco, gvk.GroupVersion(), mapping.Resource.Resource)
+	if err != nil {
+		return nil, err
+	}
+	kc := &KindController{
+		Name:      "gopf-" + strings.ToLower(gvk.Kind) + nonEmptyDot(gvk.Group),
+		Gvk:       gvk,
+		Opts:      opts,
+		HasStatus: hasStatus,
+		Finalizer: opts.Prefix + "/finalizer",
+		NewObject: newObject,
+	}
+	if err := kc.ChooseStorage(state.ReadKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)); err != nil {
+		return nil, err
+	}
+	return kc, nil
+}
+
+// ChooseStorage sets where the controller keeps its state, from its
+// options, whether the kind has a status subresource, and what its status
+// keeps (s: the API server's schema; the Go type of k.newObject):
+//
+//   - StorageAuto keeps the state in status.<StatusField> when the kind has
+//     a status subresource and both the API server and the Go type keep
+//     that field, and in annotations otherwise;
+//   - StorageStatus keeps it in status, and is an error where status
+//     cannot keep it;
+//   - StorageAnnotations keeps it in annotations;
+//   - StorageKopf keeps it in Kopf's annotations, and reads nothing else.
+//
+// Whatever the place, gopf's other place and Kopf's state are read too
+// (see kopfFallback), so that no object with a history looks new.
+func (k *KindController) ChooseStorage(s state.KindSchema) error {
+	opts := k.Opts
+	k.kopf = &kopfstate.Store{Prefix: opts.KopfPrefix, Kind: k.Gvk.Kind, EssenceOf: k.essenceText, Log: logr.Discard()}
+	k.place = state.NewStatusPlace(s, k.NewObject, opts.StatusField)
+	inStatus, inAnnotations := state.StatusStorage{Field: opts.StatusField}, state.AnnotationStorage{Prefix: opts.Prefix}
+	switch {
+	case opts.Storage == StorageKopf:
+		k.Store, k.Finalizer = k.kopf, opts.KopfFinalizer
+	case opts.Storage == StorageStatus && !k.place.KeepsState():
+		return fmt.Errorf("StorageStatus: gopf's state cannot be kept in status.%s of %s: %s; declare the field (an object with x-kubernetes-preserve-unknown-fields) or use StorageAuto",
+			opts.StatusField, k.Gvk, k.place.State)
+	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.HasStatus && k.place.KeepsState():
+		k.Store = kopfstate.Fallback{Storage: inStatus, Other: inAnnotations, Kopf: k.kopf}
+	default:
+		k.Store = kopfstate.Fallback{Storage: inAnnotations, Other: inStatus, Kopf: k.kopf}
+	}
+	return nil
+}
+
+// essenceText is the essence of obj as gopf stores it.
+func (k *KindController) essenceText(obj map[string]any) string {
+	data, _ := state.Marshal(state.Essence(obj, k.Opts.Prefix, k.Extra))
+	return string(data)
+}
+
+// ObjectMaker returns the constructor of the objects of a kind: the Go type
+// of its first registration proto, or unstructured objects.
+func ObjectMaker(gvk schema.GroupVersionKind, proto *contract.Handler) func() client.Object {
+	if !proto.Unstructured {
+		return proto.NewObject
+	}
+	return func() client.Object {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u
+	}
+}
+
+// Add puts a registration in its place: change handlers or level handlers;
+// fields they name are kept in the essence.
+func (k *KindController) Add(r *contract.Handler) {
+	switch r.Kind {
+	case spec.KindReconcile:
+		k.Level = append(k.Level, r)
+	case spec.KindTimer, spec.KindDaemon:
+		k.Spawned = append(k.Spawned, r)
+	case spec.KindEvent:
+		k.Events = append(k.Events, r)
+	case spec.KindIndex:
+		k.Indexes = append(k.Indexes, r)
+	default:
+		k.Change = append(k.Change, r)
+		k.kopf.Known(r.Options.ID)
+	}
+	if r.Options.Field != nil {
+		k.Extra = append(k.Extra, r.Options.Field)
+	}
+}
+
+// hasStatusSubresource asks discovery whether resource has a status
+// subresource.
+func hasStatusSubresource(disco discovery.DiscoveryInterface, gv schema.GroupVersion, resource string) (bool, error) {
+	list, err := disco.ServerResourcesForGroupVersion(gv.String())
+	if err != nil {
+		return false, fmt.Errorf("discovering the resources of %s: %w", gv, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource+"/status" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func nonEmptyDot(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "." + s
+}
