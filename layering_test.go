@@ -33,6 +33,7 @@ var libraryLayers = map[string][]string{
 	"internal/spec":      {},
 	"internal/scope":     {},
 	"internal/metrics":   {},
+	"internal/logs":      {"handlers", "internal/spec"},
 	"api/v1":             {},
 	"handlers":           {"internal/spec"},
 	"handlers/objects":   {"handlers", "internal/spec"},
@@ -56,8 +57,8 @@ var libraryLayers = map[string][]string{
 
 // engineParts are the packages the engine builds on.
 var engineParts = []string{
-	"handlers", "internal/contract", "internal/kopfstate", "internal/metrics", "internal/peering", "internal/policy", "internal/scope", "internal/spawn",
-	"internal/spec", "internal/state",
+	"handlers", "internal/contract", "internal/kopfstate", "internal/logs", "internal/metrics", "internal/peering", "internal/policy",
+	"internal/scope", "internal/spawn", "internal/spec", "internal/state",
 }
 
 // with returns base and more, in a new slice.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/logs"
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/policy"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -48,7 +49,7 @@ func (k *KindController) BaseCall(r *contract.Handler, obj client.Object, log lo
 		k.recorder.Eventf(other, obj, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
 	}}
 	k.Shared.Set.BindCause(c, x)
-	c.Log = k.bridgeLogs(log, x)
+	c.Log = logs.Bridge(log, k.Opts.LogEvents, x.Post)
 	return c, x
 }
 
@@ -141,7 +142,7 @@ func nonNil(m map[string]string) map[string]string {
 
 func (t *Turn) newCall(e *Entry, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
 	reason := e.cause
-	c, x := t.K.BaseCall(e.Reg, t.Obj, withValuesLazily(t.log, "handler", e.Opts.ID, "cause", reason, "retry", rec.Retries))
+	c, x := t.K.BaseCall(e.Reg, t.Obj, logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", reason, "retry", rec.Retries))
 	x.SubsAllowed = e.Reg.Kind.Reason() != "" // change handlers
 	c.Reason, c.HandlerID, c.Param = reason, e.Opts.ID, e.Opts.Param
 	c.Old, c.New, c.Diff = e.old, e.new, e.diff
@@ -154,7 +155,7 @@ func (t *Turn) newCall(e *Entry, rec *state.Progress) (*handlers.Cause, *contrac
 // outcome records what a call's error means for the handler (see judge):
 // success, a retry after a delay, or a failure.
 func (t *Turn) outcome(e *Entry, rec *state.Progress, err error) {
-	log := withValuesLazily(t.log, "handler", e.Opts.ID, "cause", e.cause, "retry", rec.Retries)
+	log := logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", e.cause, "retry", rec.Retries)
 	rec.Retries++
 	rec.Delayed = nil
 	v := policy.Judge(e.Opts, t.K.Opts.DefaultBackoff, err, rec.Retries, rec.Started, t.Now)

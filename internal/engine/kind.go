@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/logs"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,7 +30,7 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	}
 	kc.reader = mgr.GetCache()
 	kc.writer = mgr.GetClient()
-	kc.recorder = eventRecorder(mgr, opts)
+	kc.recorder = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent)
 	kc.Shared = sh
 	kc.scheme = mgr.GetScheme()
 	kc.Wake = make(chan event.GenericEvent, 1024)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopf-dev/gopf/internal/logs"
 	"github.com/gopf-dev/gopf/internal/peering"
 	"github.com/gopf-dev/gopf/internal/state"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -32,7 +33,7 @@ type Options struct {
 	KopfPrefix              string
 	KopfFinalizer           string
 	DefaultBackoff          time.Duration
-	LogEvents               LogEvents
+	LogEvents               logs.Posting
 	EventsOff               bool
 	EventComponent          string
 	Memo                    map[string]any

@@ -1,4 +1,4 @@
-package engine
+package logs
 
 import (
 	"sync"
@@ -6,12 +6,12 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// withValuesLazily returns log with the key-value pairs kv added when the
+// WithValuesLazily returns log with the key-value pairs kv added when the
 // logger is first used to write a line, not now. A handler's logger carries
 // the handler, cause and retry, but most handler calls log nothing (or
 // nothing at the configured level), and a sink such as zap's encodes the
 // pairs as soon as they are added.
-func withValuesLazily(log logr.Logger, kv ...any) logr.Logger {
+func WithValuesLazily(log logr.Logger, kv ...any) logr.Logger {
 	sink := log.GetSink()
 	if sink == nil {
 		return log // logging is off

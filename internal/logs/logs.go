@@ -1,4 +1,4 @@
-package engine
+package logs
 
 import (
 	"fmt"
@@ -11,50 +11,49 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/contract"
 )
 
-// LogEvents is reconcile.LogEvents: which handler log lines are posted as
+// Posting is reconcile.LogEvents: which handler log lines are posted as
 // Events.
-type LogEvents int
+type Posting int
 
 // The values of reconcile.LogEvents.
 const (
-	LogEventsOff LogEvents = iota
-	LogEventsErrors
-	LogEventsInfo
+	PostNone Posting = iota
+	PostErrors
+	PostInfo
 )
 
-// bridgeLogs wraps a handler's logger so that its lines are posted as Events
-// as Options.LogEvents says.
-func (k *KindController) bridgeLogs(log logr.Logger, x *contract.Extras) logr.Logger {
-	if k.Opts.LogEvents == LogEventsOff {
+// Bridge wraps a handler's logger so that its lines are also posted as
+// Events with post, as level says.
+func Bridge(log logr.Logger, level Posting, post func(eventType, reason, message string)) logr.Logger {
+	if level == PostNone {
 		return log
 	}
 	sink := log.GetSink()
 	if sink == nil {
 		sink = nopSink{} // logging is off, the bridge is not
 	}
-	return logr.New(&eventSink{LogSink: sink, level: k.Opts.LogEvents, post: x.Post})
+	return logr.New(&eventSink{LogSink: sink, level: level, post: post})
 }
 
 // eventSink is a logr.LogSink that also posts lines as Events.
 type eventSink struct {
 	logr.LogSink
-	level LogEvents
+	level Posting
 	post  func(eventType, reason, message string)
 }
 
 // Enabled is true for the lines that are posted, whatever the log level.
 func (s *eventSink) Enabled(level int) bool {
-	return s.LogSink.Enabled(level) || s.level >= LogEventsInfo && level == 0
+	return s.LogSink.Enabled(level) || s.level >= PostInfo && level == 0
 }
 
 func (s *eventSink) Info(level int, msg string, kv ...any) {
 	if s.LogSink.Enabled(level) {
 		s.LogSink.Info(level, msg, kv...)
 	}
-	if s.level >= LogEventsInfo && level == 0 {
+	if s.level >= PostInfo && level == 0 {
 		s.post(handlers.EventNormal, "Logging", line(msg, kv))
 	}
 }
@@ -95,13 +94,13 @@ func (nopSink) Error(error, string, ...any)      {}
 func (n nopSink) WithValues(...any) logr.LogSink { return n }
 func (n nopSink) WithName(string) logr.LogSink   { return n }
 
-// eventRecorder is the recorder of the Events gopf posts: the manager's,
-// under Options.EventComponent, or one that posts nothing with EventsOff.
-func eventRecorder(mgr manager.Manager, opts Options) recorder.EventRecorder {
-	if opts.EventsOff {
+// Recorder is the recorder of the Events gopf posts: the manager's, under
+// component, or one that posts nothing when off.
+func Recorder(mgr manager.Manager, off bool, component string) recorder.EventRecorder {
+	if off {
 		return noEvents{}
 	}
-	return mgr.GetEventRecorder(opts.EventComponent)
+	return mgr.GetEventRecorder(component)
 }
 
 // noEvents is a recorder that posts nothing.
