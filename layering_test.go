@@ -34,6 +34,7 @@ var libraryLayers = map[string][]string{
 	"internal/scope":     {},
 	"internal/metrics":   {},
 	"internal/logs":      {"handlers", "internal/spec"},
+	"internal/gate":      {},
 	"api/v1":             {},
 	"handlers":           {"internal/spec"},
 	"handlers/objects":   {"handlers", "internal/spec"},
@@ -57,7 +58,7 @@ var libraryLayers = map[string][]string{
 
 // engineParts are the packages the engine builds on.
 var engineParts = []string{
-	"handlers", "internal/contract", "internal/kopfstate", "internal/logs", "internal/metrics", "internal/peering", "internal/policy",
+	"handlers", "internal/contract", "internal/gate", "internal/kopfstate", "internal/logs", "internal/metrics", "internal/peering", "internal/policy",
 	"internal/scope", "internal/spawn", "internal/spec", "internal/state",
 }
 

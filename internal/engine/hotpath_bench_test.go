@@ -19,6 +19,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/gate"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -159,7 +160,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	k := &KindController{
 		Name: "gopf-kopfexample.kopf.dev", Gvk: benchGVK, Opts: opts,
 		reader: server, writer: server, HasStatus: true, Finalizer: opts.Prefix + "/finalizer",
-		Shared: &Shared{Set: set, Indexes: spec.NewIndexes(), Gate: &gate{started: true}, Scope: sc, Memo: &spec.Memo{}},
+		Shared: &Shared{Set: set, Indexes: spec.NewIndexes(), Gate: startedGate(), Scope: sc, Memo: &spec.Memo{}},
 		Log:    logr.Discard(), Memory: newMemories(nil),
 	}
 	if unstructuredObjects {
@@ -364,4 +365,11 @@ func BenchmarkCause(b *testing.B) {
 			b.Fatalf("cause %q with %d handlers, want update with 1", purpose, n)
 		}
 	}
+}
+
+// startedGate is the gate of an operator whose startup handlers are done.
+func startedGate() *gate.Gate {
+	g := &gate.Gate{}
+	g.SetStarted()
+	return g
 }

@@ -118,7 +118,7 @@ func (ms *memories) find(key types.NamespacedName, uid types.UID) *spec.Memo {
 // seed gives m's memo the operator memo's keys once the startup handlers
 // are done.
 func (ms *memories) seed(m *Memory) {
-	if m.seeded || ms.operator == nil || !ms.operator.Gate.hasStarted() {
+	if m.seeded || ms.operator == nil || !ms.operator.Gate.HasStarted() {
 		return
 	}
 	spec.SeedMemo(&m.memo, ms.operator.Memo)

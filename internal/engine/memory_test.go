@@ -5,11 +5,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gopf-dev/gopf/internal/gate"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 func TestObjectMemosAreSeededFromTheOperatorMemoOnceStartupIsDone(t *testing.T) {
-	sh := &Shared{Memo: &spec.Memo{}, Gate: &gate{}}
+	sh := &Shared{Memo: &spec.Memo{}, Gate: &gate.Gate{}}
 	sh.Memo.Set("base", "options")
 	ms := newMemories(sh)
 	early := types.NamespacedName{Namespace: "ns", Name: "early"}

@@ -69,7 +69,7 @@ var _ reconcile.Reconciler = (*KindController)(nil)
 func (k *KindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	k.Shared.busy.Add(1) // before the gate check, so that a pause can wait for it
 	defer k.Shared.busy.Add(-1)
-	if !k.Shared.Gate.admit() || !k.Shared.Scope.Includes(req.Namespace) {
+	if !k.Shared.Gate.Admit() || !k.Shared.Scope.Includes(req.Namespace) {
 		return reconcile.Result{}, nil // paused, starting, or out of scope; reopening the gate reconciles everything
 	}
 	t, wait, err := k.read(ctx, req)

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/gate"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +25,7 @@ type Shared struct {
 	Indexes  *spec.Indexes  // operator.Indexes
 	Memo     *spec.Memo     // operator.Memo: the operator-level handlers' memo
 	client   client.Client
-	Gate     *gate
+	Gate     *gate.Gate
 	Scope    *scope.Scope
 	Mu       sync.Mutex
 	Watchers []IndexFeeder   // the watchers that fill indexes
@@ -41,7 +42,7 @@ func NewShared(mgr manager.Manager, reg *handlers.Registry, sc *scope.Scope, opt
 	for k, v := range opts.Memo {
 		op.Memo.Set(k, v)
 	}
-	sh := &Shared{Set: set, operator: op, Indexes: op.Indexes, Gate: &gate{}, Scope: sc, Memo: op.Memo, client: mgr.GetClient()}
+	sh := &Shared{Set: set, operator: op, Indexes: op.Indexes, Gate: &gate.Gate{}, Scope: sc, Memo: op.Memo, client: mgr.GetClient()}
 	forget := manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		set.DropOperator(mgr)
@@ -75,13 +76,13 @@ func (s *Shared) Idle(timeout time.Duration) bool {
 }
 
 // Pause stops handlers from starting, for reason (the peering's host).
-func (s *Shared) Pause(reason string) { s.Gate.pause(reason) }
+func (s *Shared) Pause(reason string) { s.Gate.Pause(reason) }
 
 // Resume lets handlers start again.
-func (s *Shared) Resume() { s.Gate.resume() }
+func (s *Shared) Resume() { s.Gate.Resume() }
 
 // Paused is why the operator is paused, "" when it is not.
-func (s *Shared) Paused() string { return s.Gate.paused() }
+func (s *Shared) Paused() string { return s.Gate.Paused() }
 
 // Busy reports whether reconciles, timer runs or daemons are running.
 func (s *Shared) Busy() bool { return s.busy.Load() > 0 }

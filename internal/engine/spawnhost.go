@@ -28,7 +28,7 @@ func (k *KindController) Cause(r *contract.Handler, obj client.Object, log logr.
 func (k *KindController) Open() bool { return k.Shared.Gate.Open() }
 
 // WhenPaused has f called each time the operator pauses.
-func (k *KindController) WhenPaused(f func()) { k.Shared.Gate.whenPaused(f) }
+func (k *KindController) WhenPaused(f func()) { k.Shared.Gate.WhenPaused(f) }
 
 // Busy counts running handlers.
 func (k *KindController) Busy(delta int64) { k.Shared.busy.Add(delta) }

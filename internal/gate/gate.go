@@ -1,0 +1,84 @@
+package gate
+
+import (
+	"sync"
+)
+
+// Gate says whether the operator may handle objects: once its startup
+// handlers have succeeded, and while no peer with a higher priority is alive.
+// Reconciles, event handlers, timers and daemons all look at it; when it
+// opens again, every object is reconciled anew. When it opens the first
+// time, that is needed only if a reconcile was turned away before: else
+// every object is still to come, from the informers' initial lists.
+type Gate struct {
+	mu       sync.Mutex
+	started  bool
+	pausedBy string // why the operator is paused; "" when it is not
+	opened   bool   // it was open once
+	refused  bool   // a reconcile was turned away since it was last open
+	onOpen   []func()
+	onPause  []func()
+}
+
+// Open reports whether objects may be handled.
+func (g *Gate) Open() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started && g.pausedBy == ""
+}
+
+// Admit reports whether a reconcile may handle objects now, and remembers
+// one it turns away, so that the objects are reconciled when it opens.
+func (g *Gate) Admit() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ok := g.started && g.pausedBy == ""
+	g.refused = g.refused || !ok
+	return ok
+}
+
+// SetStarted records that the startup handlers are done.
+func (g *Gate) SetStarted() { g.change(func() { g.started = true }) }
+
+// Pause closes the gate for a reason; resume opens it again.
+func (g *Gate) Pause(reason string) { g.change(func() { g.pausedBy = reason }) }
+func (g *Gate) Resume()             { g.change(func() { g.pausedBy = "" }) }
+
+// Paused returns the reason of a pause, or "".
+func (g *Gate) Paused() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.pausedBy
+}
+
+// WhenOpened and whenPaused register callbacks for the gate's transitions.
+func (g *Gate) WhenOpened(fn func()) { g.mu.Lock(); g.onOpen = append(g.onOpen, fn); g.mu.Unlock() }
+func (g *Gate) WhenPaused(fn func()) { g.mu.Lock(); g.onPause = append(g.onPause, fn); g.mu.Unlock() }
+
+func (g *Gate) change(fn func()) {
+	g.mu.Lock()
+	was := g.started && g.pausedBy == ""
+	fn()
+	now := g.started && g.pausedBy == ""
+	var callbacks []func()
+	switch {
+	case !was && now:
+		if g.opened || g.refused {
+			callbacks = append(callbacks, g.onOpen...)
+		}
+		g.opened, g.refused = true, false
+	case was && !now:
+		callbacks = append(callbacks, g.onPause...)
+	}
+	g.mu.Unlock()
+	for _, cb := range callbacks {
+		cb()
+	}
+}
+
+// HasStarted reports whether the startup handlers are done.
+func (g *Gate) HasStarted() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started
+}
