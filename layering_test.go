@@ -35,6 +35,7 @@ var libraryLayers = map[string][]string{
 	"internal/metrics":   {},
 	"internal/logs":      {"handlers", "internal/spec"},
 	"internal/gate":      {},
+	"internal/memory":    {"handlers", "internal/gate", "internal/spec", "internal/state"},
 	"api/v1":             {},
 	"handlers":           {"internal/spec"},
 	"handlers/objects":   {"handlers", "internal/spec"},
@@ -58,8 +59,8 @@ var libraryLayers = map[string][]string{
 
 // engineParts are the packages the engine builds on.
 var engineParts = []string{
-	"handlers", "internal/contract", "internal/gate", "internal/kopfstate", "internal/logs", "internal/metrics", "internal/peering", "internal/policy",
-	"internal/scope", "internal/spawn", "internal/spec", "internal/state",
+	"handlers", "internal/contract", "internal/gate", "internal/kopfstate", "internal/logs", "internal/memory", "internal/metrics",
+	"internal/peering", "internal/policy", "internal/scope", "internal/spawn", "internal/spec", "internal/state",
 }
 
 // with returns base and more, in a new slice.

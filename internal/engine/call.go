@@ -37,7 +37,7 @@ func (k *KindController) BaseCall(r *contract.Handler, obj client.Object, log lo
 		UID:         obj.GetUID(),
 		Labels:      nonNil(obj.GetLabels()),
 		Annotations: nonNil(obj.GetAnnotations()),
-		Memo:        (*handlers.Memo)(&k.Memory.get(key, obj.GetUID()).memo),
+		Memo:        (*handlers.Memo)(&k.Memory.Get(key, obj.GetUID()).Memo),
 		Param:       r.Options.Param,
 		Indexes:     (*handlers.Indexes)(k.Shared.Indexes),
 		Client:      k.writer,

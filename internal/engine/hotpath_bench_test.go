@@ -20,6 +20,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/gate"
+	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -161,7 +162,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 		Name: "gopf-kopfexample.kopf.dev", Gvk: benchGVK, Opts: opts,
 		reader: server, writer: server, HasStatus: true, Finalizer: opts.Prefix + "/finalizer",
 		Shared: &Shared{Set: set, Indexes: spec.NewIndexes(), Gate: startedGate(), Scope: sc, Memo: &spec.Memo{}},
-		Log:    logr.Discard(), Memory: newMemories(nil),
+		Log:    logr.Discard(), Memory: memory.New(nil, nil),
 	}
 	if unstructuredObjects {
 		k.NewObject = func() client.Object { u := &unstructured.Unstructured{}; u.SetGroupVersionKind(benchGVK); return u }
@@ -288,7 +289,7 @@ func benchTurn(b *testing.B) (*KindController, *Turn) {
 	if err := t.Refresh(); err != nil {
 		b.Fatal(err)
 	}
-	t.Mem = &Memory{resumed: true}
+	t.Mem = &memory.Memory{Resumed: true}
 	return k, t
 }
 

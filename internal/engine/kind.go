@@ -9,6 +9,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/logs"
+	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,8 +43,8 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	if !kc.place.Schema.Known {
 		kc.Log.Info("the kind's CRD could not be read: gopf assumes its status keeps what the Go type keeps", "reason", kc.place.Schema.Why)
 	}
-	kc.Memory = newMemories(sh)
-	sh.operator.AddObjectMemos(gvk, kc.Memory.find)
+	kc.Memory = memory.New(sh.Gate, sh.Memo)
+	sh.operator.AddObjectMemos(gvk, kc.Memory.Find)
 	kc.Cache = mgr.GetCache()
 	return kc, nil
 }

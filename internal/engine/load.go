@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -82,10 +83,10 @@ func (t *Turn) LoadState() error {
 // reportBadState reports state that cannot be read (a log line and a
 // Warning Event, once per object and process).
 func (t *Turn) reportBadState(err error) {
-	if err == nil || t.Mem.warned {
+	if err == nil || t.Mem.Warned {
 		return
 	}
-	t.Mem.warned = true
+	t.Mem.Warned = true
 	what := "the object is handled as new"
 	if t.Loaded != nil {
 		what = "the state found in another place is used"
@@ -97,26 +98,26 @@ func (t *Turn) reportBadState(err error) {
 
 // takeUnsaved takes into the turn what a failed write did not store.
 func (t *Turn) takeUnsaved() {
-	u := t.Mem.unsaved
+	u := t.Mem.Unsaved
 	switch {
 	case u == nil:
-	case u.patch != nil:
+	case u.Patch != nil:
 		// A write with a handler's own patch failed: the state
 		// describes the patched object, so the patch goes out again
 		// with it, before anything else (see flush).
-		t.Known, t.flushing = u.st, true
-		t.patch = *clonePatch(u.patch)
-		for id, r := range u.results {
+		t.Known, t.flushing = u.St, true
+		t.patch = *memory.ClonePatch(u.Patch)
+		for id, r := range u.Results {
 			t.keepResult(id, r)
 		}
-	case state.SameState(t.Loaded, u.st):
-		t.Mem.unsaved = nil // stored after all
+	case state.SameState(t.Loaded, u.St):
+		t.Mem.Unsaved = nil // stored after all
 	default:
 		// A write failed: what gopf knows beats what is stored, so that
 		// a handler that succeeded is not called again; its result is
 		// written with the state.
-		t.Known = u.st
-		for id, r := range u.results {
+		t.Known = u.St
+		for id, r := range u.Results {
 			t.keepResult(id, r)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 	"github.com/gopf-dev/gopf/test/kinds"
@@ -208,7 +209,7 @@ func TestAKeptPatchIsACopy(t *testing.T) {
 	yes := "yes"
 	p.SetLabel("a", &yes)
 	p.SetStatus("phase", "Ready")
-	kept := clonePatch(&p)
+	kept := memory.ClonePatch(&p)
 	spec.MergeStatus(&p, "create_fn", map[string]any{"done": true})
 	p.SetAnnotation("gopf.dev/last-handled-configuration", &yes)
 	if got := state.SameJSON(spec.ObjectPatch(kept), map[string]any{"metadata": map[string]any{"labels": map[string]any{"a": "yes"}}}); !got {

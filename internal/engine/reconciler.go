@@ -22,6 +22,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/spawn"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -50,7 +51,7 @@ type KindController struct {
 	NewObject func() client.Object
 	HasStatus bool
 	Finalizer string
-	Memory    *memories
+	Memory    *memory.Memories
 	mu        sync.Mutex
 	Store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
 	kopf      *kopfstate.Store
@@ -112,14 +113,14 @@ func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn
 		log.V(1).Info("waiting for the indexes to see their initial lists")
 		return nil, 100 * time.Millisecond, nil
 	}
-	mem := k.Memory.get(req.NamespacedName, obj.GetUID())
+	mem := k.Memory.Get(req.NamespacedName, obj.GetUID())
 	t := &Turn{K: k, log: log, Obj: obj, Now: time.Now(), Store: k.storage(), Mem: mem}
 	if err := t.Refresh(); err != nil {
 		return nil, 0, err
 	}
 	// Wait (without blocking the worker) for the cache to show our own last
 	// write, so that one change is never handled twice.
-	if wait := t.Mem.consistencyWait(t.Store, t.Raw, t.Essence, k.Opts.ConsistencyTimeout); wait > 0 {
+	if wait := t.Mem.ConsistencyWait(t.Store, t.Raw, t.Essence, k.Opts.ConsistencyTimeout); wait > 0 {
 		log.V(1).Info("waiting for the cache to catch up with gopf's last write", "wait", wait)
 		return nil, wait, nil
 	}
@@ -127,8 +128,8 @@ func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn
 }
 
 // memoryFacts is what the process remembers of an object, for decide.
-func (k *KindController) memoryFacts(key types.NamespacedName, mem *Memory) MemoryFacts {
-	return MemoryFacts{Resumed: mem.resumed, released: mem.released, SpawnHolds: func(spawn []*contract.Handler) bool {
+func (k *KindController) memoryFacts(key types.NamespacedName, mem *memory.Memory) MemoryFacts {
+	return MemoryFacts{Resumed: mem.Resumed, released: mem.Released, SpawnHolds: func(spawn []*contract.Handler) bool {
 		return k.Spawner.NeedsFinalizer(key, spawn)
 	}}
 }
@@ -186,10 +187,10 @@ func (t *Turn) handleDeletion(ctx context.Context, d Decision) (bool, error) {
 		if err := k.setFinalizer(ctx, t.Obj, false); err != nil {
 			// Remember that the delete handlers are done, so that the
 			// retry removes the finalizer without calling them again.
-			t.Mem.unsaved = &unsaved{st: t.St, results: t.results}
+			t.Mem.Unsaved = &memory.Unsaved{St: t.St, Results: t.results}
 			return false, err
 		}
-		t.Mem.released = true
+		t.Mem.Released = true
 		metrics.Causes.WithLabelValues(k.Name, string(handlers.ReasonDelete)).Inc()
 		t.log.Info("deletion handled; finalizer removed")
 		return true, nil

@@ -160,8 +160,8 @@ func (t *Turn) writeTooLarge(err error) bool {
 	if !state.IsTooLarge(err) {
 		return false
 	}
-	if !t.Mem.tooLarge {
-		t.Mem.tooLarge = true
+	if !t.Mem.TooLarge {
+		t.Mem.TooLarge = true
 		msg := fmt.Sprintf("gopf's write was refused as too large (%v); it is not retried until the object changes", err)
 		t.log.Info("WARNING: " + msg)
 		t.K.recorder.Eventf(t.Obj, nil, "Warning", "TooLarge", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -23,7 +24,7 @@ type Turn struct {
 	log   logr.Logger
 	Obj   client.Object
 	Raw   map[string]any
-	Mem   *Memory
+	Mem   *memory.Memory
 	Store state.Storage
 	Now   time.Time
 
@@ -68,14 +69,14 @@ type Entry struct {
 func (t *Turn) changeCause(ctx context.Context, d Decision) {
 	if d.Purpose == handlers.ReasonCreate {
 		// Objects first handled in this process get no resume.
-		t.Mem.resumed = true
+		t.Mem.Resumed = true
 	}
 	if d.Purpose == "" {
 		return
 	}
 	done := t.runAll(ctx, d.Purpose, d.Entries)
 	if d.WithResume && (done || resumesFinished(d.Entries, t.St.Progress)) {
-		t.Mem.resumed = true
+		t.Mem.Resumed = true
 	}
 	if done {
 		if d.Purpose == handlers.ReasonCreate {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gopf-dev/gopf/internal/kopfstate"
+	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -67,14 +68,14 @@ func (t *Turn) write(ctx context.Context) error {
 	defer cancel()
 	var own *spec.Patch // the handlers' own patch, before results and state join it
 	if !t.patch.Empty() {
-		own = clonePatch(&t.patch)
+		own = memory.ClonePatch(&t.patch)
 	}
 	err := t.send(ctx, own != nil)
 	switch {
 	case err == nil:
-		t.Mem.unsaved = nil
+		t.Mem.Unsaved = nil
 	case own != nil || t.St.Essence != "" || len(t.St.Progress) > 0:
-		t.Mem.unsaved = &unsaved{st: t.St, results: t.results, patch: own}
+		t.Mem.Unsaved = &memory.Unsaved{St: t.St, Results: t.results, Patch: own}
 	}
 	if t.writeTooLarge(err) {
 		return nil // reported; retried when the object changes
@@ -116,7 +117,7 @@ func (t *Turn) send(ctx context.Context, own bool) error {
 	if stateChanged || own {
 		// The next reconcile waits for the cache to show this write: the
 		// state, and the object as the handlers' patch left it.
-		t.Mem.wrote(t.St, showing)
+		t.Mem.Wrote(t.St, showing)
 	}
 	return nil
 }

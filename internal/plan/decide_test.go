@@ -18,6 +18,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -121,7 +122,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			k := decideController(t)
 			item := decideObject(t, k, tc, now)
-			tn := &engine.Turn{K: k, Obj: k.NewObject(), Now: now, Store: k.Store, Mem: &engine.Memory{}}
+			tn := &engine.Turn{K: k, Obj: k.NewObject(), Now: now, Store: k.Store, Mem: &memory.Memory{}}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, tn.Obj); err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package engine
+package memory
 
 import (
 	"sync"
@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gopf-dev/gopf/internal/gate"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -16,26 +17,26 @@ type Memory struct {
 	written   *state.State // the state of gopf's last write, until the cache shows it
 	writtenAt time.Time
 	showing   string   // the essence the object shows after that write, if the state records it
-	unsaved   *unsaved // state and results a failed write did not store
-	resumed   bool     // resume handlers are done (or do not apply) in this process
-	// released says gopf removed its finalizer from the object, being
+	Unsaved   *Unsaved // state and results a failed write did not store
+	Resumed   bool     // resume handlers are done (or do not apply) in this process
+	// Released says gopf removed its finalizer from the object, being
 	// deleted: no finalizer can be added to it since, so a view of it that
 	// still holds one is the cache's, behind.
-	released bool
-	warned   bool // a Warning Event about bad stored state was posted
-	tooLarge bool // a Warning Event about a write refused as too large was posted
-	memo     spec.Memo
+	Released bool
+	Warned   bool // a Warning Event about bad stored state was posted
+	TooLarge bool // a Warning Event about a write refused as too large was posted
+	Memo     spec.Memo
 	seeded   bool // memo has the operator memo's keys
 }
 
-// consistencyWait returns how long to wait for the cache to show gopf's last
+// ConsistencyWait returns how long to wait for the cache to show gopf's last
 // write, or 0 if it shows it (or waiting longer makes no sense). A write
 // can be two requests (status, then the object); when the written state
 // says a cause is done with the object as the handlers patched it, the
 // cache shows the write once it shows both that state and that essence
 // (essence is the object's current one), so that the handlers' own patch
 // is never taken for a change.
-func (m *Memory) consistencyWait(s state.Storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
+func (m *Memory) ConsistencyWait(s state.Storage, obj map[string]any, essence string, timeout time.Duration) time.Duration {
 	if m.written == nil {
 		return 0
 	}
@@ -51,22 +52,22 @@ func (m *Memory) consistencyWait(s state.Storage, obj map[string]any, essence st
 	return 0
 }
 
-// wrote remembers a write of state st, after which the object shows the
+// Wrote remembers a write of state st, after which the object shows the
 // essence showing ("" when the state records an older essence).
-func (m *Memory) wrote(st *state.State, showing string) {
+func (m *Memory) Wrote(st *state.State, showing string) {
 	m.written, m.showing, m.writtenAt = st, showing, time.Now()
 }
 
-// unsaved is what a reconcile meant to write when its write failed.
-type unsaved struct {
-	st      *state.State
-	results map[string]any
-	// patch is the handlers' own patch (nil if they made none), which st
+// Unsaved is what a reconcile meant to write when its write failed.
+type Unsaved struct {
+	St      *state.State
+	Results map[string]any
+	// Patch is the handlers' own patch (nil if they made none), which st
 	// describes: it is sent again with st.
-	patch *spec.Patch
+	Patch *spec.Patch
 }
 
-// memories holds the memory of every object seen. An object's memory is used
+// Memories holds the memory of every object seen. An object's memory is used
 // only by the one reconcile that handles the object at a time.
 //
 // An object's memo starts as a shallow copy of the operator memo, as in
@@ -76,21 +77,22 @@ type unsaved struct {
 // admission requests can come then too: an object they see first gets the
 // operator memo's keys at its first sight after startup, except the keys
 // its memo has by then.
-type memories struct {
+type Memories struct {
 	mu       sync.Mutex
 	m        map[types.NamespacedName]*Memory
-	operator *Shared // nil: memos start empty
+	started  *gate.Gate // the operator's gate, which says when startup is done; nil: memos start empty
+	operator *spec.Memo
 }
 
 // newMemories returns an empty set; objects' memos are seeded from the
-// operator memo of sh.
-func newMemories(sh *Shared) *memories {
-	return &memories{m: map[types.NamespacedName]*Memory{}, operator: sh}
+// operator memo once the gate g says startup is done.
+func New(g *gate.Gate, operator *spec.Memo) *Memories {
+	return &Memories{m: map[types.NamespacedName]*Memory{}, started: g, operator: operator}
 }
 
-// get returns the memory of the object, new if the object is new or was
+// Get returns the memory of the object, new if the object is new or was
 // replaced by another of the same name.
-func (ms *memories) get(key types.NamespacedName, uid types.UID) *Memory {
+func (ms *Memories) Get(key types.NamespacedName, uid types.UID) *Memory {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	m, ok := ms.m[key]
@@ -102,9 +104,9 @@ func (ms *memories) get(key types.NamespacedName, uid types.UID) *Memory {
 	return m
 }
 
-// find returns the memo of the object if it has a memory, or nil; uid ""
+// Find returns the memo of the object if it has a memory, or nil; uid ""
 // stands for whichever object has that name.
-func (ms *memories) find(key types.NamespacedName, uid types.UID) *spec.Memo {
+func (ms *Memories) Find(key types.NamespacedName, uid types.UID) *spec.Memo {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	m, ok := ms.m[key]
@@ -112,29 +114,30 @@ func (ms *memories) find(key types.NamespacedName, uid types.UID) *spec.Memo {
 		return nil
 	}
 	ms.seed(m)
-	return &m.memo
+	return &m.Memo
 }
 
 // seed gives m's memo the operator memo's keys once the startup handlers
 // are done.
-func (ms *memories) seed(m *Memory) {
-	if m.seeded || ms.operator == nil || !ms.operator.Gate.HasStarted() {
+func (ms *Memories) seed(m *Memory) {
+	if m.seeded || ms.started == nil || !ms.started.HasStarted() {
 		return
 	}
-	spec.SeedMemo(&m.memo, ms.operator.Memo)
+	spec.SeedMemo(&m.Memo, ms.operator)
 	m.seeded = true
 }
 
-func (ms *memories) Forget(key types.NamespacedName) {
+// Forget drops the memory of the object, which is gone.
+func (ms *Memories) Forget(key types.NamespacedName) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	delete(ms.m, key)
 }
 
-// clonePatch copies a handler patch, so that what a failed write carried
+// ClonePatch copies a handler patch, so that what a failed write carried
 // is kept apart from the turn's patch, which results and state join. The
 // top-level keys of a patch are single field names, as Set made them.
-func clonePatch(p *spec.Patch) *spec.Patch {
+func ClonePatch(p *spec.Patch) *spec.Patch {
 	out := &spec.Patch{}
 	for key, v := range spec.ObjectPatch(p) {
 		_ = out.Set(key, state.DeepCopyJSON(v))
