@@ -7,10 +7,10 @@ import (
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
-func TestChangePurposeDerivesTheCauseFromTheKnownState(t *testing.T) {
+func TestChangeReasonDerivesTheCauseFromTheKnownState(t *testing.T) {
 	const now, before = `{"spec":{"field":"new"}}`, `{"spec":{"field":"old"}}`
-	unfinishedUpdate := map[string]*state.Progress{"update_fn": {Purpose: handlers.ReasonUpdate, Retries: 1}}
-	finishedUpdate := map[string]*state.Progress{"update_fn": {Purpose: handlers.ReasonUpdate, Success: true}}
+	unfinishedUpdate := map[string]*state.Progress{"update_fn": {Reason: handlers.ReasonUpdate, Retries: 1}}
+	finishedUpdate := map[string]*state.Progress{"update_fn": {Reason: handlers.ReasonUpdate, Success: true}}
 	for name, tc := range map[string]struct {
 		known      *state.State
 		resumed    bool
@@ -30,9 +30,9 @@ func TestChangePurposeDerivesTheCauseFromTheKnownState(t *testing.T) {
 			known: &state.State{Essence: now, Progress: finishedUpdate}, resumed: true, want: ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, withResume := changePurpose(tc.known, now, tc.resumed)
+			got, withResume := changeReason(tc.known, now, tc.resumed)
 			if got != tc.want || withResume != tc.withResume {
-				t.Fatalf("changePurpose = (%q, resume %v), want (%q, resume %v)", got, withResume, tc.want, tc.withResume)
+				t.Fatalf("changeReason = (%q, resume %v), want (%q, resume %v)", got, withResume, tc.want, tc.withResume)
 			}
 		})
 	}

@@ -49,9 +49,9 @@ const (
 type Decision struct {
 	Route     Route
 	Finalizer FinalizerStep
-	// Purpose is the cause the change or delete handlers run for ("" for
+	// Reason is the cause the change or delete handlers run for ("" for
 	// none); level handlers get it as their Reason.
-	Purpose handlers.Reason
+	Reason handlers.Reason
 	// WithResume: resume handlers run, on the process's first sight of a
 	// handled object.
 	WithResume bool
@@ -96,7 +96,7 @@ func (t *Turn) Decide(mem MemoryFacts) Decision {
 	case deleting && held && mem.released:
 		d.Route = routeReleased
 	case deleting && held:
-		d.Route, d.Purpose = RouteDelete, handlers.ReasonDelete
+		d.Route, d.Reason = RouteDelete, handlers.ReasonDelete
 		d.Entries = t.deleteEntries(d.Change, mem.Resumed)
 		d.Superseded = t.superseded()
 	case deleting:
@@ -105,12 +105,12 @@ func (t *Turn) Decide(mem MemoryFacts) Decision {
 		d.Route = RouteLive
 		want := slices.ContainsFunc(d.Change, contract.HoldsObjects) || len(d.Spawn) > 0 && mem.SpawnHolds(d.Spawn)
 		d.Finalizer = k.finalizerStep(t.Obj, want)
-		d.Purpose, d.WithResume = changePurpose(t.Known, t.Essence, mem.Resumed)
-		if d.Purpose != "" {
-			d.Entries = t.changeEntries(d.Change, d.Purpose, d.WithResume)
+		d.Reason, d.WithResume = changeReason(t.Known, t.Essence, mem.Resumed)
+		if d.Reason != "" {
+			d.Entries = t.changeEntries(d.Change, d.Reason, d.WithResume)
 		}
 	}
-	d.next = t.nextDue(d.Purpose, d.Entries)
+	d.next = t.nextDue(d.Reason, d.Entries)
 	return d
 }
 
@@ -155,7 +155,7 @@ func (t *Turn) superseded() []string {
 	}
 	var ids []string
 	for id, rec := range t.Known.Progress {
-		if rec.Purpose != handlers.ReasonDelete && !rec.Finished() {
+		if rec.Reason != handlers.ReasonDelete && !rec.Finished() {
 			ids = append(ids, id)
 		}
 	}
@@ -165,10 +165,10 @@ func (t *Turn) superseded() []string {
 
 // nextDue is when the first of the entries that waits for a retry is due,
 // or zero.
-func (t *Turn) nextDue(purpose handlers.Reason, entries []*Entry) time.Time {
+func (t *Turn) nextDue(reason handlers.Reason, entries []*Entry) time.Time {
 	var next time.Time
 	for _, e := range entries {
-		rec := e.Record(purpose, t.St.Progress)
+		rec := e.Record(reason, t.St.Progress)
 		if rec == nil || rec.Finished() || rec.Delayed == nil || !rec.Delayed.After(t.Now) {
 			continue
 		}
@@ -183,15 +183,15 @@ func (t *Turn) nextDue(purpose handlers.Reason, entries []*Entry) time.Time {
 // the call starts afresh: there is no record, it belongs to another cause,
 // it is an earlier process's finished resume (e.again), or a newer change
 // replaces it (e.fresh).
-func (e *Entry) Record(purpose handlers.Reason, records map[string]*state.Progress) *state.Progress {
+func (e *Entry) Record(reason handlers.Reason, records map[string]*state.Progress) *state.Progress {
 	rec := records[e.Opts.ID]
-	if rec == nil || e.fresh || rec.Purpose != purpose && rec.Purpose != e.reason() || e.again && rec.Finished() {
+	if rec == nil || e.fresh || rec.Reason != reason && rec.Reason != e.reason() || e.again && rec.Finished() {
 		return nil
 	}
 	return rec
 }
 
-// changePurpose is the cause of a live object, from what gopf knows of it
+// changeReason is the cause of a live object, from what gopf knows of it
 // (known: the stored state, or a newer one not yet written) and its current
 // essence: create when nothing was handled, update when the essence differs
 // from the last-handled one or an update is unfinished, resume on first
@@ -199,33 +199,33 @@ func (e *Entry) Record(purpose handlers.Reason, records map[string]*state.Progre
 // change, and "" when there is nothing to do. withResume says that resume
 // handlers run too: with the update of an object that changed while the
 // operator was down, or on their own.
-func changePurpose(known *state.State, essence string, resumed bool) (purpose handlers.Reason, withResume bool) {
+func changeReason(known *state.State, essence string, resumed bool) (reason handlers.Reason, withResume bool) {
 	handled := known != nil && known.Essence != ""
 	switch {
 	case !handled:
 		return handlers.ReasonCreate, false
 	case known.Essence != essence || hasUnfinished(known, handlers.ReasonUpdate):
-		purpose = handlers.ReasonUpdate
+		reason = handlers.ReasonUpdate
 	}
 	if resumed {
-		return purpose, false
+		return reason, false
 	}
-	if purpose == "" {
-		purpose = handlers.ReasonResume
+	if reason == "" {
+		reason = handlers.ReasonResume
 	}
-	return purpose, true
+	return reason, true
 }
 
 // changeEntries are the entries of the selected change handlers that run
-// for the cause purpose, and the resume handlers if withResume.
-func (t *Turn) changeEntries(selected []*contract.Handler, purpose handlers.Reason, withResume bool) []*Entry {
+// for the cause reason, and the resume handlers if withResume.
+func (t *Turn) changeEntries(selected []*contract.Handler, reason handlers.Reason, withResume bool) []*Entry {
 	var base any // the last-handled essence, decoded: only updates need it
-	if purpose == handlers.ReasonUpdate && t.Known != nil && t.Known.Essence != "" {
+	if reason == handlers.ReasonUpdate && t.Known != nil && t.Known.Essence != "" {
 		base = state.DecodeJSON(t.Known.Essence)
 	}
 	var entries []*Entry
 	for _, r := range selected {
-		if e := t.changeEntry(r, purpose, base); e != nil {
+		if e := t.changeEntry(r, reason, base); e != nil {
 			entries = append(entries, e)
 		}
 	}
@@ -241,11 +241,11 @@ func (t *Turn) changeEntries(selected []*contract.Handler, purpose handlers.Reas
 
 // changeEntry decides whether a registration runs for the cause, and with
 // which old and new values.
-func (t *Turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base any) *Entry {
+func (t *Turn) changeEntry(r *contract.Handler, reason handlers.Reason, base any) *Entry {
 	switch {
-	case purpose == handlers.ReasonCreate && ReasonOf(r) == handlers.ReasonCreate:
+	case reason == handlers.ReasonCreate && ReasonOf(r) == handlers.ReasonCreate:
 		return t.createEntry(r)
-	case purpose == handlers.ReasonCreate && r.Kind == spec.KindField:
+	case reason == handlers.ReasonCreate && r.Kind == spec.KindField:
 		// Field handlers see creation with the field set as a change.
 		if e := t.createFieldAgain(r); e != nil {
 			return e
@@ -255,7 +255,7 @@ func (t *Turn) changeEntry(r *contract.Handler, purpose handlers.Reason, base an
 			return nil
 		}
 		return &Entry{Reg: r, Opts: r.Options, new: nv, diff: state.Diff(nil, nv), handled: t.Essence}
-	case purpose == handlers.ReasonUpdate && ReasonOf(r) == handlers.ReasonUpdate:
+	case reason == handlers.ReasonUpdate && ReasonOf(r) == handlers.ReasonUpdate:
 		return t.updateEntry(r, base)
 	}
 	return nil
@@ -288,13 +288,13 @@ func (t *Turn) updateEntry(r *contract.Handler, base any) *Entry {
 	// the same cause does not take it for a handler that never ran.
 	var done *Entry
 	rec := t.St.Progress[o.ID]
-	if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.Finished() {
+	if rec != nil && rec.Reason == handlers.ReasonUpdate && rec.Finished() {
 		done = &Entry{Reg: r, Opts: o, handled: rec.Handled}
 		if rec.Handled == t.Essence {
 			return done
 		}
 	}
-	if rec != nil && rec.Purpose == handlers.ReasonUpdate && rec.Success && rec.Handled != "" {
+	if rec != nil && rec.Reason == handlers.ReasonUpdate && rec.Success && rec.Handled != "" {
 		old = state.DecodeJSON(rec.Handled)
 	}
 	e := &Entry{Reg: r, Opts: o, old: old, new: t.essenceTree, handled: t.Essence, fresh: done != nil}

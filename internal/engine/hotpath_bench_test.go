@@ -354,16 +354,16 @@ func BenchmarkCause(b *testing.B) {
 	t.Known, t.St = st, st.Clone()
 	b.ReportAllocs()
 	for range b.N {
-		purpose, _ := changePurpose(t.Known, t.Essence, true)
+		reason, _ := changeReason(t.Known, t.Essence, true)
 		base := state.DecodeJSON(t.Known.Essence)
 		n := 0
 		for _, r := range k.Change {
-			if e := t.changeEntry(r, purpose, base); e != nil {
+			if e := t.changeEntry(r, reason, base); e != nil {
 				n++
 			}
 		}
-		if purpose != handlers.ReasonUpdate || n != 1 {
-			b.Fatalf("cause %q with %d handlers, want update with 1", purpose, n)
+		if reason != handlers.ReasonUpdate || n != 1 {
+			b.Fatalf("cause %q with %d handlers, want update with 1", reason, n)
 		}
 	}
 }

@@ -62,8 +62,8 @@ func TestSameStateAgreesWithTheEncoding(t *testing.T) {
 	states := []*state.State{
 		nil, {}, {Essence: `{"spec":{"a":1}}`}, {Essence: `{"spec":{"a":2}}`},
 		{Essence: `{}`, Progress: map[string]*state.Progress{}},
-		{Essence: `{}`, Progress: map[string]*state.Progress{"h": {Purpose: handlers.ReasonUpdate, Started: at}}},
-		{Essence: `{}`, Progress: map[string]*state.Progress{"h": {Purpose: handlers.ReasonUpdate, Started: at, Retries: 1}}},
+		{Essence: `{}`, Progress: map[string]*state.Progress{"h": {Reason: handlers.ReasonUpdate, Started: at}}},
+		{Essence: `{}`, Progress: map[string]*state.Progress{"h": {Reason: handlers.ReasonUpdate, Started: at, Retries: 1}}},
 	}
 	for _, a := range states {
 		for _, b := range states {

@@ -83,9 +83,9 @@ func TestKopfsProgressLoadsWithItsRetriesStartAndDelay(t *testing.T) {
 	current := essenceText(objs["kopfexample-flaky.yaml"])
 	delayed := at("2026-11-23T03:18:19.526537Z")
 	want := &state.State{Progress: map[string]*state.Progress{
-		"create_fn":           {Purpose: handlers.ReasonCreate, Started: at("2026-11-23T03:08:19.302313Z"), Retries: 1, Success: true, Handled: current},
-		"field_fn/spec.field": {Purpose: handlers.ReasonCreate, Started: at("2026-11-23T03:08:19.302321Z"), Retries: 1, Success: true, Handled: current},
-		"flaky_fn":            {Purpose: handlers.ReasonCreate, Started: at("2026-11-23T03:08:19.302326Z"), Delayed: &delayed, Retries: 1, Message: "not yet"},
+		"create_fn":           {Reason: handlers.ReasonCreate, Started: at("2026-11-23T03:08:19.302313Z"), Retries: 1, Success: true, Handled: current},
+		"field_fn/spec.field": {Reason: handlers.ReasonCreate, Started: at("2026-11-23T03:08:19.302321Z"), Retries: 1, Success: true, Handled: current},
+		"flaky_fn":            {Reason: handlers.ReasonCreate, Started: at("2026-11-23T03:08:19.302326Z"), Delayed: &delayed, Retries: 1, Message: "not yet"},
 	}}
 	if flaky.Encode() != want.Encode() {
 		t.Errorf("flaky loads as\n %s\nwant\n %s", flaky.Encode(), want.Encode())
@@ -95,7 +95,7 @@ func TestKopfsProgressLoadsWithItsRetriesStartAndDelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := deleting.Progress["delete_fn"]
-	if rec == nil || rec.Purpose != handlers.ReasonDelete || rec.Retries != 1 || rec.Finished() || rec.Delayed == nil ||
+	if rec == nil || rec.Reason != handlers.ReasonDelete || rec.Retries != 1 || rec.Finished() || rec.Delayed == nil ||
 		rec.Message != "cannot delete yet" || deleting.Essence == "" {
 		t.Errorf("deleting loads as %s", deleting.Encode())
 	}
@@ -113,7 +113,7 @@ func TestKopfProgressInStatusIsReadWhenNoAnnotationHoldsIt(t *testing.T) {
 	if got := st.Progress["create_fn"]; got == nil || got.Retries != 2 {
 		t.Errorf("create_fn = %+v; want the annotation's record (retries 2), read before status", got)
 	}
-	if got := st.Progress["update_fn"]; got == nil || !got.Success || got.Purpose != handlers.ReasonCreate {
+	if got := st.Progress["update_fn"]; got == nil || !got.Success || got.Reason != handlers.ReasonCreate {
 		t.Errorf("update_fn = %+v; want status's record, for the create cause (nothing handled yet)", got)
 	}
 }

@@ -85,7 +85,7 @@ func TestKopfResultsInStatusAreNotStateEvenInAFieldOfTheSameName(t *testing.T) {
 
 func TestSavingOnAnObjectHandledByKopfLeavesKopfsStateAlone(t *testing.T) {
 	st := &state.State{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*state.Progress{
-		"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Retries: 1, Success: true, Handled: `{"spec":{"field":"a"}}`},
+		"create_fn": {Reason: handlers.ReasonCreate, Started: started, Retries: 1, Success: true, Handled: `{"spec":{"field":"a"}}`},
 	}}
 	for name, obj := range kopfObjects(t) {
 		for _, s := range storages {
@@ -158,7 +158,7 @@ func TestKopfProgressRecordsReadFieldByFieldButNotAsGopfsProgress(t *testing.T) 
 		t.Fatalf("decodeProgress: %v", err)
 	}
 	rec := recs["flaky_fn"]
-	if rec.Purpose != handlers.ReasonCreate || rec.Retries != 1 || rec.Finished() || rec.Delayed == nil || rec.Message != "not yet" {
+	if rec.Reason != handlers.ReasonCreate || rec.Retries != 1 || rec.Finished() || rec.Delayed == nil || rec.Message != "not yet" {
 		t.Errorf("record = %+v", rec)
 	}
 }

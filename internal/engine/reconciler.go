@@ -165,7 +165,7 @@ func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error
 			k.Spawner.Sync(key, t.Obj, t.Essence, d.Spawn)
 		}
 	}
-	res, levelErr := t.runLevel(ctx, d.Level, d.Purpose)
+	res, levelErr := t.runLevel(ctx, d.Level, d.Reason)
 	if err := t.write(ctx); err != nil {
 		return reconcile.Result{}, err
 	}

@@ -92,7 +92,7 @@ func TestStateOfASmallObjectIsKeptInFull(t *testing.T) {
 
 func TestStateOfAnObjectNearTheLimitIsCompacted(t *testing.T) {
 	obj, full, _ := bigObject(900<<10, 1)
-	st := &state.State{Essence: full, Progress: map[string]*state.Progress{"update": {Purpose: handlers.ReasonUpdate, Success: true, Handled: full}}}
+	st := &state.State{Essence: full, Progress: map[string]*state.Progress{"update": {Reason: handlers.ReasonUpdate, Success: true, Handled: full}}}
 	tr := sizeTurn(obj, st, nil)
 	tr.fitState()
 	if !state.IsCompact(tr.St.Essence) || !state.IsCompact(tr.St.Progress["update"].Handled) {

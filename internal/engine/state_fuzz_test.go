@@ -135,8 +135,8 @@ func checkStateRoundTrips(t *testing.T, s state.Storage, obj map[string]any) {
 
 // roundTripState is a state with an essence, finished and unfinished records.
 var roundTripState = &state.State{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*state.Progress{
-	"create_fn": {Purpose: "create", Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
-	"other_fn":  {Purpose: "create", Started: started, Retries: 1, Success: true, Handled: `{"spec":{}}`},
+	"create_fn": {Reason: "create", Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
+	"other_fn":  {Reason: "create", Started: started, Retries: 1, Success: true, Handled: `{"spec":{}}`},
 }}
 
 // saveAndLoad saves st on obj through s, applies the patch as the API server

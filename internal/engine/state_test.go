@@ -23,7 +23,7 @@ func TestProgressIsFinishedOnSuccessOrFailureOnly(t *testing.T) {
 		rec  state.Progress
 		want bool
 	}{
-		{"a new record", state.Progress{Purpose: handlers.ReasonCreate, Started: started}, false},
+		{"a new record", state.Progress{Reason: handlers.ReasonCreate, Started: started}, false},
 		{"a record waiting for a retry", state.Progress{Retries: 3, Delayed: &later, Message: "not yet"}, false},
 		{"a success", state.Progress{Success: true, Retries: 1}, true},
 		{"a failure", state.Progress{Failure: true, Message: "broken"}, true},
@@ -37,7 +37,7 @@ func TestProgressIsFinishedOnSuccessOrFailureOnly(t *testing.T) {
 	}
 }
 
-func TestHasUnfinishedLooksAtRecordsOfTheGivenPurposeOnly(t *testing.T) {
+func TestHasUnfinishedLooksAtRecordsOfTheGivenReasonOnly(t *testing.T) {
 	create, update := handlers.ReasonCreate, handlers.ReasonUpdate
 	for _, tc := range []struct {
 		name     string
@@ -45,12 +45,12 @@ func TestHasUnfinishedLooksAtRecordsOfTheGivenPurposeOnly(t *testing.T) {
 		want     bool
 	}{
 		{"no records", nil, false},
-		{"an unfinished record of the purpose", map[string]*state.Progress{"a": {Purpose: update}}, true},
-		{"a finished record of the purpose", map[string]*state.Progress{"a": {Purpose: update, Success: true}}, false},
-		{"a failed record of the purpose", map[string]*state.Progress{"a": {Purpose: update, Failure: true}}, false},
-		{"an unfinished record of another purpose", map[string]*state.Progress{"a": {Purpose: create}}, false},
+		{"an unfinished record of the purpose", map[string]*state.Progress{"a": {Reason: update}}, true},
+		{"a finished record of the purpose", map[string]*state.Progress{"a": {Reason: update, Success: true}}, false},
+		{"a failed record of the purpose", map[string]*state.Progress{"a": {Reason: update, Failure: true}}, false},
+		{"an unfinished record of another purpose", map[string]*state.Progress{"a": {Reason: create}}, false},
 		{"one unfinished among finished ones", map[string]*state.Progress{
-			"a": {Purpose: update, Success: true}, "b": {Purpose: update, Delayed: &later}, "c": {Purpose: update, Failure: true},
+			"a": {Reason: update, Success: true}, "b": {Reason: update, Delayed: &later}, "c": {Reason: update, Failure: true},
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -66,8 +66,8 @@ func TestStateCloneIsIndependentOfTheOriginal(t *testing.T) {
 		return &state.State{
 			Essence: `{"spec":{"a":1}}`,
 			Progress: map[string]*state.Progress{
-				"a": {Purpose: handlers.ReasonUpdate, Started: started, Retries: 1, Delayed: &later, Message: "m"},
-				"b": {Purpose: handlers.ReasonUpdate, Started: started, Success: true, Handled: `{"spec":{"a":1}}`},
+				"a": {Reason: handlers.ReasonUpdate, Started: started, Retries: 1, Delayed: &later, Message: "m"},
+				"b": {Reason: handlers.ReasonUpdate, Started: started, Success: true, Handled: `{"spec":{"a":1}}`},
 			},
 		}
 	}
@@ -78,12 +78,12 @@ func TestStateCloneIsIndependentOfTheOriginal(t *testing.T) {
 		{"the essence", func(c *state.State) { c.Essence = `{}` }},
 		{"a record's fields", func(c *state.State) {
 			r := c.Progress["a"]
-			r.Retries, r.Success, r.Message, r.Handled, r.Purpose = 9, true, "", "x", handlers.ReasonDelete
+			r.Retries, r.Success, r.Message, r.Handled, r.Reason = 9, true, "", "x", handlers.ReasonDelete
 			r.Delayed, r.Started = nil, later
 		}},
 		{"the set of records", func(c *state.State) {
 			delete(c.Progress, "a")
-			c.Progress["new"] = &state.Progress{Purpose: handlers.ReasonUpdate}
+			c.Progress["new"] = &state.Progress{Reason: handlers.ReasonUpdate}
 		}},
 		{"a record replaced", func(c *state.State) { c.Progress["b"] = &state.Progress{} }},
 	} {
@@ -123,9 +123,9 @@ func TestStateEncodingIsCanonical(t *testing.T) {
 	b := &state.State{Essence: "{}", Progress: map[string]*state.Progress{}}
 	ids := []string{"z", "a", "m/sub", "b.c"}
 	for i := range ids {
-		a.Progress[ids[i]] = &state.Progress{Purpose: handlers.ReasonCreate, Started: started, Retries: i}
+		a.Progress[ids[i]] = &state.Progress{Reason: handlers.ReasonCreate, Started: started, Retries: i}
 		j := len(ids) - 1 - i
-		b.Progress[ids[j]] = &state.Progress{Purpose: handlers.ReasonCreate, Started: started, Retries: j}
+		b.Progress[ids[j]] = &state.Progress{Reason: handlers.ReasonCreate, Started: started, Retries: j}
 	}
 	if a.Encode() != b.Encode() {
 		t.Errorf("equal states encode differently:\n %s\n %s", a.Encode(), b.Encode())
@@ -137,7 +137,7 @@ func TestStateEncodingIsCanonical(t *testing.T) {
 }
 
 func TestProgressPatchValueNullsWhatTheRecordLacks(t *testing.T) {
-	got := (&state.Progress{Purpose: handlers.ReasonCreate, Started: started, Retries: 2}).PatchValue()
+	got := (&state.Progress{Reason: handlers.ReasonCreate, Started: started, Retries: 2}).PatchValue()
 	want := map[string]any{
 		"purpose": "create", "started": "2026-11-23T03:08:19.302313Z", "retries": 2.0,
 		"delayed": nil, "success": nil, "failure": nil, "message": nil, "handled": nil,
@@ -146,7 +146,7 @@ func TestProgressPatchValueNullsWhatTheRecordLacks(t *testing.T) {
 		t.Errorf("patchValue =\n %v\nwant\n %v", got, want)
 	}
 	full := &state.Progress{
-		Purpose: handlers.ReasonUpdate, Started: started, Delayed: &later, Retries: 1, Success: true, Failure: true, Message: "m", Handled: "{}",
+		Reason: handlers.ReasonUpdate, Started: started, Delayed: &later, Retries: 1, Success: true, Failure: true, Message: "m", Handled: "{}",
 	}
 	for k, v := range full.PatchValue() {
 		if v == nil {
@@ -166,13 +166,13 @@ func TestDecodeProgressReadsRecordsAndRefusesAnythingElse(t *testing.T) {
 	}{
 		{name: "nothing is no records", raw: nil},
 		{name: "a decoded map of records", raw: map[string]any{"a": map[string]any{"purpose": "create", "started": "2026-11-23T03:08:19.302313Z", "retries": 1.0}},
-			want: map[string]*state.Progress{"a": {Purpose: handlers.ReasonCreate, Started: started, Retries: 1}}},
+			want: map[string]*state.Progress{"a": {Reason: handlers.ReasonCreate, Started: started, Retries: 1}}},
 		{name: "a map of records as JSON text", raw: `{"a":{"purpose":"update","started":"2026-11-23T03:08:19.302313Z","success":true,"handled":"{}"}}`,
-			want: map[string]*state.Progress{"a": {Purpose: handlers.ReasonUpdate, Started: started, Success: true, Handled: "{}"}}},
+			want: map[string]*state.Progress{"a": {Reason: handlers.ReasonUpdate, Started: started, Success: true, Handled: "{}"}}},
 		{name: "an empty map is no records", raw: map[string]any{}, want: map[string]*state.Progress{}},
 		{name: "JSON null as text is no records", raw: "null"},
 		{name: "a record in Kopf's format reads field by field", raw: `{"flaky_fn":` + kopfRecord + `}`,
-			want: map[string]*state.Progress{"flaky_fn": {Purpose: handlers.ReasonCreate, Started: time.Date(2026, 11, 23, 3, 8, 19, 302326000, time.UTC), Delayed: ptrTime(time.Date(2026, 11, 23, 3, 18, 19, 526537000, time.UTC)), Retries: 1, Message: "not yet"}}},
+			want: map[string]*state.Progress{"flaky_fn": {Reason: handlers.ReasonCreate, Started: time.Date(2026, 11, 23, 3, 8, 19, 302326000, time.UTC), Delayed: ptrTime(time.Date(2026, 11, 23, 3, 18, 19, 526537000, time.UTC)), Retries: 1, Message: "not yet"}}},
 		{name: "a single Kopf record is not a map of records", raw: kopfRecord, bad: true},
 		{name: "a list", raw: []any{map[string]any{"purpose": "create"}}, bad: true},
 		{name: "a list as JSON text", raw: `[{"purpose":"create"}]`, bad: true},

@@ -36,16 +36,16 @@ func states() []struct {
 		{"an essence only", &state.State{Essence: e1}},
 		{"another essence", &state.State{Essence: e2}},
 		{"progress of an unfinished create", &state.State{Progress: map[string]*state.Progress{
-			"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
-			"other_fn":  {Purpose: handlers.ReasonCreate, Started: started, Retries: 1, Success: true, Handled: e1},
+			"create_fn": {Reason: handlers.ReasonCreate, Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
+			"other_fn":  {Reason: handlers.ReasonCreate, Started: started, Retries: 1, Success: true, Handled: e1},
 		}}},
 		{"the same create, one record gone and one changed", &state.State{Progress: map[string]*state.Progress{
-			"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Retries: 2, Failure: true, Message: "gave up", Handled: e1},
+			"create_fn": {Reason: handlers.ReasonCreate, Started: started, Retries: 2, Failure: true, Message: "gave up", Handled: e1},
 		}}},
 		{"an essence with progress of an update", &state.State{Essence: e1, Progress: map[string]*state.Progress{
-			"update_fn":           {Purpose: handlers.ReasonUpdate, Started: started, Retries: 3, Success: true, Handled: e2},
-			"field_fn/spec.field": {Purpose: handlers.ReasonUpdate, Started: started, Delayed: &later, Retries: 1, Message: "line one\nline <two> & \"three\" – ü"},
-			"parent/child":        {Purpose: handlers.ReasonUpdate, Started: later},
+			"update_fn":           {Reason: handlers.ReasonUpdate, Started: started, Retries: 3, Success: true, Handled: e2},
+			"field_fn/spec.field": {Reason: handlers.ReasonUpdate, Started: started, Delayed: &later, Retries: 1, Message: "line one\nline <two> & \"three\" – ü"},
+			"parent/child":        {Reason: handlers.ReasonUpdate, Started: later},
 		}}},
 		{"an essence with characters JSON escapes", &state.State{Essence: `{"spec":{"html":"<a href=\"x\">&</a>","nl":"a\nb","u":"ü","e":"\u00e9"}}`}},
 	}
@@ -151,7 +151,7 @@ func TestStorageReadsBackEveryStateItSaves(t *testing.T) {
 
 func TestStorageReadsTheDocumentedStoredForm(t *testing.T) {
 	want := &state.State{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*state.Progress{
-		"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
+		"create_fn": {Reason: handlers.ReasonCreate, Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
 	}}
 	const record = `{"purpose":"create","started":"2026-11-23T03:08:19.302313Z","delayed":"2026-11-23T03:18:19.302313Z","retries":1,"message":"not yet"}`
 	for _, tc := range []struct {
@@ -300,7 +300,7 @@ func TestStorageReplacesUnreadableStateWhole(t *testing.T) {
 
 func TestSavedTellsWhetherTheObjectCarriesTheState(t *testing.T) {
 	essenceOnly := &state.State{Essence: `{"spec":{}}`}
-	withProgress := &state.State{Essence: `{"spec":{}}`, Progress: map[string]*state.Progress{"a": {Purpose: handlers.ReasonUpdate, Started: started}}}
+	withProgress := &state.State{Essence: `{"spec":{}}`, Progress: map[string]*state.Progress{"a": {Reason: handlers.ReasonUpdate, Started: started}}}
 	for _, s := range storages {
 		stored := saveAndApply(t, s, fromJSON(t, someObject), withProgress)
 		for _, tc := range []struct {
@@ -339,7 +339,7 @@ func TestSavedCountsAnEmptyStateAsNothingStored(t *testing.T) {
 	for _, s := range storages {
 		t.Run(s.Where(), func(t *testing.T) {
 			stored := saveAndApply(t, s, fromJSON(t, someObject), &state.State{Progress: map[string]*state.Progress{
-				"create_fn": {Purpose: handlers.ReasonCreate, Started: started, Delayed: &later, Retries: 1},
+				"create_fn": {Reason: handlers.ReasonCreate, Started: started, Delayed: &later, Retries: 1},
 			}})
 			emptied := saveAndApply(t, s, stored, &state.State{})
 			checkLoads(t, s, emptied, nil)
@@ -352,7 +352,7 @@ func TestSavedCountsAnEmptyStateAsNothingStored(t *testing.T) {
 
 func TestStatusStorageWritesOnlyItsStatusField(t *testing.T) {
 	s := state.StatusStorage{Field: "gopf"}
-	rec := &state.Progress{Purpose: handlers.ReasonCreate, Started: started, Retries: 1}
+	rec := &state.Progress{Reason: handlers.ReasonCreate, Started: started, Retries: 1}
 	recPatch := map[string]any{"purpose": "create", "started": "2026-11-23T03:08:19.302313Z", "retries": 1.0,
 		"delayed": nil, "success": nil, "failure": nil, "message": nil, "handled": nil}
 	for _, tc := range []struct {
@@ -418,7 +418,7 @@ func TestStatusStorageWritesOnlyItsStatusField(t *testing.T) {
 
 func TestAnnotationStorageWritesOnlyItsTwoAnnotations(t *testing.T) {
 	s := state.AnnotationStorage{Prefix: "gopf.dev"}
-	rec := &state.Progress{Purpose: handlers.ReasonCreate, Started: started, Retries: 1}
+	rec := &state.Progress{Reason: handlers.ReasonCreate, Started: started, Retries: 1}
 	recJSON := `{"a":{"purpose":"create","started":"2026-11-23T03:08:19.302313Z","retries":1}}`
 	for _, tc := range []struct {
 		name   string

@@ -67,26 +67,26 @@ type Entry struct {
 // changeCause runs the change handlers of a live object's cause, as
 // decided, and records the cause as handled once all are finished.
 func (t *Turn) changeCause(ctx context.Context, d Decision) {
-	if d.Purpose == handlers.ReasonCreate {
+	if d.Reason == handlers.ReasonCreate {
 		// Objects first handled in this process get no resume.
 		t.Mem.Resumed = true
 	}
-	if d.Purpose == "" {
+	if d.Reason == "" {
 		return
 	}
-	done := t.runAll(ctx, d.Purpose, d.Entries)
+	done := t.runAll(ctx, d.Reason, d.Entries)
 	if d.WithResume && (done || resumesFinished(d.Entries, t.St.Progress)) {
 		t.Mem.Resumed = true
 	}
 	if done {
-		if d.Purpose == handlers.ReasonCreate {
+		if d.Reason == handlers.ReasonCreate {
 			t.St.Essence, t.St.Progress = t.createHandled(d.Entries)
 		} else {
 			t.St.Essence, t.St.Progress = t.Essence, nil
 		}
 		if len(d.Entries) > 0 {
-			metrics.Causes.WithLabelValues(t.K.Name, string(d.Purpose)).Inc()
-			t.log.Info("cause handled", "cause", d.Purpose, "handlers", len(d.Entries))
+			metrics.Causes.WithLabelValues(t.K.Name, string(d.Reason)).Inc()
+			t.log.Info("cause handled", "cause", d.Reason, "handlers", len(d.Entries))
 		}
 	}
 }
@@ -146,11 +146,11 @@ func (t *Turn) deleteCause(ctx context.Context, d Decision) bool {
 
 // runAll runs the entries that are due, records their progress in t.st and
 // reports whether every entry is finished.
-func (t *Turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*Entry) bool {
+func (t *Turn) runAll(ctx context.Context, reason handlers.Reason, entries []*Entry) bool {
 	records := map[string]*state.Progress{}
 	done := true
 	for _, e := range entries {
-		if !t.runEntry(ctx, purpose, e, records) {
+		if !t.runEntry(ctx, reason, e, records) {
 			done = false
 		}
 	}
@@ -163,18 +163,18 @@ func (t *Turn) runAll(ctx context.Context, purpose handlers.Reason, entries []*E
 
 // runEntry runs one entry if it is due (and then its sub-handlers), keeping
 // its record in records. It reports whether the entry is finished.
-func (t *Turn) runEntry(ctx context.Context, purpose handlers.Reason, e *Entry, records map[string]*state.Progress) bool {
+func (t *Turn) runEntry(ctx context.Context, reason handlers.Reason, e *Entry, records map[string]*state.Progress) bool {
 	id := e.Opts.ID
-	rec := e.Record(purpose, t.St.Progress)
+	rec := e.Record(reason, t.St.Progress)
 	if rec == nil {
-		rec = &state.Progress{Purpose: e.reason(), Started: t.Now}
+		rec = &state.Progress{Reason: e.reason(), Started: t.Now}
 	}
 	records[id] = rec
 	if rec.Finished() || rec.Delayed != nil && rec.Delayed.After(t.Now) {
 		return t.notDue(id, rec, records)
 	}
-	e.cause = e.callReason(purpose)
-	result, x, waiting, err := t.callEntry(ctx, purpose, e, rec, records)
+	e.cause = e.callReason(reason)
+	result, x, waiting, err := t.callEntry(ctx, reason, e, rec, records)
 	if waiting != nil && waitsForSubs(err) {
 		// As with registered sub-handlers: the parent waits for its
 		// children without a failed attempt, and is called again, with
@@ -188,7 +188,7 @@ func (t *Turn) runEntry(ctx context.Context, purpose handlers.Reason, e *Entry, 
 		if subErr != nil {
 			err = handlers.Permanent(fmt.Errorf("bad sub-handlers: %w", subErr))
 		} else if len(subs) > 0 {
-			if done, next := t.runSubs(ctx, purpose, e, subs, records); !done {
+			if done, next := t.runSubs(ctx, reason, e, subs, records); !done {
 				// The parent stays unfinished until its children are; it
 				// is called again, with them, when the first one is due.
 				t.keepResult(id, result)
@@ -225,13 +225,13 @@ func (t *Turn) notDue(id string, rec *state.Progress, records map[string]*state.
 // handler ran sub-handlers through Cause.Execute that are unfinished, when
 // the first of them is due.
 func (t *Turn) callEntry(
-	ctx context.Context, purpose handlers.Reason, e *Entry, rec *state.Progress, records map[string]*state.Progress,
+	ctx context.Context, reason handlers.Reason, e *Entry, rec *state.Progress, records map[string]*state.Progress,
 ) (any, *contract.Extras, *time.Time, error) {
 	c, x := t.newCall(e, rec)
 	var waiting *time.Time
 	if x.SubsAllowed {
 		x.Execute = func(ctx context.Context, subs []*contract.Handler) spec.SubsOutcome {
-			out := t.executeSubs(ctx, purpose, e, subs, records)
+			out := t.executeSubs(ctx, reason, e, subs, records)
 			if due := t.Now.Add(out.Due); len(out.Unfinished) > 0 && (waiting == nil || due.Before(*waiting)) {
 				waiting = &due
 			}
@@ -254,13 +254,13 @@ func (t *Turn) callEntry(
 // runSubs runs the sub-handlers of a parent; it reports whether all are
 // finished and, if not, when the first unfinished one is due.
 func (t *Turn) runSubs(
-	ctx context.Context, purpose handlers.Reason, parent *Entry, subs []*contract.Handler, records map[string]*state.Progress,
+	ctx context.Context, reason handlers.Reason, parent *Entry, subs []*contract.Handler, records map[string]*state.Progress,
 ) (bool, *time.Time) {
 	done := true
 	var next *time.Time
 	for _, s := range subs {
 		e := &Entry{Reg: parent.Reg, Opts: s.Options, sub: s, old: parent.old, new: parent.new, diff: parent.diff, handled: parent.handled}
-		if t.runEntry(ctx, purpose, e, records) {
+		if t.runEntry(ctx, reason, e, records) {
 			continue
 		}
 		done = false
@@ -277,10 +277,10 @@ func (t *Turn) runSubs(
 
 // executeSubs runs the sub-handlers a parent's call gives Cause.Execute,
 // and tells how they stand.
-func (t *Turn) executeSubs(ctx context.Context, purpose handlers.Reason, parent *Entry, subs []*contract.Handler,
+func (t *Turn) executeSubs(ctx context.Context, reason handlers.Reason, parent *Entry, subs []*contract.Handler,
 	records map[string]*state.Progress) spec.SubsOutcome {
 	var out spec.SubsOutcome
-	if done, next := t.runSubs(ctx, purpose, parent, subs, records); !done {
+	if done, next := t.runSubs(ctx, reason, parent, subs, records); !done {
 		out.Due = next.Sub(t.Now)
 	}
 	for _, s := range subs {
@@ -305,12 +305,12 @@ func waitsForSubs(err error) bool {
 func (e *Entry) reason() handlers.Reason { return ReasonOf(e.Reg) }
 
 // callReason is the Reason a call of the entry gets when the turn handles
-// purpose: the handler's own cause, except for field handlers, which run
+// reason: the handler's own cause, except for field handlers, which run
 // for the object's create or update as Kopf's do; that the field appeared
 // shows in their Diff (one DiffAdd at the field's root, Old nil).
-func (e *Entry) callReason(purpose handlers.Reason) handlers.Reason {
+func (e *Entry) callReason(reason handlers.Reason) handlers.Reason {
 	if e.Reg.Kind == spec.KindField {
-		return purpose
+		return reason
 	}
 	return e.reason()
 }
@@ -364,10 +364,10 @@ func (t *Turn) result(id string) (any, bool) {
 	return v, err == nil
 }
 
-// hasUnfinished reports unfinished records of a purpose.
-func hasUnfinished(st *state.State, purpose handlers.Reason) bool {
+// hasUnfinished reports unfinished records of a reason.
+func hasUnfinished(st *state.State, reason handlers.Reason) bool {
 	for _, rec := range st.Progress {
-		if rec.Purpose == purpose && !rec.Finished() {
+		if rec.Reason == reason && !rec.Finished() {
 			return true
 		}
 	}

@@ -338,13 +338,13 @@ func (r *kopfRecord) progress(obj map[string]any, handled bool) (*state.Progress
 	p := &state.Progress{Retries: r.Retries, Success: r.Success, Failure: r.Failure}
 	switch {
 	case r.Purpose != nil:
-		p.Purpose = handlers.Reason(*r.Purpose)
+		p.Reason = handlers.Reason(*r.Purpose)
 	case deletionRequested(obj):
-		p.Purpose = handlers.ReasonDelete
+		p.Reason = handlers.ReasonDelete
 	case handled:
-		p.Purpose = handlers.ReasonUpdate
+		p.Reason = handlers.ReasonUpdate
 	default:
-		p.Purpose = handlers.ReasonCreate
+		p.Reason = handlers.ReasonCreate
 	}
 	p.Started = time.Now().UTC().Truncate(time.Microsecond)
 	if r.Started != nil {
@@ -370,7 +370,7 @@ func (r *kopfRecord) progress(obj map[string]any, handled bool) (*state.Progress
 // kopfRecordOf is gopf's record in Kopf's format; stopped is when the
 // handler finished, if it did.
 func kopfRecordOf(p *state.Progress, stopped *time.Time) *kopfRecord {
-	purpose, started := string(p.Purpose), formatKopfTime(p.Started)
+	purpose, started := string(p.Reason), formatKopfTime(p.Started)
 	r := &kopfRecord{Started: &started, Purpose: &purpose, Retries: p.Retries, Success: p.Success, Failure: p.Failure}
 	if stopped != nil && p.Finished() {
 		text := formatKopfTime(*stopped)
@@ -489,8 +489,8 @@ func (s *Store) saveRecords(w annotationWriter, obj map[string]any, f *found, st
 // record of an object not handled yet one of its creation, as Kopf
 // records every handler's then, field handlers' included.
 func toKopfRecord(rec *state.Progress, handled bool) {
-	if !handled && rec.Purpose == handlers.ReasonUpdate {
-		rec.Purpose = handlers.ReasonCreate
+	if !handled && rec.Reason == handlers.ReasonUpdate {
+		rec.Reason = handlers.ReasonCreate
 	}
 	rec.Started = rec.Started.UTC().Truncate(time.Microsecond)
 	if rec.Delayed != nil {

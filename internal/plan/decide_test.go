@@ -69,7 +69,7 @@ type decideCase struct {
 	// What decide returns: route, finalizer step, cause, resume, entries.
 	route      engine.Route
 	finalizer  engine.FinalizerStep
-	purpose    handlers.Reason
+	reason     handlers.Reason
 	withResume bool
 	entries    []string
 	// actions are what the Planner says a starting operator does, as
@@ -82,39 +82,39 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 	demo := map[string]string{"app": "demo", "protect": "yes"}
 	gopfFinalizer := []string{"gopf.dev/finalizer"}
 	finishedResume := map[string]*state.Progress{
-		"update": {Purpose: handlers.ReasonUpdate, Retries: 1, Delayed: timeRef(now.Add(time.Hour))},
-		"resume": {Purpose: handlers.ReasonResume, Success: true, Retries: 1},
+		"update": {Reason: handlers.ReasonUpdate, Retries: 1, Delayed: timeRef(now.Add(time.Hour))},
+		"resume": {Reason: handlers.ReasonResume, Success: true, Retries: 1},
 	}
 	for name, tc := range map[string]decideCase{
 		"no handler selects it": {labels: map[string]string{"app": "other"},
 			route: engine.RouteIgnore, actions: []string{"nothing:"}},
 		"a new object gets the finalizer, then its create": {labels: demo,
-			route: engine.RouteLive, finalizer: engine.FinalizerAdd, purpose: handlers.ReasonCreate, entries: []string{"create", "field"},
+			route: engine.RouteLive, finalizer: engine.FinalizerAdd, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"add-finalizer:", "call:create", "call:field"}},
 		"no handler needs the finalizer any more": {labels: map[string]string{"app": "demo"}, finalizers: gopfFinalizer, handled: true, resumed: true,
 			route: engine.RouteLive, finalizer: engine.FinalizerRemove},
 		"a handled object on first sight is resumed": {labels: demo, finalizers: gopfFinalizer, handled: true,
-			route: engine.RouteLive, purpose: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
+			route: engine.RouteLive, reason: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
 			actions: []string{"call:resume"}},
 		"a handled object seen before needs nothing": {labels: demo, finalizers: gopfFinalizer, handled: true, resumed: true,
 			route: engine.RouteLive},
 		"a change is an update of the changed field": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, resumed: true,
-			route: engine.RouteLive, purpose: handlers.ReasonUpdate, entries: []string{"update", "field"}},
+			route: engine.RouteLive, reason: handlers.ReasonUpdate, entries: []string{"update", "field"}},
 		"a change made while the operator was down comes with a resume": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true,
-			route: engine.RouteLive, purpose: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			route: engine.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"call:update", "call:field", "call:resume"}},
 		// Before decide, the plan took an earlier process's finished resume
 		// record for this process's and said the resume was done, while the
 		// engine ran it again.
 		"an unfinished update resumes again in a new process": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, progress: finishedResume,
-			route: engine.RouteLive, purpose: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			route: engine.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"continue:update", "call:field", "call:resume"}},
 		"a create whose handlers all finished is recorded": {labels: demo, finalizers: gopfFinalizer, progress: map[string]*state.Progress{
-			"create": {Purpose: handlers.ReasonCreate, Success: true, Retries: 1}, "field": {Purpose: handlers.ReasonUpdate, Success: true, Retries: 1}},
-			route: engine.RouteLive, purpose: handlers.ReasonCreate, entries: []string{"create", "field"},
+			"create": {Reason: handlers.ReasonCreate, Success: true, Retries: 1}, "field": {Reason: handlers.ReasonUpdate, Success: true, Retries: 1}},
+			route: engine.RouteLive, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"record:"}},
 		"a deletion runs the delete handlers, then the finalizer goes": {labels: demo, finalizers: gopfFinalizer, handled: true, deleting: true,
-			route: engine.RouteDelete, purpose: handlers.ReasonDelete, entries: []string{"delete"},
+			route: engine.RouteDelete, reason: handlers.ReasonDelete, entries: []string{"delete"},
 			actions: []string{"call:delete", "release-finalizer:"}},
 		"a deletion held by others only": {labels: demo, finalizers: []string{"example.com/other"}, handled: true, deleting: true,
 			route: engine.RouteOthers, actions: []string{"nothing:"}},
@@ -137,8 +137,8 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 			for _, e := range d.Entries {
 				ids = append(ids, e.Opts.ID)
 			}
-			got := fmt.Sprintf("route %d, finalizer %d, %q, resume %v, entries %v", d.Route, d.Finalizer, d.Purpose, d.WithResume, ids)
-			want := fmt.Sprintf("route %d, finalizer %d, %q, resume %v, entries %v", tc.route, tc.finalizer, tc.purpose, tc.withResume, tc.entries)
+			got := fmt.Sprintf("route %d, finalizer %d, %q, resume %v, entries %v", d.Route, d.Finalizer, d.Reason, d.WithResume, ids)
+			want := fmt.Sprintf("route %d, finalizer %d, %q, resume %v, entries %v", tc.route, tc.finalizer, tc.reason, tc.withResume, tc.entries)
 			if got != want {
 				t.Errorf("decide: %s\n           want %s", got, want)
 			}

@@ -570,12 +570,12 @@ func (pl *objectPlan) spawnAndLevel(d engine.Decision) {
 func (pl *objectPlan) change(d engine.Decision) {
 	finished := true
 	for _, e := range d.Entries {
-		if !pl.entry(d.Purpose, e) {
+		if !pl.entry(d.Reason, e) {
 			finished = false
 		}
 	}
-	if d.Purpose != "" && finished && len(d.Entries) > 0 {
-		pl.do(Action{Do: ActionRecord, Text: "record the " + string(d.Purpose) + " as handled"})
+	if d.Reason != "" && finished && len(d.Entries) > 0 {
+		pl.do(Action{Do: ActionRecord, Text: "record the " + string(d.Reason) + " as handled"})
 	}
 	pl.idle(d.Change)
 }
@@ -649,10 +649,10 @@ func (pl *objectPlan) finalizerOwner(name string) string {
 
 // entry plans one handler of a cause, from its progress record as runEntry
 // reads it; it reports whether the handler is finished.
-func (pl *objectPlan) entry(purpose handlers.Reason, e *engine.Entry) bool {
+func (pl *objectPlan) entry(reason handlers.Reason, e *engine.Entry) bool {
 	t, id := pl.t, e.Opts.ID
-	rec := e.Record(purpose, t.St.Progress)
-	h := HandlerStatus{ID: id, Kind: e.Reg.Kind.String(), State: HandlerPending, Cause: string(purpose), MaxAttempts: e.Opts.Retries}
+	rec := e.Record(reason, t.St.Progress)
+	h := HandlerStatus{ID: id, Kind: e.Reg.Kind.String(), State: HandlerPending, Cause: string(reason), MaxAttempts: e.Opts.Retries}
 	if rec != nil {
 		h = recordStatus(id, rec, t.Now)
 		h.Kind, h.MaxAttempts = e.Reg.Kind.String(), e.Opts.Retries
@@ -667,7 +667,7 @@ func (pl *objectPlan) entry(purpose handlers.Reason, e *engine.Entry) bool {
 		pl.do(Action{Do: ActionContinue, Handler: id, Retry: h.Attempts, Due: h.NextAttempt, Text: text + ")"})
 	case HandlerPending:
 		verb := "call "
-		if purpose == handlers.ReasonDelete {
+		if reason == handlers.ReasonDelete {
 			verb = "run delete handler "
 		}
 		pl.do(Action{Do: ActionCall, Handler: id, Text: verb + id})
@@ -799,7 +799,7 @@ func (pl *objectPlan) summary() string {
 // recordStatus reads one progress record.
 func recordStatus(id string, rec *state.Progress, now time.Time) HandlerStatus {
 	started := rec.Started
-	h := HandlerStatus{ID: id, Cause: string(rec.Purpose), Attempts: rec.Retries, Started: &started, Message: rec.Message}
+	h := HandlerStatus{ID: id, Cause: string(rec.Reason), Attempts: rec.Retries, Started: &started, Message: rec.Message}
 	if started.IsZero() {
 		h.Started = nil
 	}

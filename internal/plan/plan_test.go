@@ -31,7 +31,7 @@ func TestAProgressRecordReadsAsTheHandlersState(t *testing.T) {
 		{"never called", state.Progress{}, HandlerPending, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.rec.Purpose, tc.rec.Started = handlers.ReasonCreate, earlier
+			tc.rec.Reason, tc.rec.Started = handlers.ReasonCreate, earlier
 			got := recordStatus("fn", &tc.rec, now)
 			if got.State != tc.want || got.Attempts != tc.rec.Retries || got.Cause != "create" || !got.Started.Equal(earlier) {
 				t.Errorf("got %+v, want state %s", got, tc.want)

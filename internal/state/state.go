@@ -27,8 +27,9 @@ type State struct {
 
 // Progress is one handler's record for the unfinished cause.
 type Progress struct {
-	// Purpose is the cause the record was made for.
-	Purpose handlers.Reason `json:"purpose"`
+	// Reason is the cause the record was made for, stored under Kopf's
+	// name for it, "purpose".
+	Reason handlers.Reason `json:"purpose"`
 	// Started is the first attempt.
 	Started time.Time `json:"started"`
 	// Delayed is when the next attempt is due, if the handler is sleeping.
