@@ -297,6 +297,15 @@ func (t *Turn) updateEntry(r *contract.Handler, base any) *Entry {
 	if rec != nil && rec.Reason == handlers.ReasonUpdate && rec.Success && rec.Handled != "" {
 		old = state.DecodeJSON(rec.Handled)
 	}
+	return t.changeFrom(r, old, done)
+}
+
+// changeFrom is the entry of handler r for the change from old to the
+// turn's essence (of its field, for a field handler), or done, the entry of
+// a handler that has already finished (nil if none), when nothing it
+// watches changed.
+func (t *Turn) changeFrom(r *contract.Handler, old any, done *Entry) *Entry {
+	o := r.Options
 	e := &Entry{Reg: r, Opts: o, old: old, new: t.essenceTree, handled: t.Essence, fresh: done != nil}
 	if o.Field != nil {
 		ov, oldOK, nv, newOK := fieldValues(o.Field, old, t.essenceTree)
@@ -327,9 +336,5 @@ func (t *Turn) createFieldAgain(r *contract.Handler) *Entry {
 	if rec.Handled == t.Essence {
 		return done
 	}
-	ov, oldOK, nv, newOK := fieldValues(o.Field, state.DecodeJSON(rec.Handled), t.essenceTree)
-	if oldOK == newOK && state.SameJSON(ov, nv) || !matchField(o, ov, oldOK, nv, newOK) {
-		return done
-	}
-	return &Entry{Reg: r, Opts: o, old: ov, new: nv, diff: state.Diff(ov, nv), handled: t.Essence, fresh: true}
+	return t.changeFrom(r, state.DecodeJSON(rec.Handled), done)
 }
