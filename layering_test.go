@@ -35,6 +35,7 @@ var libraryLayers = map[string][]string{
 	"internal/metrics":   {},
 	"internal/logs":      {"handlers", "internal/spec"},
 	"internal/gate":      {},
+	"internal/transport": {},
 	"internal/memory":    {"handlers", "internal/gate", "internal/spec", "internal/state"},
 	"api/v1":             {},
 	"handlers":           {"internal/spec"},
@@ -52,9 +53,10 @@ var libraryLayers = map[string][]string{
 	"internal/plan":      with(engineParts, "internal/engine", "internal/operator"),
 	"webhook":            {"handlers", "internal/contract", "internal/spec"},
 	"internal/cli":       with(engineParts, "internal/engine", "internal/operator", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
-	"":                   with(engineParts, "internal/cli", "internal/engine", "internal/operator", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
-	"envtest": with(engineParts, "", "api/v1", "handlers/objects", "internal/cli", "internal/engine", "internal/operator", "internal/plan", "reconcile",
-		"reconcile/rbac", "webhook"),
+	"": with(engineParts, "internal/cli", "internal/engine", "internal/operator", "internal/plan", "internal/transport", "reconcile", "reconcile/rbac",
+		"webhook"),
+	"envtest": with(engineParts, "", "api/v1", "handlers/objects", "internal/cli", "internal/engine", "internal/operator", "internal/plan",
+		"internal/transport", "reconcile", "reconcile/rbac", "webhook"),
 }
 
 // engineParts are the packages the engine builds on.

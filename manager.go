@@ -22,9 +22,21 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/scope"
+	"github.com/gopf-dev/gopf/internal/transport"
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/webhook"
 )
+
+// DefaultWatchInactivityTimeout is how long a watch stream may deliver
+// nothing, not even a bookmark, before gopf ends it and the informer
+// watches again from the last resourceVersion it saw. A busy kind's watch
+// never comes near it. The API server's watch cache sends idle watches a
+// bookmark only when the cluster's resourceVersion has moved on as far as
+// the cache knows, so a kind nobody writes to may get nothing for longer:
+// its watch is then opened again once per timeout, one request from the
+// last resourceVersion and never a list (measured in envtest: one WATCH in
+// 150 s of idleness).
+const DefaultWatchInactivityTimeout = transport.DefaultWatchInactivityTimeout
 
 // ManagerOptions configure NewManager. The zero value gives the manager that
 // Main builds when no flags are given, except that the metrics and health
@@ -174,9 +186,9 @@ func clientConfig(cfg *rest.Config, opts ManagerOptions) *rest.Config {
 	}
 	switch t := opts.WatchInactivityTimeout; {
 	case t == 0:
-		boundWatches(cfg, DefaultWatchInactivityTimeout)
+		transport.BoundWatches(cfg, DefaultWatchInactivityTimeout)
 	case t > 0:
-		boundWatches(cfg, t)
+		transport.BoundWatches(cfg, t)
 	}
 	return cfg
 }
@@ -279,7 +291,7 @@ func metricsOptions(opts ManagerOptions) (metricsserver.Options, error) {
 	}
 	mo.SecureServing = true
 	mo.CertDir = opts.MetricsCertDir
-	mo.FilterProvider = metricsAuth
+	mo.FilterProvider = transport.MetricsAuth
 	// HTTP/2 stays off, as in kubebuilder's scaffold: its stream
 	// multiplexing made the endpoint open to rapid-reset attacks
 	// (CVE-2023-44487) for nothing a scraper needs.

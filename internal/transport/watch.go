@@ -1,4 +1,4 @@
-package gopf
+package transport
 
 import (
 	"context"
@@ -13,25 +13,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// DefaultWatchInactivityTimeout is how long a watch stream may deliver
-// nothing, not even a bookmark, before gopf ends it and the informer
-// watches again from the last resourceVersion it saw. A busy kind's watch
-// never comes near it. The API server's watch cache sends idle watches a
-// bookmark only when the cluster's resourceVersion has moved on as far as
-// the cache knows, so a kind nobody writes to may get nothing for longer:
-// its watch is then opened again once per timeout, one request from the
-// last resourceVersion and never a list (measured in envtest: one WATCH in
-// 150 s of idleness).
+// DefaultWatchInactivityTimeout is gopf.DefaultWatchInactivityTimeout.
 const DefaultWatchInactivityTimeout = 2 * time.Minute
 
-// boundWatches makes every watch that cfg's clients open end when it has
+// BoundWatches makes every watch that cfg's clients open end when it has
 // been silent for timeout: the response body of a watch request is wrapped
 // so that a read that waits longer cancels the request. client-go's
 // reflector takes the end as a watch ending normally and watches again from
 // the last resourceVersion it saw; the API server replays what happened
 // since (or answers 410 Gone, and the reflector lists again). Streams that
 // deliver anything, bookmarks included, within timeout cost nothing extra.
-func boundWatches(cfg *rest.Config, timeout time.Duration) {
+func BoundWatches(cfg *rest.Config, timeout time.Duration) {
 	log := ctrl.Log.WithName("gopf").WithName("watch")
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return &watchBound{next: rt, timeout: timeout, log: log, clock: clock.RealClock{}}

@@ -1,4 +1,4 @@
-package gopf
+package transport
 
 import (
 	"crypto/sha256"
@@ -26,14 +26,14 @@ const (
 	verdicts   = 1024 // remembered at most; all are forgotten when full
 )
 
-// metricsAuth is the metrics endpoint's filter: a request passes if the API
+// MetricsAuth is the metrics endpoint's filter: a request passes if the API
 // server authenticates its bearer token (a TokenReview) and authorizes the
 // token's user to use the request's path with the request's verb (a
 // SubjectAccessReview of a non-resource URL), the check kubebuilder's
 // scaffold makes. It is gopf's own, small version of controller-runtime's
 // filters.WithAuthenticationAndAuthorization, whose dependencies (the API
 // server's libraries) cost an operator more memory than all of gopf.
-func metricsAuth(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
+func MetricsAuth(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
 	authn, err := authnclient.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err

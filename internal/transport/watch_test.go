@@ -1,4 +1,4 @@
-package gopf
+package transport
 
 import (
 	"context"
