@@ -15,20 +15,23 @@ const module = "github.com/gopf-dev/gopf"
 
 // libraryLayers lists, for every library package of the module, which of the
 // module's packages it may depend on (directly or not). Layers point one
-// way. At the bottom: internal/spec (the engine contract) and
-// internal/scope (namespace patterns) know no other gopf package; handlers
-// (the registration API) knows only the contract; handlers/objects (the
-// helpers for children and fields) knows only handlers and the contract,
-// and no other package needs it; internal/contract instantiates the
-// contract with handlers' types. The engine's parts that know nothing of
-// it: internal/state (gopf's stored state and its storages),
-// internal/kopfstate (Kopf's format, over state), internal/policy (the
-// error policy), internal/peering, and reconcile/rbac (RBAC from
-// registrations). Then internal/engine, and reconcile, its public face;
-// the webhooks beside them; Main's command line (internal/cli), which knows
-// those but not the root package, which ties them all together; envtest
-// may use everything. Every package of the module is either here or a
-// program (cmd/, examples/, test/), which uses only what users can import.
+// way. At the bottom: internal/spec (the engine contract) and small
+// packages that know no other gopf package (scope, gate, metrics,
+// transport); handlers (the registration API) knows only the contract;
+// handlers/objects (helpers for children) knows only handlers and the
+// contract, and no other package needs it; internal/contract instantiates
+// the contract with handlers' types. The engine's parts know nothing of
+// the engine: internal/state (gopf's stored state and its storages),
+// internal/kopfstate (Kopf's format, over state), internal/memory (what the
+// process remembers), internal/policy, internal/logs, internal/spawn
+// (timers and daemons), internal/peering and reconcile/rbac. Then
+// internal/engine (decide, execute, write), internal/operator (its wiring
+// on the manager) and reconcile, the public face; internal/plan renders the
+// engine's decision; the webhooks sit beside the engine; Main's command line
+// (internal/cli) knows those but not the root package, which ties them all
+// together; envtest may use everything. Every package of the module is
+// either here or a program (cmd/, examples/, test/), which uses only what
+// users can import.
 var libraryLayers = map[string][]string{
 	"internal/spec":      {},
 	"internal/scope":     {},

@@ -1,8 +1,11 @@
 /*
-Package reconcile is gopf's engine: it compiles the handler registrations of a
-handlers.Registry into controller-runtime Reconcilers on a Manager. It reads
-the registrations through the engine contract (internal/spec): each handler
-has an explicit kind, resolved options and a function to call.
+Package reconcile is the public face of gopf's engine: Setup compiles the
+handler registrations of a handlers.Registry into controller-runtime
+Reconcilers on a Manager, as Options say. The engine itself lives under
+internal/ (engine, operator, state, kopfstate, spawn, peering); it reads the
+registrations through the engine contract (internal/spec): each handler has
+an explicit kind, resolved options and a function to call. This page says
+what it does; package reconcile/rbac says what it needs.
 
 # One controller per kind
 
