@@ -5,7 +5,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/cli"
 	"github.com/gopf-dev/gopf/reconcile"
 )
@@ -16,6 +20,7 @@ func TestMainsFlagsBecomeTheManagerOptions(t *testing.T) {
 		"--namespace", "app-*,!app-pr-*", "--kube-api-qps", "20", "--kube-api-burst", "30",
 		"--metrics-bind-address", ":8443", "--health-probe-bind-address", ":8081",
 		"--leader-elect", "--graceful-shutdown-timeout", "5s", "--webhook-configuration-name", "op.example.com",
+		"--reconciliation-timeout", "90s", "--warmup",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +29,7 @@ func TestMainsFlagsBecomeTheManagerOptions(t *testing.T) {
 	mo := managerOptions(f, scheme, reconcile.Options{Prefix: "example.com"})
 	if mo.Scheme != scheme || mo.QPS != 20 || mo.Burst != 30 || mo.MetricsBindAddress != ":8443" || mo.HealthProbeBindAddress != ":8081" ||
 		!mo.LeaderElection || mo.LeaderElectionID != "op.gopf.dev" || mo.GracefulShutdownTimeout == nil || *mo.GracefulShutdownTimeout != 5*time.Second ||
-		mo.Webhook.Name != "op.example.com" || mo.SkipNameValidation {
+		mo.Webhook.Name != "op.example.com" || mo.SkipNameValidation || mo.ReconciliationTimeout != 90*time.Second || !mo.Warmup {
 		t.Errorf("manager options = %+v", mo)
 	}
 	if got := mo.Engine.Namespaces; len(got) != 1 || got[0] != "app-*,!app-pr-*" {
@@ -32,6 +37,19 @@ func TestMainsFlagsBecomeTheManagerOptions(t *testing.T) {
 	}
 	if mo.Engine.Prefix != "example.com" {
 		t.Errorf("the engine options given in code were lost: %+v", mo.Engine)
+	}
+}
+
+func TestTheControllerOptionsReachControllerRuntime(t *testing.T) {
+	c := controllerManagerOptions(ManagerOptions{ReconciliationTimeout: time.Minute, Warmup: true}, cache.Options{}, metricsserver.Options{}, nil).Controller
+	if c.ReconciliationTimeout != time.Minute || c.EnableWarmup == nil || !*c.EnableWarmup || c.SkipNameValidation != nil {
+		t.Errorf("controller options = %+v", c)
+	}
+	if c := controllerManagerOptions(ManagerOptions{}, cache.Options{}, metricsserver.Options{}, nil).Controller; c.ReconciliationTimeout != 0 || c.EnableWarmup != nil {
+		t.Errorf("the defaults set controller options: %+v", c)
+	}
+	if _, err := NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, handlers.NewRegistry(), ManagerOptions{ReconciliationTimeout: -time.Second}); err == nil {
+		t.Error("a negative ReconciliationTimeout was accepted")
 	}
 }
 

@@ -122,6 +122,26 @@ type ManagerOptions struct {
 	// --keep-managed-fields.
 	KeepManagedFields bool
 
+	// ReconciliationTimeout bounds each Reconcile of gopf's controllers
+	// (controller-runtime's controller option of that name): the context
+	// the change, level and resume handlers of that reconcile get is
+	// cancelled once it is over, their outcome is still written, and a
+	// handler that returned the context's error is retried as after any
+	// error. A hung handler that honours its context then holds a worker
+	// for at most this long. Timers and daemons run outside Reconcile and
+	// keep their own bounds. Default (0): no bound. Negative is an error.
+	// Main sets it from --reconciliation-timeout.
+	ReconciliationTimeout time.Duration
+
+	// Warmup starts the informers of gopf's controllers before this replica
+	// holds the leader-election Lease (controller-runtime's EnableWarmup),
+	// so that a standby replica takes over with its cache already filled
+	// instead of listing every object first. It costs each standby the
+	// cache's memory and watches. Controllers of kinds whose CRD appears
+	// after start are not warmed. Without LeaderElection it changes
+	// nothing. Main sets it from --warmup.
+	Warmup bool
+
 	// SkipNameValidation lets several managers in one process add
 	// controllers of the same names, as tests that run one registry
 	// several times (or restart it) do. Operators leave it false.
@@ -139,6 +159,9 @@ type ManagerOptions struct {
 func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (manager.Manager, error) {
 	if opts.Scheme == nil {
 		opts.Scheme = clientgoscheme.Scheme
+	}
+	if opts.ReconciliationTimeout < 0 {
+		return nil, errors.New("gopf: ReconciliationTimeout cannot be negative")
 	}
 	cacheNamespaces, err := scope.CacheNamespaces(opts.Engine.Namespaces)
 	if err != nil {
@@ -226,8 +249,12 @@ func controllerManagerOptions(opts ManagerOptions, cacheOpts cache.Options, metr
 		GracefulShutdownTimeout:       opts.GracefulShutdownTimeout,
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	}
+	mo.Controller = config.Controller{ReconciliationTimeout: opts.ReconciliationTimeout}
 	if opts.SkipNameValidation {
-		mo.Controller = config.Controller{SkipNameValidation: ptr.To(true)}
+		mo.Controller.SkipNameValidation = ptr.To(true)
+	}
+	if opts.Warmup {
+		mo.Controller.EnableWarmup = ptr.To(true)
 	}
 	return mo
 }

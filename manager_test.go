@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,10 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	. "github.com/onsi/gomega"
+
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/reconcile"
 )
 
 func TestTheManagersCacheDropsManagedFieldsUnlessToldToKeepThem(t *testing.T) {
@@ -149,4 +153,62 @@ func liveHeap() int64 {
 		last = now
 	}
 	return last
+}
+
+// A hung handler that honours its context holds a worker only as long as
+// ReconciliationTimeout: its context is cancelled, its outcome is written,
+// and it is retried.
+func TestAReconciliationTimeoutCancelsAHungHandlerWhichIsRetried(t *testing.T) {
+	ns := envtest.New(t, scheme).Namespace
+	var calls atomic.Int32
+	cancelled := make(chan error, 1)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // hung until the reconcile's deadline
+			cancelled <- ctx.Err()
+			return nil, ctx.Err()
+		}
+		return "done", nil
+	}, handlers.ID("hangs"), handlers.Backoff(100*time.Millisecond))
+	mgr, err := gopf.NewManager(cfg, reg, gopf.ManagerOptions{
+		ReconciliationTimeout: time.Second, SkipNameValidation: true, Engine: reconcile.Options{Namespaces: []string{ns}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("the manager stopped with %v", err)
+		}
+	})
+	k8s, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hung"}}
+	if err := k8s.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-cancelled:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the hung handler's context ended with %v, want the reconcile's deadline", err)
+		}
+	case <-time.After(timeout):
+		t.Fatal("the hung handler's context was never cancelled")
+	}
+	g := NewWithT(t)
+	g.Eventually(func() int32 { return calls.Load() }, timeout, 50*time.Millisecond).Should(BeNumerically(">=", 2), "the handler was not retried")
+	g.Eventually(func() string {
+		var got corev1.ConfigMap
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(cm), &got); err != nil {
+			return err.Error()
+		}
+		return got.Annotations["gopf.dev/last-handled-configuration"]
+	}, timeout, 50*time.Millisecond).ShouldNot(BeEmpty(), "the create was never recorded as handled")
 }

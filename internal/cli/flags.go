@@ -40,6 +40,10 @@ type Flags struct {
 	Burst int
 	// KeepManagedFields is --keep-managed-fields.
 	KeepManagedFields bool
+	// ReconciliationTimeout is --reconciliation-timeout.
+	ReconciliationTimeout time.Duration
+	// Warmup is --warmup.
+	Warmup bool
 
 	concurrency            int
 	namespaces             multiFlag
@@ -91,6 +95,8 @@ func NewFlags(name string, watchInactivity time.Duration) (*flag.FlagSet, *Flags
 	fs.IntVar(&f.Burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
 	fs.DurationVar(&f.watchInactivity, "watch-inactivity-timeout", watchInactivity, "Restart a watch that has delivered nothing, not even a bookmark, for this long, from the last version seen; 0: no bound.")
 	fs.DurationVar(&f.ShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
+	fs.DurationVar(&f.ReconciliationTimeout, "reconciliation-timeout", 0, "Cancel the context of a reconcile's handlers after this long; they are retried as after an error. 0: no bound.")
+	fs.BoolVar(&f.Warmup, "warmup", false, "With --leader-elect, fill the cache before this replica leads, so that it takes over without listing every object first (costs a standby its cache's memory and watches).")
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
 	f.zap.BindFlags(fs)
 	f.Webhook.BindFlags(fs)
@@ -110,6 +116,9 @@ func (f *Flags) check() error {
 	}
 	if f.watchInactivity < 0 {
 		return errors.New("--watch-inactivity-timeout cannot be negative (0 turns the bound off)")
+	}
+	if f.ReconciliationTimeout < 0 {
+		return errors.New("--reconciliation-timeout cannot be negative (0 turns the bound off)")
 	}
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return fmt.Errorf("--log-format is text or json, not %q", f.logFormat)

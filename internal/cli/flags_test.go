@@ -35,13 +35,15 @@ func TestAMetricsCertificateForPlainHTTPIsRefused(t *testing.T) {
 	}
 }
 
-func TestANegativeWatchInactivityTimeoutIsRefused(t *testing.T) {
-	fs, f := NewFlags("op", 2*time.Minute)
-	if err := fs.Parse([]string{"--watch-inactivity-timeout=-1s"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.check(); err == nil {
-		t.Error("check accepted a negative watch inactivity timeout")
+func TestNegativeTimeoutsAreRefused(t *testing.T) {
+	for _, flag := range []string{"--watch-inactivity-timeout=-1s", "--reconciliation-timeout=-1s"} {
+		fs, f := NewFlags("op", 2*time.Minute)
+		if err := fs.Parse([]string{flag}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.check(); err == nil {
+			t.Errorf("check accepted %s", flag)
+		}
 	}
 }
 
