@@ -45,7 +45,8 @@ func TestTheControllerOptionsReachControllerRuntime(t *testing.T) {
 	if c.ReconciliationTimeout != time.Minute || c.EnableWarmup == nil || !*c.EnableWarmup || c.SkipNameValidation != nil {
 		t.Errorf("controller options = %+v", c)
 	}
-	if c := controllerManagerOptions(ManagerOptions{}, cache.Options{}, metricsserver.Options{}, nil).Controller; c.ReconciliationTimeout != 0 || c.EnableWarmup != nil {
+	c = controllerManagerOptions(ManagerOptions{}, cache.Options{}, metricsserver.Options{}, nil).Controller
+	if c.ReconciliationTimeout != 0 || c.EnableWarmup != nil {
 		t.Errorf("the defaults set controller options: %+v", c)
 	}
 	if _, err := NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, handlers.NewRegistry(), ManagerOptions{ReconciliationTimeout: -time.Second}); err == nil {
