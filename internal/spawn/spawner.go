@@ -199,7 +199,10 @@ func (s *Spawner) Sync(key types.NamespacedName, obj client.Object, essence stri
 		}
 	}
 	o.latest, o.essence, o.wanted = obj.DeepCopyObject().(client.Object), essence, selected
-	if s.ctx != nil {
+	// Nothing starts before Start, nor once the manager stops: Start has
+	// then stopped the daemons it knew, and one started later would run
+	// on, unstopped (a reconcile still finishing when the manager stops).
+	if s.ctx != nil && s.ctx.Err() == nil {
 		s.spawnLocked(key, o)
 	}
 }
