@@ -95,10 +95,10 @@ func (k *KindController) Invoke(ctx context.Context, h *contract.Handler, obj cl
 	}
 	err := spec.Protect(c.Log, func() error { return fn(logf.IntoContext(ctx, c.Log), arg) })
 	if p := (*spec.PanicError)(nil); errors.As(err, &p) {
-		return fmt.Errorf("handler %q panicked on %s %s/%s: %w", c.HandlerID, k.Gvk.Kind, c.Namespace, c.Name, p)
+		return fmt.Errorf("handler %q panicked on %s %s/%s: %w", c.HandlerID, k.GVK.Kind, c.Namespace, c.Name, p)
 	}
 	if err != nil {
-		return fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.Gvk.Kind, c.Namespace, c.Name, err)
+		return fmt.Errorf("handler %q on %s %s/%s: %w", c.HandlerID, k.GVK.Kind, c.Namespace, c.Name, err)
 	}
 	return nil
 }
@@ -114,7 +114,7 @@ func (k *KindController) ObjectFor(r *contract.Handler, obj client.Object) (clie
 	want := r.NewObject()
 	if reflect.TypeOf(want) == reflect.TypeOf(obj) {
 		out := obj.DeepCopyObject().(client.Object)
-		out.GetObjectKind().SetGroupVersionKind(k.Gvk) // handlers see apiVersion and kind, e.g. for Adopt
+		out.GetObjectKind().SetGroupVersionKind(k.GVK) // handlers see apiVersion and kind, e.g. for Adopt
 		return out, nil
 	}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
@@ -123,13 +123,13 @@ func (k *KindController) ObjectFor(r *contract.Handler, obj client.Object) (clie
 	}
 	if u, ok := want.(*unstructured.Unstructured); ok {
 		u.SetUnstructuredContent(raw)
-		u.SetGroupVersionKind(k.Gvk)
+		u.SetGroupVersionKind(k.GVK)
 		return u, nil
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, want); err != nil {
-		return nil, fmt.Errorf("converting %s for %s: %w", k.Gvk.Kind, r, err)
+		return nil, fmt.Errorf("converting %s for %s: %w", k.GVK.Kind, r, err)
 	}
-	want.GetObjectKind().SetGroupVersionKind(k.Gvk)
+	want.GetObjectKind().SetGroupVersionKind(k.GVK)
 	return want, nil
 }
 

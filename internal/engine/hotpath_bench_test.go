@@ -159,7 +159,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	opts := Options{}.WithDefaults()
 	set := contract.SetOf(reg)
 	k := &KindController{
-		Name: "gopf-kopfexample.kopf.dev", Gvk: benchGVK, Opts: opts,
+		Name: "gopf-kopfexample.kopf.dev", GVK: benchGVK, Opts: opts,
 		reader: server, writer: server, HasStatus: true, Finalizer: opts.Prefix + "/finalizer",
 		Shared: &Shared{Set: set, Indexes: spec.NewIndexes(), Gate: startedGate(), Scope: sc, Memo: &spec.Memo{}},
 		Log:    logr.Discard(), Memory: memory.New(nil, nil),

@@ -38,7 +38,7 @@ func (k *KindController) transformed(raw map[string]any, p *spec.Patch) (map[str
 	obj := state.ApplyMergePatch(base.(map[string]any), changes.(map[string]any))
 	for i, fn := range fns {
 		if err := state.RunTransform(fn, obj); err != nil {
-			return nil, fmt.Errorf("transformation %d of the patch of a %s: %w", i+1, k.Gvk.Kind, err)
+			return nil, fmt.Errorf("transformation %d of the patch of a %s: %w", i+1, k.GVK.Kind, err)
 		}
 	}
 	return obj, nil

@@ -66,7 +66,7 @@ func DescribeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 	}
 	kc := &KindController{
 		Name:      "gopf-" + strings.ToLower(gvk.Kind) + nonEmptyDot(gvk.Group),
-		Gvk:       gvk,
+		GVK:       gvk,
 		Opts:      opts,
 		HasStatus: hasStatus,
 		Finalizer: opts.Prefix + "/finalizer",
@@ -94,7 +94,7 @@ func DescribeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 // (see kopfFallback), so that no object with a history looks new.
 func (k *KindController) ChooseStorage(s state.KindSchema) error {
 	opts := k.Opts
-	k.kopf = &kopfstate.Store{Prefix: opts.KopfPrefix, Kind: k.Gvk.Kind, EssenceOf: k.essenceText, Log: logr.Discard()}
+	k.kopf = &kopfstate.Store{Prefix: opts.KopfPrefix, Kind: k.GVK.Kind, EssenceOf: k.essenceText, Log: logr.Discard()}
 	k.place = state.NewStatusPlace(s, k.NewObject, opts.StatusField)
 	inStatus, inAnnotations := state.StatusStorage{Field: opts.StatusField}, state.AnnotationStorage{Prefix: opts.Prefix}
 	switch {
@@ -102,7 +102,7 @@ func (k *KindController) ChooseStorage(s state.KindSchema) error {
 		k.Store, k.Finalizer = k.kopf, opts.KopfFinalizer
 	case opts.Storage == StorageStatus && !k.place.KeepsState():
 		return fmt.Errorf("StorageStatus: gopf's state cannot be kept in status.%s of %s: %s; declare the field (an object with x-kubernetes-preserve-unknown-fields) or use StorageAuto",
-			opts.StatusField, k.Gvk, k.place.State)
+			opts.StatusField, k.GVK, k.place.State)
 	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.HasStatus && k.place.KeepsState():
 		k.Store = kopfstate.Fallback{Storage: inStatus, Other: inAnnotations, Kopf: k.kopf}
 	default:

@@ -15,13 +15,13 @@ import (
 func (t *Turn) Refresh() error {
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.Obj)
 	if err != nil {
-		return fmt.Errorf("converting %s %s/%s: %w", t.K.Gvk.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
+		return fmt.Errorf("converting %s %s/%s: %w", t.K.GVK.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
 	}
 	t.Raw = raw
 	e := state.Essence(raw, t.K.Opts.Prefix, t.K.Extra)
 	data, err := state.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("encoding the essence of %s %s/%s: %w", t.K.Gvk.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
+		return fmt.Errorf("encoding the essence of %s %s/%s: %w", t.K.GVK.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
 	}
 	t.Essence = string(data)
 	// Handlers see the essence as decoded JSON, as the stored one they

@@ -31,7 +31,7 @@ import (
 // KindController is the Reconciler of one watched kind.
 type KindController struct {
 	Name      string
-	Gvk       schema.GroupVersionKind
+	GVK       schema.GroupVersionKind
 	Opts      Options
 	Change    []*contract.Handler // change handlers, in registration order
 	Level     []*contract.Handler // OnReconcile handlers
@@ -107,7 +107,7 @@ func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn
 			}
 			return nil, 0, nil
 		}
-		return nil, 0, fmt.Errorf("reading %s %s from the cache: %w", k.Gvk.Kind, req.NamespacedName, err)
+		return nil, 0, fmt.Errorf("reading %s %s from the cache: %w", k.GVK.Kind, req.NamespacedName, err)
 	}
 	if !k.Shared.indexesReady() {
 		log.V(1).Info("waiting for the indexes to see their initial lists")

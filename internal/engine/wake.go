@@ -36,7 +36,7 @@ func (k *KindController) WakeAll(ctx context.Context) {
 // newList returns an empty list of the kind, in the Go type the controller
 // reads objects into.
 func (k *KindController) newList() (client.ObjectList, error) {
-	listGVK := k.Gvk.GroupVersion().WithKind(k.Gvk.Kind + "List")
+	listGVK := k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List")
 	if _, ok := k.NewObject().(*unstructured.Unstructured); ok {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(listGVK)

@@ -50,7 +50,7 @@ func (k *KindController) setFinalizer(ctx context.Context, obj client.Object, on
 	err := k.sendAs(ctx, obj, types.MergePatchType, body, false, false)
 	if err != nil && !(apierrors.IsNotFound(err) && !on) {
 		verb := map[bool]string{true: "adding", false: "removing"}[on]
-		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.Finalizer, k.Gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.Finalizer, k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func (t *Turn) send(ctx context.Context, own bool) error {
 			if errors.Is(err, state.ErrTooLarge) {
 				k.recorder.Eventf(t.Obj, nil, corev1.EventTypeWarning, "StateTooLarge", "Reconcile", "%v", err)
 			}
-			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.Gvk.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
+			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.GVK.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
 		}
 	}
 	final, err := k.transformed(t.Raw, &t.patch)
@@ -309,14 +309,14 @@ func (k *KindController) send(ctx context.Context, obj client.Object, body map[s
 func (k *KindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status, whole bool) error {
 	data, err := state.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.Gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	p := client.RawPatch(pt, data)
 	target := obj
 	var meta *metav1.PartialObjectMetadata
 	if !whole {
 		meta = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
-		meta.SetGroupVersionKind(k.Gvk)
+		meta.SetGroupVersionKind(k.GVK)
 		target = meta
 	}
 	if status {
@@ -325,7 +325,7 @@ func (k *KindController) sendAs(ctx context.Context, obj client.Object, pt types
 		err = k.writer.Patch(ctx, target, p)
 	}
 	if err != nil {
-		return fmt.Errorf("patching %s %s/%s: %w", k.Gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("patching %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	if meta != nil {
 		copyMetadata(obj, &meta.ObjectMeta)

@@ -472,12 +472,12 @@ func unmanagedController(k *engine.KindController, mgr manager.Manager, opts eng
 		Reconciler:              k,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		SkipNameValidation:      ptr.To(true),
-		Logger:                  mgr.GetLogger().WithValues("controllerGroup", k.Gvk.Group, "controllerKind", k.Gvk.Kind),
+		Logger:                  mgr.GetLogger().WithValues("controllerGroup", k.GVK.Group, "controllerKind", k.GVK.Kind),
 	}
 	copts.DefaultFromConfig(mgr.GetControllerOptions())
 	c, err := controller.NewUnmanaged(k.Name, copts)
 	if err != nil {
-		return nil, fmt.Errorf("gopf: the controller for %s: %w", k.Gvk, err)
+		return nil, fmt.Errorf("gopf: the controller for %s: %w", k.GVK, err)
 	}
 	srcs := []source.Source{
 		quietSync{source.Kind(k.Cache, k.NewObject(), &ctrlhandler.TypedEnqueueRequestForObject[client.Object]{})},
@@ -494,7 +494,7 @@ func unmanagedController(k *engine.KindController, mgr manager.Manager, opts eng
 	}
 	for _, s := range srcs {
 		if err := c.Watch(s); err != nil {
-			return nil, fmt.Errorf("gopf: watching for %s: %w", k.Gvk, err)
+			return nil, fmt.Errorf("gopf: watching for %s: %w", k.GVK, err)
 		}
 	}
 	return c, nil

@@ -85,7 +85,7 @@ func addLazyKinds(
 	}
 	explicit := map[schema.GroupKind]bool{}
 	for _, kc := range started {
-		explicit[kc.Gvk.GroupKind()] = true
+		explicit[kc.GVK.GroupKind()] = true
 	}
 	for _, p := range pending {
 		explicit[p.gvk.GroupKind()] = true
@@ -113,7 +113,7 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	// Create the kind's informer now, so that the manager's cache sync
 	// waits for it before anything else starts.
 	if _, err := k.Cache.GetInformer(context.Background(), k.NewObject(), cache.BlockUntilSynced(false)); err != nil {
-		return fmt.Errorf("gopf: watching %s: %w", k.Gvk, err)
+		return fmt.Errorf("gopf: watching %s: %w", k.GVK, err)
 	}
 	if len(k.Events)+len(k.Indexes) > 0 {
 		w := &watcher{k: k, cache: k.Cache, events: k.Events, indexes: k.Indexes}
@@ -129,7 +129,7 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 			k.Shared.Mu.Unlock()
 		}
 		if err := mgr.Add(w); err != nil {
-			return fmt.Errorf("gopf: watching %s: %w", k.Gvk, err)
+			return fmt.Errorf("gopf: watching %s: %w", k.GVK, err)
 		}
 	}
 	if len(k.Change)+len(k.Level)+len(k.Spawned) == 0 {
@@ -142,7 +142,7 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	if len(k.Spawned) > 0 {
 		k.Spawner = k.NewSpawner(opts.MaxConcurrentReconciles)
 		if err := mgr.Add(k.Spawner); err != nil {
-			return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", k.Gvk, err)
+			return fmt.Errorf("gopf: adding the timers and daemons of %s: %w", k.GVK, err)
 		}
 	}
 	b = b.WatchesRawSource(source.Channel(k.Wake, &ctrlhandler.EnqueueRequestForObject{}))
@@ -164,7 +164,7 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 		}
 	})
 	if err := b.Complete(k); err != nil {
-		return fmt.Errorf("gopf: starting the controller for %s: %w", k.Gvk, err)
+		return fmt.Errorf("gopf: starting the controller for %s: %w", k.GVK, err)
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func (w *watcher) Start(ctx context.Context) error {
 	w.log = w.k.Log.WithName("watcher")
 	inf, err := w.cache.GetInformer(ctx, w.k.NewObject(), cache.BlockUntilSynced(false))
 	if err != nil {
-		return fmt.Errorf("getting the informer of %s: %w", w.k.Gvk, err)
+		return fmt.Errorf("getting the informer of %s: %w", w.k.GVK, err)
 	}
 	w.mu.Lock()
 	w.ctx = ctx
@@ -56,7 +56,7 @@ func (w *watcher) Start(ctx context.Context) error {
 		DeleteFunc: func(obj any) { w.handle(obj, handlers.EventDeleted) },
 	})
 	if err != nil {
-		return fmt.Errorf("watching %s: %w", w.k.Gvk, err)
+		return fmt.Errorf("watching %s: %w", w.k.GVK, err)
 	}
 	w.mu.Lock()
 	w.reg = reg

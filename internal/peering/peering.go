@@ -128,7 +128,7 @@ type Peering struct {
 	cache  cache.Cache
 	writer client.Client
 	log    logr.Logger
-	Gvk    schema.GroupVersionKind
+	GVK    schema.GroupVersionKind
 	poke   chan struct{}
 	// waitingSince is when this operator began to wait for lower-priority
 	// peers to settle; zero when it is not waiting.
@@ -159,7 +159,7 @@ func New(mgr manager.Manager, h host, sc *scope.Scope, paused prometheus.Gauge, 
 	return &Peering{
 		Opts: opts, host: h, scope: sc, paused: paused, cache: mgr.GetCache(), writer: mgr.GetClient(),
 		log:  log.WithName("peering").WithValues("peering", opts.Name, "identity", opts.Identity, "priority", opts.Priority),
-		Gvk:  Kind(opts),
+		GVK:  Kind(opts),
 		poke: make(chan struct{}, 1),
 	}
 }
@@ -175,7 +175,7 @@ func (p *Peering) Start(ctx context.Context) error {
 	inf, err := p.cache.GetInformer(ctx, p.Object(), cache.BlockUntilSynced(false))
 	if err != nil {
 		if p.Opts.Optional && meta.IsNoMatchError(err) {
-			p.log.Info("the peering kinds are not installed: running standalone", "kind", p.Gvk.Kind)
+			p.log.Info("the peering kinds are not installed: running standalone", "kind", p.GVK.Kind)
 			p.host.Resume()
 			p.paused.Set(0)
 			return nil
@@ -305,7 +305,7 @@ func (p *Peering) Object() *unstructured.Unstructured { return p.objectIn(p.Opts
 // one).
 func (p *Peering) objectIn(ns string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(p.Gvk)
+	u.SetGroupVersionKind(p.GVK)
 	u.SetName(p.Opts.Name)
 	u.SetNamespace(ns)
 	return u
@@ -323,7 +323,7 @@ func (p *Peering) touch(ctx context.Context, ns string, me *Peer) {
 // cache, sorted by namespace.
 func (p *Peering) objects(ctx context.Context) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(p.Gvk.GroupVersion().WithKind(p.Gvk.Kind + "List"))
+	list.SetGroupVersionKind(p.GVK.GroupVersion().WithKind(p.GVK.Kind + "List"))
 	var opts []client.ListOption
 	if p.Opts.Namespace != "" {
 		opts = append(opts, client.InNamespace(p.Opts.Namespace))
@@ -616,7 +616,7 @@ func writeEach(ctx context.Context, c client.Client, name string, namespaces []s
 		return fmt.Errorf("gopf: %w", err)
 	}
 	p := &Peering{Opts: Options{Name: name, PerNamespace: sc != nil}}
-	p.Gvk = Kind(p.Opts)
+	p.GVK = Kind(p.Opts)
 	var targets []string
 	switch literal := sc.Literal(); {
 	case sc == nil:
@@ -625,7 +625,7 @@ func writeEach(ctx context.Context, c client.Client, name string, namespaces []s
 		targets = literal
 	default:
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(p.Gvk.GroupVersion().WithKind(p.Gvk.Kind + "List"))
+		list.SetGroupVersionKind(p.GVK.GroupVersion().WithKind(p.GVK.Kind + "List"))
 		if err := c.List(ctx, list); err != nil {
 			return fmt.Errorf("gopf: listing the peering objects: %w", err)
 		}

@@ -41,7 +41,7 @@ func decideController(t *testing.T) *engine.KindController {
 	}
 	opts := engine.Options{}.WithDefaults()
 	k := &engine.KindController{
-		Name: "gopf-kopfexample.kopf.dev", Gvk: kopfv1.GroupVersion.WithKind("KopfExample"), Opts: opts,
+		Name: "gopf-kopfexample.kopf.dev", GVK: kopfv1.GroupVersion.WithKind("KopfExample"), Opts: opts,
 		HasStatus: true, Finalizer: opts.Prefix + "/finalizer", Log: logr.Discard(),
 		NewObject: func() client.Object { return &kopfv1.KopfExample{} },
 	}

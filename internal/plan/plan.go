@@ -203,9 +203,9 @@ func newPlanner(cfg *rest.Config, scheme *runtime.Scheme, opts engine.Options) (
 }
 
 func (p *Planner) addKind(mapper meta.RESTMapper, k *engine.KindController) error {
-	mapping, err := mapper.RESTMapping(k.Gvk.GroupKind(), k.Gvk.Version)
+	mapping, err := mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
 	if err != nil {
-		return fmt.Errorf("gopf: kind %s is not served by the API server: %w", k.Gvk, err)
+		return fmt.Errorf("gopf: kind %s is not served by the API server: %w", k.GVK, err)
 	}
 	pk := &plannedKind{k: k, resource: mapping.Resource, stores: k.Store.Places()}
 	if p.generic {
@@ -224,7 +224,7 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *engine.KindController) erro
 func (p *Planner) Kinds() []schema.GroupVersionKind {
 	out := make([]schema.GroupVersionKind, len(p.kinds))
 	for i, pk := range p.kinds {
-		out[i] = pk.k.Gvk
+		out[i] = pk.k.GVK
 	}
 	return out
 }
@@ -232,9 +232,9 @@ func (p *Planner) Kinds() []schema.GroupVersionKind {
 // matches reports whether name is one of the names of the kind.
 func (pk *plannedKind) matches(name string) bool {
 	name = strings.ToLower(name)
-	kind, res := strings.ToLower(pk.k.Gvk.Kind), pk.resource.Resource
+	kind, res := strings.ToLower(pk.k.GVK.Kind), pk.resource.Resource
 	for _, n := range []string{kind, res, strings.TrimSuffix(res, "s")} {
-		if name == n || pk.k.Gvk.Group != "" && name == n+"."+pk.k.Gvk.Group {
+		if name == n || pk.k.GVK.Group != "" && name == n+"."+pk.k.GVK.Group {
 			return true
 		}
 	}
@@ -353,7 +353,7 @@ func (p *Planner) planKind(ctx context.Context, pk *plannedKind, sel Selection, 
 	cont := ""
 	for {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(pk.k.Gvk.GroupVersion().WithKind(pk.k.Gvk.Kind + "List"))
+		list.SetGroupVersionKind(pk.k.GVK.GroupVersion().WithKind(pk.k.GVK.Kind + "List"))
 		if err := p.reader.List(ctx, list, append(listOpts, client.Continue(cont))...); err != nil {
 			return fmt.Errorf("gopf: listing %s: %w", pk.resource.GroupResource(), err)
 		}
@@ -385,7 +385,7 @@ func (p *Planner) workingOperator(ctx context.Context) string {
 		return ""
 	}
 	opts := p.opts.Peering.WithDefaults()
-	obj := (&peering.Peering{Opts: opts, Gvk: peering.Kind(opts)}).Object()
+	obj := (&peering.Peering{Opts: opts, GVK: peering.Kind(opts)}).Object()
 	if err := p.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return ""
 	}
@@ -416,15 +416,15 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		u.Object = item.Object
 	} else if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, obj); err != nil {
-		return nil, fmt.Errorf("gopf: converting %s %s/%s: %w", k.Gvk.Kind, item.GetNamespace(), item.GetName(), err)
+		return nil, fmt.Errorf("gopf: converting %s %s/%s: %w", k.GVK.Kind, item.GetNamespace(), item.GetName(), err)
 	}
 	t := &engine.Turn{K: k, Obj: obj, Now: now, Store: k.Store}
 	if err := t.Refresh(); err != nil {
 		return nil, err
 	}
 	out := &ObjectStatus{
-		APIVersion: k.Gvk.GroupVersion().String(),
-		Kind:       k.Gvk.Kind,
+		APIVersion: k.GVK.GroupVersion().String(),
+		Kind:       k.GVK.Kind,
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
 		Failures:   failures,
