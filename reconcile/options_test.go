@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/state"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -42,5 +43,13 @@ func TestEveryOptionReachesTheEngine(t *testing.T) {
 		if peering.Field(i).IsZero() {
 			t.Errorf("the test leaves PeeringOptions.%s unset: set it", peering.Type().Field(i).Name)
 		}
+	}
+}
+
+// The defaults users read here are those the engine applies.
+func TestKopfsDefaultsAreTheEngines(t *testing.T) {
+	if reconcile.DefaultKopfPrefix != state.DefaultKopfPrefix || reconcile.DefaultKopfFinalizer != state.DefaultKopfFinalizer {
+		t.Errorf("reconcile says %q and %q, the engine uses %q and %q",
+			reconcile.DefaultKopfPrefix, reconcile.DefaultKopfFinalizer, state.DefaultKopfPrefix, state.DefaultKopfFinalizer)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/operator"
-	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // Storage says where gopf keeps its per-object state.
@@ -42,10 +41,10 @@ const (
 const (
 	// DefaultKopfPrefix is the prefix of the annotations of a Kopf operator
 	// with default settings.
-	DefaultKopfPrefix = state.DefaultKopfPrefix
+	DefaultKopfPrefix = "kopf.zalando.org"
 	// DefaultKopfFinalizer is the finalizer of a Kopf operator with default
 	// settings.
-	DefaultKopfFinalizer = state.DefaultKopfFinalizer
+	DefaultKopfFinalizer = "kopf.zalando.org/KopfFinalizerMarker"
 )
 
 // Options configure how a registry is compiled onto a manager. The zero
