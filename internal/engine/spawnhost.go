@@ -30,5 +30,6 @@ func (k *KindController) Open() bool { return k.Shared.Gate.Open() }
 // WhenPaused has f called each time the operator pauses.
 func (k *KindController) WhenPaused(f func()) { k.Shared.Gate.WhenPaused(f) }
 
-// Busy counts running handlers.
-func (k *KindController) Busy(delta int64) { k.Shared.busy.Add(delta) }
+// AddBusy counts running handlers (the operator's busy count, which
+// Shared.Busy reports).
+func (k *KindController) AddBusy(delta int64) { k.Shared.busy.Add(delta) }

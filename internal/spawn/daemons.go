@@ -34,7 +34,7 @@ func (s *Spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 	d.ctl = spec.NewDaemonControl(s.newCall(r, o.latest, 0, time.Now()), latest)
 	o.daemons[r.Options.ID] = d
 	metrics.SpawnedRunning.WithLabelValues(s.opts.Name, "daemon").Inc()
-	s.k.Busy(1) // a paused operator is busy until its daemons return
+	s.k.AddBusy(1) // a paused operator is busy until its daemons return
 	delay := s.initialDelay(r, o.latest)
 	go s.runDaemon(ctx, key, o, d, delay)
 }
@@ -44,7 +44,7 @@ func (s *Spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 // forgets the daemon.
 func (s *Spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *spawned, d *daemonState, delay time.Duration) {
 	defer metrics.SpawnedRunning.WithLabelValues(s.opts.Name, "daemon").Dec()
-	defer s.k.Busy(-1)
+	defer s.k.AddBusy(-1)
 	defer close(d.done)
 	defer d.cancel()
 	forGood := s.runDaemonAttempts(ctx, o, d, delay)

@@ -91,9 +91,9 @@ type Kind interface {
 	Open() bool
 	// WhenPaused has f called each time the operator pauses.
 	WhenPaused(f func())
-	// Busy counts running handlers: delta is 1 when one starts, -1 when it
+	// AddBusy counts running handlers: delta is 1 when one starts, -1 when it
 	// returns.
-	Busy(delta int64)
+	AddBusy(delta int64)
 }
 
 // Options configure a Spawner.

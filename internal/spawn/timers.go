@@ -29,8 +29,8 @@ func (s *Spawner) worker() {
 // runTimer runs one due timer (unless it is gone, or its object is not idle
 // long enough yet) and schedules its next run.
 func (s *Spawner) runTimer(key timerKey) {
-	s.k.Busy(1) // before the gate check, so that a pause can wait for it
-	defer s.k.Busy(-1)
+	s.k.AddBusy(1) // before the gate check, so that a pause can wait for it
+	defer s.k.AddBusy(-1)
 	ctx, run := s.beginTimerRun(key)
 	if run == nil {
 		return
