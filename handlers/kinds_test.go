@@ -87,6 +87,7 @@ var optionTable = []struct {
 	{"Retries", handlers.Retries(1), withErrorPolicy},
 	{"Timeout", handlers.Timeout(time.Second), withErrorPolicy},
 	{"Backoff", handlers.Backoff(time.Second), withErrorPolicy},
+	{"CallTimeout", handlers.CallTimeout(time.Second), "create update delete resume reconcile timer activity sub"},
 	{"Optional", handlers.Optional(), "delete"},
 	{"Deleted", handlers.Deleted(), "resume"},
 	{"Owns", handlers.Owns(&corev1.Pod{}), "reconcile"},
@@ -307,6 +308,10 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Timeout(-1)) }},
 		{name: "Timeout(0)", id: "s", want: "Timeout must be positive",
 			register: func(r *handlers.Registry) { handlers.OnStartup(r, activityFn, handlers.ID("s"), handlers.Timeout(0)) }},
+		{name: "CallTimeout(0)", id: "t", want: "CallTimeout must be positive",
+			register: func(r *handlers.Registry) {
+				handlers.OnTimer(r, time.Second, podFn, handlers.ID("t"), handlers.CallTimeout(0))
+			}},
 		{name: "Backoff(0)", id: "r", want: "Backoff must be positive",
 			register: func(r *handlers.Registry) { handlers.OnResume(r, podFn, handlers.ID("r"), handlers.Backoff(0)) }},
 		{name: "Errors(ErrorMode(7))", id: "c", want: "unknown error mode 7",

@@ -21,7 +21,8 @@ import (
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
 // ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
-// Annotations, Field, Value, Errors, Retries, Timeout, Backoff.
+// Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
+// CallTimeout.
 type CreateOption interface {
 	applyTo(*draft)
 	create()
@@ -32,7 +33,7 @@ type CreateOption interface {
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
 // ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
 // Annotations, Field, Value, OldValue, NewValue, Errors, Retries, Timeout,
-// Backoff.
+// Backoff, CallTimeout.
 type UpdateOption interface {
 	applyTo(*draft)
 	update()
@@ -42,7 +43,8 @@ type UpdateOption interface {
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
 // ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
-// Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Optional.
+// Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Optional,
+// CallTimeout.
 type DeleteOption interface {
 	applyTo(*draft)
 	delete()
@@ -52,7 +54,8 @@ type DeleteOption interface {
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
 // ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
-// Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Deleted.
+// Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Deleted,
+// CallTimeout.
 type ResumeOption interface {
 	applyTo(*draft)
 	resume()
@@ -62,7 +65,7 @@ type ResumeOption interface {
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
 // ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
-// Annotations, Field, Value, Owns, Watches.
+// Annotations, Field, Value, Owns, Watches, CallTimeout.
 type ReconcileOption interface {
 	applyTo(*draft)
 	reconcile()
@@ -73,7 +76,7 @@ type ReconcileOption interface {
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
 // ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
-// InitialDelay, InitialDelayFunc, Idle, Sharp.
+// InitialDelay, InitialDelayFunc, Idle, Sharp, CallTimeout.
 type TimerOption interface {
 	applyTo(*draft)
 	timer()
@@ -112,7 +115,7 @@ type IndexOption interface {
 // ActivityOption is an option of OnStartup and OnCleanup.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, Errors, Retries,
-// Timeout, Backoff.
+// Timeout, Backoff, CallTimeout.
 type ActivityOption interface {
 	applyTo(*draft)
 	activity()
@@ -139,7 +142,7 @@ type AdmissionOption interface {
 
 // SubOption is an option of a sub-handler (Cause.Register).
 //
-// Options: Errors, Retries, Timeout, Backoff.
+// Options: Errors, Retries, Timeout, Backoff, CallTimeout.
 type SubOption interface {
 	applyTo(*draft)
 	sub()
@@ -488,6 +491,36 @@ func Timeout(t time.Duration) ErrorSetting {
 // how long to wait. Default: the engine's default backoff.
 func Backoff(t time.Duration) ErrorSetting {
 	return ErrorSetting{setting: positive("Backoff", t, false, func(d *draft) { d.Backoff = t })}
+}
+
+// CallTimeoutSetting is an option of the handlers gopf calls and waits
+// for: change handlers, level handlers, timers, operator-level activities
+// and sub-handlers. Daemons, which run until they are stopped, do not take
+// it.
+type CallTimeoutSetting struct {
+	setting
+	forChanges
+	forTimer
+	forReconcile
+	forActivity
+	forSub
+}
+
+// CallTimeout bounds each call of a handler: the context the handler gets
+// is cancelled t after the call began. A call that then fails (with the
+// context's error or any other) counts as a failed attempt, said to have
+// run out of its CallTimeout, and is retried or not as the error policy
+// says (Errors, Retries, Timeout, Backoff): by default after the backoff.
+// A call that returns a result anyway succeeds.
+//
+// Timeout, by contrast, counts from the first attempt and is checked
+// between attempts, so a handler stuck in one call holds a worker until it
+// returns; CallTimeout frees the worker after t, provided the handler
+// honours its context. It costs a timer per call and nothing when unset.
+// Default: no bound (but see the manager's ReconciliationTimeout, which
+// bounds all handlers of one reconcile together).
+func CallTimeout(t time.Duration) CallTimeoutSetting {
+	return CallTimeoutSetting{setting: positive("CallTimeout", t, false, func(d *draft) { d.CallTimeout = t })}
 }
 
 // DeleteSetting is an option only OnDelete takes.

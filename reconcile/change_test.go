@@ -255,3 +255,33 @@ func TestSubHandlersHaveTheirOwnProgress(t *testing.T) {
 	g.Expect(cs.Count("parent/item2")).To(Equal(2))
 	g.Expect(statusField(g, key, "gopf", "progress")).To(BeNil())
 }
+
+// A hung call that honours its context is cut off by CallTimeout: the
+// attempt fails as having run out of time, and the next attempt runs after
+// the backoff.
+func TestCallTimeoutEndsAHungCallWhichIsRetried(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	var cs envtest.Calls
+	ended := make(chan error, 1)
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		if c.Retry == 0 {
+			<-ctx.Done()
+			ended <- ctx.Err()
+			return nil, ctx.Err()
+		}
+		return map[string]any{"attempt": c.Retry}, nil
+	}, handlers.ID("hangs"), handlers.CallTimeout(300*time.Millisecond), handlers.Backoff(2*time.Second))
+	runOperator(t, ns, reg)
+
+	obj := newExample(ns, "hung")
+	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(ended, timeout).Should(Receive(MatchError(context.DeadlineExceeded)))
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "gopf", "progress", "hangs", "message") }, timeout).
+		Should(ContainSubstring("CallTimeout (300ms)"))
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "hangs", "attempt") }, timeout).Should(BeNumerically("==", 1))
+	g.Expect(cs.Count("hangs")).To(Equal(2))
+}

@@ -83,7 +83,8 @@ func (k *KindController) callLevel(ctx context.Context, h *contract.Handler, obj
 }
 
 // Invoke runs fn with obj in h's Go type and c's logger in the context,
-// recovering a panic, and names the handler and object in an error.
+// bounded by h's CallTimeout, recovering a panic, and names the handler and
+// object in an error.
 func (k *KindController) Invoke(ctx context.Context, h *contract.Handler, obj client.Object, c *handlers.Cause,
 	fn func(ctx context.Context, arg client.Object) error) error {
 	var arg client.Object
@@ -93,7 +94,9 @@ func (k *KindController) Invoke(ctx context.Context, h *contract.Handler, obj cl
 			return err
 		}
 	}
-	err := spec.Protect(c.Log, func() error { return fn(logf.IntoContext(ctx, c.Log), arg) })
+	err := spec.Protect(c.Log, func() error {
+		return spec.Bounded(logf.IntoContext(ctx, c.Log), &h.Options, func(ctx context.Context) error { return fn(ctx, arg) })
+	})
 	if p := (*spec.PanicError)(nil); errors.As(err, &p) {
 		return fmt.Errorf("handler %q panicked on %s %s/%s: %w", c.HandlerID, k.GVK.Kind, c.Namespace, c.Name, p)
 	}

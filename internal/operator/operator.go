@@ -59,7 +59,9 @@ func (a *activities) run(ctx context.Context, act *contract.Handler) error {
 	for attempt := 1; ; attempt++ {
 		c := a.sh.OperatorCall(act, a.log.WithValues("activity", act.Kind.String(), "retry", attempt-1))
 		c.Retry, c.Started, c.Runtime = attempt-1, started, time.Since(started)
-		err := spec.Protect(c.Log, func() error { _, err := act.Call(ctx, nil, c); return err })
+		err := spec.Protect(c.Log, func() error {
+			return spec.Bounded(ctx, &act.Options, func(ctx context.Context) error { _, err := act.Call(ctx, nil, c); return err })
+		})
 		v := policy.Judge(act.Options, a.opts.DefaultBackoff, err, attempt, started, time.Now())
 		metrics.HandlerCalls.WithLabelValues("operator", act.Options.ID, v.Outcome.String()).Inc()
 		switch v.Outcome {

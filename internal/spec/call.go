@@ -3,6 +3,7 @@ package spec
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -158,4 +159,21 @@ func (d *DaemonControl[C]) Reason() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.reason
+}
+
+// Bounded runs call with ctx bounded by the handler's CallTimeout, if it
+// has one. When call fails after the bound is over (while ctx itself is
+// not), the error says so: the call counts as a failed attempt, retried or
+// not as the handler's error policy says.
+func Bounded(ctx context.Context, o *Options, call func(ctx context.Context) error) error {
+	if o.CallTimeout <= 0 {
+		return call(ctx)
+	}
+	bounded, cancel := context.WithTimeout(ctx, o.CallTimeout)
+	defer cancel()
+	err := call(bounded)
+	if err != nil && ctx.Err() == nil && errors.Is(bounded.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("the call did not finish within its CallTimeout (%s): %w", o.CallTimeout, err)
+	}
+	return err
 }

@@ -42,6 +42,8 @@ type Options struct {
 	Retries int
 	Timeout time.Duration
 	Backoff time.Duration
+	// CallTimeout bounds each call of the handler (0: no bound).
+	CallTimeout time.Duration
 
 	// Optional: a delete handler that adds no finalizer.
 	Optional bool
