@@ -109,8 +109,10 @@ type ManagerOptions struct {
 	GracefulShutdownTimeout *time.Duration
 
 	// Webhook configures the webhook server that serves the registry's
-	// admission handlers; a registry without admission handlers gets none.
-	// The zero value is dev mode (see webhook.Options).
+	// admission handlers and adds gopf's finalizers at admission; a
+	// registry without admission handlers gets none, unless
+	// Webhook.Finalizers is webhook.FinalizersAlways. The zero value is
+	// dev mode (see webhook.Options).
 	Webhook webhook.Options
 
 	// KeepManagedFields keeps metadata.managedFields on the objects in the
@@ -172,7 +174,7 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 		return nil, err
 	}
 	var webhookServer *webhook.Server
-	if webhook.Needed(reg) {
+	if webhook.Needed(reg) || opts.Webhook.Finalizers == webhook.FinalizersAlways {
 		if webhookServer, err = webhook.NewServer(opts.Webhook); err != nil {
 			return nil, err
 		}

@@ -62,7 +62,7 @@ type OperatorOptions struct {
 	Namespaces []string
 	// Webhook configures the webhook server of the registry's admission
 	// handlers (see package webhook); a registry without admission handlers
-	// gets none. Default: webhook.Options{}: a free port on 127.0.0.1, a
+	// gets none, unless Webhook.Finalizers is webhook.FinalizersAlways. Default: webhook.Options{}: a free port on 127.0.0.1, a
 	// self-signed CA, webhook configurations pointing at it by URL.
 	// Operators with admission handlers that run side by side need Names of
 	// their own.

@@ -48,7 +48,10 @@ and resyncs cost nothing. In Kopf's create/update/delete scenario (one
 handler each, returning a value) gopf writes 2 requests per create
 (finalizer; results with state), 1 per update and 1 per delete; a temporary
 failure costs one write per attempt, and retries are scheduled with
-RequeueAfter, never by touching the object.
+RequeueAfter, never by touching the object. Where gopf's webhook server runs
+(see webhook.Options.Finalizers), it adds the finalizer as the object is
+created, and a create costs one write: 1/1/1, fewer than a hand-written
+reconciler that adds its finalizer with a write of its own.
 
 # Where state lives
 

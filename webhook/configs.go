@@ -127,11 +127,12 @@ func asMutating(w admissionregistrationv1.ValidatingWebhook) admissionregistrati
 }
 
 // configurations builds the validating and mutating configuration named
-// name for hooks, reached through clientConfig. With persistentOnly, only
-// the webhooks of persistent handlers are kept. A configuration with no
+// name for hooks and the finalizer hooks, reached through clientConfig.
+// With persistentOnly, only the webhooks of persistent handlers are kept
+// (the finalizer webhooks are not: an operator gone adds no finalizers). A configuration with no
 // webhooks is not wanted in the cluster at all.
 func configurations(
-	name string, hooks []*hook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, persistentOnly bool,
+	name string, hooks []*hook, finalizers []*finalizerHook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, persistentOnly bool,
 ) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{managedByLabel: managerName}}
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
@@ -147,6 +148,13 @@ func configurations(
 			v.Webhooks = append(v.Webhooks, w)
 		}
 	}
+	if !persistentOnly {
+		// After the handlers' mutators, which may change what the engine
+		// selects.
+		for _, f := range finalizers {
+			m.Webhooks = append(m.Webhooks, f.webhook(clientConfig))
+		}
+	}
 	return v, m
 }
 
@@ -155,18 +163,19 @@ func configurations(
 // changes, and on shutdown removes the webhooks of non-persistent handlers.
 // It runs on every replica, leader or not, since every replica serves.
 type configManager struct {
-	srv   *Server
-	hooks []*hook
-	c     client.Client
-	log   logr.Logger
+	srv        *Server
+	hooks      []*hook
+	finalizers []*finalizerHook
+	c          client.Client
+	log        logr.Logger
 }
 
-func newConfigManager(mgr manager.Manager, srv *Server, hooks []*hook) (*configManager, error) {
+func newConfigManager(mgr manager.Manager, srv *Server, hooks []*hook, finalizers []*finalizerHook) (*configManager, error) {
 	c, err := clusterClient(mgr, admissionregistrationv1.AddToScheme)
 	if err != nil {
 		return nil, fmt.Errorf("gopf: a client for the webhook configurations: %w", err)
 	}
-	return &configManager{srv: srv, hooks: hooks, c: c, log: ctrl.Log.WithName("gopf").WithName("webhook")}, nil
+	return &configManager{srv: srv, hooks: hooks, finalizers: finalizers, c: c, log: ctrl.Log.WithName("gopf").WithName("webhook")}, nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every
@@ -192,7 +201,7 @@ func (m *configManager) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("gopf: creating the webhook configurations %q: %w", name, err)
 	}
-	m.log.Info("webhook configurations are in place", "name", name, "webhooks", len(m.hooks))
+	m.log.Info("webhook configurations are in place", "name", name, "webhooks", len(m.hooks), "finalizerWebhooks", len(m.finalizers))
 	<-ctx.Done()
 	m.cleanUp()
 	return nil
@@ -229,7 +238,7 @@ func (m *configManager) waitServing(ctx context.Context) error {
 // bundle as the CA bundle.
 func (m *configManager) apply(ctx context.Context, bundle []byte, persistentOnly bool) error {
 	cc := func(path string) admissionregistrationv1.WebhookClientConfig { return m.srv.clientConfig(path, bundle) }
-	v, mu := configurations(m.srv.opts.Name, m.hooks, cc, persistentOnly)
+	v, mu := configurations(m.srv.opts.Name, m.hooks, m.finalizers, cc, persistentOnly)
 	return errors.Join(
 		put(ctx, m.c, v, len(v.Webhooks) == 0, func(cur, want *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			cur.Webhooks = want.Webhooks

@@ -50,7 +50,7 @@ func TestConfigurationsHoldOneWebhookPerHandlerWithItsSettings(t *testing.T) {
 	handlers.OnMutate(reg, allowCM, handlers.ID("defaults"), handlers.SubResource("*"),
 		handlers.Operations(handlers.OperationCreate, handlers.OperationDelete))
 
-	v, m := configurations("op.gopf.dev", hooksOf(t, reg), urlConfig, false)
+	v, m := configurations("op.gopf.dev", hooksOf(t, reg), nil, urlConfig, false)
 	if v.Name != "op.gopf.dev" || m.Name != "op.gopf.dev" || v.Labels[managedByLabel] != "gopf" {
 		t.Errorf("metadata = %v / %v", v.ObjectMeta, m.ObjectMeta)
 	}
@@ -89,7 +89,7 @@ func TestConfigurationsHoldOneWebhookPerHandlerWithItsSettings(t *testing.T) {
 		t.Errorf("mutating defaults: policy %s, side effects %s, timeout %d", *mw.FailurePolicy, *mw.SideEffects, *mw.TimeoutSeconds)
 	}
 
-	v, m = configurations("op.gopf.dev", hooksOf(t, reg), urlConfig, true)
+	v, m = configurations("op.gopf.dev", hooksOf(t, reg), nil, urlConfig, true)
 	if len(v.Webhooks) != 1 || len(m.Webhooks) != 0 {
 		t.Errorf("after shutdown: %d validating, %d mutating webhooks; want only the persistent validator", len(v.Webhooks), len(m.Webhooks))
 	}

@@ -96,6 +96,22 @@ type Options struct {
 	// handlers on shutdown.
 	StaticConfigurations bool
 
+	// Finalizers makes the server add gopf's finalizer to new objects as
+	// they are created, to those the reconcile engine would give one
+	// (objects a delete handler that is not Optional, a timer or a daemon
+	// selects), so that the engine does not spend a write of its own on it
+	// before the first handler runs: a create then costs one write instead
+	// of two. The webhook fails open (failure policy Ignore, a 2 s
+	// timeout) and never refuses an object; a create it did not see gets
+	// the finalizer from the engine, as without it. It needs the managed
+	// configurations (not StaticConfigurations) and covers the kinds the
+	// engine handles from the start, not those whose CRD appears later.
+	// Each create of such a kind costs the API server one call to the
+	// webhook. Default (FinalizersWithHandlers): on when the server runs
+	// for admission handlers; FinalizersAlways also starts the server
+	// for a registry without any; FinalizersNever: off.
+	Finalizers Finalizers
+
 	// TLSOpts are applied to the server's TLS configuration, e.g. to turn
 	// HTTP/2 off. gopf sets GetCertificate after them when it makes the
 	// certificates.
@@ -139,6 +155,9 @@ const (
 func (o Options) withDefaults() (Options, error) {
 	if o.Name == "" {
 		o.Name = defaultName(os.Args[0])
+	}
+	if err := validFinalizers(o.Finalizers); err != nil {
+		return o, err
 	}
 	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
 		return o, fmt.Errorf("webhook configuration name %q: %s", o.Name, strings.Join(errs, "; "))
@@ -299,6 +318,7 @@ func freePort(host string) (int, error) {
 //	--webhook-hosts a,b                extra names for the generated certificate
 //	--webhook-configuration-name NAME  the managed configurations' name
 //	--webhook-manage-configurations    create the configurations (default true)
+//	--webhook-finalizers always|never  add finalizers at admission (default: with admission handlers)
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Func("webhook-bind-address", "The address the admission webhook server binds to, as host:port. Default: a free port on 127.0.0.1, or :9443 with --webhook-service.", func(s string) error {
 		host, port, err := net.SplitHostPort(s)
@@ -334,6 +354,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&o.Name, "webhook-configuration-name", o.Name, "The name of the webhook configurations gopf manages. Default: <program>.gopf.dev.")
+	fs.Func("webhook-finalizers", `Add gopf's finalizer to new objects at admission, saving a write per create: "always" (and serve webhooks for that alone), "never", or by default when admission handlers are served.`, func(s string) error {
+		o.Finalizers = Finalizers(s)
+		return validFinalizers(o.Finalizers)
+	})
 	fs.Var(invertedBool{&o.StaticConfigurations}, "webhook-manage-configurations", "Create and update the webhook configurations; false leaves them to static manifests.")
 }
 

@@ -59,10 +59,10 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	}
 	set := contract.SetOf(reg)
 	regs := set.Handlers(spec.KindValidate, spec.KindMutate)
-	if len(regs) == 0 {
+	srv, _ := mgr.GetWebhookServer().(*Server)
+	if len(regs) == 0 && (srv == nil || srv.opts.Finalizers != FinalizersAlways) {
 		return nil
 	}
-	srv, _ := mgr.GetWebhookServer().(*Server)
 	name := ""
 	if srv != nil {
 		name = srv.opts.Name
@@ -98,13 +98,22 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	for _, path := range paths {
 		mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: byPath[path]})
 	}
+	var finalizers []*finalizerHook
+	if srv != nil && servesFinalizers(srv.opts) {
+		if finalizers, err = finalizerHooks(mgr, set.OperatorOf(mgr), name); err != nil {
+			return err
+		}
+		for _, f := range finalizers {
+			mgr.GetWebhookServer().Register(f.path, &admission.Webhook{Handler: f})
+		}
+	}
 
 	log := ctrl.Log.WithName("gopf").WithName("webhook")
 	if srv == nil || srv.opts.StaticConfigurations {
 		log.Info("serving admission handlers; their webhook configurations are not managed by gopf", "handlers", len(hooks))
 		return nil
 	}
-	cm, err := newConfigManager(mgr, srv, hooks)
+	cm, err := newConfigManager(mgr, srv, hooks, finalizers)
 	if err != nil {
 		return err
 	}

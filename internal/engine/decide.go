@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"time"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
@@ -134,6 +137,38 @@ func (k *KindController) finalizerStep(obj interface{ GetFinalizers() []string }
 		return FinalizerRemove
 	}
 	return finalizerKept
+}
+
+// FinalizerAtCreate is decide's finalizer step for a new object, given as
+// JSON with the namespace of its create request, as gopf's admission
+// webhook asks it before the object is stored: the finalizer to add, or ""
+// when the object gets none (or gopf does not handle its namespace).
+func (k *KindController) FinalizerAtCreate(namespace string, object []byte) (string, error) {
+	if !k.Shared.Scope.Includes(namespace) {
+		return "", nil
+	}
+	obj := k.NewObject()
+	if err := utiljson.Unmarshal(object, obj); err != nil {
+		return "", fmt.Errorf("decoding a new %s: %w", k.GVK.Kind, err)
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(namespace)
+	}
+	want := slices.ContainsFunc(k.selected(k.Change, obj, nil), contract.HoldsObjects) ||
+		FreshProcess.SpawnHolds(k.selected(k.Spawned, obj, nil))
+	if k.finalizerStep(obj, want) != FinalizerAdd {
+		return "", nil
+	}
+	return k.Finalizer, nil
+}
+
+// OfferCreateFinalizer lets gopf's admission webhook add the kind's
+// finalizer to new objects (see FinalizerAtCreate) when any handler of the
+// kind may need it.
+func (k *KindController) OfferCreateFinalizer() {
+	if slices.ContainsFunc(k.Change, contract.HoldsObjects) || len(k.Spawned) > 0 {
+		k.Shared.operator.AddCreateFinalizer(k.GVK, k.FinalizerAtCreate)
+	}
 }
 
 // deleteEntries are the entries of the handlers that run for a deletion.

@@ -135,6 +135,7 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	if len(k.Change)+len(k.Level)+len(k.Spawned) == 0 {
 		return nil
 	}
+	k.OfferCreateFinalizer()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(k.Name).
 		For(k.NewObject()).

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,8 +19,33 @@ type Operator struct {
 	// Indexes are the operator's indexes.
 	Indexes *Indexes
 
-	mu    sync.RWMutex
-	memos map[schema.GroupVersionKind]func(key types.NamespacedName, uid types.UID) *Memo
+	mu         sync.RWMutex
+	memos      map[schema.GroupVersionKind]func(key types.NamespacedName, uid types.UID) *Memo
+	finalizers map[schema.GroupVersionKind]CreateFinalizer
+}
+
+// CreateFinalizer is the reconcile engine's answer, for one kind, to
+// whether a new object needs gopf's finalizer: given the namespace of the
+// request and the object as JSON, the finalizer to add, or "" for none.
+type CreateFinalizer func(namespace string, object []byte) (string, error)
+
+// AddCreateFinalizer lets the admission webhook ask the engine, through
+// CreateFinalizers, which new objects of a kind get gopf's finalizer.
+func (o *Operator) AddCreateFinalizer(gvk schema.GroupVersionKind, f CreateFinalizer) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.finalizers == nil {
+		o.finalizers = map[schema.GroupVersionKind]CreateFinalizer{}
+	}
+	o.finalizers[gvk] = f
+}
+
+// CreateFinalizers returns the kinds whose new objects may need gopf's
+// finalizer, and how to tell which do.
+func (o *Operator) CreateFinalizers() map[schema.GroupVersionKind]CreateFinalizer {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return maps.Clone(o.finalizers)
 }
 
 // AddObjectMemos lets ObjectMemo find the memos of a kind's objects with

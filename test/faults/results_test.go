@@ -57,6 +57,7 @@ var scenarios = []scenario{
 	{"6h", "Result too large to store", "the create handler returns a 2 MiB result"},
 	{"7a", "Burst of objects while requests fail", "GOPF_FAULTS_N objects created at once; 20 % of the operator's requests fail (429 with Retry-After 1 s, 500)"},
 	{"7b", "Exactly once while requests fail", "as 7a: create handler calls counted per object"},
+	{"8", "Finalizer webhook down, refusing or slow", "gopf's webhook adds the finalizer at CREATE; a relay in front of it passes, closes connections, answers in plain HTTP, or holds them past the 2 s timeout; 3 creates each"},
 }
 
 // outcome is what a scenario recorded: how many objects it involved,
