@@ -48,7 +48,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		// Nothing outside the cluster to clean up; then let the object go.
 		for range r.Handlers {
-			calls.Record("delete")
+			calls.Record("delete", req.Name)
 		}
 		orig := obj.DeepCopy()
 		controllerutil.RemoveFinalizer(&obj, finalizer)
@@ -82,10 +82,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		var key string
 		var result any
 		if known {
-			calls.Record("update")
+			calls.Record("update", req.Name)
 			key, result = scenario.UpdateKey(i, r.Handlers), scenario.UpdateResult(obj.Spec.Field)
 		} else {
-			calls.Record("create")
+			calls.Record("create", req.Name)
 			key, result = scenario.CreateKey(i, r.Handlers), scenario.CreateResult()
 		}
 		if err := setStatus(&obj, key, result); err != nil {

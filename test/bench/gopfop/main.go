@@ -67,15 +67,15 @@ func annotate(c *handlers.Cause, result string) any {
 func register[T client.Object](reg *handlers.Registry, n int, record recorder) {
 	for i := range n {
 		handlers.OnCreate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
-			calls.Record(string(handlers.ReasonCreate))
+			calls.Record(string(handlers.ReasonCreate), c.Name)
 			return record(c, scenario.CreatedValue), nil
 		}, handlers.ID(scenario.CreateKey(i, n)))
 		handlers.OnUpdate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
-			calls.Record(string(handlers.ReasonUpdate))
+			calls.Record(string(handlers.ReasonUpdate), c.Name)
 			return record(c, scenario.Field(obj)), nil
 		}, handlers.ID(scenario.UpdateKey(i, n)))
 		handlers.OnDelete(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
-			calls.Record(string(handlers.ReasonDelete))
+			calls.Record(string(handlers.ReasonDelete), c.Name)
 			return nil, nil // nothing outside the cluster to clean up
 		}, handlers.ID(scenario.DeleteID(i, n)))
 	}
