@@ -264,9 +264,10 @@ func (r *run) waitUntilWatching(ctx context.Context) error {
 	r.b.report.status("%s starting", r.label)
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
+	exited := r.proc.exited // r.proc changes when the run restarts the operator
 	go func() {
 		select {
-		case <-r.proc.exited:
+		case <-exited:
 			cancel()
 		case <-ctx.Done():
 		}
