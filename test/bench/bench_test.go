@@ -18,7 +18,9 @@ import (
 // machine: gopf writes no more per object than the hand-written reconciler;
 // every operator runs each handler once per object and cause, and runs no
 // handler and writes nothing while the objects are idle or after a restart,
-// on every kind. Timings are not checked.
+// on every kind; periodic work runs on every object and writes nothing
+// while it ticks; failing objects retry and every new object is timed.
+// Timings are not checked.
 func TestBenchmarkSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the benchmark smoke test starts a control plane and two operators; skipped with -short")
@@ -31,6 +33,9 @@ func TestBenchmarkSmoke(t *testing.T) {
 		t.Skipf("skipping the benchmark smoke test: %v", err)
 	}
 	crlog.SetLogger(logr.Discard())
+	periodic, fairness := Periodic, Fairness
+	periodic.Objects, periodic.Interval, periodic.Ticking = 5, 300*time.Millisecond, 1500*time.Millisecond
+	fairness.Objects, fairness.RetryDelay = 5, 300*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -39,18 +44,19 @@ func TestBenchmarkSmoke(t *testing.T) {
 		Idle:         2 * time.Second,
 		Workers:      8,
 		PhaseTimeout: time.Minute,
-		Scenarios:    []Scenario{Basic, ManyHandlers, {Name: "scale", Handlers: 1, Objects: 30, Rounds: 1, Restart: true}, TypedStatus, BuiltIn},
-		ModuleRoot:   root,
-		Log:          testWriter{t},
+		Scenarios: []Scenario{Basic, ManyHandlers, {Name: "scale", Handlers: 1, Objects: 30, Rounds: 1, Restart: true}, TypedStatus, BuiltIn,
+			periodic, fairness},
+		ModuleRoot: root,
+		Log:        testWriter{t},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if len(res.Scenarios) != 5 {
-		t.Fatalf("got %d scenarios, want basic, many-handlers, scale, typed-status and built-in", len(res.Scenarios))
+	if len(res.Scenarios) != 7 {
+		t.Fatalf("got %d scenarios, want basic, many-handlers, scale, typed-status, built-in, periodic and fairness", len(res.Scenarios))
 	}
-	for _, s := range res.Scenarios {
+	for _, s := range res.Scenarios[:5] {
 		gopf := s.Median(Gopf.Name)
 		for _, op := range Baselines {
 			base := s.Median(op.Name)
@@ -83,11 +89,14 @@ func TestBenchmarkSmoke(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range res.Scenarios[2:] {
+	for _, s := range res.Scenarios[2:5] {
 		if r := s.Median(Gopf.Name).Phase(PhaseRestart); r == nil || r.Seconds <= 0 {
 			t.Errorf("the %s scenario has no restart phase with a time: %+v", s.Scenario.Name, r)
 		}
 	}
+
+	checkPeriodic(t, &res.Scenarios[5])
+	checkFairness(t, &res.Scenarios[6])
 
 	// The reports render.
 	dir := t.TempDir()
@@ -95,7 +104,8 @@ func TestBenchmarkSmoke(t *testing.T) {
 		t.Error(err)
 	}
 	md := res.Markdown()
-	for _, row := range []string{"| basic | create | writes/object | baseline-unstructured |", "| typed-status | restart | handler calls | baseline |", "| built-in | restart | writes | baseline-unstructured |"} {
+	for _, row := range []string{"| basic | create | writes/object | baseline-unstructured |", "| typed-status | restart | handler calls | baseline |", "| built-in | restart | writes | baseline-unstructured |",
+		"| periodic | daemon | lateness p99 (ms) | baseline |", "| fairness | arrive-retrying | first call p99, retrying/alone | baseline |"} {
 		if !strings.Contains(md, row) {
 			t.Errorf("the Markdown report has no row %q:\n%s", row, md)
 		}
@@ -103,6 +113,55 @@ func TestBenchmarkSmoke(t *testing.T) {
 	var text strings.Builder
 	res.WriteText(&text)
 	t.Log("\n" + text.String())
+}
+
+// checkPeriodic checks that every object ran its periodic work several
+// times in each ticking phase, with its lateness measured, and that nothing
+// was written meanwhile.
+func checkPeriodic(t *testing.T, s *ScenarioResult) {
+	t.Helper()
+	if len(s.Runs) != 2 || len(s.Targets) != len(PeriodicTargets) {
+		t.Errorf("periodic: %d runs and %d targets, want 2 (baseline and gopf) and %d", len(s.Runs), len(s.Targets), len(PeriodicTargets))
+	}
+	for _, r := range s.Runs {
+		for _, phase := range []string{PhaseTimer, PhaseDaemon} {
+			p := r.Phase(phase)
+			if p == nil {
+				t.Errorf("periodic: %s has no %s phase", r.Operator, phase)
+				continue
+			}
+			if p.HandlerCalls < 2*s.Scenario.Objects || p.Writes != 0 {
+				t.Errorf("periodic: %s made %d runs and %d writes in the %s phase, want at least %d runs and no writes: %v",
+					r.Operator, p.HandlerCalls, p.Writes, phase, 2*s.Scenario.Objects, p.Requests)
+			}
+			if p.Lateness == nil || p.Lateness.N < s.Scenario.Objects {
+				t.Errorf("periodic: %s's lateness in the %s phase covers %+v runs, want at least one per object", r.Operator, phase, p.Lateness)
+			}
+		}
+	}
+}
+
+// checkFairness checks that the failing objects kept retrying and that
+// every new object's first handler call was timed.
+func checkFairness(t *testing.T, s *ScenarioResult) {
+	t.Helper()
+	if len(s.Runs) != 2 || len(s.Targets) != len(FairnessTargets) {
+		t.Errorf("fairness: %d runs and %d targets, want 2 (baseline and gopf) and %d", len(s.Runs), len(s.Targets), len(FairnessTargets))
+	}
+	n := s.Scenario.Objects
+	for _, r := range s.Runs {
+		for _, phase := range []string{PhaseArrive, PhaseArriveRetrying} {
+			if p := r.Phase(phase); p == nil || p.FirstCall == nil || p.FirstCall.N != n {
+				t.Errorf("fairness: %s's %s phase times the first call of %+v objects, want %d", r.Operator, phase, p, n)
+			}
+		}
+		if p := r.Phase(PhaseRetry); p == nil || p.HandlerCalls < n {
+			t.Errorf("fairness: %s's retry phase has %+v, want at least one retry per failing object (%d)", r.Operator, p, n)
+		}
+		if p := r.Phase(PhaseDelete); p == nil || p.Seconds <= 0 {
+			t.Errorf("fairness: %s did not delete the failing objects: %+v", r.Operator, p)
+		}
+	}
 }
 
 // testWriter sends the benchmark's log lines to the test log.

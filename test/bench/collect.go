@@ -45,17 +45,35 @@ func (r *run) result(op Operator, ns string, used usage) (*RunResult, error) {
 		}
 		p.count(requests, m.at, end)
 		p.countCalls(handlerCalls, m.at, end)
-		p.WritesPerObject = float64(p.Writes) / float64(len(r.track.names))
+		objects := len(r.track.names)
+		if n, ok := r.objects[m.phase]; ok {
+			objects = n
+		}
+		p.WritesPerObject = float64(p.Writes) / float64(objects)
+		if isTicking(m.phase) {
+			p.Lateness = percentiles(lateness(handlerCalls, r.sc.Interval, m.at, end))
+		}
+		if names, ok := r.arrivals[m.phase]; ok {
+			created := map[string]time.Time{}
+			for _, name := range names {
+				created[name] = r.created[name]
+			}
+			p.FirstCall = percentiles(firstCallDelays(handlerCalls, causeCreate, created))
+		}
 		rr.Phases = append(rr.Phases, p)
 	}
 	return rr, nil
 }
 
+// causeCreate is the cause both operators record for a create handler
+// call.
+const causeCreate = "create"
+
 // countCalls counts the handler calls made from from until (not including)
 // to; a zero to means no end.
 func (p *PhaseResult) countCalls(handlerCalls []calls.Call, from, to time.Time) {
 	for _, c := range handlerCalls {
-		if !c.At.Before(from) && (to.IsZero() || c.At.Before(to)) {
+		if within(c.At, from, to) {
 			p.HandlerCalls++
 		}
 	}

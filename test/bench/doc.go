@@ -21,6 +21,16 @@ credentials:
     result;
   - delete: delete every object, wait until all are gone.
 
+Two scenarios run other workloads (Scenario.Workload), against the typed
+baseline only. Periodic (WorkloadPeriodic) creates 10,000 objects and
+leaves them to a gopf timer whose result does not change, then, in a new
+process, to a gopf daemon that checks and sleeps, against a reconciler
+that requeues itself with RequeueAfter; it measures CPU per run, peak RSS,
+writes and how late each run starts (see lateness). Fairness
+(WorkloadFairness) times new objects from creation to their first create
+handler call, first alone, then while as many others fail with a temporary
+error and retry (see runFairness).
+
 The objects are KopfExamples, whose status keeps unknown fields, so the
 results go to status; TypedStatus runs on Widget (package test/kinds: a
 typed status the API server prunes) and BuiltIn on Pods, where the results

@@ -37,6 +37,8 @@ func medianRun(runs []RunResult) RunResult {
 		mp.Writes = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Writes) })))
 		mp.Failed = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Failed) })))
 		mp.HandlerCalls = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.HandlerCalls) })))
+		mp.Lateness = medianPercentiles(runs, name, func(p *PhaseResult) *Percentiles { return p.Lateness })
+		mp.FirstCall = medianPercentiles(runs, name, func(p *PhaseResult) *Percentiles { return p.FirstCall })
 		keys := map[string]bool{}
 		for i := range runs {
 			if rp := runs[i].Phase(name); rp != nil {
@@ -68,4 +70,28 @@ func median(runs []RunResult, f func(*RunResult) float64) float64 {
 		return vs[n/2]
 	}
 	return (vs[n/2-1] + vs[n/2]) / 2
+}
+
+// medianPercentiles returns the median of every figure of the percentiles
+// f picks from the named phase, over the runs that have them; nil when none
+// has.
+func medianPercentiles(runs []RunResult, phase string, f func(*PhaseResult) *Percentiles) *Percentiles {
+	var with []RunResult
+	for i := range runs {
+		if p := runs[i].Phase(phase); p != nil && f(p) != nil {
+			with = append(with, runs[i])
+		}
+	}
+	if len(with) == 0 {
+		return nil
+	}
+	of := func(g func(*Percentiles) float64) float64 {
+		return median(with, func(r *RunResult) float64 { return g(f(r.Phase(phase))) })
+	}
+	return &Percentiles{
+		N:   int(math.Round(of(func(p *Percentiles) float64 { return float64(p.N) }))),
+		P50: of(func(p *Percentiles) float64 { return p.P50 }),
+		P99: of(func(p *Percentiles) float64 { return p.P99 }),
+		Max: of(func(p *Percentiles) float64 { return p.Max }),
+	}
 }

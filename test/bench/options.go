@@ -5,6 +5,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
@@ -29,7 +30,33 @@ type Scenario struct {
 	// Restart adds the restart phase after idle: the operator is stopped
 	// and started again with every object already handled.
 	Restart bool `json:"restart,omitempty"`
+	// Workload is what the load generator does: "" for the phases above
+	// (create, idle, restart, update, delete), WorkloadPeriodic or
+	// WorkloadFairness.
+	Workload string `json:"workload,omitempty"`
+	// Operators names the operators that run the scenario, from
+	// Operators; empty for all of them.
+	Operators []string `json:"operators,omitempty"`
+	// Interval is the interval of the periodic work (WorkloadPeriodic).
+	Interval time.Duration `json:"interval,omitempty"`
+	// Ticking is how long each ticking phase lasts (WorkloadPeriodic).
+	Ticking time.Duration `json:"ticking,omitempty"`
+	// RetryDelay is how long a failing create handler asks to wait
+	// before its next attempt (WorkloadFairness).
+	RetryDelay time.Duration `json:"retryDelay,omitempty"`
 }
+
+// The workloads other than the one of changes (create, update, delete).
+const (
+	// WorkloadPeriodic creates the objects and leaves them to periodic
+	// work: phases create, timer-start, timer, daemon-start, daemon and
+	// delete (see runPeriodic).
+	WorkloadPeriodic = "periodic"
+	// WorkloadFairness measures how soon new objects are handled while
+	// others keep failing: phases arrive, fail, retry, arrive-retrying and
+	// delete (see runFairness).
+	WorkloadFairness = "fairness"
+)
 
 // The scenarios the benchmark knows.
 var (
@@ -51,7 +78,34 @@ var (
 	// cannot be deleted without kube-controller-manager, or ConfigMaps,
 	// which have no status subresource.
 	BuiltIn = Scenario{Name: "built-in", Kind: scenario.Pod.Name, Handlers: 1, Rounds: 1, Restart: true}
+	// Periodic is 10,000 objects with a 10 s timer whose result does not
+	// change, then with a daemon that checks every 10 s, each ticking for
+	// 60 s, against a reconciler that requeues itself with RequeueAfter
+	// 10 s. One round, against the typed baseline only: on unstructured
+	// objects the requeueing is the same.
+	Periodic = Scenario{Name: "periodic", Workload: WorkloadPeriodic, Objects: 10000, Rounds: 1,
+		Operators: []string{Baseline.Name, Gopf.Name}, Interval: 10 * time.Second, Ticking: time.Minute}
+	// Fairness is 1,000 new objects arriving (Options.Objects, at
+	// arrivalRate) alone, then while as many others fail their create
+	// handler with a temporary error and a 5 s delay, every time. One
+	// round, against the typed baseline only.
+	Fairness = Scenario{Name: "fairness", Workload: WorkloadFairness, Handlers: 1, Rounds: 1,
+		Operators: []string{Baseline.Name, Gopf.Name}, RetryDelay: 5 * time.Second}
 )
+
+// operators returns the operators that run sc, in the order of Operators.
+func (sc Scenario) operators() []Operator {
+	if len(sc.Operators) == 0 {
+		return Operators
+	}
+	var out []Operator
+	for _, op := range Operators {
+		if slices.Contains(sc.Operators, op.Name) {
+			out = append(out, op)
+		}
+	}
+	return out
+}
 
 // kind returns the kind the scenario runs on.
 func (sc Scenario) kind() (scenario.Kind, error) {
@@ -75,7 +129,7 @@ type Options struct {
 	// the update phase. Default: 5 s.
 	Idle time.Duration
 	// Scenarios run in this order. Default: Basic, ManyHandlers, Scale,
-	// TypedStatus and BuiltIn.
+	// TypedStatus, BuiltIn, Periodic and Fairness.
 	Scenarios []Scenario
 	// Rounds is how many times each operator runs a scenario that does not
 	// say; the figures compared are the medians. Each round starts with a
@@ -118,7 +172,7 @@ func (o Options) withDefaults() Options {
 		o.Idle = 5 * time.Second
 	}
 	if len(o.Scenarios) == 0 {
-		o.Scenarios = []Scenario{Basic, ManyHandlers, Scale, TypedStatus, BuiltIn}
+		o.Scenarios = []Scenario{Basic, ManyHandlers, Scale, TypedStatus, BuiltIn, Periodic, Fairness}
 	}
 	if o.Rounds <= 0 {
 		o.Rounds = 1

@@ -8,10 +8,16 @@ import (
 	"strings"
 )
 
+// Column names the tables share.
+const (
+	columnPhase    = "phase"
+	columnOperator = "operator"
+)
+
 // targetColumns and targetAlign describe a table of targets: the figure,
 // the baseline it is compared against, both values, their ratio, the
 // highest ratio that passes and whether it did.
-var targetColumns = []string{"phase", "metric", "against", "baseline", "gopf", "gopf/baseline", "target", "result"}
+var targetColumns = []string{columnPhase, "metric", "against", "baseline", "gopf", "gopf/baseline", "target", "result"}
 
 const targetAlign = "lllrrrrl"
 
@@ -20,7 +26,7 @@ func targetTable(s *ScenarioResult) *table {
 	t := &table{header: targetColumns, align: targetAlign}
 	for _, tr := range s.Targets {
 		t.add(tr.Phase, tr.Metric, tr.Operator, figure(tr.Metric, tr.Baseline), figure(tr.Metric, tr.Gopf),
-			ratioString(tr), fmt.Sprintf("≤ %.2f×", tr.MaxRatio), passString(tr.Pass))
+			ratioString(tr), targetText(tr.Target), passString(tr.Pass))
 	}
 	return t
 }
@@ -29,8 +35,9 @@ func targetTable(s *ScenarioResult) *table {
 // requests.
 func phaseTable(s *ScenarioResult) *table {
 	t := &table{
-		header: []string{"phase", "operator", "time (s)", "CPU (s)", "RSS (MiB)", "handler calls", "writes", "writes/object", "requests (verb resource: count)"},
-		align:  "llrrrrrrl",
+		header: []string{columnPhase, columnOperator, "time (s)", "CPU (s)", "RSS (MiB)", "handler calls", "writes", "writes/object",
+			"requests (verb resource: count)"},
+		align: "llrrrrrrl",
 	}
 	if len(s.Medians) == 0 {
 		return t
@@ -75,10 +82,14 @@ func (r *Results) WriteText(w io.Writer) {
 		r.IdleSeconds, r.MaxConcurrentReconciles)
 	for i := range r.Scenarios {
 		s := &r.Scenarios[i]
-		fmt.Fprintf(w, "\nScenario %s (%s; %s)\n\n", s.Scenario.Name, handlersText(s.Scenario.Handlers), r.sizeText(s.Scenario))
+		fmt.Fprintf(w, "\nScenario %s (%s; %s)\n\n", s.Scenario.Name, workText(s.Scenario), r.sizeText(s.Scenario))
 		fmt.Fprint(w, targetTable(s).text("  "))
 		fmt.Fprintln(w)
 		fmt.Fprint(w, phaseTable(s).text("  "))
+		if t := timingTable(s); t != nil {
+			fmt.Fprintln(w)
+			fmt.Fprint(w, t.text("  "))
+		}
 	}
 	pass, total := r.Passed()
 	fmt.Fprintf(w, "\n%d of %d targets met. Load average before: %s, after: %s.\n", pass, total, r.LoadBefore, r.LoadAfter)
@@ -95,6 +106,72 @@ func (r *Results) Passed() (pass, total int) {
 		}
 	}
 	return pass, total
+}
+
+// targetText states a target's limit: a ratio, or gopf's figure itself.
+func targetText(t Target) string {
+	if t.Max != nil {
+		return "≤ " + figure(t.Metric, *t.Max)
+	}
+	return fmt.Sprintf("≤ %.2f×", t.MaxRatio)
+}
+
+// workText says what the operators of a scenario do.
+func workText(sc Scenario) string {
+	switch sc.Workload {
+	case WorkloadPeriodic:
+		return fmt.Sprintf("a %s timer, then a daemon checking every %s, against RequeueAfter %s; %s per ticking phase",
+			sc.Interval, sc.Interval, sc.Interval, sc.Ticking)
+	case WorkloadFairness:
+		return fmt.Sprintf("%s, the create handlers failing on some objects with a temporary error and a %s delay",
+			handlersText(sc.Handlers), sc.RetryDelay)
+	}
+	return handlersText(sc.Handlers)
+}
+
+// timingTable lists the timings of a periodic or fairness scenario per
+// operator; nil for other scenarios.
+func timingTable(s *ScenarioResult) *table {
+	switch s.Scenario.Workload {
+	case WorkloadPeriodic:
+		t := &table{header: []string{columnPhase, columnOperator, "runs", "runs/s", "CPU per run (µs)", "CPU (ms/s)", "peak RSS (MiB)", "writes",
+			"lateness p50 (ms)", "p99 (ms)", "max (ms)"}, align: "llrrrrrrrrr"}
+		for _, phase := range []string{PhaseTimer, PhaseDaemon} {
+			for _, r := range s.Medians {
+				if p := r.Phase(phase); p != nil {
+					l := p.Lateness
+					if l == nil {
+						l = &Percentiles{}
+					}
+					t.add(phase, r.Operator, fmt.Sprint(p.HandlerCalls), f1(perSecond(float64(p.HandlerCalls), p)), f1(cpuPerRun(p)),
+						f1(perSecond(p.CPUSeconds*1000, p)), f1(phasePeakRSSMiB(p)), fmt.Sprint(p.Writes), f2(l.P50), f2(l.P99), f2(l.Max))
+				}
+			}
+		}
+		return t
+	case WorkloadFairness:
+		t := &table{header: []string{columnOperator, "first call p50 (ms), alone", "p99 (ms), alone", "p50 (ms), retrying", "p99 (ms), retrying",
+			"p50 retrying/alone", "p99 retrying/alone", "retry: writes/s", "retry: handler calls/s"}, align: "lrrrrrrrr"}
+		for _, r := range s.Medians {
+			alone, retrying, retry := r.Phase(PhaseArrive), r.Phase(PhaseArriveRetrying), r.Phase(PhaseRetry)
+			if alone == nil || retrying == nil || retry == nil || alone.FirstCall == nil || retrying.FirstCall == nil {
+				continue
+			}
+			t.add(r.Operator, f2(alone.FirstCall.P50), f2(alone.FirstCall.P99), f2(retrying.FirstCall.P50), f2(retrying.FirstCall.P99),
+				f2(slowdown(func(p *Percentiles) float64 { return p.P50 })(&r)), f2(slowdown(func(p *Percentiles) float64 { return p.P99 })(&r)),
+				f1(perSecond(float64(retry.Writes), retry)), f1(perSecond(float64(retry.HandlerCalls), retry)))
+		}
+		return t
+	}
+	return nil
+}
+
+// perSecond divides v by the length of phase p.
+func perSecond(v float64, p *PhaseResult) float64 {
+	if p.Seconds <= 0 {
+		return 0
+	}
+	return v / p.Seconds
 }
 
 func handlersText(n int) string {

@@ -25,6 +25,30 @@ const (
 	PhaseShutdown = "shutdown"
 )
 
+// The phases of WorkloadPeriodic, after create: in each start phase the
+// operator is stopped and started again, now running timers (then daemons),
+// until every object has had a run in the new process; in each ticking
+// phase the objects are left to their periodic work for Scenario.Ticking.
+const (
+	PhaseTimerStart  = "timer-start"
+	PhaseTimer       = "timer"
+	PhaseDaemonStart = "daemon-start"
+	PhaseDaemon      = "daemon"
+)
+
+// The phases of WorkloadFairness. Arrive: new objects arrive at
+// arrivalRate, nothing else happens, until each has its create results.
+// Fail: as many failing objects are created, until each has had two create
+// attempts. Retry: nothing but their retries for two retry delays.
+// Arrive-retrying: as arrive, with other new objects, while the failing
+// ones retry. Delete follows, for all of them.
+const (
+	PhaseArrive         = "arrive"
+	PhaseFail           = "fail"
+	PhaseRetry          = "retry"
+	PhaseArriveRetrying = "arrive-retrying"
+)
+
 // PhaseTotal is the Phase of a target on a figure of the whole run (CPU,
 // peak RSS) rather than of one phase.
 const PhaseTotal = "total"
@@ -154,14 +178,25 @@ type PhaseResult struct {
 	// Writes counts the requests that change something (create, update,
 	// patch, delete), successful or not.
 	Writes int `json:"writes"`
-	// WritesPerObject is Writes divided by the number of objects.
+	// WritesPerObject is Writes divided by the number of objects the
+	// phase is about (in WorkloadFairness, those created in it; all of
+	// them in delete).
 	WritesPerObject float64 `json:"writesPerObject"`
 	// Failed counts requests answered with an error status (409 and such).
 	Failed int `json:"failed"`
 	// HandlerCalls counts the operator's handler calls: gopf's create,
 	// update and delete handlers; for a hand-written reconciler, each result
-	// it stores and each cleanup it does.
+	// it stores and each cleanup it does; in WorkloadPeriodic, the runs of
+	// the periodic work (timer runs, daemon checks, reconciles that
+	// requeue).
 	HandlerCalls int `json:"handlerCalls"`
+	// Lateness is how late the periodic runs that began in the phase
+	// began (timer and daemon phases; see lateness).
+	Lateness *Percentiles `json:"lateness,omitempty"`
+	// FirstCall is, for the objects created in the phase (arrive and
+	// arrive-retrying), the time from the API server's answer to each
+	// create request to the first call of a create handler on the object.
+	FirstCall *Percentiles `json:"firstCall,omitempty"`
 }
 
 // RequestKeys returns the keys of Requests, sorted.

@@ -129,9 +129,10 @@ func (b *bench) setUp(ctx context.Context, root, assets string) (func(), error) 
 func (b *bench) runScenario(ctx context.Context, sc Scenario) (*ScenarioResult, error) {
 	sc.Objects, sc.Rounds = b.opts.objects(sc), b.opts.rounds(sc)
 	sr := &ScenarioResult{Scenario: sc}
+	operators := sc.operators()
 	for round := 1; round <= sc.Rounds; round++ {
-		for i := range Operators {
-			op := Operators[(i+round-1)%len(Operators)]
+		for i := range operators {
+			op := operators[(i+round-1)%len(operators)]
 			rr, err := b.runOne(ctx, sc, op, round)
 			if err != nil {
 				return nil, fmt.Errorf("scenario %s, operator %s, round %d: %w", sc.Name, op.Name, round, err)
@@ -139,11 +140,13 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) (*ScenarioResult, 
 			sr.Runs = append(sr.Runs, *rr)
 		}
 	}
-	for _, op := range Operators {
+	for _, op := range operators {
 		sr.Medians = append(sr.Medians, medianRun(sr.RunsOf(op.Name)))
 	}
 	for _, base := range Baselines {
-		sr.Targets = append(sr.Targets, evaluate(base.Name, sr.Median(base.Name), sr.Median(Gopf.Name))...)
+		if b := sr.Median(base.Name); b != nil {
+			sr.Targets = append(sr.Targets, evaluate(sc.targets(), base.Name, b, sr.Median(Gopf.Name))...)
+		}
 	}
 	return sr, nil
 }

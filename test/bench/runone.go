@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -57,6 +57,17 @@ type run struct {
 	handled map[string]time.Duration // per phase: first request to last object done
 	// stopped is what the processes stopped by a restart used.
 	stopped usage
+	// periodic is what the running process is told to do (EnvPeriodic).
+	periodic string
+	// arrivals are, per phase, the objects created in it whose first
+	// handler call is timed (WorkloadFairness).
+	arrivals map[string][]string
+	// created is when the API server answered each timed create request.
+	created   map[string]time.Time
+	createdMu sync.Mutex
+	// objects is, per phase, the number of objects it is about, where that
+	// is not all of them.
+	objects map[string]int
 }
 
 // runOne runs op through the phases of sc in a fresh namespace, as a fresh
@@ -77,7 +88,7 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	names := objectNames(sc.Objects)
+	names := sc.objectNames()
 	track, err := startTracker(ctx, b.load, b.scheme, kind, ns, names)
 	if err != nil {
 		return nil, err
@@ -89,7 +100,11 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 
 	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
 	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), id: id, op: op, sc: sc, kind: kind,
-		user: user, kube: kubeconfig, calls: filepath.Join(b.work, id+".calls"), track: track, handled: map[string]time.Duration{}}
+		user: user, kube: kubeconfig, calls: filepath.Join(b.work, id+".calls"), track: track, handled: map[string]time.Duration{},
+		arrivals: map[string][]string{}, created: map[string]time.Time{}, objects: map[string]int{}}
+	if sc.Workload == WorkloadPeriodic {
+		r.periodic = scenario.PeriodicTimer
+	}
 	if err := os.Remove(r.calls); err != nil && !os.IsNotExist(err) {
 		return nil, err // calls of an earlier run in the same folder would be counted
 	}
@@ -104,29 +119,19 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 		}
 	}()
 	load := &loadGenerator{c: b.c, kind: kind, ns: ns, names: names, workers: b.opts.Workers}
-	n := sc.Handlers
 
 	if err := r.waitUntilWatching(ctx); err != nil {
 		return nil, err
 	}
-	created := func(o client.Object) bool { return o != nil && scenario.Handled(o, n, false) }
-	updated := func(o client.Object) bool { return o != nil && scenario.Handled(o, n, true) }
-	gone := func(o client.Object) bool { return o == nil }
-	if err := r.phase(ctx, PhaseCreate, load.createAll, created, PhaseIdle); err != nil {
-		return nil, err
+	switch sc.Workload {
+	case WorkloadPeriodic:
+		err = r.runPeriodic(ctx, load)
+	case WorkloadFairness:
+		err = r.runFairness(ctx, load)
+	default:
+		err = r.runChanges(ctx, load)
 	}
-	if err := r.idle(ctx); err != nil {
-		return nil, err
-	}
-	if sc.Restart {
-		if err := r.restart(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := r.phase(ctx, PhaseUpdate, load.updateAll, updated, ""); err != nil {
-		return nil, err
-	}
-	if err := r.phase(ctx, PhaseDelete, load.deleteAll, gone, PhaseShutdown); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	stopped = true
@@ -147,6 +152,32 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	return rr, nil
 }
 
+// gone is the goal of a delete phase.
+func gone(o client.Object) bool { return o == nil }
+
+// runChanges runs the phases of the workload of changes: create, idle,
+// restart (if the scenario has it), update and delete.
+func (r *run) runChanges(ctx context.Context, load *loadGenerator) error {
+	n, names := r.sc.Handlers, r.track.names
+	created := func(o client.Object) bool { return o != nil && scenario.Handled(o, n, false) }
+	updated := func(o client.Object) bool { return o != nil && scenario.Handled(o, n, true) }
+	if err := r.phase(ctx, PhaseCreate, load.createAll, r.track.expect(names, created), PhaseIdle); err != nil {
+		return err
+	}
+	if err := r.idle(ctx); err != nil {
+		return err
+	}
+	if r.sc.Restart {
+		if err := r.restart(ctx); err != nil {
+			return err
+		}
+	}
+	if err := r.phase(ctx, PhaseUpdate, load.updateAll, r.track.expect(names, updated), ""); err != nil {
+		return err
+	}
+	return r.phase(ctx, PhaseDelete, load.deleteAll, r.track.expect(names, gone), PhaseShutdown)
+}
+
 // start starts the run's operator; name names its output files. A
 // restarted operator reports its progress until it has seen every object
 // (see package reconciles): the restart phase waits for that.
@@ -156,9 +187,18 @@ func (r *run) start(name string, prof profiles, restarted bool) (*process, error
 		progress = filepath.Join(r.b.work, name+".reconciles")
 	}
 	env := []string{
-		scenario.EnvHandlers + "=" + strconv.Itoa(r.sc.Handlers),
 		scenario.EnvKind + "=" + r.kind.Name,
+		scenario.EnvPeriodic + "=" + r.periodic,
 		calls.EnvFile + "=" + r.calls,
+	}
+	if r.sc.Handlers > 0 {
+		env = append(env, scenario.EnvHandlers+"="+strconv.Itoa(r.sc.Handlers))
+	}
+	if r.sc.Interval > 0 {
+		env = append(env, scenario.EnvInterval+"="+r.sc.Interval.String())
+	}
+	if r.sc.RetryDelay > 0 {
+		env = append(env, scenario.EnvRetryDelay+"="+r.sc.RetryDelay.String())
 	}
 	return startProcess(r.b.bins[r.op.Package], r.op.Args, r.kube, env, r.b.opts.MaxConcurrentReconciles,
 		filepath.Join(r.b.work, name+".log"), progress, len(r.track.names), prof)
@@ -170,20 +210,7 @@ func (r *run) start(name string, prof profiles, restarted bool) (*process, error
 // phase's time runs from the new process's start until then; its CPU,
 // RSS and requests from SIGTERM to the old process until the next phase.
 func (r *run) restart(ctx context.Context) error {
-	if err := r.mark(PhaseRestart); err != nil {
-		return err
-	}
-	r.b.report.status("%s restart: stopping", r.label)
-	used, err := r.proc.stop()
-	if err != nil {
-		return err
-	}
-	r.stopped = r.stopped.plus(used)
-	prof := r.proc.prof
-	if prof.cpu != "" {
-		prof = profiles{cpu: strings.TrimSuffix(prof.cpu, ".cpu.pprof") + "-restarted.cpu.pprof"}
-	}
-	if r.proc, err = r.start(r.id+"-restarted", prof, true); err != nil {
+	if err := r.respawn(PhaseRestart, "restarted", true); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, restartTimeout)
@@ -209,6 +236,27 @@ func (r *run) restart(ctx context.Context) error {
 	return nil // the update phase starts now
 }
 
+// respawn marks the start of phase, stops the operator and starts a new
+// process, its files named after the run's with suffix; with progress, it
+// reports its progress (see start).
+func (r *run) respawn(phase, suffix string, progress bool) error {
+	if err := r.mark(phase); err != nil {
+		return err
+	}
+	r.b.report.status("%s %s: stopping", r.label, phase)
+	used, err := r.proc.stop()
+	if err != nil {
+		return err
+	}
+	r.stopped = r.stopped.plus(used)
+	var prof profiles
+	if r.proc.prof.cpu != "" {
+		prof.cpu = filepath.Join(filepath.Dir(r.proc.prof.cpu), r.id+"-"+suffix+".cpu.pprof")
+	}
+	r.proc, err = r.start(r.id+"-"+suffix, prof, progress)
+	return err
+}
+
 // waitUntilWatching waits until the operator watches the scenario's kind
 // (its caches are filling, and objects created from now on reach it as events),
 // and then for startupSettle.
@@ -216,9 +264,10 @@ func (r *run) waitUntilWatching(ctx context.Context) error {
 	r.b.report.status("%s starting", r.label)
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
+	exited := r.proc.exited // r.proc changes when the run restarts the operator
 	go func() {
 		select {
-		case <-r.proc.exited:
+		case <-exited:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -253,54 +302,29 @@ func (r *run) mark(phase string) error {
 	return nil
 }
 
-// phase marks the start of a phase, sends its requests and waits until
-// every object reaches goal, showing progress. If next is set, the next
-// phase starts when the last object was seen done.
-func (r *run) phase(ctx context.Context, name string, send func(context.Context) error, goal func(client.Object) bool, next string) error {
+// waiter tells when the operator has done a phase's work.
+type waiter interface {
+	// wait returns when the work is done, and when that was.
+	wait(ctx context.Context) (time.Time, error)
+	// progress returns how many objects are done, of how many.
+	progress() (done, of int)
+}
+
+// phase marks the start of a phase, sends its requests and waits until w
+// says the operator is done, showing progress. If next is set, the next
+// phase starts when the operator was seen done.
+func (r *run) phase(ctx context.Context, name string, send func(context.Context) error, w waiter, next string) error {
 	if err := r.mark(name); err != nil {
 		return err
 	}
 	start := r.marks[len(r.marks)-1].at
-	r.track.expect(goal)
-	ctx, cancel := context.WithTimeout(ctx, r.b.opts.PhaseTimeout)
-	defer cancel()
-	sent := make(chan error, 1)
-	go func() { sent <- send(ctx) }()
-	done := make(chan struct{})
-	var doneAt time.Time
-	var waitErr error
-	go func() {
-		doneAt, waitErr = r.track.wait(ctx)
-		close(done)
-	}()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	total := len(r.track.names)
-	for waiting := true; waiting; {
-		r.b.report.status("%s %s %d/%d", r.label, name, r.track.progress(), total)
-		select {
-		case err := <-sent:
-			if err != nil {
-				return fmt.Errorf("%s phase: %w", name, err)
-			}
-			sent = nil // all sent; keep waiting
-		case <-done:
-			waiting = false
-		case <-r.proc.exited:
-			return r.proc.exitError()
-		case <-tick.C:
-		}
-	}
-	if waitErr != nil {
-		return fmt.Errorf("%s phase: waiting for the operator: %w", name, waitErr)
-	}
-	if sent != nil {
-		if err := <-sent; err != nil {
-			return fmt.Errorf("%s phase: %w", name, err)
-		}
+	doneAt, err := r.await(ctx, name, send, w)
+	if err != nil {
+		return err
 	}
 	r.handled[name] = doneAt.Sub(start)
-	r.b.log("%s: %s: %d objects in %.2f s", r.label, name, total, r.handled[name].Seconds())
+	_, of := w.progress()
+	r.b.log("%s: %s: %d objects in %.2f s", r.label, name, of, r.handled[name].Seconds())
 	if next == "" {
 		return nil
 	}
@@ -313,18 +337,71 @@ func (r *run) phase(ctx context.Context, name string, send func(context.Context)
 	return nil
 }
 
+// await sends a phase's requests, if send is set, and waits until w says
+// the operator is done, within the phase timeout, showing progress. It
+// returns when the operator was done.
+func (r *run) await(ctx context.Context, name string, send func(context.Context) error, w waiter) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.b.opts.PhaseTimeout)
+	defer cancel()
+	var sent chan error
+	if send != nil {
+		sent = make(chan error, 1)
+		go func() { sent <- send(ctx) }()
+	}
+	done := make(chan struct{})
+	var doneAt time.Time
+	var waitErr error
+	go func() {
+		doneAt, waitErr = w.wait(ctx)
+		close(done)
+	}()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		n, of := w.progress()
+		r.b.report.status("%s %s %d/%d", r.label, name, n, of)
+		select {
+		case err := <-sent:
+			if err != nil {
+				return time.Time{}, fmt.Errorf("%s phase: %w", name, err)
+			}
+			sent = nil // all sent; keep waiting
+		case <-done:
+			waiting = false
+		case <-r.proc.exited:
+			return time.Time{}, r.proc.exitError()
+		case <-tick.C:
+		}
+	}
+	if waitErr != nil {
+		return time.Time{}, fmt.Errorf("%s phase: waiting for the operator: %w", name, waitErr)
+	}
+	if sent != nil {
+		if err := <-sent; err != nil {
+			return time.Time{}, fmt.Errorf("%s phase: %w", name, err)
+		}
+	}
+	return doneAt, nil
+}
+
 // idle leaves the objects alone for the configured time. When profiling,
 // the operator writes its heap profile now, with every object in its cache.
 func (r *run) idle(ctx context.Context) error {
-	r.b.report.status("%s idle %s", r.label, r.b.opts.Idle)
-	idle := time.After(r.b.opts.Idle)
+	start := time.Now()
 	if r.proc.prof.heap != "" {
 		if err := r.proc.profile(syscall.SIGUSR2, r.proc.prof.heap); err != nil {
 			return err
 		}
 	}
+	return r.pause(ctx, PhaseIdle, r.b.opts.Idle-time.Since(start))
+}
+
+// pause leaves the objects alone for d, in the phase named, unless the
+// operator exits.
+func (r *run) pause(ctx context.Context, name string, d time.Duration) error {
+	r.b.report.status("%s %s %s", r.label, name, d)
 	select {
-	case <-idle:
+	case <-time.After(d):
 	case <-r.proc.exited:
 		return r.proc.exitError()
 	case <-ctx.Done():

@@ -100,7 +100,7 @@ func figure(metric string, v float64) string {
 	switch metric {
 	case MetricWrites, MetricHandlerCalls:
 		return fmt.Sprintf("%.0f", v)
-	case MetricPeakRSS:
+	case MetricPeakRSS, MetricCPUPerTick:
 		return f1(v)
 	}
 	return f2(v)

@@ -2,7 +2,8 @@
 
 package bench
 
-// Target is a limit on the ratio gopf/baseline of one figure.
+// Target is a limit on the ratio gopf/baseline of one figure, or on
+// gopf's figure itself.
 type Target struct {
 	// Phase is the phase the figure belongs to, or PhaseTotal.
 	Phase string `json:"phase"`
@@ -10,6 +11,10 @@ type Target struct {
 	Metric string `json:"metric"`
 	// MaxRatio is the highest gopf/baseline ratio that passes.
 	MaxRatio float64 `json:"maxRatio"`
+	// Max, if set, makes the target absolute: it is the highest gopf
+	// figure that passes, whatever the baseline's (which is shown for
+	// comparison), and MaxRatio is not used.
+	Max *float64 `json:"max,omitempty"`
 	// Against names the baseline operator the target is for; "" for
 	// every baseline.
 	Against string `json:"against,omitempty"`
@@ -25,6 +30,10 @@ const (
 	MetricSeconds         = "time (s)"
 	MetricCPUSeconds      = "CPU (s)"
 	MetricPeakRSS         = "peak RSS (MiB)"
+	MetricCPUPerTick      = "CPU per run (µs)"
+	MetricLatenessP99     = "lateness p99 (ms)"
+	MetricFirstCallP50    = "first call p50, retrying/alone"
+	MetricFirstCallP99    = "first call p99, retrying/alone"
 )
 
 // Targets are what gopf must reach against each baseline in the same run:
@@ -51,6 +60,45 @@ var Targets = []Target{
 	{Phase: PhaseTotal, Metric: MetricPeakRSS, MaxRatio: 0.9, Against: BaselineUnstructured.Name, value: peakRSSMiB},
 }
 
+// PeriodicTargets are what gopf must reach in WorkloadPeriodic, in the
+// timer and in the daemon phase: no more CPU per run of the periodic work
+// and no higher peak memory than the reconciler that requeues itself, no
+// writes (the result does not change), and runs at most 100 ms late at
+// the 99th percentile.
+var PeriodicTargets = append(periodicTargets(PhaseTimer), periodicTargets(PhaseDaemon)...)
+
+func periodicTargets(phase string) []Target {
+	return []Target{
+		{Phase: phase, Metric: MetricCPUPerTick, MaxRatio: 1.0, value: phaseValue(phase, cpuPerRun)},
+		{Phase: phase, Metric: MetricPeakRSS, MaxRatio: 1.0, value: phaseValue(phase, phasePeakRSSMiB)},
+		{Phase: phase, Metric: MetricWrites, Max: limit(0), value: phaseValue(phase, writes)},
+		{Phase: phase, Metric: MetricLatenessP99, Max: limit(100), value: phaseValue(phase, latenessP99)},
+	}
+}
+
+// FairnessTargets are what gopf must reach in WorkloadFairness: new
+// objects reach their first create handler call at most 1.2 times later
+// (median and 99th percentile) while other objects keep failing and
+// retrying than when nothing else happens. The baselines' figures are
+// shown for comparison.
+var FairnessTargets = []Target{
+	{Phase: PhaseArriveRetrying, Metric: MetricFirstCallP50, Max: limit(1.2), value: slowdown(func(p *Percentiles) float64 { return p.P50 })},
+	{Phase: PhaseArriveRetrying, Metric: MetricFirstCallP99, Max: limit(1.2), value: slowdown(func(p *Percentiles) float64 { return p.P99 })},
+}
+
+// targets returns the targets of sc's workload.
+func (sc Scenario) targets() []Target {
+	switch sc.Workload {
+	case WorkloadPeriodic:
+		return PeriodicTargets
+	case WorkloadFairness:
+		return FairnessTargets
+	}
+	return Targets
+}
+
+func limit(v float64) *float64 { return &v }
+
 func peakRSSMiB(r *RunResult) float64 { return float64(r.PeakRSSKiB) / 1024 }
 
 func phaseValue(phase string, f func(*PhaseResult) float64) func(*RunResult) float64 {
@@ -66,6 +114,35 @@ func writesPerObject(p *PhaseResult) float64 { return p.WritesPerObject }
 func writes(p *PhaseResult) float64          { return float64(p.Writes) }
 func seconds(p *PhaseResult) float64         { return p.Seconds }
 func handlerCalls(p *PhaseResult) float64    { return float64(p.HandlerCalls) }
+func phasePeakRSSMiB(p *PhaseResult) float64 { return float64(p.PeakRSSKiB) / 1024 }
+
+// cpuPerRun is the phase's CPU time divided by its periodic runs, in µs.
+func cpuPerRun(p *PhaseResult) float64 {
+	if p.HandlerCalls == 0 {
+		return 0
+	}
+	return p.CPUSeconds * 1e6 / float64(p.HandlerCalls)
+}
+
+func latenessP99(p *PhaseResult) float64 {
+	if p.Lateness == nil {
+		return 0
+	}
+	return p.Lateness.P99
+}
+
+// slowdown returns a figure of a fairness run: a percentile of the first
+// call delays while failing objects retry divided by the same with
+// nothing else happening; 0 when either is missing.
+func slowdown(f func(*Percentiles) float64) func(*RunResult) float64 {
+	return func(r *RunResult) float64 {
+		alone, retrying := r.Phase(PhaseArrive), r.Phase(PhaseArriveRetrying)
+		if alone == nil || retrying == nil || alone.FirstCall == nil || retrying.FirstCall == nil || f(alone.FirstCall) <= 0 {
+			return 0
+		}
+		return f(retrying.FirstCall) / f(alone.FirstCall)
+	}
+}
 
 // TargetResult is one target evaluated on a scenario.
 type TargetResult struct {
@@ -78,15 +155,15 @@ type TargetResult struct {
 	// Ratio is Gopf/Baseline; nil when the baseline is 0.
 	Ratio *float64 `json:"ratio"`
 	// Pass says whether gopf reached the target. With a baseline of 0, only
-	// a gopf figure of 0 passes.
+	// a gopf figure of 0 passes a ratio target.
 	Pass bool `json:"pass"`
 }
 
 // evaluate compares gopf against the named baseline on every target for
 // it.
-func evaluate(against string, baseline, gopf *RunResult) []TargetResult {
-	out := make([]TargetResult, 0, len(Targets))
-	for _, t := range Targets {
+func evaluate(targets []Target, against string, baseline, gopf *RunResult) []TargetResult {
+	out := make([]TargetResult, 0, len(targets))
+	for _, t := range targets {
 		if t.Against != "" && t.Against != against || t.Phase != PhaseTotal && baseline.Phase(t.Phase) == nil {
 			continue
 		}
@@ -94,8 +171,13 @@ func evaluate(against string, baseline, gopf *RunResult) []TargetResult {
 		if tr.Baseline != 0 {
 			ratio := tr.Gopf / tr.Baseline
 			tr.Ratio = &ratio
-			tr.Pass = ratio <= t.MaxRatio+1e-9
-		} else {
+		}
+		switch {
+		case t.Max != nil:
+			tr.Pass = tr.Gopf <= *t.Max+1e-9
+		case tr.Ratio != nil:
+			tr.Pass = *tr.Ratio <= t.MaxRatio+1e-9
+		default:
 			tr.Pass = tr.Gopf == 0
 		}
 		out = append(out, tr)

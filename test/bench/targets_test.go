@@ -33,7 +33,7 @@ func targetResult(t *testing.T, results []TargetResult, phase, metric string) Ta
 func TestTargetsPassUpToTheirRatioAndMissBeyond(t *testing.T) {
 	base := fakeRun("baseline", 20, 0, 2.0, 1.0, 1000)
 	gopf := fakeRun("gopf", 20, 0, 2.1, 1.06, 1000)
-	got := evaluate(Baseline.Name, &base, &gopf)
+	got := evaluate(Targets, Baseline.Name, &base, &gopf)
 	if r := targetResult(t, got, PhaseCreate, MetricWritesPerObject); !r.Pass || *r.Ratio != 1 {
 		t.Errorf("equal writes: %+v, want pass at 1.0×", r)
 	}
@@ -51,17 +51,17 @@ func TestTargetsPassUpToTheirRatioAndMissBeyond(t *testing.T) {
 func TestPeakRSSMustBeTenPercentBelowTheUnstructuredBaseline(t *testing.T) {
 	base := fakeRun("baseline-unstructured", 20, 0, 2, 1, 1000)
 	low, same := fakeRun("gopf", 20, 0, 2, 1, 900), fakeRun("gopf", 20, 0, 2, 1, 1000)
-	if r := targetResult(t, evaluate(BaselineUnstructured.Name, &base, &low), "total", MetricPeakRSS); !r.Pass || r.MaxRatio != 0.9 {
+	if r := targetResult(t, evaluate(Targets, BaselineUnstructured.Name, &base, &low), "total", MetricPeakRSS); !r.Pass || r.MaxRatio != 0.9 {
 		t.Errorf("0.9× the RSS: %+v, want pass against a limit of 0.9×", r)
 	}
-	if r := targetResult(t, evaluate(BaselineUnstructured.Name, &base, &same), "total", MetricPeakRSS); r.Pass {
+	if r := targetResult(t, evaluate(Targets, BaselineUnstructured.Name, &base, &same), "total", MetricPeakRSS); r.Pass {
 		t.Errorf("the same RSS: %+v, want miss", r)
 	}
 }
 
 func TestRestartTargetsApplyOnlyToRunsWithARestart(t *testing.T) {
 	base, gopf := fakeRun("baseline", 20, 0, 2, 1, 1000), fakeRun("gopf", 20, 0, 2, 1, 1000)
-	for _, r := range evaluate(Baseline.Name, &base, &gopf) {
+	for _, r := range evaluate(Targets, Baseline.Name, &base, &gopf) {
 		if r.Phase == PhaseRestart {
 			t.Errorf("a run without a restart phase is checked on %+v", r)
 		}
@@ -71,7 +71,7 @@ func TestRestartTargetsApplyOnlyToRunsWithARestart(t *testing.T) {
 		return r
 	}
 	base, gopf = withRestart(base, 0), withRestart(gopf, 2)
-	if r := targetResult(t, evaluate(Baseline.Name, &base, &gopf), PhaseRestart, MetricWrites); r.Pass {
+	if r := targetResult(t, evaluate(Targets, Baseline.Name, &base, &gopf), PhaseRestart, MetricWrites); r.Pass {
 		t.Errorf("2 writes after a restart: %+v, want miss", r)
 	}
 }
@@ -79,10 +79,10 @@ func TestRestartTargetsApplyOnlyToRunsWithARestart(t *testing.T) {
 func TestIdleWritesPassOnlyWhenZeroAgainstAZeroBaseline(t *testing.T) {
 	base := fakeRun("baseline", 20, 0, 1, 1, 1000)
 	quiet, noisy := fakeRun("gopf", 20, 0, 1, 1, 1000), fakeRun("gopf", 20, 3, 1, 1, 1000)
-	if r := targetResult(t, evaluate(Baseline.Name, &base, &quiet), PhaseIdle, MetricWrites); !r.Pass || r.Ratio != nil {
+	if r := targetResult(t, evaluate(Targets, Baseline.Name, &base, &quiet), PhaseIdle, MetricWrites); !r.Pass || r.Ratio != nil {
 		t.Errorf("0 against 0: %+v, want pass with no ratio", r)
 	}
-	if r := targetResult(t, evaluate(Baseline.Name, &base, &noisy), PhaseIdle, MetricWrites); r.Pass {
+	if r := targetResult(t, evaluate(Targets, Baseline.Name, &base, &noisy), PhaseIdle, MetricWrites); r.Pass {
 		t.Errorf("3 against 0: %+v, want miss", r)
 	}
 }
@@ -112,12 +112,12 @@ func TestMedianRunTakesTheMiddleOfEveryFigure(t *testing.T) {
 
 func TestRatioShowsAThirdDecimalWhenTwoWouldHideAMiss(t *testing.T) {
 	base, gopf := fakeRun("baseline", 20, 0, 3.52, 1, 1000), fakeRun("gopf", 20, 0, 3.7, 1, 1000)
-	r := targetResult(t, evaluate(Baseline.Name, &base, &gopf), PhaseCreate, MetricSeconds)
+	r := targetResult(t, evaluate(Targets, Baseline.Name, &base, &gopf), PhaseCreate, MetricSeconds)
 	if r.Pass || ratioString(r) != "1.051×" {
 		t.Errorf("3.7 s against 3.52 s: pass %v, ratio %s; want a miss shown as 1.051×", r.Pass, ratioString(r))
 	}
 	base, gopf = fakeRun("baseline", 20, 0, 2, 1, 1000), fakeRun("gopf", 20, 0, 2.1, 1, 1000)
-	if r := targetResult(t, evaluate(Baseline.Name, &base, &gopf), PhaseCreate, MetricSeconds); ratioString(r) != "1.05×" {
+	if r := targetResult(t, evaluate(Targets, Baseline.Name, &base, &gopf), PhaseCreate, MetricSeconds); ratioString(r) != "1.05×" {
 		t.Errorf("ratio %s, want 1.05×", ratioString(r))
 	}
 }
@@ -130,10 +130,10 @@ func TestHandlerCallsAfterARestartPassOnlyWhenZeroAgainstAZeroBaseline(t *testin
 	base := withRestart(fakeRun("baseline", 20, 0, 2, 1, 1000), 0, 0)
 	quiet := withRestart(fakeRun("gopf", 20, 0, 2, 1, 1000), 0, 0)
 	rerun := withRestart(fakeRun("gopf", 20, 0, 2, 1, 1000), 10, 10)
-	if r := targetResult(t, evaluate(Baseline.Name, &base, &quiet), PhaseRestart, MetricHandlerCalls); !r.Pass || r.Ratio != nil {
+	if r := targetResult(t, evaluate(Targets, Baseline.Name, &base, &quiet), PhaseRestart, MetricHandlerCalls); !r.Pass || r.Ratio != nil {
 		t.Errorf("no handler calls after a restart: %+v, want pass with no ratio", r)
 	}
-	r := targetResult(t, evaluate(Baseline.Name, &base, &rerun), PhaseRestart, MetricHandlerCalls)
+	r := targetResult(t, evaluate(Targets, Baseline.Name, &base, &rerun), PhaseRestart, MetricHandlerCalls)
 	if r.Pass || r.Gopf != 10 {
 		t.Errorf("10 create handlers run again after a restart: %+v, want a miss showing 10", r)
 	}

@@ -28,6 +28,7 @@ type tracker struct {
 	names   []string                 // the objects of the run
 	known   map[string]bool          // names as a set
 	goal    func(client.Object) bool // nil object: it is gone
+	waiting map[string]bool          // the objects the goal is for
 	reached map[string]bool
 	doneAt  time.Time
 	done    chan struct{}
@@ -81,20 +82,26 @@ func (t *tracker) observe(obj any, gone bool) {
 	t.check(o.GetName())
 }
 
-// expect starts a phase: from now on, wait tells when goal holds for every
-// object (goal receives nil for an object that is gone).
-func (t *tracker) expect(goal func(client.Object) bool) {
+// expect starts a phase: from now on, wait tells when goal holds for each
+// of names, objects of the run (goal receives nil for an object that is
+// gone). It returns t, the phase's waiter.
+func (t *tracker) expect(names []string, goal func(client.Object) bool) waiter {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.goal, t.reached, t.doneAt, t.done = goal, map[string]bool{}, time.Time{}, make(chan struct{})
-	for _, name := range t.names {
+	t.waiting = map[string]bool{}
+	for _, name := range names {
+		t.waiting[name] = true
+	}
+	for _, name := range names {
 		t.check(name)
 	}
+	return t
 }
 
 // check re-evaluates one object; t.mu is held.
 func (t *tracker) check(name string) {
-	if t.goal == nil || !t.doneAt.IsZero() {
+	if t.goal == nil || !t.doneAt.IsZero() || !t.waiting[name] {
 		return
 	}
 	if t.goal(t.objs[name]) {
@@ -102,17 +109,17 @@ func (t *tracker) check(name string) {
 	} else {
 		delete(t.reached, name)
 	}
-	if len(t.reached) == len(t.names) {
+	if len(t.reached) == len(t.waiting) {
 		t.doneAt = time.Now()
 		close(t.done)
 	}
 }
 
-// progress returns how many objects have reached the goal.
-func (t *tracker) progress() int {
+// progress returns how many objects have reached the goal, of how many.
+func (t *tracker) progress() (done, of int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.reached)
+	return len(t.reached), len(t.waiting)
 }
 
 // wait returns when every object reached the goal, and that time.
@@ -126,6 +133,7 @@ func (t *tracker) wait(ctx context.Context) (time.Time, error) {
 		defer t.mu.Unlock()
 		return t.doneAt, nil
 	case <-ctx.Done():
-		return time.Time{}, fmt.Errorf("%d of %d objects done: %w", t.progress(), len(t.names), ctx.Err())
+		done, of := t.progress()
+		return time.Time{}, fmt.Errorf("%d of %d objects done: %w", done, of, ctx.Err())
 	}
 }

@@ -34,7 +34,7 @@ func (b *bench) warmUp(ctx context.Context) error {
 			continue
 		}
 		warmed[kind.Name] = true
-		load := &loadGenerator{c: b.c, kind: kind, ns: ns, names: objectNames(warmUpObjects), workers: b.opts.Workers}
+		load := &loadGenerator{c: b.c, kind: kind, ns: ns, names: namesWith("kex", warmUpObjects), workers: b.opts.Workers}
 		status := client.RawPatch(types.MergePatchType, []byte(`{"status":{"warm":{"message":"up"}}}`))
 		annotate := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"bench.gopf.dev/warm":"up"}}}`))
 		steps := []func(context.Context) error{

@@ -44,7 +44,7 @@ func (r *AnnotatedReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request
 			return ctrl.Result{}, nil
 		}
 		for range r.Handlers {
-			calls.Record("delete") // nothing outside the cluster to clean up
+			calls.Record("delete", req.Name) // nothing outside the cluster to clean up
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(r.setFinalizer(ctx, obj, false))
 	}
@@ -65,10 +65,10 @@ func (r *AnnotatedReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	for i := range r.Handlers {
 		if known {
-			calls.Record("update")
+			calls.Record("update", req.Name)
 			annotations[scenario.ResultAnnotation(scenario.UpdateKey(i, r.Handlers))] = field
 		} else {
-			calls.Record("create")
+			calls.Record("create", req.Name)
 			annotations[scenario.ResultAnnotation(scenario.CreateKey(i, r.Handlers))] = scenario.CreatedValue
 		}
 	}

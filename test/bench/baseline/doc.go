@@ -26,4 +26,13 @@
 // field last handled go in one metadata merge patch per cause. Every
 // result stored and every cleanup is recorded for the benchmark (package
 // internal/calls).
+//
+// On a KopfExample labelled bench.gopf.dev/fail=true the create results
+// are never stored: the reconciler records its create attempts and returns
+// RequeueAfter GOPF_BENCH_RETRY_DELAY (5 s when unset), as the gopf
+// operator's failing create handlers ask to be retried after that delay.
+//
+// With GOPF_BENCH_PERIODIC (timer or daemon: the same work for a
+// reconciler) PeriodicReconciler does the gopf operator's periodic check
+// instead, with RequeueAfter GOPF_BENCH_INTERVAL (10 s when unset).
 package main

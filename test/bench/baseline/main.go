@@ -55,6 +55,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	periodic, err := scenario.Periodic()
+	if err != nil {
+		return err
+	}
+	interval, err := scenario.Interval()
+	if err != nil {
+		return err
+	}
+	retryDelay, err := scenario.RetryDelay()
+	if err != nil {
+		return err
+	}
 	reconciles.Start(kind.Name)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kopfv1.AddToScheme, kinds.AddToScheme} {
@@ -83,12 +95,15 @@ func run() error {
 	b := ctrl.NewControllerManagedBy(mgr).WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	c := mgr.GetClient()
 	switch {
+	case periodic != "":
+		// A timer and a daemon are the same work for a reconciler.
+		err = b.For(&kopfv1.KopfExample{}).Complete(&PeriodicReconciler{Client: c, Interval: interval})
 	case kind == scenario.KopfExample && unstructuredObjects:
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(kopfExampleGVK)
 		err = b.For(u).Complete(&UnstructuredReconciler{Client: c, Handlers: handlers})
 	case kind == scenario.KopfExample:
-		err = b.For(&kopfv1.KopfExample{}).Complete(&Reconciler{Client: c, Handlers: handlers})
+		err = b.For(&kopfv1.KopfExample{}).Complete(&Reconciler{Client: c, Handlers: handlers, RetryDelay: retryDelay})
 	case unstructuredObjects:
 		newObj := func() *unstructured.Unstructured {
 			u := &unstructured.Unstructured{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +33,9 @@ type Reconciler struct {
 	client.Client
 	// Handlers is how many results per cause are stored.
 	Handlers int
+	// RetryDelay is how long a failing object (scenario.Failing) waits
+	// before its next attempt.
+	RetryDelay time.Duration
 }
 
 // Reconcile brings one KopfExample up to date: finalizer, create or update
@@ -48,7 +52,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		// Nothing outside the cluster to clean up; then let the object go.
 		for range r.Handlers {
-			calls.Record("delete")
+			calls.Record("delete", req.Name)
 		}
 		orig := obj.DeepCopy()
 		controllerutil.RemoveFinalizer(&obj, finalizer)
@@ -74,6 +78,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if known && seen == obj.Generation {
 		return ctrl.Result{}, nil
 	}
+	if !known && scenario.Failing(&obj) {
+		// Its create handlers fail, as gopf's do on a temporary error, and
+		// it comes back after the delay, stored nowhere.
+		for range r.Handlers {
+			calls.Record("create", req.Name)
+		}
+		return ctrl.Result{RequeueAfter: r.RetryDelay}, nil
+	}
 	orig := obj.DeepCopy()
 	if obj.Status.Extra == nil {
 		obj.Status.Extra = map[string]apiextensionsv1.JSON{}
@@ -82,10 +94,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		var key string
 		var result any
 		if known {
-			calls.Record("update")
+			calls.Record("update", req.Name)
 			key, result = scenario.UpdateKey(i, r.Handlers), scenario.UpdateResult(obj.Spec.Field)
 		} else {
-			calls.Record("create")
+			calls.Record("create", req.Name)
 			key, result = scenario.CreateKey(i, r.Handlers), scenario.CreateResult()
 		}
 		if err := setStatus(&obj, key, result); err != nil {

@@ -41,7 +41,7 @@ func (r *UnstructuredReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if obj.GetDeletionTimestamp() != nil {
 		if controllerutil.RemoveFinalizer(obj, finalizer) {
 			for range r.Handlers {
-				calls.Record("delete") // nothing outside the cluster to clean up
+				calls.Record("delete", req.Name) // nothing outside the cluster to clean up
 			}
 			return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, obj))
 		}
@@ -66,7 +66,7 @@ func (r *UnstructuredReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if known {
 			key, result, cause = scenario.UpdateKey(i, r.Handlers), scenario.UpdateResult(field), "update"
 		}
-		calls.Record(cause)
+		calls.Record(cause, req.Name)
 		if err := unstructured.SetNestedMap(obj.Object, result, "status", key); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -12,4 +12,15 @@
 // clean up, as in Kopf's example. Every call is recorded for the benchmark
 // (package internal/calls). The benchmark runs the same work written by
 // hand in package baseline.
+//
+// On an object labelled bench.gopf.dev/fail=true, the create handlers fail
+// every time with a temporary error asking to be called again after
+// GOPF_BENCH_RETRY_DELAY (5 s when unset).
+//
+// With GOPF_BENCH_PERIODIC it does periodic work on KopfExample instead:
+// "timer" registers a timer every GOPF_BENCH_INTERVAL (10 s when unset)
+// whose result, stored under status.timer_fn, does not change; "daemon" a
+// daemon that does the same check every interval until it is stopped,
+// sleeping in between, and writes nothing. Each run and check is recorded
+// with its start and end.
 package main

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,15 +32,31 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gopfop:", err)
 		os.Exit(2)
 	}
+	var interval, delay time.Duration
+	periodic, err := scenario.Periodic()
+	if err == nil {
+		delay, err = scenario.RetryDelay()
+	}
+	if err == nil {
+		interval, err = scenario.Interval()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gopfop:", err)
+		os.Exit(2)
+	}
 	reconciles.Start(kind.Name)
 	reg := handlers.NewRegistry()
-	switch kind {
-	case scenario.Widget:
-		register[*kinds.Widget](reg, n, annotate)
-	case scenario.Pod:
-		register[*corev1.Pod](reg, n, annotate)
+	switch {
+	case periodic == scenario.PeriodicTimer:
+		registerTimer(reg, interval)
+	case periodic == scenario.PeriodicDaemon:
+		registerDaemon(reg, interval)
+	case kind == scenario.Widget:
+		register[*kinds.Widget](reg, n, annotate, delay)
+	case kind == scenario.Pod:
+		register[*corev1.Pod](reg, n, annotate, delay)
 	default:
-		register[*kopfv1.KopfExample](reg, n, returnResult)
+		register[*kopfv1.KopfExample](reg, n, returnResult, delay)
 	}
 	gopf.Main(reg, kopfv1.AddToScheme, kinds.AddToScheme)
 }
@@ -63,20 +81,49 @@ func annotate(c *handlers.Cause, result string) any {
 	return nil
 }
 
-// register adds n create, update and delete handlers on T.
-func register[T client.Object](reg *handlers.Registry, n int, record recorder) {
+// register adds n create, update and delete handlers on T. On a failing
+// object (scenario.Failing) the create handlers fail with a temporary
+// error asking to be called again after delay.
+func register[T client.Object](reg *handlers.Registry, n int, record recorder, delay time.Duration) {
 	for i := range n {
 		handlers.OnCreate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
-			calls.Record(string(handlers.ReasonCreate))
+			calls.Record(string(handlers.ReasonCreate), c.Name)
+			if scenario.Failing(obj) {
+				return nil, handlers.Temporary(errors.New("failing on purpose"), delay)
+			}
 			return record(c, scenario.CreatedValue), nil
 		}, handlers.ID(scenario.CreateKey(i, n)))
 		handlers.OnUpdate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
-			calls.Record(string(handlers.ReasonUpdate))
+			calls.Record(string(handlers.ReasonUpdate), c.Name)
 			return record(c, scenario.Field(obj)), nil
 		}, handlers.ID(scenario.UpdateKey(i, n)))
 		handlers.OnDelete(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
-			calls.Record(string(handlers.ReasonDelete))
+			calls.Record(string(handlers.ReasonDelete), c.Name)
 			return nil, nil // nothing outside the cluster to clean up
 		}, handlers.ID(scenario.DeleteID(i, n)))
 	}
+}
+
+// registerTimer adds a timer on KopfExample whose result does not change,
+// so that gopf stores it once and writes nothing after.
+func registerTimer(reg *handlers.Registry, interval time.Duration) {
+	handlers.OnTimer(reg, interval, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		defer calls.Run(scenario.CauseTimer, c.Name)()
+		return scenario.Check(obj), nil
+	}, handlers.ID(scenario.TimerKey))
+}
+
+// registerDaemon adds a daemon on KopfExample that does the timer's check
+// every interval until it is stopped.
+func registerDaemon(reg *handlers.Registry, interval time.Duration) {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+		for {
+			end := calls.Run(scenario.CauseDaemon, d.Name)
+			_ = scenario.Check(d.Object()) // unchanged: nothing to write
+			end()
+			if !d.Sleep(interval) {
+				return nil
+			}
+		}
+	}, handlers.ID(scenario.DaemonID))
 }

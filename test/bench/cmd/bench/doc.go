@@ -8,6 +8,7 @@
 //
 //	go run ./test/bench/cmd/bench [-n 1000] [-idle 5s] [-scenario all]
 //	    [-rounds 3] [-scale-n 10000] [-scale-rounds 1]
+//	    [-periodic-n 10000] [-ticking 1m]
 //	    [-json bin/bench/results.json] [-markdown BENCHMARKS.md]
 //	    [-profile-dir DIR] [-workdir DIR]
 //

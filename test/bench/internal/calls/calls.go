@@ -11,15 +11,20 @@ import (
 )
 
 // EnvFile names the environment variable with the file calls are appended
-// to. Unset: Record does nothing.
+// to. Unset: Record and Run record nothing.
 const EnvFile = "GOPF_BENCH_CALLS"
 
 // Call is one handler call.
 type Call struct {
-	// At is when the handler ran.
+	// At is when the handler began.
 	At time.Time
-	// Cause is "create", "update" or "delete".
+	// Cause is "create", "update" or "delete" for change handlers; "timer",
+	// "daemon" or "requeue" for periodic work (see package scenario).
 	Cause string
+	// Object is the name of the object handled; "" when not recorded.
+	Object string
+	// End is when the handler returned; zero when not recorded (Record).
+	End time.Time
 }
 
 var (
@@ -27,16 +32,39 @@ var (
 	file *os.File
 )
 
-// Record appends a call of a handler for cause to the file EnvFile names,
-// if it names one: one write of one line, so that the lines of concurrent
-// calls do not mix. Problems are reported on stderr and never stop the
-// operator.
-func Record(cause string) {
+// Record appends a call of a handler for cause on object (the object's
+// name, or "") to the file EnvFile names, if it names one: one write of one
+// line, so that the lines of concurrent calls do not mix. Problems are
+// reported on stderr and never stop the operator.
+func Record(cause, object string) {
+	write(Call{At: time.Now(), Cause: cause, Object: object})
+}
+
+// Run notes the start of a handler call for cause on object, for handlers
+// whose end matters too (timers, daemons, a requeueing reconcile: the next
+// run is due an interval after the end of the previous one). The call is
+// recorded, with both times, when the function Run returns is called; not
+// at all if it is never called.
+func Run(cause, object string) (end func()) {
+	start := time.Now()
+	return func() { write(Call{At: start, Cause: cause, Object: object, End: time.Now()}) }
+}
+
+// write appends c as a line: start, cause, object ("-" for none), end (0
+// for none), times in Unix nanoseconds.
+func write(c Call) {
 	once.Do(open)
 	if file == nil {
 		return
 	}
-	line := strconv.FormatInt(time.Now().UnixNano(), 10) + " " + cause + "\n"
+	object, end := c.Object, int64(0)
+	if object == "" {
+		object = "-"
+	}
+	if !c.End.IsZero() {
+		end = c.End.UnixNano()
+	}
+	line := strconv.FormatInt(c.At.UnixNano(), 10) + " " + c.Cause + " " + object + " " + strconv.FormatInt(end, 10) + "\n"
 	if _, err := file.WriteString(line); err != nil {
 		fmt.Fprintln(os.Stderr, "calls:", err)
 	}
@@ -53,8 +81,8 @@ func open() {
 	}
 }
 
-// Read returns the calls recorded in path, in the order they were written;
-// none when there is no file.
+// Read returns the calls recorded in path, in the order they were written
+// (Run's calls when they ended); none when there is no file.
 func Read(path string) ([]Call, error) {
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
@@ -67,12 +95,32 @@ func Read(path string) ([]Call, error) {
 	var out []Call
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		at, cause, ok := strings.Cut(s.Text(), " ")
-		ns, err := strconv.ParseInt(at, 10, 64)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("reading %s: bad line %q", path, s.Text())
+		c, err := parse(s.Text())
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
-		out = append(out, Call{At: time.Unix(0, ns), Cause: cause})
+		out = append(out, c)
 	}
 	return out, s.Err()
+}
+
+// parse reads a line written by write.
+func parse(line string) (Call, error) {
+	fields := strings.Fields(line)
+	if len(fields) != 4 {
+		return Call{}, fmt.Errorf("bad line %q", line)
+	}
+	at, err1 := strconv.ParseInt(fields[0], 10, 64)
+	end, err2 := strconv.ParseInt(fields[3], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Call{}, fmt.Errorf("bad line %q", line)
+	}
+	c := Call{At: time.Unix(0, at), Cause: fields[1]}
+	if fields[2] != "-" {
+		c.Object = fields[2]
+	}
+	if end != 0 {
+		c.End = time.Unix(0, end)
+	}
+	return c, nil
 }
