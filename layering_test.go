@@ -40,16 +40,16 @@ var libraryLayers = map[string][]string{
 	"internal/gate":      {},
 	"internal/transport": {},
 	"internal/shard":     {},
-	"internal/memory":    {"handlers", "internal/gate", "internal/spec", "internal/state"},
+	"internal/memory":    {"handlers", "internal/gate", "internal/shard", "internal/spec", "internal/state"},
 	"api/v1":             {},
 	"handlers":           {"internal/spec"},
 	"handlers/objects":   {"handlers", "internal/spec"},
 	"internal/contract":  {"handlers", "internal/spec"},
-	"internal/state":     {"handlers", "internal/spec"},
+	"internal/state":     {"handlers", "internal/shard", "internal/spec"},
 	"internal/policy":    {"handlers", "internal/spec"},
-	"internal/kopfstate": {"handlers", "internal/spec", "internal/state"},
-	"internal/peering":   {"handlers", "internal/kopfstate", "internal/scope", "internal/spec", "internal/state"},
-	"internal/spawn":     {"handlers", "internal/contract", "internal/metrics", "internal/policy", "internal/spec", "internal/state"},
+	"internal/kopfstate": {"handlers", "internal/shard", "internal/spec", "internal/state"},
+	"internal/peering":   {"handlers", "internal/kopfstate", "internal/scope", "internal/shard", "internal/spec", "internal/state"},
+	"internal/spawn":     {"handlers", "internal/contract", "internal/metrics", "internal/policy", "internal/shard", "internal/spec", "internal/state"},
 	"reconcile/rbac":     {"handlers", "internal/contract", "internal/spec"},
 	"internal/engine":    engineParts,
 	"internal/operator":  with(engineParts, "internal/engine"),
@@ -66,7 +66,7 @@ var libraryLayers = map[string][]string{
 // engineParts are the packages the engine builds on.
 var engineParts = []string{
 	"handlers", "internal/contract", "internal/gate", "internal/kopfstate", "internal/logs", "internal/memory", "internal/metrics",
-	"internal/peering", "internal/policy", "internal/scope", "internal/spawn", "internal/spec", "internal/state",
+	"internal/peering", "internal/policy", "internal/scope", "internal/shard", "internal/spawn", "internal/spec", "internal/state",
 }
 
 // with returns base and more, in a new slice.

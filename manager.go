@@ -165,6 +165,14 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	if opts.ReconciliationTimeout < 0 {
 		return nil, errors.New("gopf: ReconciliationTimeout cannot be negative")
 	}
+	if s := opts.Engine.Sharding; s != nil {
+		if opts.LeaderElection {
+			return nil, errors.New("gopf: Engine.Sharding and LeaderElection exclude each other: every shard of a ring works")
+		}
+		sharding := *s
+		sharding.KeepManagedFields = sharding.KeepManagedFields || opts.KeepManagedFields
+		opts.Engine.Sharding = &sharding
+	}
 	cacheNamespaces, err := scope.CacheNamespaces(opts.Engine.Namespaces)
 	if err != nil {
 		return nil, err
@@ -186,6 +194,12 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	}
 	if err := SetupWithManager(mgr, reg, opts.Engine); err != nil {
 		return nil, err
+	}
+	if webhookServer != nil && !webhook.Needed(reg) {
+		// The server runs for the finalizer webhook alone.
+		if err := webhook.SetupFinalizers(mgr, reg); err != nil {
+			return nil, err
+		}
 	}
 	if err := addChecks(mgr, webhookServer); err != nil {
 		return nil, err

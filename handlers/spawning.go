@@ -66,6 +66,9 @@ type StopReason string
 const (
 	// StopDeleted: the object is being deleted.
 	StopDeleted StopReason = "deleted"
+	// StopHandedOver: the object moves to another replica of a sharded
+	// operator (see reconcile.Sharding), which starts its daemons anew.
+	StopHandedOver StopReason = "handed over"
 	// StopFiltersMismatch: the object no longer matches the daemon's filters.
 	StopFiltersMismatch StopReason = "filters mismatch"
 	// StopOperatorExiting: the operator is shutting down.

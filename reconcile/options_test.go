@@ -20,6 +20,7 @@ func TestEveryOptionReachesTheEngine(t *testing.T) {
 		Namespaces: []string{"a"}, CleanupTimeout: 2 * time.Second, ProbeCache: 3 * time.Second,
 		Peering:            &reconcile.PeeringOptions{Name: "n", Namespace: "ns", PerNamespace: true, Optional: true, Stealth: true, Priority: 1, Lifetime: time.Minute, Identity: "i"},
 		ConsistencyTimeout: 4 * time.Second,
+		Sharding:           &reconcile.Sharding{Ring: "r", Shard: "s", Namespace: "ns", LeaseDuration: time.Minute, KeepManagedFields: true},
 	}
 	pv := reflect.ValueOf(public)
 	for i := range pv.NumField() {
@@ -38,10 +39,12 @@ func TestEveryOptionReachesTheEngine(t *testing.T) {
 			t.Errorf("engine's %s = %v, want %v", name, got.Field(i).Interface(), want)
 		}
 	}
-	peering := reflect.ValueOf(*public.Peering)
-	for i := range peering.NumField() {
-		if peering.Field(i).IsZero() {
-			t.Errorf("the test leaves PeeringOptions.%s unset: set it", peering.Type().Field(i).Name)
+	for _, nested := range []any{*public.Peering, *public.Sharding} {
+		v := reflect.ValueOf(nested)
+		for i := range v.NumField() {
+			if v.Field(i).IsZero() {
+				t.Errorf("the test leaves %s.%s unset: set it", v.Type().Name(), v.Type().Field(i).Name)
+			}
 		}
 	}
 }

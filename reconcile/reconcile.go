@@ -129,6 +129,10 @@ type Options struct {
 	// PeeringOptions.
 	Peering *PeeringOptions
 
+	// Sharding, if set, makes this replica one shard of a ring: it works
+	// only on the objects assigned to it; see Sharding.
+	Sharding *Sharding
+
 	// ConsistencyTimeout is how long a reconcile waits for the cache to show
 	// gopf's own last write before it acts on what the cache holds. It stops
 	// handlers from running twice for one change when the cache lags behind.
@@ -150,6 +154,42 @@ const (
 	// lines as Normal Events.
 	LogEventsInfo
 )
+
+// Sharding makes the replicas of an operator share its objects, each
+// working on its own shard of them, compatible with the reference design
+// of timebertt/kubernetes-controller-sharding (its labels, Leases and
+// hash; see docs/sharding.md). Each replica holds a Lease named after its
+// shard, labelled with the ring, and caches and handles only the objects
+// labelled shard.alpha.sharding.timebertt.dev/<ring>=<shard>; children
+// created with objects.Adopt carry their owner's label. An object whose
+// drain label (drain.alpha.sharding.timebertt.dev/<ring>) appears is
+// handed over: its timers and daemons stop, an unfinished handler's
+// progress stays on the object, and the replica removes both labels so
+// that the object can be assigned anew; the next shard continues where
+// this one stopped, as after a restart.
+//
+// Sharding works without leader election (every replica works), and the
+// replicas' own caches of the handled kinds hold only their objects:
+// memory and work per replica shrink as the ring grows.
+type Sharding struct {
+	// Ring names the ring: every replica of the operator gives the same
+	// name. A DNS subdomain of at most 63 characters. Required.
+	Ring string
+	// Shard names this replica: its Lease and the value of the shard
+	// label on its objects. Default: the host name (the Pod's name).
+	Shard string
+	// Namespace holds the ring's Leases, usually the operator's own.
+	// Required.
+	Namespace string
+	// LeaseDuration is how long this replica's Lease lasts without
+	// renewal: a replica that dies is known dead, and its objects move,
+	// after twice that. A whole number of seconds. Default: 15 s.
+	LeaseDuration time.Duration
+	// KeepManagedFields keeps metadata.managedFields on the objects in the
+	// shard's cache, which drops them by default (gopf.NewManager sets it
+	// from ManagerOptions.KeepManagedFields).
+	KeepManagedFields bool
+}
 
 // PeeringOptions make an operator take part in peering: operators of the
 // same peering name announce themselves in a peering object with a priority

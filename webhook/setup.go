@@ -59,10 +59,10 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	}
 	set := contract.SetOf(reg)
 	regs := set.Handlers(spec.KindValidate, spec.KindMutate)
-	srv, _ := mgr.GetWebhookServer().(*Server)
-	if len(regs) == 0 && (srv == nil || srv.opts.Finalizers != FinalizersAlways) {
-		return nil
+	if len(regs) == 0 {
+		return nil // and no webhook server: asking the manager for one would start one
 	}
+	srv, _ := mgr.GetWebhookServer().(*Server)
 	name := ""
 	if srv != nil {
 		name = srv.opts.Name
@@ -98,14 +98,9 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	for _, path := range paths {
 		mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: byPath[path]})
 	}
-	var finalizers []*finalizerHook
-	if srv != nil && servesFinalizers(srv.opts) {
-		if finalizers, err = finalizerHooks(mgr, set.OperatorOf(mgr), name); err != nil {
-			return err
-		}
-		for _, f := range finalizers {
-			mgr.GetWebhookServer().Register(f.path, &admission.Webhook{Handler: f})
-		}
+	finalizers, err := serveFinalizers(mgr, set, srv)
+	if err != nil {
+		return err
 	}
 
 	log := ctrl.Log.WithName("gopf").WithName("webhook")
@@ -118,6 +113,44 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 		return err
 	}
 	return mgr.Add(cm)
+}
+
+// SetupFinalizers serves only gopf's finalizer webhook (see
+// Options.Finalizers) on mgr's webhook server, which must be a *Server
+// made by NewServer, for an operator without admission handlers, and keeps
+// its configuration in the cluster while the manager runs. Setup does the
+// same for a registry that has admission handlers. gopf.NewManager calls
+// it when Options.Finalizers is FinalizersAlways.
+func SetupFinalizers(mgr manager.Manager, reg *handlers.Registry) error {
+	srv, ok := mgr.GetWebhookServer().(*Server)
+	if !ok {
+		return errors.New("gopf: the finalizer webhook needs the manager's webhook server to be made by webhook.NewServer")
+	}
+	finalizers, err := serveFinalizers(mgr, contract.SetOf(reg), srv)
+	if err != nil || srv.opts.StaticConfigurations {
+		return err
+	}
+	cm, err := newConfigManager(mgr, srv, nil, finalizers)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(cm)
+}
+
+// serveFinalizers serves the finalizer webhooks of the kinds whose new
+// objects may need gopf's finalizer, when srv adds finalizers at all.
+func serveFinalizers(mgr manager.Manager, set *contract.Set, srv *Server) ([]*finalizerHook, error) {
+	if srv == nil || !servesFinalizers(srv.opts) {
+		return nil, nil
+	}
+	finalizers, err := finalizerHooks(mgr, set.OperatorOf(mgr), srv.opts.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range finalizers {
+		mgr.GetWebhookServer().Register(f.path, &admission.Webhook{Handler: f})
+	}
+	return finalizers, nil
 }
 
 // clusterClient is a client of the manager's cluster for the types that

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -60,6 +61,8 @@ type Flags struct {
 	checkRBAC              string
 	fs                     *flag.FlagSet // to tell the flags given from defaults
 	kopfPrefix             string
+	shardRing, shardName   string
+	shardNamespace         string
 }
 
 // NewFlags defines the operator's flags on a flag set of the program name;
@@ -98,6 +101,9 @@ func NewFlags(name string, watchInactivity time.Duration) (*flag.FlagSet, *Flags
 	fs.DurationVar(&f.ReconciliationTimeout, "reconciliation-timeout", 0, "Cancel the context of a reconcile's handlers after this long; they are retried as after an error. 0: no bound.")
 	fs.BoolVar(&f.Warmup, "warmup", false, "With --leader-elect, fill the cache before this replica leads, so that it takes over without listing every object first (costs a standby its cache's memory and watches).")
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
+	fs.StringVar(&f.shardRing, "shard-ring", "", "Make this replica a shard of the ring of this name: the replicas share the objects, each handles those labelled for it (see docs/sharding.md). Not with --leader-elect.")
+	fs.StringVar(&f.shardName, "shard-name", "", "This replica's shard name (its Lease's name). Default: the host name, which is the Pod's name.")
+	fs.StringVar(&f.shardNamespace, "shard-namespace", "", "The namespace of the ring's Leases. Default: $POD_NAMESPACE, else the namespace of the Pod's service account.")
 	f.zap.BindFlags(fs)
 	f.Webhook.BindFlags(fs)
 	fs.Var(&f.printRBAC, "print-rbac", "Print the permissions the handlers need and exit: as a ClusterRole (manager-role-gopf) in YAML, or with --print-rbac=markers as kubebuilder RBAC markers for a project's controller file.")
@@ -120,6 +126,9 @@ func (f *Flags) check() error {
 	if f.ReconciliationTimeout < 0 {
 		return errors.New("--reconciliation-timeout cannot be negative (0 turns the bound off)")
 	}
+	if f.shardRing != "" && f.LeaderElect {
+		return errors.New("--shard-ring and --leader-elect exclude each other: every shard of a ring works")
+	}
 	if f.logFormat != "text" && f.logFormat != "json" {
 		return fmt.Errorf("--log-format is text or json, not %q", f.logFormat)
 	}
@@ -135,6 +144,12 @@ func (f *Flags) EngineOptions(opts reconcile.Options) reconcile.Options {
 	}
 	if len(f.namespaces) > 0 {
 		opts.Namespaces = f.namespaces
+	}
+	if f.shardRing != "" {
+		opts.Sharding = &reconcile.Sharding{Ring: f.shardRing, Shard: f.shardName, Namespace: f.shardNamespace, KeepManagedFields: f.KeepManagedFields}
+		if opts.Sharding.Namespace == "" {
+			opts.Sharding.Namespace = podNamespace()
+		}
 	}
 	switch {
 	case f.standalone:
@@ -212,4 +227,20 @@ func (m *multiFlag) String() string { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error {
 	*m = append(*m, v)
 	return nil
+}
+
+// serviceAccountNamespace is where a Pod finds its namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace is the namespace the operator runs in: $POD_NAMESPACE
+// (the downward API), else its service account's, else "".
+func podNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -29,7 +29,11 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	if err != nil {
 		return nil, err
 	}
-	kc.reader = mgr.GetCache()
+	kc.Cache = mgr.GetCache()
+	if sh.ShardCache != nil {
+		kc.Cache = sh.ShardCache
+	}
+	kc.reader = kc.Cache
 	kc.writer = mgr.GetClient()
 	kc.recorder = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent)
 	kc.Shared = sh
@@ -45,7 +49,6 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	}
 	kc.Memory = memory.New(sh.Gate, sh.Memo)
 	sh.operator.AddObjectMemos(gvk, kc.Memory.Find)
-	kc.Cache = mgr.GetCache()
 	return kc, nil
 }
 

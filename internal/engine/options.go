@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopf-dev/gopf/internal/logs"
 	"github.com/gopf-dev/gopf/internal/peering"
+	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/internal/state"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -41,6 +42,7 @@ type Options struct {
 	CleanupTimeout          time.Duration
 	ProbeCache              time.Duration
 	Peering                 *peering.Options
+	Sharding                *shard.Sharding
 	ConsistencyTimeout      time.Duration
 }
 

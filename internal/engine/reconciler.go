@@ -24,6 +24,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/metrics"
+	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/internal/spawn"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -38,14 +39,14 @@ type KindController struct {
 	Spawned   []*contract.Handler // timers and daemons
 	Events    []*contract.Handler // OnEvent handlers
 	Indexes   []*contract.Handler // OnIndex functions
-	Cache     cache.Cache
-	Spawner   *spawn.Spawner // nil without timers and daemons
+	Cache     cache.Cache         // the manager's, or the shard's (Shared.ShardCache)
+	Spawner   *spawn.Spawner      // nil without timers and daemons
 	Shared    *Shared
 	scheme    *runtime.Scheme
 	Wake      chan event.GenericEvent // objects to reconcile again
 	Log       logr.Logger
 	Extra     [][]string    // field paths kept in the essence
-	reader    client.Reader // the manager's cache
+	reader    client.Reader // Cache
 	writer    client.Client
 	recorder  recorder.EventRecorder
 	NewObject func() client.Object
@@ -78,6 +79,9 @@ func (k *KindController) Reconcile(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{RequeueAfter: wait}, err
 	}
 	loadErr := t.LoadState()
+	if s := k.Opts.Sharding; s != nil && shard.Draining(t.Obj, s.Ring) {
+		return t.handOver(ctx, s.Ring)
+	}
 	d := t.Decide(k.memoryFacts(req.NamespacedName, t.Mem))
 	if d.Route == RouteIgnore {
 		if k.Spawner != nil {
@@ -149,7 +153,7 @@ func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error
 	case RouteOthers:
 		// Someone else's finalizer holds the object; nothing of ours to do.
 		if k.Spawner != nil {
-			k.Spawner.Stop(key)
+			k.Spawner.Stop(key, handlers.StopDeleted)
 		}
 	case RouteLive:
 		// The finalizer comes before any handler can cause side effects,
@@ -181,7 +185,7 @@ func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error
 func (t *Turn) handleDeletion(ctx context.Context, d Decision) (bool, error) {
 	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
 	done := t.deleteCause(ctx, d)
-	gone := k.Spawner == nil || k.Spawner.Stop(key)
+	gone := k.Spawner == nil || k.Spawner.Stop(key, handlers.StopDeleted)
 	switch {
 	case done && gone:
 		if err := k.setFinalizer(ctx, t.Obj, false); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/gate"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
@@ -31,6 +32,10 @@ type Shared struct {
 	Watchers []IndexFeeder   // the watchers that fill indexes
 	ctx      context.Context // the manager's, once it runs
 	busy     atomic.Int64    // reconciles, timer runs and daemons in progress
+	// ShardCache, when the operator is a shard of a ring, holds only this
+	// shard's objects; the kinds read and watch through it instead of the
+	// manager's cache. Nil without sharding.
+	ShardCache cache.Cache
 }
 
 // NewShared makes what the controllers of reg on mgr share, with the

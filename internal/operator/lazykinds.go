@@ -393,7 +393,13 @@ func (l *lazyKinds) syncInformers(ctx context.Context, kc *engine.KindController
 	}
 	syncCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	for _, obj := range informed(kc) {
+	own, watched := informed(kc)
+	for _, obj := range own {
+		if _, err := kc.Cache.GetInformer(syncCtx, obj); err != nil {
+			return fmt.Errorf("waiting for the informer of %T: %w", obj, err)
+		}
+	}
+	for _, obj := range watched {
 		if _, err := l.mgr.GetCache().GetInformer(syncCtx, obj); err != nil {
 			return fmt.Errorf("waiting for the informer of %T: %w", obj, err)
 		}
@@ -413,7 +419,7 @@ func (l *lazyKinds) stop(lk *lazyKind, why string) {
 	}
 	run.cancel()
 	run.done.Wait()
-	if err := l.mgr.GetCache().RemoveInformer(context.Background(), run.kc.NewObject()); err != nil {
+	if err := run.kc.Cache.RemoveInformer(context.Background(), run.kc.NewObject()); err != nil {
 		l.log.Error(err, "removing the informer of a kind that is gone", "kind", lk.gvk.String())
 	}
 	l.log.Info("kind is not served any more; its handlers stopped", "kind", lk.gvk.String(), "reason", why)
@@ -489,7 +495,7 @@ func unmanagedController(k *engine.KindController, mgr manager.Manager, opts eng
 			srcs = append(srcs, quietSync{source.Kind(k.Cache, owned, toOwner)})
 		}
 		for _, w := range r.Options.Watched {
-			srcs = append(srcs, quietSync{source.Kind(k.Cache, w.Object, ctrlhandler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))})
+			srcs = append(srcs, quietSync{source.Kind(mgr.GetCache(), w.Object, ctrlhandler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))})
 		}
 	}
 	for _, s := range srcs {
@@ -501,17 +507,17 @@ func unmanagedController(k *engine.KindController, mgr manager.Manager, opts eng
 }
 
 // informed returns an object of each kind whose informer the kind's
-// controller watches: the kind's own, and those its level handlers own or
-// watch.
-func informed(k *engine.KindController) []client.Object {
-	objs := []client.Object{k.NewObject()}
+// controller watches: own are the kind's and those its level handlers own
+// (in the kind's cache), watched those they watch (in the manager's).
+func informed(k *engine.KindController) (own, watched []client.Object) {
+	own = []client.Object{k.NewObject()}
 	for _, r := range k.Level {
-		objs = append(objs, r.Options.Owned...)
+		own = append(own, r.Options.Owned...)
 		for _, w := range r.Options.Watched {
-			objs = append(objs, w.Object)
+			watched = append(watched, w.Object)
 		}
 	}
-	return objs
+	return own, watched
 }
 
 // quietSync is a source of a lazy kind's controller whose wait for its

@@ -52,6 +52,9 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) err
 	if err != nil {
 		return err
 	}
+	if sh.ShardCache, err = joinRing(mgr, opts); err != nil {
+		return err
+	}
 	if err := setupActivities(mgr, reg, sh, opts); err != nil {
 		return err
 	}
@@ -138,8 +141,14 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	k.OfferCreateFinalizer()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(k.Name).
-		For(k.NewObject()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+	// A shard watches its objects, and their children, in its own cache.
+	sharded := k.Cache != mgr.GetCache()
+	if sharded {
+		b = b.WatchesRawSource(source.Kind(k.Cache, k.NewObject(), &ctrlhandler.TypedEnqueueRequestForObject[client.Object]{}))
+	} else {
+		b = b.For(k.NewObject())
+	}
 	if len(k.Spawned) > 0 {
 		k.Spawner = k.NewSpawner(opts.MaxConcurrentReconciles)
 		if err := mgr.Add(k.Spawner); err != nil {
@@ -150,7 +159,11 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	seen := map[string]bool{}
 	for _, r := range k.Level { // Owns and Watches are options of OnReconcile
 		for _, owned := range r.Options.Owned {
-			if t := fmt.Sprintf("owns %T", owned); !seen[t] {
+			if t := fmt.Sprintf("owns %T", owned); !seen[t] && sharded {
+				seen[t] = true
+				toOwner := ctrlhandler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), k.NewObject(), ctrlhandler.OnlyControllerOwner())
+				b = b.WatchesRawSource(source.Kind(k.Cache, owned, toOwner))
+			} else if !seen[t] {
 				seen[t] = true
 				b = b.Owns(owned)
 			}

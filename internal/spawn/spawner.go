@@ -254,17 +254,18 @@ func (s *Spawner) NeedsFinalizer(key types.NamespacedName, selected []*contract.
 	return false
 }
 
-// Stop stops the timers and daemons of an object being deleted. It reports
-// whether all daemons are gone (returned or abandoned), so that the
-// finalizer can go.
-func (s *Spawner) Stop(key types.NamespacedName) bool {
+// Stop stops the timers and daemons of an object (being deleted, or
+// handed over to another shard: the reason the daemons are told). It
+// reports whether all daemons are gone (returned or abandoned), so that
+// the finalizer can go, or the object.
+func (s *Spawner) Stop(key types.NamespacedName, reason handlers.StopReason) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key]
 	if o == nil {
 		return true
 	}
-	s.stopAllLocked(o, string(handlers.StopDeleted))
+	s.stopAllLocked(o, string(reason))
 	return len(o.daemons) == 0
 }
 

@@ -3,6 +3,7 @@ package state
 import (
 	"strings"
 
+	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -13,8 +14,9 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Essence returns what change handlers care about in an object given as a
 // JSON-like map: every top-level field except apiVersion, kind, metadata and
-// status, plus metadata.labels and metadata.annotations without the keys
-// under ownPrefix, those under the prefixes of Kopf operators (see
+// status, plus metadata.labels without the sharding labels (which say who
+// handles an object, not what it is: see package shard), and
+// metadata.annotations without the keys under ownPrefix, those under the prefixes of Kopf operators (see
 // KopfMarked) and kubectl's last-applied configuration. Empty label and
 // annotation maps are left out. The result shares no maps with obj.
 func Essence(obj map[string]any, ownPrefix string, extra [][]string) map[string]any {
@@ -29,7 +31,15 @@ func Essence(obj map[string]any, ownPrefix string, extra [][]string) map[string]
 	meta, _ := obj["metadata"].(map[string]any)
 	m := map[string]any{}
 	if labels, ok := meta["labels"].(map[string]any); ok && len(labels) > 0 {
-		m["labels"] = DeepCopyJSON(labels)
+		kept := map[string]any{}
+		for k, v := range labels {
+			if !strings.HasPrefix(k, shard.ShardLabelPrefix) && !strings.HasPrefix(k, shard.DrainLabelPrefix) {
+				kept[k] = v
+			}
+		}
+		if len(kept) > 0 {
+			m["labels"] = kept
+		}
 	}
 	if annotations, ok := meta["annotations"].(map[string]any); ok {
 		kept := map[string]any{}

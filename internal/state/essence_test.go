@@ -213,3 +213,24 @@ func TestDeepCopyJSONCopiesMapsAndListsAtEveryDepth(t *testing.T) {
 		t.Errorf("changing the copy's scalar changed the original: %v", orig["s"])
 	}
 }
+
+// The sharding labels say which replica handles an object; moving it to
+// another is not a change its handlers should see.
+func TestEssenceLeavesOutTheShardingLabels(t *testing.T) {
+	obj := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{
+			"app": "web",
+			"shard.alpha.sharding.timebertt.dev/ring-a": "shard-1",
+			"drain.alpha.sharding.timebertt.dev/ring-a": "true",
+		}},
+		"spec": map[string]any{"field": "x"},
+	}
+	want := map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}}, "spec": map[string]any{"field": "x"}}
+	if got := Essence(obj, "gopf.dev", nil); !reflect.DeepEqual(got, want) {
+		t.Errorf("Essence = %v, want %v", got, want)
+	}
+	delete(obj["metadata"].(map[string]any)["labels"].(map[string]any), "app")
+	if got := Essence(obj, "gopf.dev", nil); got["metadata"] != nil {
+		t.Errorf("an object with only sharding labels has labels in its essence: %v", got["metadata"])
+	}
+}
