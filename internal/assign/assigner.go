@@ -13,7 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes/typed/coordination/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -54,13 +54,17 @@ type Options struct {
 	// Kinds are the kinds of the ring: at least one main kind, and any
 	// controlled kinds whose objects follow their controllers. Required.
 	Kinds []Kind
+	// Namespaces, if any, are the only namespaces whose objects the
+	// assigner lists: those the operator works in. None means every
+	// namespace (and cluster-scoped kinds are always listed whole).
+	Namespaces []string
 	// Metadata lists and patches the ring's objects, metadata only. A
 	// client straight to the API server (metadata.NewForConfig). Required.
 	Metadata metadata.Interface
 	// Leases reads the ring's Leases, claims uncertain shards' Leases and
 	// holds the assigner's own: a client straight to the API server
 	// (kubernetes.NewForConfig(cfg).CoordinationV1()). Required.
-	Leases v1.LeasesGetter
+	Leases coordinationv1client.LeasesGetter
 	// Identity names this replica in the assigner's Lease. Zero means the
 	// host name and a random suffix, unique per process.
 	Identity string

@@ -65,7 +65,7 @@ type Decision struct {
 //     comes back to it.
 //   - Its shard is available and is not choice: Drain, or None if it is
 //     draining already (the assigner waits for the acknowledgement).
-func Decide(obj metav1.Object, ring, choice string, available func(shard string) bool) Decision {
+func Decide(obj metav1.Object, ring, choice string, available func(name string) bool) Decision {
 	current := shard.AssignedShard(obj, ring)
 	switch {
 	case choice == "":

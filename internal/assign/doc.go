@@ -28,7 +28,7 @@
 // run handlers, timers and daemons on a child, which must stop on the old
 // shard before they start on the new one.
 //
-// What it costs the API server: per pass, one LIST of each kind, metadata
+// What it costs the API server: per pass, one LIST of each kind (in each of Namespaces, if given), metadata
 // only, with resourceVersion=0 so that the API server's watch cache serves
 // it (or in pages of PageSize); a watch on the ring's few Leases; and
 // writes only for objects that move, one merge patch of their labels each

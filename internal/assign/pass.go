@@ -88,14 +88,27 @@ func (a *Assigner) pass(ctx context.Context, view *View, shards shard.Shards) (C
 	return p.counts, errors.Join(errs...)
 }
 
-// kind looks at every object of k, a page at a time.
+// kind looks at every object of k in the assigner's namespaces.
 func (p *pass) kind(ctx context.Context, k Kind) error {
+	if !k.Namespaced || len(p.opts.Namespaces) == 0 {
+		return p.list(ctx, k, p.opts.Metadata.Resource(k.Resource))
+	}
+	for _, ns := range p.opts.Namespaces {
+		if err := p.list(ctx, k, p.opts.Metadata.Resource(k.Resource).Namespace(ns)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// list looks at every object that objects lists, a page at a time.
+func (p *pass) list(ctx context.Context, k Kind, objects metadata.ResourceInterface) error {
 	opts := metav1.ListOptions{ResourceVersion: "0"}
 	if p.opts.PageSize > 0 {
 		opts = metav1.ListOptions{Limit: p.opts.PageSize}
 	}
 	for {
-		list, err := p.opts.Metadata.Resource(k.Resource).List(ctx, opts)
+		list, err := objects.List(ctx, opts)
 		if err != nil {
 			return fmt.Errorf("listing %s: %w", k, err)
 		}
