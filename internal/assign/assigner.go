@@ -94,6 +94,9 @@ type Options struct {
 	// Log receives one line per pass and per election event. The zero
 	// value means the logger of Start's context.
 	Log logr.Logger
+	// OnPass, if set, is called after each pass with what it did: for
+	// metrics, and for tests.
+	OnPass func(Counts)
 	// Clock tells the time of the Leases' states and the periods. Zero
 	// means the real clock.
 	Clock clock.Clock

@@ -59,13 +59,17 @@ func (c *cluster) join(shardName string) (leave func()) {
 
 // assigner starts an assigner of the test's ring, which rescans every
 // resync and rechecks drains every 200 ms.
-func (c *cluster) assigner(resync time.Duration) (*Assigner, func()) {
+func (c *cluster) assigner(resync time.Duration, change ...func(*Options)) (*Assigner, func()) {
 	c.t.Helper()
-	a, err := New(Options{
+	opts := Options{
 		Ring: ring, Namespace: c.ns, Namespaces: []string{c.ns}, Kinds: kinds, Metadata: c.metadata, Leases: c.k8s.CoordinationV1(),
 		ResyncPeriod: resync, DrainCheckPeriod: 200 * time.Millisecond, Log: testr.New(c.t),
 		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond,
-	})
+	}
+	for _, f := range change {
+		f(&opts)
+	}
+	a, err := New(opts)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -301,4 +305,24 @@ func TestOneAssignerLeadsAtATimeAndAnotherTakesOverWhenItStops(t *testing.T) {
 	}
 	stop()
 	g.Eventually(other.Leading, timeout).Should(BeTrue())
+}
+
+func TestTheAssignersWritesAreBoundedByItsTokenBucket(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	c.join("a")
+	keys := c.family(5, nil) // ten objects to assign
+	passes := make(chan Counts, 100)
+	began := time.Now()
+	c.assigner(time.Hour, func(o *Options) {
+		o.WritesPerSecond, o.WriteBurst = 5, 1
+		o.OnPass = func(n Counts) { passes <- n }
+	})
+	var first Counts
+	g.Eventually(passes, timeout).Should(Receive(&first))
+	took := time.Since(began)
+	g.Expect(first).To(Equal(Counts{Listed: 10, Assigned: 10}))
+	// One token at once, then one every 200 ms: nine waits.
+	g.Expect(took).To(BeNumerically(">=", 1700*time.Millisecond), "ten writes at 5 a second")
+	c.placed(g, keys, shard.NewRing("a"))
 }

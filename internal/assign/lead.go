@@ -48,6 +48,9 @@ func (a *Assigner) lead(ctx context.Context, log logr.Logger) error {
 				continue
 			}
 			counts.log(log, available, err)
+			if a.opts.OnPass != nil {
+				a.opts.OnPass(counts)
+			}
 			members, passed = available, true
 			due = now.Add(a.opts.ResyncPeriod)
 			if err != nil || counts.Draining > 0 || counts.Conflicts > 0 {
