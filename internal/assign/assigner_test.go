@@ -326,3 +326,24 @@ func TestTheAssignersWritesAreBoundedByItsTokenBucket(t *testing.T) {
 	g.Expect(took).To(BeNumerically(">=", 1700*time.Millisecond), "ten writes at 5 a second")
 	c.placed(g, keys, shard.NewRing("a"))
 }
+
+func TestAViewSeesShardsComeAndGo(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	v, err := NewView(c.k8s.CoordinationV1(), c.ns, ring)
+	g.Expect(err).NotTo(HaveOccurred())
+	c.run(v.Start, nil)
+	leaveA := c.join("a")
+	c.join("b")
+	cm := &metav1.ObjectMeta{Namespace: c.ns, Name: "foo"}
+	key, _ := shard.ObjectKey(configMaps.GroupKind, cm)
+	shardOf := func() string {
+		s, _ := ShardFor(v.Ring(time.Now()), kinds, configMaps.GroupKind, cm)
+		return s
+	}
+	g.Eventually(func() []string { return v.Shards(time.Now()).Available() }, timeout).Should(Equal([]string{"a", "b"}))
+	g.Expect(shardOf()).To(Equal(shard.NewRing("a", "b").ShardFor(key)))
+	leaveA()
+	g.Eventually(func() []string { return v.Shards(time.Now()).Available() }, timeout).Should(Equal([]string{"b"}))
+	g.Expect(shardOf()).To(Equal("b"))
+}
