@@ -17,7 +17,8 @@ const module = "github.com/gopf-dev/gopf"
 // module's packages it may depend on (directly or not). Layers point one
 // way. At the bottom: internal/spec (the engine contract) and small
 // packages that know no other gopf package (scope, gate, metrics,
-// transport, shard); handlers (the registration API) knows only the contract;
+// transport, shard; and assign, gopf's own assigner of shards, over
+// shard); handlers (the registration API) knows only the contract;
 // handlers/objects (helpers for children) knows only handlers and the
 // contract, and no other package needs it; internal/contract instantiates
 // the contract with handlers' types. The engine's parts know nothing of
@@ -40,6 +41,7 @@ var libraryLayers = map[string][]string{
 	"internal/gate":      {},
 	"internal/transport": {},
 	"internal/shard":     {},
+	"internal/assign":    {"internal/shard"},
 	"internal/memory":    {"handlers", "internal/gate", "internal/shard", "internal/spec", "internal/state"},
 	"api/v1":             {},
 	"handlers":           {"internal/spec"},

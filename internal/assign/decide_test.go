@@ -1,0 +1,53 @@
+package assign
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gopf-dev/gopf/internal/shard"
+)
+
+const ring = "widgets"
+
+func TestDecideFollowsTheDrainHandshake(t *testing.T) {
+	alive := map[string]bool{"a": true, "b": true}
+	available := func(s string) bool { return alive[s] }
+	on := func(s string) map[string]string { return map[string]string{shard.ShardLabel(ring): s} }
+	draining := func(s string) map[string]string {
+		return map[string]string{shard.ShardLabel(ring): s, shard.DrainLabel(ring): "true"}
+	}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		what       string
+		labels     map[string]string
+		deleting   bool
+		finalizers []string
+		choice     string
+		want       Decision
+	}{
+		{"unassigned", nil, false, nil, "a", Decision{Assign, "a"}},
+		{"unassigned, other rings' labels only", map[string]string{shard.ShardLabel("other"): "x"}, false, nil, "a", Decision{Assign, "a"}},
+		{"unassigned with a leftover drain label", map[string]string{shard.DrainLabel(ring): "true"}, false, nil, "b", Decision{Assign, "b"}},
+		{"unassigned, being deleted, no finalizer", nil, true, nil, "a", Decision{}},
+		{"unassigned, being deleted, finalizers to remove", nil, true, []string{"gopf.dev/x"}, "a", Decision{Assign, "a"}},
+		{"unassigned, no shard available", nil, false, nil, "", Decision{}},
+		{"on the ring's choice", on("a"), false, nil, "a", Decision{}},
+		{"on a live shard, the ring picks another", on("a"), false, nil, "b", Decision{Action: Drain}},
+		{"on a live shard, being deleted, the ring picks another", on("a"), true, []string{"f"}, "b", Decision{Action: Drain}},
+		{"draining from a live shard", draining("a"), false, nil, "b", Decision{}},
+		{"draining, but back on the ring's choice", draining("a"), false, nil, "a", Decision{}},
+		{"on a dead shard", on("dead"), false, nil, "a", Decision{Reassign, "a"}},
+		{"draining from a shard that died", draining("dead"), false, nil, "b", Decision{Reassign, "b"}},
+		{"on a dead shard, being deleted", on("dead"), true, []string{"f"}, "b", Decision{Reassign, "b"}},
+		{"on a dead shard, no shard available", on("dead"), false, nil, "", Decision{}},
+	} {
+		obj := &metav1.ObjectMeta{Name: "w", Labels: tc.labels, Finalizers: tc.finalizers}
+		if tc.deleting {
+			obj.DeletionTimestamp = &now
+		}
+		if got := Decide(obj, ring, tc.choice, available); got != tc.want {
+			t.Errorf("%s: %v %q, want %v %q", tc.what, got.Action, got.Shard, tc.want.Action, tc.want.Shard)
+		}
+	}
+}

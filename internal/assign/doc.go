@@ -1,0 +1,49 @@
+// Package assign is gopf's embedded assigner: it gives the objects of a
+// ring (package shard) to the ring's shards where the reference's sharder
+// (timebertt/kubernetes-controller-sharding) is not installed, by the same
+// rules, so that the two can replace each other.
+//
+// One replica at a time assigns: every replica runs an Assigner, which
+// runs for election on a Lease of its own (Ring + "-assigner", in the
+// ring's namespace, not labelled with the ring, so it is not a shard), and
+// releases it when it stops, so another replica takes over at once. The
+// leader watches the ring's Leases (View), claims the Lease of a shard
+// that has been silent for two lease durations (shard.Claim; the claim
+// fails if the shard renews first), and makes a pass over the ring's
+// objects whenever the available shards change, and every ResyncPeriod
+// otherwise. A pass lists every kind of the ring, metadata only, and
+// decides each object with Decide: an unassigned object is assigned to the
+// ring's choice; an object of a shard that is gone (dead, orphaned, or no
+// member at all) moves at once; an object whose live shard is no longer
+// the ring's choice is drained first (shard.DrainLabel), and assigned by a
+// later pass once its shard acknowledged by removing both labels. A pass
+// that left objects draining is followed by another after
+// DrainCheckPeriod, not a whole ResyncPeriod.
+//
+// Children follow their controller: an object of a controlled Kind hashes
+// with its controller's key (shard.ControllerKey), and is assigned only if
+// its controller is of a main kind of the ring. Unlike the reference
+// sharder, which moves children at once and lets their controller's drain
+// keep shards apart, the assigner drains children too: a gopf shard may
+// run handlers, timers and daemons on a child, which must stop on the old
+// shard before they start on the new one.
+//
+// What it costs the API server: per pass, one LIST of each kind (in each of Namespaces, if given), metadata
+// only, with resourceVersion=0 so that the API server's watch cache serves
+// it (or in pages of PageSize); a watch on the ring's few Leases; and
+// writes only for objects that move, one merge patch of their labels each
+// (two for a drained object, plus its shard's acknowledgement). Its cost
+// does not grow with the objects beyond those lists: it neither watches
+// nor caches them. The writes go through a token bucket (WritesPerSecond,
+// WriteBurst), so the rebalance of ten thousand objects when a shard joins
+// spreads over minutes; a pass whose ring changes under it stops before
+// its next write and starts over with the new ring.
+//
+// Every patch carries the resourceVersion it was decided on, so it
+// applies only to the labels it saw (see pass.write); a refused patch is
+// decided again once on a fresh read, then left to the next pass.
+//
+// An admission webhook assigns objects at CREATE, so that they cost no
+// write later, with ShardFor and a View on every replica; the assigner
+// then finds nothing to do but what the webhook missed.
+package assign

@@ -1,0 +1,109 @@
+package assign
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gopf-dev/gopf/internal/shard"
+)
+
+// lead assigns the ring's objects until ctx is done: it watches the
+// ring's Leases, claims the Leases of uncertain shards, and runs a pass
+// over every object whenever the available shards change, every
+// ResyncPeriod, and DrainCheckPeriod after a pass that left objects
+// draining or failed.
+func (a *Assigner) lead(ctx context.Context, log logr.Logger) error {
+	view, err := NewView(a.opts.Leases, a.opts.Namespace, a.opts.Ring)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { _ = view.Start(ctx) })
+	if !view.WaitForSync(ctx) {
+		return nil
+	}
+	var (
+		members []string  // the available shards of the last pass
+		due     time.Time // when the next pass is due anyway (zero: now)
+		passed  bool      // whether a pass has run
+	)
+	for {
+		now := a.opts.Clock.Now()
+		shards := a.claim(ctx, log, view, now)
+		available := shards.Available()
+		if !passed || !slices.Equal(available, members) || !now.Before(due) {
+			counts, err := a.pass(ctx, view, shards)
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.Is(err, errStale):
+				continue
+			}
+			counts.log(log, available, err)
+			if a.opts.OnPass != nil {
+				a.opts.OnPass(counts)
+			}
+			members, passed = available, true
+			due = now.Add(a.opts.ResyncPeriod)
+			if err != nil || counts.Draining > 0 || counts.Conflicts > 0 {
+				due = now.Add(a.opts.DrainCheckPeriod)
+			}
+		}
+		wake := a.opts.Clock.NewTimer(nextChange(shards, due).Sub(now))
+		select {
+		case <-ctx.Done():
+			wake.Stop()
+			return nil
+		case <-view.Changed():
+			wake.Stop()
+		case <-wake.C():
+		}
+	}
+}
+
+// nextChange returns the earlier of due and the next moment a shard's
+// state changes by itself (an expiry), when the assigner looks again.
+func nextChange(shards shard.Shards, due time.Time) time.Time {
+	next := due
+	for _, s := range shards {
+		if !s.Changes.IsZero() && s.Changes.Before(next) {
+			next = s.Changes
+		}
+	}
+	return next
+}
+
+// claim claims the Leases of the uncertain shards (shard.Claim), with
+// optimistic locking: a claim that the shard beat by renewing its Lease
+// fails with a conflict, and the shard stays. It returns the shards at
+// now, those it claimed Dead.
+func (a *Assigner) claim(ctx context.Context, log logr.Logger, view *View, now time.Time) shard.Shards {
+	leases := view.leases()
+	shards := shard.ShardsOf(leases, now)
+	for i, s := range shards {
+		if s.State != shard.Uncertain {
+			continue
+		}
+		l := leases[i]
+		shard.Claim(&l, now)
+		_, err := a.opts.Leases.Leases(l.Namespace).Update(ctx, &l, metav1.UpdateOptions{})
+		switch {
+		case err == nil:
+			log.Info("claimed the Lease of an uncertain shard: it is dead, its objects move", "shard", s.Name)
+			shards[i].State = shard.Dead
+		case apierrors.IsConflict(err):
+			log.V(1).Info("the uncertain shard renewed its Lease before the claim", "shard", s.Name)
+		default:
+			log.Error(err, "claiming the Lease of an uncertain shard", "shard", s.Name)
+		}
+	}
+	return shards
+}
