@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -239,4 +240,43 @@ func TestReturnedDaemonIsNotRestartedAndShutdownStopsTheOthers(t *testing.T) {
 
 	g.Expect(op.Stop()).To(Succeed())
 	g.Expect(reasons).To(Receive(Equal(handlers.StopOperatorExiting)))
+}
+
+func TestTimerWritesAnUnchangedResultOnceWhileReconcilesLag(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	const objects = 4
+	reg := handlers.NewRegistry()
+	// A slow create handler on one reconcile worker: the reconciles that
+	// would show the timer its own write wait behind the other objects'
+	// creates, for many of the timer's intervals.
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		time.Sleep(400 * time.Millisecond)
+		return map[string]any{"created": true}, nil
+	}, handlers.ID("create"))
+	var runs starts
+	handlers.OnTimer(reg, 100*time.Millisecond, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		runs.add()
+		return map[string]any{"state": "steady"}, nil
+	}, handlers.ID("tick"))
+	var requests envtest.RequestCounter
+	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) {
+		o.Requests = &requests
+		o.Reconcile.MaxConcurrentReconciles = 1
+	})
+	var keys []client.ObjectKey
+	for i := range objects {
+		obj := newExample(ns, fmt.Sprintf("lagging-%d", i))
+		g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+		keys = append(keys, client.ObjectKeyFromObject(obj))
+	}
+	for _, key := range keys {
+		g.Eventually(func(g Gomega) any { return statusField(g, key) }, timeout).Should(And(
+			HaveKeyWithValue("create", map[string]any{"created": true}),
+			HaveKeyWithValue("tick", map[string]any{"state": "steady"})))
+	}
+	g.Eventually(runs.count, timeout).Should(BeNumerically(">=", 10*objects))
+	// Per object: the finalizer, the create handler's result with gopf's
+	// state, the timer's one result. Every later run returns the same.
+	g.Consistently(func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }, time.Second).Should(Equal(3*objects), "%v", requests.Snapshot())
 }

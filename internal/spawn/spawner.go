@@ -55,11 +55,12 @@ type spawned struct {
 
 type timerState struct {
 	reg      *contract.Handler
-	first    time.Time // start of the first run, the grid of sharp timers
-	attempts int       // failed attempts of the current run
-	started  time.Time // first attempt of the current run
-	ranFor   time.Time // the change an idle-only timer last ran after
-	due      time.Time // when the scheduled run is due
+	first    time.Time      // start of the first run, the grid of sharp timers
+	attempts int            // failed attempts of the current run
+	started  time.Time      // first attempt of the current run
+	ranFor   time.Time      // the change an idle-only timer last ran after
+	due      time.Time      // when the scheduled run is due
+	written  *writtenResult // the last result the timer wrote, nil before
 }
 
 type daemonState struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
@@ -58,6 +59,18 @@ type timerRun struct {
 	attempts  int           // failed attempts before this one
 	started   time.Time     // first attempt of the run
 	c         *handlers.Cause
+	last      *writtenResult // the timer's last write before the run, if any
+	wrote     *writtenResult // this run's write of its result, if any
+}
+
+// writtenResult is a timer's result as a write of the timer left it in
+// status, with the object's resourceVersion after that write. An object
+// copy of an older version does not show it yet: the spawner's copy is
+// refreshed only by reconciles, which lag behind the timer's own writes
+// when the operator is busy.
+type writtenResult struct {
+	value   any
+	version string
 }
 
 // beginTimerRun prepares a run of the timer of key, with the context to run
@@ -90,7 +103,8 @@ func (s *Spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 		t.first = now
 	}
 	// A private copy: the write after the call decodes the response into it.
-	run := &timerRun{key: key, o: o, t: t, obj: o.latest.DeepCopyObject().(client.Object), changedAt: o.changedAt, attempts: t.attempts, started: t.started}
+	run := &timerRun{key: key, o: o, t: t, obj: o.latest.DeepCopyObject().(client.Object), changedAt: o.changedAt,
+		attempts: t.attempts, started: t.started, last: t.written}
 	run.c = s.newCall(t.reg, run.obj, t.attempts, t.started)
 	run.c.Patch = &handlers.Patch{}
 	return s.ctx, run
@@ -118,20 +132,57 @@ func (s *Spawner) idleLongEnoughLocked(key timerKey, o *spawned, t *timerState, 
 // changes it. A patch that cannot be sent is a temporary error.
 func (s *Spawner) callTimer(ctx context.Context, run *timerRun) error {
 	reg := run.t.reg
+	version := run.obj.GetResourceVersion() // before the call: the handler may touch its object
 	result, err := s.k.Call(ctx, reg, run.obj, run.c)
 	if err != nil {
 		return err
 	}
+	var wrote *writtenResult
 	if result != nil {
 		status, _ := state.StatusOf(run.obj)
-		if state.Changes(status[reg.Options.ID], result) {
+		stored := newestResult(status[reg.Options.ID], version, run.last)
+		if state.Changes(stored, result) {
 			spec.MergeStatus((*spec.Patch)(run.c.Patch), reg.Options.ID, result)
+			wrote = &writtenResult{value: afterMerge(stored, result)}
 		}
 	}
 	if werr := s.k.SendPatch(ctx, run.obj, (*spec.Patch)(run.c.Patch)); werr != nil {
 		return handlers.Temporary(werr, 0)
 	}
+	if wrote != nil {
+		wrote.version = run.obj.GetResourceVersion() // the response's
+		run.wrote = wrote
+	}
 	return nil
+}
+
+// newestResult is the timer's result as stored now, as far as gopf knows:
+// the object copy's (stored, at version), unless the timer's own last
+// write is newer than that copy. Versions that cannot be compared leave
+// the copy's: at worst an unchanged result is written again, but a
+// changed one is never taken for written.
+func newestResult(stored any, version string, last *writtenResult) any {
+	if last == nil {
+		return stored
+	}
+	if c, err := resourceversion.CompareResourceVersion(version, last.version); err != nil || c >= 0 {
+		return stored
+	}
+	return last.value
+}
+
+// afterMerge is what stored becomes when result is merged into it, as the
+// API server applies the JSON merge patch of a timer's result.
+func afterMerge(stored, result any) any {
+	patch, ok := result.(map[string]any)
+	if !ok {
+		return state.DeepCopyJSON(result)
+	}
+	target, _ := state.DeepCopyJSON(stored).(map[string]any)
+	if target == nil {
+		target = map[string]any{}
+	}
+	return state.ApplyMergePatch(target, patch)
 }
 
 // endTimerRun records the verdict on a run that ended at end and schedules
@@ -144,6 +195,9 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 	o, t := run.o, run.t
 	if o.timers[run.key.id] != t {
 		return false // stopped while running
+	}
+	if run.wrote != nil {
+		t.written = run.wrote
 	}
 	switch v.Outcome {
 	case policy.Retrying:
