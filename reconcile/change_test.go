@@ -285,3 +285,38 @@ func TestCallTimeoutEndsAHungCallWhichIsRetried(t *testing.T) {
 	g.Eventually(func(g Gomega) any { return statusField(g, key, "hangs", "attempt") }, timeout).Should(BeNumerically("==", 1))
 	g.Expect(cs.Count("hangs")).To(Equal(2))
 }
+
+// A handler that keeps failing with the same error costs a write on its
+// 1st, 2nd, 4th and 8th attempt, not on every one; the attempts between
+// are counted in memory, so the handler sees every retry number, and the
+// success is stored as always.
+func TestAHandlerThatKeepsFailingWritesOnlyOnEachDoublingOfItsAttempts(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	var cs envtest.Calls
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		if c.Retry < 9 {
+			return nil, handlers.Temporary(errors.New("not yet"), 20*time.Millisecond)
+		}
+		return map[string]any{"attempts": c.Retry + 1}, nil
+	}, handlers.ID("stubborn"))
+	var requests envtest.RequestCounter
+	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) { o.Requests = &requests })
+
+	obj := newExample(ns, "stubborn")
+	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(func(g Gomega) any { return statusField(g, key, "stubborn", "attempts") }, timeout).Should(BeNumerically("==", 10))
+	waitHandled(g, key)
+	retries := []int{}
+	for _, c := range cs.Of("stubborn") {
+		retries = append(retries, c.Retry)
+	}
+	g.Expect(retries).To(Equal([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}))
+	// The records of attempts 1, 2, 4 and 8, and the success (no
+	// finalizer: there is no delete handler); one per attempt would be 10.
+	g.Consistently(func() int { return requests.Writes("kopfexamples", "kopfexamples/status") }, time.Second, 100*time.Millisecond).
+		Should(Equal(5), "requests: %v", requests.Snapshot())
+}

@@ -46,9 +46,12 @@ when they change what status holds; state only when it changed. Results the
 kind's status cannot keep (see below) are not sent at all. Idle objects
 and resyncs cost nothing. In Kopf's create/update/delete scenario (one
 handler each, returning a value) gopf writes 2 requests per create
-(finalizer; results with state), 1 per update and 1 per delete; a temporary
-failure costs one write per attempt, and retries are scheduled with
-RequeueAfter, never by touching the object. Where gopf's webhook server runs
+(finalizer; results with state), 1 per update and 1 per delete. A handler
+that keeps failing temporarily costs a write on its 1st, 2nd, 4th, 8th, ...
+attempt and whenever its error message changes (the attempts between are
+counted in memory and stored with the next write), or one per attempt when
+it has a Retries or Timeout limit, which must hold across restarts; retries
+are scheduled with RequeueAfter, never by touching the object. Where gopf's webhook server runs
 (see webhook.Options.Finalizers), it adds the finalizer as the object is
 created, and a create costs one write: 1/1/1, fewer than a hand-written
 reconciler that adds its finalizer with a write of its own.

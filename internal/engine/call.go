@@ -159,6 +159,7 @@ func (t *Turn) newCall(e *Entry, rec *state.Progress) (*handlers.Cause, *contrac
 // success, a retry after a delay, or a failure.
 func (t *Turn) outcome(e *Entry, rec *state.Progress, err error) {
 	log := logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", e.cause, "retry", rec.Retries)
+	before := rec.Message
 	rec.Retries++
 	rec.Delayed = nil
 	v := policy.Judge(e.Opts, t.K.Opts.DefaultBackoff, err, rec.Retries, rec.Started, t.Now)
@@ -183,6 +184,12 @@ func (t *Turn) outcome(e *Entry, rec *state.Progress, err error) {
 		next := t.Now.Add(v.Delay)
 		rec.Delayed = &next
 		t.soon(v.Delay)
+		if quietRetry(e.Opts, rec, before) {
+			if t.quiet == nil {
+				t.quiet = map[string]bool{}
+			}
+			t.quiet[e.Opts.ID] = true
+		}
 		log.Info("handler failed; it will be retried", "error", v.Err.Error(), "retryIn", v.Delay)
 	}
 }

@@ -96,7 +96,8 @@ func (t *Turn) reportBadState(err error) {
 	t.K.recorder.Eventf(t.Obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
 }
 
-// takeUnsaved takes into the turn what a failed write did not store.
+// takeUnsaved takes into the turn what a failed write did not store, or
+// a quiet retry did not (see quietRetry).
 func (t *Turn) takeUnsaved() {
 	u := t.Mem.Unsaved
 	switch {

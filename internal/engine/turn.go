@@ -41,6 +41,9 @@ type Turn struct {
 	results  map[string]any // handler id → result, merged into status
 	flushing bool           // the turn sends a failed write again (see flush)
 	requeue  time.Duration  // the soonest retry, 0 for none
+	// quiet are the handlers whose record changed only by a retry that
+	// need not be stored yet (see quietRetry).
+	quiet map[string]bool
 }
 
 // Entry is one handler (or sub-handler) scheduled in this turn.

@@ -70,6 +70,11 @@ func (t *Turn) write(ctx context.Context) error {
 	if !t.patch.Empty() {
 		own = memory.ClonePatch(&t.patch)
 	}
+	if own == nil && len(t.results) == 0 && t.onlyQuietRetries() {
+		// Kept in memory and stored with the next write (see quietRetry).
+		t.Mem.Unsaved = &memory.Unsaved{St: t.St}
+		return nil
+	}
 	err := t.send(ctx, own != nil)
 	switch {
 	case err == nil:

@@ -17,7 +17,7 @@ type Memory struct {
 	written   *state.State // the state of gopf's last write, until the cache shows it
 	writtenAt time.Time
 	showing   string   // the essence the object shows after that write, if the state records it
-	Unsaved   *Unsaved // state and results a failed write did not store
+	Unsaved   *Unsaved // state and results a failed write (or a write put off) did not store
 	Resumed   bool     // resume handlers are done (or do not apply) in this process
 	// Released says gopf removed its finalizer from the object, being
 	// deleted: no finalizer can be added to it since, so a view of it that
@@ -58,7 +58,8 @@ func (m *Memory) Wrote(st *state.State, showing string) {
 	m.written, m.showing, m.writtenAt = st, showing, time.Now()
 }
 
-// Unsaved is what a reconcile meant to write when its write failed.
+// Unsaved is what a reconcile meant to write when its write failed, or
+// what it put off writing (retries counted in memory).
 type Unsaved struct {
 	St      *state.State
 	Results map[string]any
