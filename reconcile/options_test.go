@@ -20,7 +20,7 @@ func TestEveryOptionReachesTheEngine(t *testing.T) {
 		Namespaces: []string{"a"}, CleanupTimeout: 2 * time.Second, ProbeCache: 3 * time.Second,
 		Peering:            &reconcile.PeeringOptions{Name: "n", Namespace: "ns", PerNamespace: true, Optional: true, Stealth: true, Priority: 1, Lifetime: time.Minute, Identity: "i"},
 		ConsistencyTimeout: 4 * time.Second,
-		Sharding:           &reconcile.Sharding{Ring: "r", Shard: "s", Namespace: "ns", LeaseDuration: time.Minute, KeepManagedFields: true},
+		Sharding:           &reconcile.Sharding{Ring: "r", Shard: "s", Namespace: "ns", LeaseDuration: time.Minute, KeepManagedFields: true, ExternalAssigner: true},
 	}
 	pv := reflect.ValueOf(public)
 	for i := range pv.NumField() {

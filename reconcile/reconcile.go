@@ -189,6 +189,17 @@ type Sharding struct {
 	// shard's cache, which drops them by default (gopf.NewManager sets it
 	// from ManagerOptions.KeepManagedFields).
 	KeepManagedFields bool
+	// ExternalAssigner leaves assigning objects to shards, and moving them
+	// when shards come and go, to the reference design's sharder running
+	// in the cluster. By default the replicas elect one of themselves (a
+	// Lease named <Ring>-assigner) to do it: it lists the handled kinds
+	// (and the kinds their level handlers own, whose objects follow their
+	// owner) metadata only, every 30 s and whenever a shard joins or
+	// leaves, labels unassigned objects, drains those that must move from
+	// a live shard and moves those of a dead one at once; it writes only
+	// for objects that move, at most 20 a second. Kinds whose CRD appears
+	// after the operator starts are not assigned by it.
+	ExternalAssigner bool
 }
 
 // PeeringOptions make an operator take part in peering: operators of the

@@ -49,7 +49,8 @@ func (s *shardCalls) of(name string) []string {
 // runShard runs one shard of test-ring in ns: create, update and daemon
 // handlers that record their calls. The create handler of an object named
 // "slow" waits for release on its first call.
-func runShard(t *testing.T, ns, name string, calls *shardCalls, started chan<- string, release <-chan struct{}, stops chan<- string) {
+func runShard(t *testing.T, ns, name string, calls *shardCalls, started chan<- string, release <-chan struct{}, stops chan<- string,
+	sharding reconcile.Sharding) *envtest.Operator {
 	reg := handlers.NewRegistry()
 	var once sync.Once
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
@@ -72,9 +73,8 @@ func runShard(t *testing.T, ns, name string, calls *shardCalls, started chan<- s
 		stops <- name + " " + d.Name + " " + string(d.StopReason())
 		return nil
 	}, handlers.ID("watch"), handlers.Field("spec.field"), handlers.Value("watched"))
-	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) {
-		o.Reconcile.Sharding = &reconcile.Sharding{Ring: "test-ring", Shard: name, Namespace: ns}
-	})
+	sharding.Ring, sharding.Shard, sharding.Namespace = "test-ring", name, ns
+	return runOperator(t, ns, reg, func(o *envtest.OperatorOptions) { o.Reconcile.Sharding = &sharding })
 }
 
 // setLabels sets (or, with "", removes) labels of a KopfExample, as the
@@ -110,8 +110,9 @@ func TestShardsHandleTheirOwnObjectsAndHandOverWhenDrained(t *testing.T) {
 	started, release, stops := make(chan string, 2), make(chan struct{}), make(chan string, 4)
 	var releaseOnce sync.Once
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before the operators stop
-	runShard(t, ns, "shard-a", &calls, started, release, stops)
-	runShard(t, ns, "shard-b", &calls, started, release, stops)
+	external := reconcile.Sharding{ExternalAssigner: true}
+	runShard(t, ns, "shard-a", &calls, started, release, stops, external)
+	runShard(t, ns, "shard-b", &calls, started, release, stops, external)
 
 	g.Eventually(func(g Gomega) []string {
 		var leases coordinationv1.LeaseList
@@ -177,4 +178,60 @@ func TestShardsHandleTheirOwnObjectsAndHandOverWhenDrained(t *testing.T) {
 	setLabels(g, key, map[string]string{shardLabel: "shard-b"})
 	g.Eventually(func() []string { return calls.of("watched") }, timeout).Should(ContainElement("shard-b daemon"))
 	g.Expect(calls.of("watched")).To(Equal([]string{"shard-a create", "shard-a daemon", "shard-b daemon"}))
+}
+
+// With gopf's own assigner, new objects are spread over the shards and
+// each is handled by the shard it lands on; when a shard leaves, its
+// objects move to the other at once, which does not run their create
+// handlers again.
+func TestTheEmbeddedAssignerSpreadsObjectsAndMovesThoseOfAShardThatLeaves(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	var calls shardCalls
+	started, release, stops := make(chan string, 2), make(chan struct{}), make(chan string, 64)
+	close(release)
+	a := runShard(t, ns, "shard-a", &calls, started, release, stops, reconcile.Sharding{})
+	runShard(t, ns, "shard-b", &calls, started, release, stops, reconcile.Sharding{})
+
+	const n = 12
+	var keys []types.NamespacedName
+	for i := range n {
+		obj := newExample(ns, "spread-"+string(rune('a'+i)))
+		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+		keys = append(keys, client.ObjectKeyFromObject(obj))
+	}
+	onShard := map[string]int{}
+	for _, key := range keys {
+		waitHandled(g, key)
+		obj := &kopfv1.KopfExample{}
+		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
+		onShard[obj.Labels[shardLabel]]++
+		g.Expect(calls.of(key.Name)).To(Equal([]string{obj.Labels[shardLabel] + " create"}), "%s", key.Name)
+	}
+	g.Expect(onShard).To(HaveLen(2), "all %d objects went to one shard: %v", n, onShard)
+
+	g.Expect(a.Stop()).To(Succeed())
+	for _, key := range keys {
+		g.Eventually(func(g Gomega) string {
+			obj := &kopfv1.KopfExample{}
+			g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
+			return obj.Labels[shardLabel]
+		}, timeout).Should(Equal("shard-b"), "%s never moved to the shard left", key.Name)
+	}
+	obj := &kopfv1.KopfExample{}
+	g.Expect(k8s.Get(ctx, keys[0], obj)).To(Succeed())
+	patch := client.MergeFrom(obj.DeepCopy())
+	obj.Spec.Items = []string{"changed"}
+	g.Expect(k8s.Patch(ctx, obj, patch)).To(Succeed())
+	g.Eventually(func() []string { return calls.of(keys[0].Name) }, timeout).Should(ContainElement("shard-b update"))
+	for _, key := range keys {
+		creates := 0
+		for _, c := range calls.of(key.Name) {
+			if c == "shard-a create" || c == "shard-b create" {
+				creates++
+			}
+		}
+		g.Expect(creates).To(Equal(1), "create handler calls of %s: %v", key.Name, calls.of(key.Name))
+	}
 }

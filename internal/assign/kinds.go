@@ -27,8 +27,11 @@ type Kind struct {
 	// (shard.ControllerKey), so that a child lands on the shard that works
 	// on its owner. Only children whose controller is of a main kind of
 	// the ring (Controlled false) are assigned; the others are left alone,
-	// as the reference leaves them. False for a main kind, whose objects
-	// are keyed by their own name (shard.ObjectKey).
+	// as the reference leaves them. A child moves to its owner's new
+	// shard at once, without the drain handshake, as the reference moves
+	// it: gopf runs no handler on the child itself, so there is nothing
+	// for the old shard to stop. False for a main kind, whose objects are
+	// keyed by their own name (shard.ObjectKey).
 	Controlled bool
 }
 

@@ -137,6 +137,10 @@ func (p *pass) object(ctx context.Context, k Kind, obj *metav1.PartialObjectMeta
 	choice := p.ring.ShardFor(key)
 	for attempt := 0; ; attempt++ {
 		d := Decide(obj, p.opts.Ring, choice, p.isAvailable)
+		if d.Action == Drain && k.Controlled {
+			// Nothing runs on a child itself: it follows its owner at once.
+			d = Decision{Action: Reassign, Shard: choice}
+		}
 		if d.Action == None {
 			if shard.Draining(obj, p.opts.Ring) && p.isAvailable(shard.AssignedShard(obj, p.opts.Ring)) {
 				p.counts.Draining++

@@ -63,6 +63,7 @@ type Flags struct {
 	kopfPrefix             string
 	shardRing, shardName   string
 	shardNamespace         string
+	shardExternal          bool
 }
 
 // NewFlags defines the operator's flags on a flag set of the program name;
@@ -103,6 +104,7 @@ func NewFlags(name string, watchInactivity time.Duration) (*flag.FlagSet, *Flags
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
 	fs.StringVar(&f.shardRing, "shard-ring", "", "Make this replica a shard of the ring of this name: the replicas share the objects, each handles those labelled for it (see docs/sharding.md). Not with --leader-elect.")
 	fs.StringVar(&f.shardName, "shard-name", "", "This replica's shard name (its Lease's name). Default: the host name, which is the Pod's name.")
+	fs.BoolVar(&f.shardExternal, "shard-external-assigner", false, "Leave assigning objects to shards to the sharder of timebertt/kubernetes-controller-sharding running in the cluster, instead of electing a replica to do it.")
 	fs.StringVar(&f.shardNamespace, "shard-namespace", "", "The namespace of the ring's Leases. Default: $POD_NAMESPACE, else the namespace of the Pod's service account.")
 	f.zap.BindFlags(fs)
 	f.Webhook.BindFlags(fs)
@@ -146,7 +148,10 @@ func (f *Flags) EngineOptions(opts reconcile.Options) reconcile.Options {
 		opts.Namespaces = f.namespaces
 	}
 	if f.shardRing != "" {
-		opts.Sharding = &reconcile.Sharding{Ring: f.shardRing, Shard: f.shardName, Namespace: f.shardNamespace, KeepManagedFields: f.KeepManagedFields}
+		opts.Sharding = &reconcile.Sharding{
+			Ring: f.shardRing, Shard: f.shardName, Namespace: f.shardNamespace,
+			KeepManagedFields: f.KeepManagedFields, ExternalAssigner: f.shardExternal,
+		}
 		if opts.Sharding.Namespace == "" {
 			opts.Sharding.Namespace = podNamespace()
 		}

@@ -3,10 +3,16 @@ package operator
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/gopf-dev/gopf/internal/assign"
 	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/shard"
@@ -60,4 +66,67 @@ func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
 	}
 	mgr.GetLogger().WithName("gopf").Info("this replica is a shard", "ring", member.Ring(), "shard", member.Shard())
 	return c, nil
+}
+
+// addAssigner elects one replica of the ring to assign the objects of the
+// kinds (and of the kinds their level handlers own, which follow their
+// owners) to shards, unless a sharder outside the operator does.
+func addAssigner(mgr manager.Manager, kinds []*engine.KindController, opts engine.Options) error {
+	s := opts.Sharding
+	if s == nil || s.ExternalAssigner || len(kinds) == 0 {
+		return nil
+	}
+	var ak []assign.Kind
+	seen := map[schema.GroupKind]bool{}
+	add := func(gvk schema.GroupVersionKind, controlled bool) error {
+		if seen[gvk.GroupKind()] {
+			return nil
+		}
+		seen[gvk.GroupKind()] = true
+		m, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("gopf: assigning %s to shards: %w", gvk, err)
+		}
+		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+		ak = append(ak, assign.Kind{Resource: m.Resource, GroupKind: gvk.GroupKind(), Namespaced: namespaced, Controlled: controlled})
+		return nil
+	}
+	for _, kc := range kinds {
+		if err := add(kc.GVK, false); err != nil {
+			return err
+		}
+	}
+	for _, kc := range kinds {
+		for _, r := range kc.Level {
+			for _, owned := range r.Options.Owned {
+				gvk, err := apiutil.GVKForObject(owned, mgr.GetScheme())
+				if err != nil {
+					return fmt.Errorf("gopf: assigning the children of %s to shards: %w", kc.GVK, err)
+				}
+				if err := add(gvk, true); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	md, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("gopf: a metadata client for the assigner: %w", err)
+	}
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("gopf: a client for the assigner's Leases: %w", err)
+	}
+	namespaces, err := scope.CacheNamespaces(opts.Namespaces)
+	if err != nil {
+		return err
+	}
+	a, err := assign.New(assign.Options{
+		Ring: s.Ring, Namespace: s.Namespace, Kinds: ak, Namespaces: namespaces, Metadata: md, Leases: cs.CoordinationV1(),
+		Log: mgr.GetLogger().WithName("gopf").WithName("assigner"),
+	})
+	if err != nil {
+		return fmt.Errorf("gopf: the shard assigner: %w", err)
+	}
+	return mgr.Add(a)
 }

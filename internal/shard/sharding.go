@@ -17,6 +17,9 @@ type Sharding struct {
 	// KeepManagedFields keeps metadata.managedFields on the objects in the
 	// shard's cache, which drops them by default.
 	KeepManagedFields bool
+	// ExternalAssigner leaves assigning objects to a sharder outside the
+	// operator; by default one replica at a time assigns them.
+	ExternalAssigner bool
 }
 
 // Member returns the options of this replica's Member.
