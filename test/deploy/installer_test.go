@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -237,6 +238,39 @@ func TestTheOptionalWebhookPartsFitTogether(t *testing.T) {
 		case "cert-manager.io", "monitoring.coreos.com":
 			continue // not served by a bare API server
 		}
+		if d.GetKind() == "Namespace" {
+			continue
+		}
+		err := cl.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(d.DeepCopy()),
+			client.FieldOwner("gopf-deploy-test"), client.ForceOwnership, client.DryRunAll)
+		g.Expect(err).NotTo(HaveOccurred(), "%s %s", d.GetKind(), d.GetName())
+	}
+	g.Expect(warned.all()).To(BeEmpty())
+}
+
+// TestTheShardingPartTurnsLeaderElectionIntoARing enables the
+// commented-out [SHARDING] part of config/default: several replicas, each
+// a shard of one ring instead of a leader or a standby, told their
+// namespace for the Leases, with a PodDisruptionBudget that takes one at a
+// time; the API server accepts both.
+func TestTheShardingPartTurnsLeaderElectionIntoARing(t *testing.T) {
+	g := NewWithT(t)
+	dir := enableParts(t, "SHARDING")
+	docs := decode(t, kustomize(t, filepath.Join(dir, "default"), "build"))
+	var dep appsv1.Deployment
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(find(t, docs, "Deployment", "gopf-controller-manager").Object, &dep)).To(Succeed())
+	g.Expect(*dep.Spec.Replicas).To(BeNumerically(">", 1))
+	c := dep.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Args).To(ContainElement("--shard-ring=gopf"))
+	g.Expect(c.Args).NotTo(ContainElement("--leader-elect"), "shards and leader election exclude each other")
+	g.Expect(c.Env).To(ContainElement(HaveField("ValueFrom.FieldRef.FieldPath", "metadata.namespace")))
+	pdb := find(t, docs, "PodDisruptionBudget", "gopf-controller-manager")
+	maxUnavailable, _, _ := unstructured.NestedFieldNoCopy(pdb.Object, "spec", "maxUnavailable")
+	g.Expect(maxUnavailable).To(BeNumerically("==", 1))
+
+	cl, warned := clientWithWarnings(t)
+	createNamespace(t, cl, docs)
+	for _, d := range docs {
 		if d.GetKind() == "Namespace" {
 			continue
 		}
