@@ -4,9 +4,11 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -47,6 +49,7 @@ type run struct {
 	op      Operator
 	sc      Scenario
 	kind    scenario.Kind
+	ns      string // the namespace of the run's objects
 	user    string
 	kube    string   // the operator's kubeconfig
 	calls   string   // the file the operator records its handler calls in
@@ -100,7 +103,7 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 
 	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
 	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), id: id, op: op, sc: sc, kind: kind,
-		user: user, kube: kubeconfig, calls: filepath.Join(b.work, id+".calls"), track: track, handled: map[string]time.Duration{},
+		ns: ns, user: user, kube: kubeconfig, calls: filepath.Join(b.work, id+".calls"), track: track, handled: map[string]time.Duration{},
 		arrivals: map[string][]string{}, created: map[string]time.Time{}, objects: map[string]int{}}
 	if sc.Workload == WorkloadPeriodic {
 		r.periodic = scenario.PeriodicTimer
@@ -123,6 +126,11 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	if err := r.waitUntilWatching(ctx); err != nil {
 		return nil, err
 	}
+	if r.admits() {
+		if err := r.waitForWebhook(ctx); err != nil {
+			return nil, err
+		}
+	}
 	switch sc.Workload {
 	case WorkloadPeriodic:
 		err = r.runPeriodic(ctx, load)
@@ -136,6 +144,9 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	}
 	stopped = true
 	used, err := r.proc.stop()
+	if r.admits() {
+		err = errors.Join(err, r.removeLeftWebhook(ctx))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +211,11 @@ func (r *run) start(name string, prof profiles, restarted bool) (*process, error
 	if r.sc.RetryDelay > 0 {
 		env = append(env, scenario.EnvRetryDelay+"="+r.sc.RetryDelay.String())
 	}
-	return startProcess(r.b.bins[r.op.Package], r.op.Args, r.kube, env, r.b.opts.MaxConcurrentReconciles,
+	args := r.op.Args
+	if r.admits() {
+		args = append(slices.Clip(args), r.webhookArgs()...)
+	}
+	return startProcess(r.b.bins[r.op.Package], args, r.kube, env, r.b.opts.MaxConcurrentReconciles,
 		filepath.Join(r.b.work, name+".log"), progress, len(r.track.names), prof)
 }
 
