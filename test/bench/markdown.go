@@ -194,7 +194,8 @@ and the same ` + "`--max-concurrent-reconciles`, `--kube-api-qps` and `--kube-ap
   its CPU, RSS, requests and handler calls run from the SIGTERM to the start of the update phase. *update*: the load generator patches ` + "`spec.field`" + ` (or the kind's watched field) of every
   object; the phase ends when every object shows update results for the new value. *delete*:
   every object is deleted; the phase ends when the last one is gone. *startup* runs from the
-  operator's start until it watches the scenario's kind, plus one second; *shutdown* from the end of
+  operator's start until it watches the scenario's kind, plus one second (not in *periodic*, whose
+  objects exist before the operator starts); *shutdown* from the end of
   the delete phase until the process has exited after SIGTERM.
 - **Time** is wall time from the phase's first request until the last object was seen done.
   It includes the API server's work for the load generator, which shares the machine.
@@ -246,7 +247,9 @@ times as long as the scale scenario at 10,000.
   (` + "`handlers.OnDaemon`" + `) that does the same check, writes nothing and sleeps 10 s with ` + "`Daemon.Sleep`" + `,
   returning when stopped. The baseline's reconciler does the check, stores the result when it differs
   from status and returns ` + "`RequeueAfter: 10s`" + `, in both phases. *create*: the objects are created
-  and the phase ends when each has its check's result. *timer-start* and *daemon-start*: the operator gets
+  before the operator starts (creating them while their timers tick would take several times as long);
+  the phase runs from when the operator watches them, having listed them all, until each has its check's
+  result. *timer-start* and *daemon-start*: the operator gets
   SIGTERM and a new process starts (timers, then daemons), until each object has had a run in it;
   starting anew makes each ticking phase's peak RSS that of the periodic work, not of the create phase.
   *timer* and *daemon*: the objects are left to their periodic work for 60 s. A run's **lateness** is its

@@ -54,9 +54,9 @@ type Scenario struct {
 
 // The workloads other than the one of changes (create, update, delete).
 const (
-	// WorkloadPeriodic creates the objects and leaves them to periodic
-	// work: phases create, timer-start, timer, daemon-start, daemon and
-	// delete (see runPeriodic).
+	// WorkloadPeriodic creates the objects, then starts the operator and
+	// leaves them to periodic work: phases create, timer-start, timer,
+	// daemon-start, daemon and delete (see runPeriodic).
 	WorkloadPeriodic = "periodic"
 	// WorkloadFairness measures how soon new objects are handled while
 	// others keep failing: phases arrive, fail, retry, arrive-retrying and

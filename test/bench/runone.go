@@ -101,16 +101,20 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 		return nil, err
 	}
 
-	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
 	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), id: id, op: op, sc: sc, kind: kind,
 		ns: ns, user: user, kube: kubeconfig, calls: filepath.Join(b.work, id+".calls"), track: track, handled: map[string]time.Duration{},
 		arrivals: map[string][]string{}, created: map[string]time.Time{}, objects: map[string]int{}}
-	if sc.Workload == WorkloadPeriodic {
-		r.periodic = scenario.PeriodicTimer
-	}
 	if err := os.Remove(r.calls); err != nil && !os.IsNotExist(err) {
 		return nil, err // calls of an earlier run in the same folder would be counted
 	}
+	load := &loadGenerator{c: b.c, kind: kind, ns: ns, names: names, workers: b.opts.Workers}
+	if sc.Workload == WorkloadPeriodic {
+		r.periodic = scenario.PeriodicTimer
+		if err := r.createBeforeStart(ctx, load); err != nil {
+			return nil, err
+		}
+	}
+	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
 	if r.proc, err = r.start(id, prof, false); err != nil {
 		return nil, err
 	}
@@ -121,7 +125,6 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 			_, _ = r.proc.stop()
 		}
 	}()
-	load := &loadGenerator{c: b.c, kind: kind, ns: ns, names: names, workers: b.opts.Workers}
 
 	if err := r.waitUntilWatching(ctx); err != nil {
 		return nil, err
@@ -274,7 +277,9 @@ func (r *run) respawn(phase, suffix string, progress bool) error {
 
 // waitUntilWatching waits until the operator watches the scenario's kind
 // (its caches are filling, and objects created from now on reach it as events),
-// and then for startupSettle.
+// and then for startupSettle. In WorkloadPeriodic, whose objects exist
+// before the operator starts, it does not wait for startupSettle: the
+// operator has listed them all and is handling them.
 func (r *run) waitUntilWatching(ctx context.Context) error {
 	r.b.report.status("%s starting", r.label)
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
@@ -297,6 +302,9 @@ func (r *run) waitUntilWatching(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("waiting for the operator to watch %s: %w", r.kind.Resource, err)
+	}
+	if r.sc.Workload == WorkloadPeriodic {
+		return nil
 	}
 	select {
 	case <-time.After(startupSettle):
