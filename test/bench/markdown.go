@@ -247,7 +247,7 @@ times as long as the scale scenario at 10,000.
   (` + "`handlers.OnDaemon`" + `) that does the same check, writes nothing and sleeps 10 s with ` + "`Daemon.Sleep`" + `,
   returning when stopped. The baseline's reconciler does the check, stores the result when it differs
   from status and returns ` + "`RequeueAfter: 10s`" + `, in both phases. *create*: the objects are created
-  before the operator starts (creating them while their timers tick would take several times as long);
+  before the operator starts, which finds them all on its start, as an operator deployed to a cluster does;
   the phase runs from when the operator watches them, having listed them all, until each has its check's
   result. *timer-start* and *daemon-start*: the operator gets
   SIGTERM and a new process starts (timers, then daemons), until each object has had a run in it;
