@@ -18,9 +18,10 @@ import (
 // machine: gopf writes no more per object than the hand-written reconciler;
 // every operator runs each handler once per object and cause, and runs no
 // handler and writes nothing while the objects are idle or after a restart,
-// on every kind; periodic work runs on every object and writes nothing
-// while it ticks; failing objects retry and every new object is timed.
-// Timings are not checked.
+// on every kind; gopf's finalizer webhook saves the create's first write
+// and is gone when gopf stops; periodic work runs on every object and
+// writes nothing while it ticks; failing objects retry and every new object
+// is timed. Timings are not checked.
 func TestBenchmarkSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the benchmark smoke test starts a control plane and two operators; skipped with -short")
@@ -44,8 +45,8 @@ func TestBenchmarkSmoke(t *testing.T) {
 		Idle:         2 * time.Second,
 		Workers:      8,
 		PhaseTimeout: time.Minute,
-		Scenarios: []Scenario{Basic, ManyHandlers, {Name: "scale", Handlers: 1, Objects: 30, Rounds: 1, Restart: true}, TypedStatus, BuiltIn,
-			periodic, fairness},
+		Scenarios: []Scenario{Basic, Webhook, ManyHandlers, {Name: "scale", Handlers: 1, Objects: 30, Rounds: 1, Restart: true}, TypedStatus,
+			BuiltIn, periodic, fairness},
 		ModuleRoot: root,
 		Log:        testWriter{t},
 	})
@@ -53,10 +54,10 @@ func TestBenchmarkSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if len(res.Scenarios) != 7 {
-		t.Fatalf("got %d scenarios, want basic, many-handlers, scale, typed-status, built-in, periodic and fairness", len(res.Scenarios))
+	if len(res.Scenarios) != 8 {
+		t.Fatalf("got %d scenarios, want basic, webhook, many-handlers, scale, typed-status, built-in, periodic and fairness", len(res.Scenarios))
 	}
-	for _, s := range res.Scenarios[:5] {
+	for _, s := range res.Scenarios[:6] {
 		gopf := s.Median(Gopf.Name)
 		for _, op := range Baselines {
 			base := s.Median(op.Name)
@@ -89,14 +90,15 @@ func TestBenchmarkSmoke(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range res.Scenarios[2:5] {
+	for _, s := range res.Scenarios[3:6] {
 		if r := s.Median(Gopf.Name).Phase(PhaseRestart); r == nil || r.Seconds <= 0 {
 			t.Errorf("the %s scenario has no restart phase with a time: %+v", s.Scenario.Name, r)
 		}
 	}
 
-	checkPeriodic(t, &res.Scenarios[5])
-	checkFairness(t, &res.Scenarios[6])
+	checkWebhook(t, &res.Scenarios[1])
+	checkPeriodic(t, &res.Scenarios[6])
+	checkFairness(t, &res.Scenarios[7])
 
 	// The reports render.
 	dir := t.TempDir()
@@ -104,7 +106,8 @@ func TestBenchmarkSmoke(t *testing.T) {
 		t.Error(err)
 	}
 	md := res.Markdown()
-	for _, row := range []string{"| basic | create | writes/object | baseline-unstructured |", "| typed-status | restart | handler calls | baseline |", "| built-in | restart | writes | baseline-unstructured |",
+	for _, row := range []string{"| basic | create | writes/object | baseline-unstructured |", "| webhook | create | writes/object | baseline | 2.00 | 1.00 | 0.50× | ≤ 0.50× | pass |",
+		"| typed-status | restart | handler calls | baseline |", "| built-in | restart | writes | baseline-unstructured |",
 		"| periodic | daemon | lateness p99 (ms) | baseline |", "| fairness | arrive-retrying | first call p99, retrying/alone | baseline |"} {
 		if !strings.Contains(md, row) {
 			t.Errorf("the Markdown report has no row %q:\n%s", row, md)
@@ -113,6 +116,31 @@ func TestBenchmarkSmoke(t *testing.T) {
 	var text strings.Builder
 	res.WriteText(&text)
 	t.Log("\n" + text.String())
+}
+
+// checkWebhook checks that gopf, adding its finalizer at admission, wrote
+// once per object in every round's create phase, that it put its webhook
+// configuration in place while starting and removed it as it stopped, and
+// that the baselines wrote twice.
+func checkWebhook(t *testing.T, s *ScenarioResult) {
+	t.Helper()
+	for _, r := range s.Runs {
+		want := 2.0
+		if r.Operator == Gopf.Name {
+			want = 1
+			const key = "mutatingwebhookconfigurations"
+			if p := r.Phase(PhaseStartup); p.Requests["create "+key] != 1 {
+				t.Errorf("webhook: gopf (round %d) did not create its webhook configuration while starting: %v", r.Round, p.Requests)
+			}
+			if p := r.Phase(PhaseShutdown); p.Requests["delete "+key] != 1 {
+				t.Errorf("webhook: gopf (round %d) did not delete its webhook configuration as it stopped: %v", r.Round, p.Requests)
+			}
+		}
+		if p := r.Phase(PhaseCreate); p.WritesPerObject != want {
+			t.Errorf("webhook: %s (round %d) wrote %.2f times per object in the create phase, want %.0f: %v",
+				r.Operator, r.Round, p.WritesPerObject, want, p.Requests)
+		}
+	}
 }
 
 // checkPeriodic checks that every object ran its periodic work several

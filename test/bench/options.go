@@ -30,6 +30,12 @@ type Scenario struct {
 	// Restart adds the restart phase after idle: the operator is stopped
 	// and started again with every object already handled.
 	Restart bool `json:"restart,omitempty"`
+	// AdmissionFinalizers runs the gopf operator with its finalizer
+	// webhook (--webhook-finalizers=always): gopf's webhook server adds
+	// gopf's finalizer to each new object as the API server admits its
+	// create, so that the create costs the operator one write instead of
+	// two. The baselines add their finalizer with a write, as always.
+	AdmissionFinalizers bool `json:"admissionFinalizers,omitempty"`
 	// Workload is what the load generator does: "" for the phases above
 	// (create, idle, restart, update, delete), WorkloadPeriodic or
 	// WorkloadFairness.
@@ -48,9 +54,9 @@ type Scenario struct {
 
 // The workloads other than the one of changes (create, update, delete).
 const (
-	// WorkloadPeriodic creates the objects and leaves them to periodic
-	// work: phases create, timer-start, timer, daemon-start, daemon and
-	// delete (see runPeriodic).
+	// WorkloadPeriodic creates the objects, then starts the operator and
+	// leaves them to periodic work: phases create, timer-start, timer,
+	// daemon-start, daemon and delete (see runPeriodic).
 	WorkloadPeriodic = "periodic"
 	// WorkloadFairness measures how soon new objects are handled while
 	// others keep failing: phases arrive, fail, retry, arrive-retrying and
@@ -62,6 +68,10 @@ const (
 var (
 	// Basic is Kopf's example: one create, one update, one delete handler.
 	Basic = Scenario{Name: "basic", Handlers: 1}
+	// Webhook is the basic scenario with gopf adding its finalizer at
+	// admission (AdmissionFinalizers), against baselines that add theirs
+	// with a write.
+	Webhook = Scenario{Name: "webhook", Handlers: 1, AdmissionFinalizers: true}
 	// ManyHandlers has five handlers per cause, to show that writes do not
 	// grow with the number of handlers.
 	ManyHandlers = Scenario{Name: "many-handlers", Handlers: 5}
@@ -128,8 +138,8 @@ type Options struct {
 	// Idle is how long the objects are left alone between the create and
 	// the update phase. Default: 5 s.
 	Idle time.Duration
-	// Scenarios run in this order. Default: Basic, ManyHandlers, Scale,
-	// TypedStatus, BuiltIn, Periodic and Fairness.
+	// Scenarios run in this order. Default: Basic, Webhook, ManyHandlers,
+	// Scale, TypedStatus, BuiltIn, Periodic and Fairness.
 	Scenarios []Scenario
 	// Rounds is how many times each operator runs a scenario that does not
 	// say; the figures compared are the medians. Each round starts with a
@@ -172,7 +182,7 @@ func (o Options) withDefaults() Options {
 		o.Idle = 5 * time.Second
 	}
 	if len(o.Scenarios) == 0 {
-		o.Scenarios = []Scenario{Basic, ManyHandlers, Scale, TypedStatus, BuiltIn, Periodic, Fairness}
+		o.Scenarios = []Scenario{Basic, Webhook, ManyHandlers, Scale, TypedStatus, BuiltIn, Periodic, Fairness}
 	}
 	if o.Rounds <= 0 {
 		o.Rounds = 1

@@ -126,6 +126,10 @@ func workText(sc Scenario) string {
 		return fmt.Sprintf("%s, the create handlers failing on some objects with a temporary error and a %s delay",
 			handlersText(sc.Handlers), sc.RetryDelay)
 	}
+	if sc.AdmissionFinalizers {
+		return handlersText(sc.Handlers) + "; gopf adds its finalizer at admission, with its webhook (`--webhook-finalizers=always`), " +
+			"the baselines with a write"
+	}
 	return handlersText(sc.Handlers)
 }
 

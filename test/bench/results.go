@@ -167,7 +167,9 @@ type PhaseResult struct {
 	Name string `json:"name"`
 	// Seconds is the phase's wall time: for create, update and delete the
 	// time from the load generator's first request until the last object
-	// showed the result; for idle the configured pause.
+	// showed the result (in WorkloadPeriodic's create, whose objects exist
+	// before the operator starts, from when the operator watches them);
+	// for idle the configured pause.
 	Seconds float64 `json:"seconds"`
 	// CPUSeconds is the operator's CPU time during the phase.
 	CPUSeconds float64 `json:"cpuSeconds"`

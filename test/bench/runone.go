@@ -4,9 +4,11 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -47,6 +49,7 @@ type run struct {
 	op      Operator
 	sc      Scenario
 	kind    scenario.Kind
+	ns      string // the namespace of the run's objects
 	user    string
 	kube    string   // the operator's kubeconfig
 	calls   string   // the file the operator records its handler calls in
@@ -98,16 +101,20 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 		return nil, err
 	}
 
-	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
 	r := &run{b: b, label: fmt.Sprintf("%s/%s (round %d)", sc.Name, op.Name, round), id: id, op: op, sc: sc, kind: kind,
-		user: user, kube: kubeconfig, calls: filepath.Join(b.work, id+".calls"), track: track, handled: map[string]time.Duration{},
+		ns: ns, user: user, kube: kubeconfig, calls: filepath.Join(b.work, id+".calls"), track: track, handled: map[string]time.Duration{},
 		arrivals: map[string][]string{}, created: map[string]time.Time{}, objects: map[string]int{}}
-	if sc.Workload == WorkloadPeriodic {
-		r.periodic = scenario.PeriodicTimer
-	}
 	if err := os.Remove(r.calls); err != nil && !os.IsNotExist(err) {
 		return nil, err // calls of an earlier run in the same folder would be counted
 	}
+	load := &loadGenerator{c: b.c, kind: kind, ns: ns, names: names, workers: b.opts.Workers}
+	if sc.Workload == WorkloadPeriodic {
+		r.periodic = scenario.PeriodicTimer
+		if err := r.createBeforeStart(ctx, load); err != nil {
+			return nil, err
+		}
+	}
+	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
 	if r.proc, err = r.start(id, prof, false); err != nil {
 		return nil, err
 	}
@@ -118,10 +125,14 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 			_, _ = r.proc.stop()
 		}
 	}()
-	load := &loadGenerator{c: b.c, kind: kind, ns: ns, names: names, workers: b.opts.Workers}
 
 	if err := r.waitUntilWatching(ctx); err != nil {
 		return nil, err
+	}
+	if r.admits() {
+		if err := r.waitForWebhook(ctx); err != nil {
+			return nil, err
+		}
 	}
 	switch sc.Workload {
 	case WorkloadPeriodic:
@@ -136,6 +147,9 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 	}
 	stopped = true
 	used, err := r.proc.stop()
+	if r.admits() {
+		err = errors.Join(err, r.removeLeftWebhook(ctx))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +214,11 @@ func (r *run) start(name string, prof profiles, restarted bool) (*process, error
 	if r.sc.RetryDelay > 0 {
 		env = append(env, scenario.EnvRetryDelay+"="+r.sc.RetryDelay.String())
 	}
-	return startProcess(r.b.bins[r.op.Package], r.op.Args, r.kube, env, r.b.opts.MaxConcurrentReconciles,
+	args := r.op.Args
+	if r.admits() {
+		args = append(slices.Clip(args), r.webhookArgs()...)
+	}
+	return startProcess(r.b.bins[r.op.Package], args, r.kube, env, r.b.opts.MaxConcurrentReconciles,
 		filepath.Join(r.b.work, name+".log"), progress, len(r.track.names), prof)
 }
 
@@ -259,7 +277,9 @@ func (r *run) respawn(phase, suffix string, progress bool) error {
 
 // waitUntilWatching waits until the operator watches the scenario's kind
 // (its caches are filling, and objects created from now on reach it as events),
-// and then for startupSettle.
+// and then for startupSettle. In WorkloadPeriodic, whose objects exist
+// before the operator starts, it does not wait for startupSettle: the
+// operator has listed them all and is handling them.
 func (r *run) waitUntilWatching(ctx context.Context) error {
 	r.b.report.status("%s starting", r.label)
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
@@ -282,6 +302,9 @@ func (r *run) waitUntilWatching(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("waiting for the operator to watch %s: %w", r.kind.Resource, err)
+	}
+	if r.sc.Workload == WorkloadPeriodic {
+		return nil
 	}
 	select {
 	case <-time.After(startupSettle):

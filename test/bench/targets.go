@@ -2,6 +2,8 @@
 
 package bench
 
+import "slices"
+
 // Target is a limit on the ratio gopf/baseline of one figure, or on
 // gopf's figure itself.
 type Target struct {
@@ -60,6 +62,24 @@ var Targets = []Target{
 	{Phase: PhaseTotal, Metric: MetricPeakRSS, MaxRatio: 0.9, Against: BaselineUnstructured.Name, value: peakRSSMiB},
 }
 
+// AdmissionTargets are Targets for a scenario in which gopf adds its
+// finalizer at admission (Scenario.AdmissionFinalizers): at most half the
+// baseline's writes per object in the create phase (one write against the
+// finalizer's and the results'), everything else as in Targets.
+var AdmissionTargets = withMaxRatio(Targets, PhaseCreate, MetricWritesPerObject, 0.5)
+
+// withMaxRatio returns a copy of targets with the MaxRatio of the one for
+// metric in phase set to maxRatio.
+func withMaxRatio(targets []Target, phase, metric string, maxRatio float64) []Target {
+	out := slices.Clone(targets)
+	for i := range out {
+		if out[i].Phase == phase && out[i].Metric == metric {
+			out[i].MaxRatio = maxRatio
+		}
+	}
+	return out
+}
+
 // PeriodicTargets are what gopf must reach in WorkloadPeriodic, in the
 // timer and in the daemon phase: no more CPU per run of the periodic work
 // and no higher peak memory than the reconciler that requeues itself, no
@@ -93,6 +113,9 @@ func (sc Scenario) targets() []Target {
 		return PeriodicTargets
 	case WorkloadFairness:
 		return FairnessTargets
+	}
+	if sc.AdmissionFinalizers {
+		return AdmissionTargets
 	}
 	return Targets
 }

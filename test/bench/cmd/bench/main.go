@@ -33,7 +33,7 @@ func run() error {
 		jsonPath string
 		mdPath   string
 	)
-	flag.IntVar(&opts.Objects, "n", 1000, "objects per phase (basic, many-handlers, typed-status, built-in; fairness: per kind of object)")
+	flag.IntVar(&opts.Objects, "n", 1000, "objects per phase (basic, webhook, many-handlers, typed-status, built-in; fairness: per kind of object)")
 	scale := bench.Scale
 	flag.IntVar(&scale.Objects, "scale-n", scale.Objects, "objects per phase in the scale scenario")
 	flag.IntVar(&scale.Rounds, "scale-rounds", scale.Rounds, "rounds of the scale scenario")
@@ -41,8 +41,8 @@ func run() error {
 	flag.IntVar(&periodic.Objects, "periodic-n", periodic.Objects, "objects in the periodic scenario")
 	flag.DurationVar(&periodic.Ticking, "ticking", periodic.Ticking, "how long each ticking phase of the periodic scenario lasts")
 	flag.DurationVar(&opts.Idle, "idle", 5*time.Second, "how long the objects stay idle between create and update")
-	flag.StringVar(&scenario, "scenario", "all", "basic, many-handlers, scale, typed-status, built-in, periodic, fairness or all; a comma-separated list runs several")
-	flag.IntVar(&opts.Rounds, "rounds", 3, "runs per operator of basic and many-handlers; the medians are compared")
+	flag.StringVar(&scenario, "scenario", "all", "basic, webhook, many-handlers, scale, typed-status, built-in, periodic, fairness or all; a comma-separated list runs several")
+	flag.IntVar(&opts.Rounds, "rounds", 3, "runs per operator of basic, webhook and many-handlers; the medians are compared")
 	flag.IntVar(&opts.Workers, "workers", 32, "requests the load generator has in flight")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "given to both operators")
 	flag.DurationVar(&opts.PhaseTimeout, "phase-timeout", 10*time.Minute, "longest wait for one phase")
@@ -61,7 +61,7 @@ func run() error {
 		return report(res, "", mdPath)
 	}
 
-	known := []bench.Scenario{bench.Basic, bench.ManyHandlers, scale, bench.TypedStatus, bench.BuiltIn, periodic, bench.Fairness}
+	known := []bench.Scenario{bench.Basic, bench.Webhook, bench.ManyHandlers, scale, bench.TypedStatus, bench.BuiltIn, periodic, bench.Fairness}
 	if scenario == "all" {
 		opts.Scenarios = known
 	}
@@ -70,7 +70,7 @@ func run() error {
 		switch {
 		case name == "all":
 		case i < 0:
-			return fmt.Errorf("-scenario %q: want basic, many-handlers, scale, typed-status, built-in, periodic, fairness or all, or a comma-separated list", scenario)
+			return fmt.Errorf("-scenario %q: want basic, webhook, many-handlers, scale, typed-status, built-in, periodic, fairness or all, or a comma-separated list", scenario)
 		default:
 			opts.Scenarios = append(opts.Scenarios, known[i])
 		}
