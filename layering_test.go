@@ -17,8 +17,8 @@ const module = "github.com/gopf-dev/gopf"
 // module's packages it may depend on (directly or not). Layers point one
 // way. At the bottom: internal/spec (the engine contract) and small
 // packages that know no other gopf package (scope, gate, metrics,
-// transport, shard; and assign, gopf's own assigner of shards, over
-// shard); handlers (the registration API) knows only the contract;
+// transport, shard, and controlplane, the API server of their tests; and
+// assign, gopf's own assigner of shards, over shard); handlers (the registration API) knows only the contract;
 // handlers/objects (helpers for children) knows only handlers and the
 // contract, and no other package needs it; internal/contract instantiates
 // the contract with handlers' types. The engine's parts know nothing of
@@ -34,31 +34,32 @@ const module = "github.com/gopf-dev/gopf"
 // either here or a program (cmd/, examples/, test/), which uses only what
 // users can import.
 var libraryLayers = map[string][]string{
-	"internal/spec":      {},
-	"internal/scope":     {},
-	"internal/metrics":   {},
-	"internal/logs":      {"handlers", "internal/spec"},
-	"internal/gate":      {},
-	"internal/transport": {},
-	"internal/shard":     {},
-	"internal/assign":    {"internal/shard"},
-	"internal/memory":    {"handlers", "internal/gate", "internal/shard", "internal/spec", "internal/state"},
-	"api/v1":             {},
-	"handlers":           {"internal/spec"},
-	"handlers/objects":   {"handlers", "internal/spec"},
-	"internal/contract":  {"handlers", "internal/spec"},
-	"internal/state":     {"handlers", "internal/shard", "internal/spec"},
-	"internal/policy":    {"handlers", "internal/spec"},
-	"internal/kopfstate": {"handlers", "internal/shard", "internal/spec", "internal/state"},
-	"internal/peering":   {"handlers", "internal/kopfstate", "internal/scope", "internal/shard", "internal/spec", "internal/state"},
-	"internal/spawn":     {"handlers", "internal/contract", "internal/metrics", "internal/policy", "internal/shard", "internal/spec", "internal/state"},
-	"reconcile/rbac":     {"handlers", "internal/contract", "internal/spec"},
-	"internal/engine":    engineParts,
-	"internal/operator":  with(engineParts, "internal/assign", "internal/engine"),
-	"reconcile":          with(engineParts, "internal/assign", "internal/engine", "internal/operator"),
-	"internal/plan":      with(engineParts, "internal/assign", "internal/engine", "internal/operator"),
-	"webhook":            {"handlers", "internal/contract", "internal/spec"},
-	"internal/cli":       with(engineParts, "internal/assign", "internal/engine", "internal/operator", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
+	"internal/spec":         {},
+	"internal/scope":        {},
+	"internal/metrics":      {},
+	"internal/logs":         {"handlers", "internal/spec"},
+	"internal/gate":         {},
+	"internal/transport":    {},
+	"internal/shard":        {},
+	"internal/controlplane": {},
+	"internal/assign":       {"internal/shard"},
+	"internal/memory":       {"handlers", "internal/gate", "internal/shard", "internal/spec", "internal/state"},
+	"api/v1":                {},
+	"handlers":              {"internal/spec"},
+	"handlers/objects":      {"handlers", "internal/spec"},
+	"internal/contract":     {"handlers", "internal/spec"},
+	"internal/state":        {"handlers", "internal/shard", "internal/spec"},
+	"internal/policy":       {"handlers", "internal/spec"},
+	"internal/kopfstate":    {"handlers", "internal/shard", "internal/spec", "internal/state"},
+	"internal/peering":      {"handlers", "internal/kopfstate", "internal/scope", "internal/shard", "internal/spec", "internal/state"},
+	"internal/spawn":        {"handlers", "internal/contract", "internal/metrics", "internal/policy", "internal/shard", "internal/spec", "internal/state"},
+	"reconcile/rbac":        {"handlers", "internal/contract", "internal/spec"},
+	"internal/engine":       engineParts,
+	"internal/operator":     with(engineParts, "internal/assign", "internal/engine"),
+	"reconcile":             with(engineParts, "internal/assign", "internal/engine", "internal/operator"),
+	"internal/plan":         with(engineParts, "internal/assign", "internal/engine", "internal/operator"),
+	"webhook":               {"handlers", "internal/contract", "internal/spec"},
+	"internal/cli":          with(engineParts, "internal/assign", "internal/engine", "internal/operator", "internal/plan", "reconcile", "reconcile/rbac", "webhook"),
 	"": with(engineParts, "internal/assign", "internal/cli", "internal/engine", "internal/operator", "internal/plan", "internal/transport", "reconcile",
 		"reconcile/rbac", "webhook"),
 	"envtest": with(engineParts, "", "api/v1", "handlers/objects", "internal/cli", "internal/assign", "internal/engine", "internal/operator", "internal/plan",
