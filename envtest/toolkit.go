@@ -2,9 +2,11 @@ package envtest
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,7 +215,7 @@ func WaitFor[T client.Object](ctx context.Context, r client.Reader, obj T, cond 
 			return nil
 		case err == nil:
 			last, read = nil, true
-		case ctx.Err() == nil || !read:
+		case !cutShort(ctx, err) || !read:
 			last = err
 		}
 		select {
@@ -229,6 +231,13 @@ func WaitFor[T client.Object](ctx context.Context, r client.Reader, obj T, cond 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// cutShort reports whether a read failed because the wait is ending: its
+// context is done, or the client's rate limiter refused to wait past the
+// context's deadline.
+func cutShort(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "would exceed context deadline")
 }
 
 // WaitGone waits until obj no longer exists.
