@@ -108,6 +108,11 @@ func (t *Turn) Decide(mem MemoryFacts) Decision {
 		d.Route = RouteLive
 		want := slices.ContainsFunc(d.Change, contract.HoldsObjects) || len(d.Spawn) > 0 && mem.SpawnHolds(d.Spawn)
 		d.Finalizer = k.finalizerStep(t.Obj, want)
+		if len(d.Change)+len(d.Level) == 0 {
+			// Only timers and daemons select it: no cause to work out,
+			// so no last-handled state to store.
+			break
+		}
 		d.Reason, d.WithResume = changeReason(t.Known, t.Essence, mem.Resumed)
 		if d.Reason != "" {
 			d.Entries = t.changeEntries(d.Change, d.Reason, d.WithResume)
