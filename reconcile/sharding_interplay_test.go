@@ -30,10 +30,13 @@ func runRecordingShard(t *testing.T, ns, name string, calls *shardCalls, more ..
 	return runOperator(t, ns, reg, opts...)
 }
 
-// createOnShard creates a KopfExample labelled for shard and returns its key.
+// createOnShard creates a KopfExample labelled for shard (unlabelled for
+// "") and returns its key.
 func createOnShard(g Gomega, ns, name, shard string) types.NamespacedName {
 	obj := newExample(ns, name)
-	obj.Labels = map[string]string{shardLabel: shard}
+	if shard != "" {
+		obj.Labels = map[string]string{shardLabel: shard}
+	}
 	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
 	return types.NamespacedName{Namespace: ns, Name: name}
 }
