@@ -7,6 +7,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
@@ -77,4 +79,42 @@ func TestAFreezePausesEveryShardOfTheRingAndAResumeLetsThemAllWork(t *testing.T)
 	g.Expect(peers.Unfreeze(ctx, k8s, peering, nil, "freeze@test")).To(Succeed())
 	g.Eventually(func() []string { return calls.of("a2") }, timeout).Should(Equal([]string{"shard-a create"}))
 	g.Eventually(func() []string { return calls.of("b2") }, timeout).Should(Equal([]string{"shard-b create"}))
+}
+
+// shardInfo reads gopf_shard_info of a ring's shard, -1 when it has no
+// series.
+func shardInfo(g Gomega, ring, shard string) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "gopf_shard_info" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["ring"] == ring && labels["shard"] == shard && len(labels) == 2 {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+// A shard says which shard of which ring it is in gopf_shard_info, the
+// series a dashboard joins onto the replica's other metrics.
+func TestAShardNamesItselfInItsMetrics(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	g.Expect(shardInfo(g, "info-ring", "info-a")).To(BeNumerically("==", -1))
+	runOperator(t, ns, tagging("info"), func(o *envtest.OperatorOptions) {
+		o.Reconcile.Sharding = &reconcile.Sharding{Ring: "info-ring", Shard: "info-a", Namespace: ns, ExternalAssigner: true}
+	})
+	g.Expect(shardInfo(g, "info-ring", "info-a")).To(BeNumerically("==", 1))
+	obj := newExample(ns, "counted")
+	obj.Labels = map[string]string{"shard.alpha.sharding.timebertt.dev/info-ring": "info-a"}
+	g.Expect(k8s.Create(context.Background(), obj)).To(Succeed())
+	g.Eventually(func(g Gomega) any { return statusField(g, client.ObjectKeyFromObject(obj), "tag", "by") }, timeout).Should(Equal("info"))
 }
