@@ -48,6 +48,10 @@ func TestTheStatusCommandShowsEachObjectsShard(t *testing.T) {
 	g.Expect(rows["unassigned"]).To(MatchRegexp(`unassigned\s+-\s+idle\s+tick running\s+-$`))
 	g.Expect(runCommandOf(t, reg, "status", "-n", env.Namespace)).NotTo(ContainSubstring("SHARD"), "an operator not known to be sharded")
 
+	planned := tableRows(t, runCommandOf(t, reg, "plan", "-n", env.Namespace, "--shard-ring", "gopf"))
+	g.Expect(planned["leaving"]).To(MatchRegexp(`shard-b \(draining\)\s+idle\s+hand over to another shard: stop its timers and daemons, remove the shard and drain labels$`))
+	g.Expect(planned["on-a"]).To(MatchRegexp(`shard-a\s+idle\s+add finalizer gopf.dev/finalizer; schedule timer tick$`))
+
 	var list struct {
 		Items []plan.ObjectStatus `json:"items"`
 	}

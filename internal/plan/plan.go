@@ -472,6 +472,10 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 	}
 	pl.finalizers(p.generic)
 	out.State = pl.summary()
+	if !p.generic && p.ring() != "" && out.Shard != nil && out.Shard.Draining {
+		// The shard hands the object over before it would decide anything.
+		out.OnStart = []Action{{Do: ActionHandOver, Text: "hand over to another shard: stop its timers and daemons, remove the shard and drain labels"}}
+	}
 	return out, nil
 }
 

@@ -171,6 +171,9 @@ const (
 	ActionRecord           ActionVerb = "record"
 	ActionStart            ActionVerb = "start"
 	ActionStop             ActionVerb = "stop"
+	// ActionHandOver: the object is being drained from its shard, which
+	// lets go of it instead of handling it (see docs/sharding.md).
+	ActionHandOver ActionVerb = "hand-over"
 )
 
 // Action is one step an operator would take with an object on start.
