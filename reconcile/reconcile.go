@@ -208,7 +208,9 @@ type Sharding struct {
 // pause (no handling, timers and daemons stopped), and they resume when it
 // goes. Equal priorities pause all of them, with a warning. Peering is not
 // leader election: use the manager's Lease-based leader election for
-// replicas of one deployment.
+// replicas of one deployment. The shards of one ring (Sharding) are one
+// operator to peering: they do not pause for one another, and every other
+// peer, a freeze included, pauses or lets work all of them.
 //
 // A paused operator's handlers may still be running when a peer with a
 // higher priority joins. So a gopf operator marks its entry "paused" while

@@ -34,6 +34,11 @@ type PeerStatus struct {
 	// the operators. Kopf ignores it.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Ring names the sharding ring of an operator whose replicas are its
+	// shards: the shards of one ring share the work and do not pause for
+	// one another. Kopf ignores it.
+	// +optional
+	Ring string `json:"ring,omitempty"`
 }
 
 // ClusterKopfPeering coordinates operators that watch the whole cluster.

@@ -26,6 +26,7 @@ type statusFlags struct {
 	chunkSize     int64
 	peeringName   string
 	peeringNS     string
+	shardRing     string
 }
 
 // newStatusFlags defines the flags of a status-like command; kubectl's
@@ -41,7 +42,20 @@ func newStatusFlags(fs *flag.FlagSet) *statusFlags {
 	fs.Int64Var(&f.chunkSize, "chunk-size", 500, "How many objects to list per request; output streams page by page.")
 	fs.StringVar(&f.peeringName, "peering", "", "The peering whose entries tell which operator runs timers and daemons. Default: the operator's.")
 	fs.StringVar(&f.peeringNS, "peering-namespace", "", "The namespace of a KopfPeering; default: a ClusterKopfPeering.")
+	fs.StringVar(&f.shardRing, "shard-ring", "", "The operator's sharding ring (its --shard-ring): adds a SHARD column, each object's shard from its labels. "+
+		"Default: the ring set in the operator's code, if any; the json and yaml forms name the shard of any ring the labels name.")
 	return f
+}
+
+// options sets the peering and the sharding ring the flags name on opts.
+func (f *statusFlags) options(opts reconcile.Options) reconcile.Options {
+	if f.peeringName != "" {
+		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS}
+	}
+	if f.shardRing != "" {
+		opts.Sharding = &reconcile.Sharding{Ring: f.shardRing}
+	}
+	return opts
 }
 
 // parseInterleaved parses flags that may come before, between or after
@@ -128,10 +142,7 @@ func statusCommand(ctx context.Context, stdout, stderr io.Writer, cluster func()
 	if err != nil {
 		return err
 	}
-	opts := p.Engine
-	if f.peeringName != "" {
-		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS}
-	}
+	opts := f.options(p.Engine)
 	cfg, err := cluster()
 	if err != nil {
 		return err
@@ -159,8 +170,8 @@ func (f *statusFlags) print(ctx context.Context, stdout, stderr io.Writer, plann
 
 // RunKubectlPlugin is gopf.RunKubectlPlugin.
 func RunKubectlPlugin(ctx context.Context, stdout, stderr io.Writer, args []string) error {
-	const usage = "Usage: kubectl gopf status KIND[,KIND...] [NAME] [-n NAMESPACE | -A] [-o table|json|yaml]\n\n" +
-		"Shows what gopf stored on objects of the kinds: the progress of each handler, the last-handled state, finalizers.\n\n"
+	const usage = "Usage: kubectl gopf status KIND[,KIND...] [NAME] [-n NAMESPACE | -A] [-o table|json|yaml] [--shard-ring RING]\n\n" +
+		"Shows what gopf stored on objects of the kinds: the progress of each handler, the last-handled state, finalizers, the shard.\n\n"
 	if len(args) == 0 || args[0] != "status" {
 		fmt.Fprint(stderr, usage)
 		if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -203,10 +214,7 @@ func RunKubectlPlugin(ctx context.Context, stdout, stderr io.Writer, args []stri
 			return fmt.Errorf("reading the kubeconfig's namespace: %w", err)
 		}
 	}
-	opts := reconcile.Options{Prefix: *prefix, StatusField: *statusField}
-	if f.peeringName != "" {
-		opts.Peering = &reconcile.PeeringOptions{Name: f.peeringName, Namespace: f.peeringNS}
-	}
+	opts := f.options(reconcile.Options{Prefix: *prefix, StatusField: *statusField})
 	kinds := strings.Split(sel.Kind, ",")
 	planner, err := plan.NewGenericPlanner(cfg, kinds, engine.OptionsFrom(opts))
 	if err != nil {

@@ -44,6 +44,17 @@ var SpawnedRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "Daemons currently running (kind is always daemon).",
 }, []string{"controller", "kind"})
 
+// ShardInfo is 1, labelled with the ring and the shard, in a replica that
+// is a shard of a ring (reconcile.Options.Sharding); absent otherwise. An
+// info metric rather than a shard label on every series: the shard is a
+// property of the process, like its version, and Prometheus joins it onto
+// any series of the same target (on the instance or pod label), including
+// controller-runtime's and client-go's, which gopf does not define.
+var ShardInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "gopf_shard_info",
+	Help: "1 in a replica that is a shard of a ring, labelled with the ring and the shard.",
+}, []string{"ring", "shard"})
+
 func init() {
-	crmetrics.Registry.MustRegister(TimerLateness, PeeringState, HandlerCalls, HandlerDuration, Causes, SpawnedRunning)
+	crmetrics.Registry.MustRegister(TimerLateness, PeeringState, HandlerCalls, HandlerDuration, Causes, SpawnedRunning, ShardInfo)
 }

@@ -206,7 +206,11 @@ func setupActivities(mgr manager.Manager, reg *handlers.Registry, sh *engine.Sha
 		}
 	}
 	if opts.Peering != nil {
-		if err := mgr.Add(peering.New(mgr, sh, sh.Scope, metrics.PeeringState.WithLabelValues(opts.Peering.Name), *opts.Peering, log)); err != nil {
+		p := peering.New(mgr, sh, sh.Scope, metrics.PeeringState.WithLabelValues(opts.Peering.Name), *opts.Peering, log)
+		if opts.Sharding != nil {
+			p.Ring = opts.Sharding.Ring // the other shards work beside this one
+		}
+		if err := mgr.Add(p); err != nil {
 			return fmt.Errorf("gopf: adding peering: %w", err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gopf-dev/gopf/internal/assign"
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/shard"
 )
@@ -65,6 +66,7 @@ func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
 		return nil, fmt.Errorf("gopf: adding the shard's cache: %w", err)
 	}
 	mgr.GetLogger().WithName("gopf").Info("this replica is a shard", "ring", member.Ring(), "shard", member.Shard())
+	metrics.ShardInfo.WithLabelValues(member.Ring(), member.Shard()).Set(1)
 	return c, nil
 }
 

@@ -106,6 +106,9 @@ type Peer struct {
 	// Message says why a freeze was written (freeze --message); Kopf
 	// ignores it.
 	Message string `json:"message,omitempty"`
+	// Ring names the sharding ring of a peer that is one shard of an
+	// operator (see Peering.Ring); Kopf ignores it.
+	Ring string `json:"ring,omitempty"`
 }
 
 // settled reports whether a lower-priority peer can no longer be handling
@@ -121,7 +124,14 @@ func (p Peer) Alive(now time.Time) bool {
 // the others', and pauses or resumes the operator. It runs whether or not
 // this replica holds a leader-election lease.
 type Peering struct {
-	Opts   Options
+	Opts Options
+	// Ring is the sharding ring this operator is a shard of, "" without
+	// sharding. The shards of one ring are replicas of one operator, each
+	// working on its own objects: they announce the ring in their entries
+	// and do not pause for one another, whatever their priorities, while
+	// every other peer (a freeze, another operator) counts for each of
+	// them as for an operator alone, so that a freeze pauses every shard.
+	Ring   string
 	host   host
 	scope  *scope.Scope
 	paused prometheus.Gauge // the peering's gopf_peering_paused
@@ -288,6 +298,7 @@ func (p *Peering) entry() Peer {
 		LastSeen: time.Now().UTC().Format(time.RFC3339),
 		Paused:   paused,
 		Busy:     paused && p.host.Busy(),
+		Ring:     p.Ring,
 	}
 }
 
@@ -434,6 +445,9 @@ func (p *Peering) count(live *livePeers, obj *unstructured.Unstructured, now tim
 			expired = append(expired, id)
 			continue
 		}
+		if p.Ring != "" && other.Ring == p.Ring {
+			continue // another shard of this operator: it works beside this one
+		}
 		name := id
 		if other.Message != "" {
 			name += fmt.Sprintf(" (%q)", other.Message)
@@ -541,6 +555,7 @@ func writePeer(ctx context.Context, c client.Client, obj *unstructured.Unstructu
 		value = map[string]any{
 			"priority": entry.Priority, "lifetime": entry.Lifetime, "lastseen": entry.LastSeen,
 			"paused": trueOrNil(entry.Paused), "busy": trueOrNil(entry.Busy), "message": stringOrNil(entry.Message),
+			"ring": stringOrNil(entry.Ring),
 		}
 	}
 	data, err := json.Marshal(map[string]any{"status": map[string]any{id: value}})

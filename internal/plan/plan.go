@@ -409,6 +409,15 @@ func (p *Planner) workingOperator(ctx context.Context) string {
 	return best
 }
 
+// ring is the sharding ring of the operator, "" when the planner does not
+// know it.
+func (p *Planner) ring() string {
+	if p.opts.Sharding == nil {
+		return ""
+	}
+	return p.opts.Sharding.Ring
+}
+
 // objectStatus works out the status of one listed object.
 func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured, now time.Time, working string, failures []Failure) (*ObjectStatus, error) {
 	k := pk.k
@@ -431,6 +440,9 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 	}
 	if ts := obj.GetDeletionTimestamp(); ts != nil {
 		out.Deleting = &ts.Time
+	}
+	if out.Shard = shardStatus(obj, p.ring()); out.Shard != nil && out.Shard.Name != "" {
+		working = out.Shard.Name // the shard runs the object's timers and daemons
 	}
 	for _, s := range pk.stores {
 		loaded, err := s.Load(t.Raw)
@@ -460,6 +472,10 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 	}
 	pl.finalizers(p.generic)
 	out.State = pl.summary()
+	if !p.generic && p.ring() != "" && out.Shard != nil && out.Shard.Draining {
+		// The shard hands the object over before it would decide anything.
+		out.OnStart = []Action{{Do: ActionHandOver, Text: "hand over to another shard: stop its timers and daemons, remove the shard and drain labels"}}
+	}
 	return out, nil
 }
 

@@ -27,13 +27,16 @@ const (
 // tableBlock lines so that long lists stream), "json" (one document, an
 // ObjectStatusList whose items are written one by one) or "yaml" (the same
 // document in YAML). The json and yaml forms carry every field of
-// ObjectStatus, in a list of apiVersion StatusAPIVersion.
+// ObjectStatus, in a list of apiVersion StatusAPIVersion. The table of a
+// sharded operator (its planner knows the ring) has a SHARD column.
 type StatusPrinter struct {
 	w      io.Writer
 	format string
 	view   View
 	tw     *tabwriter.Writer
 	n      int // objects printed
+	// shards adds a SHARD column to the table: the operator is sharded.
+	shards bool
 }
 
 // tableBlock is how many table lines are aligned together before they are
@@ -101,6 +104,9 @@ func (p *StatusPrinter) Print(st *ObjectStatus) error {
 		if p.view == ViewPlan {
 			header = "KIND\tNAMESPACE\tNAME\tSTATE\tON START"
 		}
+		if p.shards {
+			header = strings.Replace(header, "\tSTATE\t", "\tSHARD\tSTATE\t", 1)
+		}
 		if _, err := fmt.Fprintln(p.tw, header); err != nil {
 			return err
 		}
@@ -109,7 +115,11 @@ func (p *StatusPrinter) Print(st *ObjectStatus) error {
 	if ns == "" {
 		ns = "-"
 	}
-	cells := []string{st.Kind, ns, st.Name, st.State}
+	cells := []string{st.Kind, ns, st.Name}
+	if p.shards {
+		cells = append(cells, shardCell(st.Shard))
+	}
+	cells = append(cells, st.State)
 	if p.view == ViewPlan {
 		cells = append(cells, joinCell(st.OnStart, func(a Action) string { return a.Text }, "; "))
 	} else {
@@ -244,6 +254,7 @@ func (p *Planner) Print(ctx context.Context, w io.Writer, sel Selection, format 
 	if err != nil {
 		return 0, err
 	}
+	printer.shards = p.opts.Sharding != nil
 	if err := p.Plan(ctx, sel, printer.Print); err != nil {
 		_ = printer.Close()
 		return printer.Printed(), err

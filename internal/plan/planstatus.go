@@ -56,6 +56,27 @@ type ObjectStatus struct {
 	// OnStart is what an operator starting now would do with the object,
 	// in order; empty for a planner that does not know the handlers.
 	OnStart []Action `json:"onStart,omitempty"`
+	// Shard is where the object stands in a sharding ring, from its
+	// sharding labels; nil when it has none.
+	Shard *ShardStatus `json:"shard,omitempty"`
+}
+
+// ShardStatus is where an object stands in a sharding ring (see
+// docs/sharding.md): which shard works on it, and whether the ring's
+// assigner is moving it away.
+type ShardStatus struct {
+	// Ring names the ring: the operator's when the planner knows it
+	// (Sharding in its options), else the one the object's labels name
+	// (the first in order if they name several).
+	Ring string `json:"ring"`
+	// Name is the shard the object is assigned to, from its label
+	// shard.alpha.sharding.timebertt.dev/<ring>; empty while no shard
+	// is, between a drain and the next assignment.
+	Name string `json:"name,omitempty"`
+	// Draining: the assigner asked the shard to let go of the object
+	// (its label drain.alpha.sharding.timebertt.dev/<ring>); the shard
+	// finishes the handler in flight, then removes both labels.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // HandlerState is where one handler stands on one object.
@@ -113,8 +134,9 @@ type HandlerStatus struct {
 	Since *time.Time `json:"since,omitempty"`
 	// Message is the last error, or a note on the state.
 	Message string `json:"message,omitempty"`
-	// Operator is the peering identity of the operator that runs a timer
-	// or daemon, when peering names one.
+	// Operator is who runs a timer or daemon: the shard of a sharded
+	// object, else the peering identity of the operator that works, when
+	// peering names one.
 	Operator string `json:"operator,omitempty"`
 }
 
@@ -149,6 +171,9 @@ const (
 	ActionRecord           ActionVerb = "record"
 	ActionStart            ActionVerb = "start"
 	ActionStop             ActionVerb = "stop"
+	// ActionHandOver: the object is being drained from its shard, which
+	// lets go of it instead of handling it (see docs/sharding.md).
+	ActionHandOver ActionVerb = "hand-over"
 )
 
 // Action is one step an operator would take with an object on start.
