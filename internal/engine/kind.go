@@ -35,6 +35,9 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	}
 	kc.reader = kc.Cache
 	kc.writer = mgr.GetClient()
+	if kc.meta, err = newMetaWriter(mgr.GetConfig(), mgr.GetHTTPClient(), kc.mapping); err != nil {
+		return nil, fmt.Errorf("gopf: a client for %s: %w", gvk, err)
+	}
 	kc.recorder = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent)
 	kc.Shared = sh
 	kc.scheme = mgr.GetScheme()
@@ -74,6 +77,7 @@ func DescribeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 		HasStatus: hasStatus,
 		Finalizer: opts.Prefix + "/finalizer",
 		NewObject: newObject,
+		mapping:   mapping,
 	}
 	if err := kc.ChooseStorage(state.ReadKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)); err != nil {
 		return nil, err
