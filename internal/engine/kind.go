@@ -35,8 +35,10 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	}
 	kc.reader = kc.Cache
 	kc.writer = mgr.GetClient()
-	if kc.meta, err = newMetaWriter(mgr.GetConfig(), mgr.GetHTTPClient(), kc.mapping); err != nil {
-		return nil, fmt.Errorf("gopf: a client for %s: %w", gvk, err)
+	if hc := mgr.GetHTTPClient(); hc != nil { // nil: a manager of a test's making; writes go through its client
+		if kc.meta, err = newMetaWriter(mgr.GetConfig(), hc, kc.mapping); err != nil {
+			return nil, fmt.Errorf("gopf: a client for %s: %w", gvk, err)
+		}
 	}
 	kc.recorder = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent)
 	kc.Shared = sh
