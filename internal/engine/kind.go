@@ -35,6 +35,11 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	}
 	kc.reader = kc.Cache
 	kc.writer = mgr.GetClient()
+	if hc := mgr.GetHTTPClient(); hc != nil { // nil: a manager of a test's making; writes go through its client
+		if kc.meta, err = newMetaWriter(mgr.GetConfig(), hc, kc.mapping); err != nil {
+			return nil, fmt.Errorf("gopf: a client for %s: %w", gvk, err)
+		}
+	}
 	kc.recorder = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent)
 	kc.Shared = sh
 	kc.scheme = mgr.GetScheme()
@@ -74,6 +79,7 @@ func DescribeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 		HasStatus: hasStatus,
 		Finalizer: opts.Prefix + "/finalizer",
 		NewObject: newObject,
+		mapping:   mapping,
 	}
 	if err := kc.ChooseStorage(state.ReadKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +49,8 @@ type KindController struct {
 	Extra     [][]string    // field paths kept in the essence
 	reader    client.Reader // Cache
 	writer    client.Client
+	mapping   *meta.RESTMapping // the kind's, as DescribeKind found it
+	meta      *metaWriter       // gopf's own patches; nil: through writer
 	recorder  recorder.EventRecorder
 	NewObject func() client.Object
 	HasStatus bool

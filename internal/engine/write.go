@@ -309,12 +309,20 @@ func (k *KindController) send(ctx context.Context, obj client.Object, body map[s
 // sendAs sends body as a patch of type pt to the object or its status. With
 // whole, obj is replaced by the response; otherwise only the response's
 // metadata is requested (the API server's PartialObjectMetadata form, far
-// cheaper to decode than the object) and copied into obj, which is what
-// gopf reads after a write.
+// cheaper to decode than the object), through k.meta where the controller
+// has one, and copied into obj, which is what gopf reads after a write.
 func (k *KindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status, whole bool) error {
 	data, err := state.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	if !whole && k.meta != nil {
+		resp, err := k.meta.patch(ctx, obj.GetNamespace(), obj.GetName(), pt, data, status)
+		if err != nil {
+			return fmt.Errorf("patching %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+		copyMetadata(obj, &resp.ObjectMeta)
+		return nil
 	}
 	p := client.RawPatch(pt, data)
 	target := obj

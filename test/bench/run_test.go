@@ -1,0 +1,48 @@
+//go:build linux
+
+package bench
+
+import (
+	"slices"
+	"testing"
+)
+
+// places returns where each operator runs in each round: operator name →
+// the places (from 1), in round order.
+func places(rounds int) map[string][]int {
+	got := map[string][]int{}
+	for round := 1; round <= rounds; round++ {
+		for i, op := range roundOrder(Operators, round, rounds) {
+			got[op.Name] = append(got[op.Name], i+1)
+		}
+	}
+	return got
+}
+
+func TestEveryOperatorRunsOnceInEveryPlaceOverAsManyRoundsAsOperators(t *testing.T) {
+	for name, p := range places(len(Operators)) {
+		slices.Sort(p)
+		if !slices.Equal(p, []int{1, 2, 3}) {
+			t.Errorf("%s runs in places %v over %d rounds, want each place once", name, p, len(Operators))
+		}
+	}
+}
+
+func TestTwoRoundsRunTheOperatorsInOppositeOrders(t *testing.T) {
+	got := places(2)
+	for name, p := range got {
+		if p[0]+p[1] != len(Operators)+1 {
+			t.Errorf("%s runs in places %v, want opposite places", name, p)
+		}
+	}
+	if got[Gopf.Name][0] != len(Operators) || got[Gopf.Name][1] != 1 {
+		t.Errorf("gopf runs in places %v, want last, then first", got[Gopf.Name])
+	}
+}
+
+func TestOneRoundRunsTheOperatorsInTheirOrder(t *testing.T) {
+	got := roundOrder(Operators, 1, 1)
+	if !slices.EqualFunc(got, Operators, func(a, b Operator) bool { return a.Name == b.Name }) {
+		t.Errorf("one round runs %v, want %v", got, Operators)
+	}
+}
