@@ -22,9 +22,10 @@ const handOverPoll = time.Second
 // handOver gives up an object that the ring's assigner is moving to
 // another shard (its drain label is set), as the sharding protocol asks:
 // no handler runs on it any more (a handler call in flight has finished:
-// the object's reconciles never overlap), a failed write of outcomes is
-// sent first, its timers stop and its daemons are asked to stop and
-// waited for; then both the shard and the drain label go in one patch,
+// the object's reconciles never overlap), what the process knows and has
+// not stored (a failed write, quiet retries) is written first, its timers
+// stop and its daemons are asked to stop and waited for; then both the
+// shard and the drain label go in one patch,
 // which acknowledges the drain, and the object leaves this shard's cache.
 // Its progress stays on it: the next shard goes on from there, as gopf
 // goes on after a restart.
@@ -32,6 +33,15 @@ func (t *Turn) handOver(ctx context.Context, ring string) (reconcile.Result, err
 	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
 	if t.flushing {
 		return t.flush(ctx)
+	}
+	if t.Mem.Unsaved != nil {
+		// What this process knows is not stored yet (a write failed, or
+		// quiet retries wait for the next one): store it first, or the
+		// next shard would call a handler that finished here again.
+		if err := t.write(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
 	}
 	if k.Spawner != nil && !k.Spawner.Stop(key, handlers.StopHandedOver) {
 		t.log.V(1).Info("handing the object over once its daemons have stopped")
