@@ -89,24 +89,21 @@ func (f *finalizerHook) Handle(ctx context.Context, req admission.Request) admis
 	if req.Operation != admissionv1.Create || req.SubResource != "" {
 		return admission.Allowed("")
 	}
-	finalizer, err := f.decide(req.Namespace, req.Object.Raw)
-	if err != nil {
-		logf.FromContext(ctx).Info("not adding the finalizer at admission; the reconcile engine will if it must", "error", err.Error())
+	obj := f.decide.New()
+	if err := utiljson.Unmarshal(req.Object.Raw, obj); err != nil {
+		logf.FromContext(ctx).Info("not adding the finalizer at admission; the reconcile engine will if it must",
+			"error", fmt.Errorf("decoding a new %s: %w", f.gvk.Kind, err).Error())
 		return admission.Allowed("")
 	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(req.Namespace)
+	}
+	finalizer := f.decide.Decide(obj)
 	if finalizer == "" {
 		return admission.Allowed("")
 	}
-	var stored struct {
-		Metadata struct {
-			Finalizers []string `json:"finalizers"`
-		} `json:"metadata"`
-	}
-	if err := utiljson.Unmarshal(req.Object.Raw, &stored); err != nil {
-		return admission.Allowed("")
-	}
 	op := jsonpatch.NewOperation("add", "/metadata/finalizers", []string{finalizer})
-	if len(stored.Metadata.Finalizers) > 0 {
+	if len(obj.GetFinalizers()) > 0 {
 		op = jsonpatch.NewOperation("add", "/metadata/finalizers/-", finalizer)
 	}
 	return admission.Patched("", op)

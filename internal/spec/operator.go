@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Operator is what the engines of one registry on one manager share, so
@@ -25,9 +26,15 @@ type Operator struct {
 }
 
 // CreateFinalizer is the reconcile engine's answer, for one kind, to
-// whether a new object needs gopf's finalizer: given the namespace of the
-// request and the object as JSON, the finalizer to add, or "" for none.
-type CreateFinalizer func(namespace string, object []byte) (string, error)
+// whether a new object needs gopf's finalizer. The webhook decodes the
+// object once, into New, and asks Decide.
+type CreateFinalizer struct {
+	// New returns an empty object of the kind in the engine's Go type.
+	New func() client.Object
+	// Decide returns the finalizer to add to obj, a new object decoded
+	// into New with the namespace of its create request, or "" for none.
+	Decide func(obj client.Object) string
+}
 
 // AddCreateFinalizer lets the admission webhook ask the engine, through
 // CreateFinalizers, which new objects of a kind get gopf's finalizer.
