@@ -168,6 +168,11 @@ type configManager struct {
 	finalizers []*finalizerHook
 	c          client.Client
 	log        logr.Logger
+
+	// putValidating and putMutating say whether the configurations were
+	// put in the cluster (see keep). Only apply reads and writes them, and
+	// the certificates call it one call at a time.
+	putValidating, putMutating bool
 }
 
 func newConfigManager(mgr manager.Manager, srv *Server, hooks []*hook, finalizers []*finalizerHook) (*configManager, error) {
@@ -240,21 +245,37 @@ func (m *configManager) apply(ctx context.Context, bundle []byte, persistentOnly
 	cc := func(path string) admissionregistrationv1.WebhookClientConfig { return m.srv.clientConfig(path, bundle) }
 	v, mu := configurations(m.srv.opts.Name, m.hooks, m.finalizers, cc, persistentOnly)
 	return errors.Join(
-		put(ctx, m.c, v, len(v.Webhooks) == 0, func(cur, want *admissionregistrationv1.ValidatingWebhookConfiguration) {
+		keep(ctx, m.c, v, len(v.Webhooks), &m.putValidating, func(cur, want *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			cur.Webhooks = want.Webhooks
 		}),
-		put(ctx, m.c, mu, len(mu.Webhooks) == 0, func(cur, want *admissionregistrationv1.MutatingWebhookConfiguration) {
+		keep(ctx, m.c, mu, len(mu.Webhooks), &m.putMutating, func(cur, want *admissionregistrationv1.MutatingWebhookConfiguration) {
 			cur.Webhooks = want.Webhooks
 		}),
 	)
 }
 
-// put creates or updates want in the cluster, replacing the webhooks of
-// an existing object, or deletes it when remove is set.
-func put[T client.Object](ctx context.Context, c client.Client, want T, remove bool, setWebhooks func(cur, want T)) error {
-	if remove {
-		return client.IgnoreNotFound(c.Delete(ctx, want))
+// keep puts want, which has that many webhooks, in the cluster; without
+// webhooks, it deletes the configuration instead, but only if this manager
+// put it there (*putThere): a configuration that would be empty from the
+// start (the validating one of an operator with only finalizer webhooks)
+// costs no request at all, at start or stop.
+func keep[T client.Object](ctx context.Context, c client.Client, want T, webhooks int, putThere *bool, setWebhooks func(cur, want T)) error {
+	switch {
+	case webhooks > 0:
+		*putThere = true // even if the put fails: it may have got through
+		return put(ctx, c, want, setWebhooks)
+	case *putThere:
+		if err := c.Delete(ctx, want); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		*putThere = false
 	}
+	return nil
+}
+
+// put creates or updates want in the cluster, replacing the webhooks of
+// an existing object.
+func put[T client.Object](ctx context.Context, c client.Client, want T, setWebhooks func(cur, want T)) error {
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		cur := reflect.New(reflect.TypeOf(want).Elem()).Interface().(T)
 		err := c.Get(ctx, client.ObjectKeyFromObject(want), cur)
