@@ -27,9 +27,9 @@ func finalizerWebhookIn(g Gomega, name string) admissionregistrationv1.MutatingW
 		var mc admissionregistrationv1.MutatingWebhookConfiguration
 		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, &mc)).To(Succeed())
 		i := slices.IndexFunc(mc.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
-			return w.Name == "finalizer.kopfexample.kopf.dev."+name
+			return w.Name == "gopf-create.kopfexample.kopf.dev."+name
 		})
-		g.Expect(i).NotTo(Equal(-1), "no finalizer webhook in %s", name)
+		g.Expect(i).NotTo(Equal(-1), "no create webhook for KopfExample in %s", name)
 		found = mc.Webhooks[i]
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	return found
