@@ -116,9 +116,10 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 }
 
 // SetupFinalizers serves only gopf's create webhooks, which add its
-// finalizer and, when sharded, the shard label (see Options.Finalizers) on mgr's webhook server, which must be a *Server
-// made by NewServer, for an operator without admission handlers, and keeps
-// its configuration in the cluster while the manager runs. Setup does the
+// finalizer and, when sharded, the shard label (see Options.Finalizers),
+// on mgr's webhook server, which must be a *Server made by NewServer, for
+// an operator without admission handlers, and keeps their configuration
+// in the cluster while the manager runs. Setup does the
 // same for a registry that has admission handlers. gopf.NewManager calls
 // it when Options.Finalizers is FinalizersAlways.
 func SetupFinalizers(mgr manager.Manager, reg *handlers.Registry) error {
