@@ -164,11 +164,11 @@ func configurations(
 // changes, and on shutdown removes the webhooks of non-persistent handlers.
 // It runs on every replica, leader or not, since every replica serves.
 type configManager struct {
-	srv        *Server
-	hooks      []*hook
+	srv     *Server
+	hooks   []*hook
 	created []*createHook
-	c          client.Client
-	log        logr.Logger
+	c       client.Client
+	log     logr.Logger
 
 	// putValidating and putMutating say whether the configurations were
 	// put in the cluster (see keep). Only apply reads and writes them, and
