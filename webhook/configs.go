@@ -127,12 +127,13 @@ func asMutating(w admissionregistrationv1.ValidatingWebhook) admissionregistrati
 }
 
 // configurations builds the validating and mutating configuration named
-// name for hooks and the finalizer hooks, reached through clientConfig.
+// name for hooks and the create hooks, reached through clientConfig.
 // With persistentOnly, only the webhooks of persistent handlers are kept
-// (the finalizer webhooks are not: an operator gone adds no finalizers). A configuration with no
+// (the create webhooks are not: an operator gone adds no finalizers and
+// knows no shards). A configuration with no
 // webhooks is not wanted in the cluster at all.
 func configurations(
-	name string, hooks []*hook, finalizers []*finalizerHook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, persistentOnly bool,
+	name string, hooks []*hook, created []*createHook, clientConfig func(path string) admissionregistrationv1.WebhookClientConfig, persistentOnly bool,
 ) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{managedByLabel: managerName}}
 	v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: *meta.DeepCopy()}
@@ -151,8 +152,8 @@ func configurations(
 	if !persistentOnly {
 		// After the handlers' mutators, which may change what the engine
 		// selects.
-		for _, f := range finalizers {
-			m.Webhooks = append(m.Webhooks, f.webhook(clientConfig))
+		for _, h := range created {
+			m.Webhooks = append(m.Webhooks, h.webhook(clientConfig))
 		}
 	}
 	return v, m
@@ -163,19 +164,24 @@ func configurations(
 // changes, and on shutdown removes the webhooks of non-persistent handlers.
 // It runs on every replica, leader or not, since every replica serves.
 type configManager struct {
-	srv        *Server
-	hooks      []*hook
-	finalizers []*finalizerHook
-	c          client.Client
-	log        logr.Logger
+	srv     *Server
+	hooks   []*hook
+	created []*createHook
+	c       client.Client
+	log     logr.Logger
+
+	// putValidating and putMutating say whether the configurations were
+	// put in the cluster (see keep). Only apply reads and writes them, and
+	// the certificates call it one call at a time.
+	putValidating, putMutating bool
 }
 
-func newConfigManager(mgr manager.Manager, srv *Server, hooks []*hook, finalizers []*finalizerHook) (*configManager, error) {
+func newConfigManager(mgr manager.Manager, srv *Server, hooks []*hook, created []*createHook) (*configManager, error) {
 	c, err := clusterClient(mgr, admissionregistrationv1.AddToScheme)
 	if err != nil {
 		return nil, fmt.Errorf("gopf: a client for the webhook configurations: %w", err)
 	}
-	return &configManager{srv: srv, hooks: hooks, finalizers: finalizers, c: c, log: ctrl.Log.WithName("gopf").WithName("webhook")}, nil
+	return &configManager{srv: srv, hooks: hooks, created: created, c: c, log: ctrl.Log.WithName("gopf").WithName("webhook")}, nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every
@@ -201,7 +207,7 @@ func (m *configManager) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("gopf: creating the webhook configurations %q: %w", name, err)
 	}
-	m.log.Info("webhook configurations are in place", "name", name, "webhooks", len(m.hooks), "finalizerWebhooks", len(m.finalizers))
+	m.log.Info("webhook configurations are in place", "name", name, "webhooks", len(m.hooks), "createWebhooks", len(m.created))
 	<-ctx.Done()
 	m.cleanUp()
 	return nil
@@ -238,23 +244,39 @@ func (m *configManager) waitServing(ctx context.Context) error {
 // bundle as the CA bundle.
 func (m *configManager) apply(ctx context.Context, bundle []byte, persistentOnly bool) error {
 	cc := func(path string) admissionregistrationv1.WebhookClientConfig { return m.srv.clientConfig(path, bundle) }
-	v, mu := configurations(m.srv.opts.Name, m.hooks, m.finalizers, cc, persistentOnly)
+	v, mu := configurations(m.srv.opts.Name, m.hooks, m.created, cc, persistentOnly)
 	return errors.Join(
-		put(ctx, m.c, v, len(v.Webhooks) == 0, func(cur, want *admissionregistrationv1.ValidatingWebhookConfiguration) {
+		keep(ctx, m.c, v, len(v.Webhooks), &m.putValidating, func(cur, want *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			cur.Webhooks = want.Webhooks
 		}),
-		put(ctx, m.c, mu, len(mu.Webhooks) == 0, func(cur, want *admissionregistrationv1.MutatingWebhookConfiguration) {
+		keep(ctx, m.c, mu, len(mu.Webhooks), &m.putMutating, func(cur, want *admissionregistrationv1.MutatingWebhookConfiguration) {
 			cur.Webhooks = want.Webhooks
 		}),
 	)
 }
 
-// put creates or updates want in the cluster, replacing the webhooks of
-// an existing object, or deletes it when remove is set.
-func put[T client.Object](ctx context.Context, c client.Client, want T, remove bool, setWebhooks func(cur, want T)) error {
-	if remove {
-		return client.IgnoreNotFound(c.Delete(ctx, want))
+// keep puts want, which has that many webhooks, in the cluster; without
+// webhooks, it deletes the configuration instead, but only if this manager
+// put it there (*putThere): a configuration that would be empty from the
+// start (the validating one of an operator with only create webhooks)
+// costs no request at all, at start or stop.
+func keep[T client.Object](ctx context.Context, c client.Client, want T, webhooks int, putThere *bool, setWebhooks func(cur, want T)) error {
+	switch {
+	case webhooks > 0:
+		*putThere = true // even if the put fails: it may have got through
+		return put(ctx, c, want, setWebhooks)
+	case *putThere:
+		if err := c.Delete(ctx, want); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		*putThere = false
 	}
+	return nil
+}
+
+// put creates or updates want in the cluster, replacing the webhooks of
+// an existing object.
+func put[T client.Object](ctx context.Context, c client.Client, want T, setWebhooks func(cur, want T)) error {
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		cur := reflect.New(reflect.TypeOf(want).Elem()).Interface().(T)
 		err := c.Get(ctx, client.ObjectKeyFromObject(want), cur)

@@ -64,6 +64,18 @@ failure policy, side effects and timeout, admissionReviewVersions v1, the
 CA bundle and the client config. They are created when the server is
 serving and updated when the bundle changes; on a clean shutdown the
 webhooks of non-persistent handlers are removed (a configuration left empty
-is deleted), before the server stops answering.
+is deleted), before the server stops answering. A configuration that
+would hold no webhook is neither created nor deleted.
+
+# Creates
+
+Besides the handlers' webhooks, the mutating configuration holds a create
+webhook, gopf-create.<kind>.<group>.<Name> at /create/<group>/<version>/<kind>,
+for each kind whose new objects the reconcile engine may give its
+finalizer and, when the operator is sharded with gopf's own assigner, for
+each kind of the ring: it adds the finalizer and the shard label in one
+patch as the object is stored, so that neither costs a write later (see
+Options.Finalizers). It fails open with a 2 s timeout; what it misses,
+the engine and the assigner do as they would without it.
 */
 package webhook

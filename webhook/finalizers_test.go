@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
@@ -26,9 +27,9 @@ func finalizerWebhookIn(g Gomega, name string) admissionregistrationv1.MutatingW
 		var mc admissionregistrationv1.MutatingWebhookConfiguration
 		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, &mc)).To(Succeed())
 		i := slices.IndexFunc(mc.Webhooks, func(w admissionregistrationv1.MutatingWebhook) bool {
-			return w.Name == "finalizer.kopfexample.kopf.dev."+name
+			return w.Name == "gopf-create.kopfexample.kopf.dev."+name
 		})
-		g.Expect(i).NotTo(Equal(-1), "no finalizer webhook in %s", name)
+		g.Expect(i).NotTo(Equal(-1), "no create webhook for KopfExample in %s", name)
 		found = mc.Webhooks[i]
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	return found
@@ -87,4 +88,33 @@ func TestNewObjectsGetTheFinalizerAtAdmissionAndACreateCostsOneWrite(t *testing.
 		return k8s.Get(ctx, client.ObjectKeyFromObject(held), &kopfv1.KopfExample{}) != nil
 	}, 30*time.Second, 50*time.Millisecond).Should(BeTrue(), "the object was never released")
 	g.Expect(deleted.Count("delete_fn")).To(Equal(1))
+}
+
+// An operator whose only webhooks are finalizer webhooks has no validating
+// configuration: it neither creates one at start nor asks to delete one at
+// stop; it removes the mutating one it made.
+func TestOnlyFinalizerWebhooksTouchNoValidatingConfiguration(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg := handlers.NewRegistry()
+	handlers.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		return nil, nil
+	}, handlers.ID("delete_fn"), selectTest(t))
+	var requests envtest.RequestCounter
+	opts := webhook.Options{Name: testLabel(t) + ".test.gopf.dev", CertDir: t.TempDir(), Finalizers: webhook.FinalizersAlways}
+	op, err := envtest.RunOperator(ctx, cfg, reg, envtest.OperatorOptions{
+		Scheme: scheme, Namespaces: []string{ns}, Webhook: &opts, Requests: &requests,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(op.Stop()).To(Succeed()) })
+	finalizerWebhookIn(g, opts.Name)
+	g.Expect(op.Stop()).To(Succeed())
+
+	err = k8s.Get(ctx, client.ObjectKey{Name: opts.Name}, &admissionregistrationv1.MutatingWebhookConfiguration{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the mutating configuration is still there: %v", err)
+	g.Expect(requests.Count("DELETE", "mutatingwebhookconfigurations")).To(Equal(1))
+	for _, verb := range []string{"GET", "POST", "PUT", "DELETE"} {
+		g.Expect(requests.Count(verb, "validatingwebhookconfigurations")).To(BeZero(), "%s of a validating configuration; requests: %v", verb, requests.Snapshot())
+	}
 }

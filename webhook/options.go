@@ -107,9 +107,15 @@ type Options struct {
 	// configurations (not StaticConfigurations) and covers the kinds the
 	// engine handles from the start, not those whose CRD appears later.
 	// Each create of such a kind costs the API server one call to the
-	// webhook. Default (FinalizersWithHandlers): on when the server runs
-	// for admission handlers; FinalizersAlways also starts the server
-	// for a registry without any; FinalizersNever: off.
+	// webhook. When the operator is sharded with gopf's own assigner
+	// (reconcile.Sharding without ExternalAssigner), the same create
+	// webhook also labels each new object of the ring's kinds (children's
+	// kinds included) for the shard the assigner would give it, so that
+	// the assigner need not write it; what it misses, the assigner's next
+	// pass labels. Default (FinalizersWithHandlers): on when the server
+	// runs for admission handlers; FinalizersAlways also starts the server
+	// for a registry without any; FinalizersNever: off, shard labels
+	// included.
 	Finalizers Finalizers
 
 	// TLSOpts are applied to the server's TLS configuration, e.g. to turn
@@ -318,7 +324,7 @@ func freePort(host string) (int, error) {
 //	--webhook-hosts a,b                extra names for the generated certificate
 //	--webhook-configuration-name NAME  the managed configurations' name
 //	--webhook-manage-configurations    create the configurations (default true)
-//	--webhook-finalizers always|never  add finalizers at admission (default: with admission handlers)
+//	--webhook-finalizers always|never  add finalizers (and shard labels) at admission (default: with admission handlers)
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Func("webhook-bind-address", "The address the admission webhook server binds to, as host:port. Default: a free port on 127.0.0.1, or :9443 with --webhook-service.", func(s string) error {
 		host, port, err := net.SplitHostPort(s)

@@ -25,6 +25,8 @@ type Server struct {
 
 	opts  Options
 	certs *certificates
+	// beside are run while the server serves (see runWhileServing).
+	beside []func(ctx context.Context) error
 }
 
 // NewServer prepares a webhook server: it fills in the defaults of opts
@@ -79,7 +81,8 @@ func (s *Server) Options() Options { return s.opts }
 func (s *Server) CABundle() []byte { return s.certs.caBundle() }
 
 // Start serves until ctx is done, checking the certificates every
-// Options.CheckInterval meanwhile. With Options.CertSecret it first makes
+// Options.CheckInterval meanwhile, and running what the webhooks need
+// beside it (see runWhileServing). With Options.CertSecret it first makes
 // or reads the certificates.
 func (s *Server) Start(ctx context.Context) error {
 	if s.opts.CertSecret != nil {
@@ -97,10 +100,25 @@ func (s *Server) Start(ctx context.Context) error {
 		defer wg.Done()
 		s.keepCertificates(ctx)
 	}()
+	for _, fn := range s.beside {
+		wg.Go(func() {
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				s.certs.log.Error(err, "stopped beside the webhook server")
+			}
+		})
+	}
 	err := s.Server.Start(ctx)
 	cancel()
 	wg.Wait()
 	return err
+}
+
+// runWhileServing has Start run fn beside the server, with a context that
+// ends when the server stops, and return only once fn has returned: what a
+// webhook reads (a watch of the shards' Leases) lives as long as the
+// server that serves it. Call it before the server starts.
+func (s *Server) runWhileServing(fn func(ctx context.Context) error) {
+	s.beside = append(s.beside, fn)
 }
 
 // keepCertificates refreshes the certificates periodically until ctx is

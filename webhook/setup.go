@@ -98,7 +98,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	for _, path := range paths {
 		mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: byPath[path]})
 	}
-	finalizers, err := serveFinalizers(mgr, set, srv)
+	created, err := serveCreate(mgr, set, srv)
 	if err != nil {
 		return err
 	}
@@ -108,49 +108,56 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 		log.Info("serving admission handlers; their webhook configurations are not managed by gopf", "handlers", len(hooks))
 		return nil
 	}
-	cm, err := newConfigManager(mgr, srv, hooks, finalizers)
+	cm, err := newConfigManager(mgr, srv, hooks, created)
 	if err != nil {
 		return err
 	}
 	return mgr.Add(cm)
 }
 
-// SetupFinalizers serves only gopf's finalizer webhook (see
-// Options.Finalizers) on mgr's webhook server, which must be a *Server
-// made by NewServer, for an operator without admission handlers, and keeps
-// its configuration in the cluster while the manager runs. Setup does the
+// SetupFinalizers serves only gopf's create webhooks, which add its
+// finalizer and, when sharded, the shard label (see Options.Finalizers),
+// on mgr's webhook server, which must be a *Server made by NewServer, for
+// an operator without admission handlers, and keeps their configuration
+// in the cluster while the manager runs. Setup does the
 // same for a registry that has admission handlers. gopf.NewManager calls
 // it when Options.Finalizers is FinalizersAlways.
 func SetupFinalizers(mgr manager.Manager, reg *handlers.Registry) error {
 	srv, ok := mgr.GetWebhookServer().(*Server)
 	if !ok {
-		return errors.New("gopf: the finalizer webhook needs the manager's webhook server to be made by webhook.NewServer")
+		return errors.New("gopf: the create webhooks need the manager's webhook server to be made by webhook.NewServer")
 	}
-	finalizers, err := serveFinalizers(mgr, contract.SetOf(reg), srv)
+	created, err := serveCreate(mgr, contract.SetOf(reg), srv)
 	if err != nil || srv.opts.StaticConfigurations {
 		return err
 	}
-	cm, err := newConfigManager(mgr, srv, nil, finalizers)
+	cm, err := newConfigManager(mgr, srv, nil, created)
 	if err != nil {
 		return err
 	}
 	return mgr.Add(cm)
 }
 
-// serveFinalizers serves the finalizer webhooks of the kinds whose new
-// objects may need gopf's finalizer, when srv adds finalizers at all.
-func serveFinalizers(mgr manager.Manager, set *contract.Set, srv *Server) ([]*finalizerHook, error) {
+// serveCreate serves the create webhooks (see createHook) of the kinds
+// whose new objects may need gopf's finalizer or a shard's label, when srv
+// adds finalizers at all, and has srv keep what the shard labels need up
+// to date while it serves.
+func serveCreate(mgr manager.Manager, set *contract.Set, srv *Server) ([]*createHook, error) {
 	if srv == nil || !servesFinalizers(srv.opts) {
 		return nil, nil
 	}
-	finalizers, err := finalizerHooks(mgr, set.OperatorOf(mgr), srv.opts.Name)
+	op := set.OperatorOf(mgr)
+	hooks, err := createHooks(mgr, op, srv.opts.Name)
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range finalizers {
-		mgr.GetWebhookServer().Register(f.path, &admission.Webhook{Handler: f})
+	for _, h := range hooks {
+		mgr.GetWebhookServer().Register(h.path, &admission.Webhook{Handler: h})
 	}
-	return finalizers, nil
+	if s := op.CreateShard(); s != nil && len(hooks) > 0 {
+		srv.runWhileServing(s.Watch)
+	}
+	return hooks, nil
 }
 
 // clusterClient is a client of the manager's cluster for the types that

@@ -43,7 +43,8 @@
 // applies only to the labels it saw (see pass.write); a refused patch is
 // decided again once on a fresh read, then left to the next pass.
 //
-// An admission webhook assigns objects at CREATE, so that they cost no
-// write later, with ShardFor and a View on every replica; the assigner
-// then finds nothing to do but what the webhook missed.
+// gopf's admission webhook assigns objects at CREATE, so that they cost no
+// write later, with ShardFor and a View on every replica that serves it
+// (see the operator's offerShardAtCreate); the assigner then finds nothing
+// to do but what the webhook missed.
 package assign

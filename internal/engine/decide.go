@@ -1,11 +1,10 @@
 package engine
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
-	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
@@ -144,27 +143,21 @@ func (k *KindController) finalizerStep(obj interface{ GetFinalizers() []string }
 	return finalizerKept
 }
 
-// FinalizerAtCreate is decide's finalizer step for a new object, given as
-// JSON with the namespace of its create request, as gopf's admission
-// webhook asks it before the object is stored: the finalizer to add, or ""
-// when the object gets none (or gopf does not handle its namespace).
-func (k *KindController) FinalizerAtCreate(namespace string, object []byte) (string, error) {
-	if !k.Shared.Scope.Includes(namespace) {
-		return "", nil
-	}
-	obj := k.NewObject()
-	if err := utiljson.Unmarshal(object, obj); err != nil {
-		return "", fmt.Errorf("decoding a new %s: %w", k.GVK.Kind, err)
-	}
-	if obj.GetNamespace() == "" {
-		obj.SetNamespace(namespace)
+// FinalizerAtCreate is decide's finalizer step for a new object, as gopf's
+// admission webhook asks it before the object is stored (obj is decoded
+// into a NewObject, with the namespace of its create request): the
+// finalizer to add, or "" when the object gets none (or gopf does not
+// handle its namespace).
+func (k *KindController) FinalizerAtCreate(obj client.Object) string {
+	if !k.Shared.Scope.Includes(obj.GetNamespace()) {
+		return ""
 	}
 	want := slices.ContainsFunc(k.selected(k.Change, obj, nil), contract.HoldsObjects) ||
 		FreshProcess.SpawnHolds(k.selected(k.Spawned, obj, nil))
 	if k.finalizerStep(obj, want) != FinalizerAdd {
-		return "", nil
+		return ""
 	}
-	return k.Finalizer, nil
+	return k.Finalizer
 }
 
 // OfferCreateFinalizer lets gopf's admission webhook add the kind's
@@ -172,7 +165,7 @@ func (k *KindController) FinalizerAtCreate(namespace string, object []byte) (str
 // kind may need it.
 func (k *KindController) OfferCreateFinalizer() {
 	if slices.ContainsFunc(k.Change, contract.HoldsObjects) || len(k.Spawned) > 0 {
-		k.Shared.operator.AddCreateFinalizer(k.GVK, k.FinalizerAtCreate)
+		k.Shared.operator.AddCreateFinalizer(k.GVK, spec.CreateFinalizer{New: k.NewObject, Decide: k.FinalizerAtCreate})
 	}
 }
 

@@ -70,7 +70,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) err
 			return err
 		}
 	}
-	if err := addAssigner(mgr, kinds, opts); err != nil {
+	if err := addAssigner(mgr, contract.SetOf(reg).OperatorOf(mgr), kinds, opts); err != nil {
 		return err
 	}
 	return addLazyKinds(mgr, disco, reg, kinds, pending, opts, sh)

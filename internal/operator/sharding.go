@@ -17,6 +17,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/shard"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // joinRing makes the operator a shard of its ring, when opts say so: its
@@ -72,8 +73,10 @@ func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
 
 // addAssigner elects one replica of the ring to assign the objects of the
 // kinds (and of the kinds their level handlers own, which follow their
-// owners) to shards, unless a sharder outside the operator does.
-func addAssigner(mgr manager.Manager, kinds []*engine.KindController, opts engine.Options) error {
+// owners) to shards, unless a sharder outside the operator does, and lets
+// gopf's admission webhook label new objects of those kinds (see
+// offerShardAtCreate).
+func addAssigner(mgr manager.Manager, op *spec.Operator, kinds []*engine.KindController, opts engine.Options) error {
 	s := opts.Sharding
 	if s == nil || s.ExternalAssigner || len(kinds) == 0 {
 		return nil
@@ -129,6 +132,9 @@ func addAssigner(mgr manager.Manager, kinds []*engine.KindController, opts engin
 	})
 	if err != nil {
 		return fmt.Errorf("gopf: the shard assigner: %w", err)
+	}
+	if err := offerShardAtCreate(op, cs.CoordinationV1(), s, ak, namespaces); err != nil {
+		return fmt.Errorf("gopf: assigning shards at admission: %w", err)
 	}
 	return mgr.Add(a)
 }

@@ -1,11 +1,14 @@
 package spec
 
 import (
+	"context"
 	"maps"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Operator is what the engines of one registry on one manager share, so
@@ -22,12 +25,19 @@ type Operator struct {
 	mu         sync.RWMutex
 	memos      map[schema.GroupVersionKind]func(key types.NamespacedName, uid types.UID) *Memo
 	finalizers map[schema.GroupVersionKind]CreateFinalizer
+	shard      *CreateShard
 }
 
 // CreateFinalizer is the reconcile engine's answer, for one kind, to
-// whether a new object needs gopf's finalizer: given the namespace of the
-// request and the object as JSON, the finalizer to add, or "" for none.
-type CreateFinalizer func(namespace string, object []byte) (string, error)
+// whether a new object needs gopf's finalizer. The webhook decodes the
+// object once, into New, and asks Decide.
+type CreateFinalizer struct {
+	// New returns an empty object of the kind in the engine's Go type.
+	New func() client.Object
+	// Decide returns the finalizer to add to obj, a new object decoded
+	// into New with the namespace of its create request, or "" for none.
+	Decide func(obj client.Object) string
+}
 
 // AddCreateFinalizer lets the admission webhook ask the engine, through
 // CreateFinalizers, which new objects of a kind get gopf's finalizer.
@@ -46,6 +56,45 @@ func (o *Operator) CreateFinalizers() map[schema.GroupVersionKind]CreateFinalize
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	return maps.Clone(o.finalizers)
+}
+
+// CreateShard is how the reconcile engine's sharding tells gopf's
+// admission webhook which shard a new object of the ring belongs to, so
+// that it is stored with its shard's label rather than labelled by the
+// assigner with a write of its own.
+type CreateShard struct {
+	// Label is the ring's shard label.
+	Label string
+	// Kinds are the kinds of the ring: those the engine handles and those
+	// whose objects follow their controller.
+	Kinds []schema.GroupVersionKind
+	// ShardFor returns the shard that obj, a new object of kind gk with
+	// the namespace of its create request, belongs to now, or "" when it
+	// is not to be labelled at admission (no shard is available, it has
+	// only a generateName, it is a child without a controller of the ring,
+	// or its namespace is not the operator's). Safe for concurrent use.
+	ShardFor func(gk schema.GroupKind, obj metav1.Object) string
+	// Watch keeps what ShardFor knows of the ring's shards up to date
+	// until ctx is done, and returns once it stopped. The webhook server
+	// runs it while it serves; before it has read the shards once,
+	// ShardFor returns "".
+	Watch func(ctx context.Context) error
+}
+
+// SetCreateShard lets the admission webhook label new objects with their
+// shard (see CreateShard).
+func (o *Operator) SetCreateShard(s *CreateShard) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.shard = s
+}
+
+// CreateShard returns how to label new objects with their shard, or nil
+// when the operator is not sharded or another assigner labels them.
+func (o *Operator) CreateShard() *CreateShard {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.shard
 }
 
 // AddObjectMemos lets ObjectMemo find the memos of a kind's objects with
