@@ -549,6 +549,9 @@ func (r *shardRun) collect(marks []mark, took map[string]time.Duration) error {
 		for _, q := range requests {
 			if q.isWrite() && !q.at.Before(m.at) && q.at.Before(to) {
 				p.Writes++
+				if q.resource == "leases" {
+					p.LeaseWrites++
+				}
 			}
 		}
 		p.LabelWrites = r.watch.labelWrites(m.at, to)
