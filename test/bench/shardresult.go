@@ -331,7 +331,8 @@ const shardedNotes = `### How the sharded scenario is measured
   the objects (each is one patch: the assigner labelling an object, marking it for drain, or a shard removing its
   labels to hand it over) and counted apart as *label writes*, as are the writes to Leases (each replica renews its
   shard's Lease every 2 s; one replica holds the assigner's); *writes/object besides labels* is what the handlers
-  cost, to compare with 2, 1 and 1. (Reports before the Lease writes were counted apart include them there.) gopf's webhook does not assign objects at admission yet, so each new object
+  cost, to compare with 2, 1 and 1. (Reports before the Lease writes were counted apart include them there.)
+  gopf's webhook does not assign objects at admission yet, so each new object
   costs one more write, the assigner's label, at most 20 a second.
 - **Moves** are changes of an object's shard label from one shard to another (through a drain or not).
 - **Duplicates.** Every handler call is recorded with its replica (` + "`test/bench/internal/calls`" + `). A duplicate is a
