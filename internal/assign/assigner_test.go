@@ -3,6 +3,9 @@ package assign
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,4 +358,44 @@ func TestAViewSeesShardsComeAndGo(t *testing.T) {
 	leaveA()
 	g.Eventually(func() []string { return v.Shards(time.Now()).Available() }, timeout).Should(Equal([]string{"b"}))
 	g.Expect(shardOf()).To(Equal("b"))
+}
+
+func TestAPassAssignsNewObjectsBeforeItDrainsOthers(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	c.join("a")
+	keys := c.family(10, nil)
+	c.assigner(time.Hour) // no resync: only the ring's change starts a pass
+	g.Eventually(func(g Gomega) { c.placed(g, keys, shard.NewRing("a")) }, timeout).Should(Succeed())
+	// New objects, listed after the old ones, wait for the next pass.
+	for i := range 5 {
+		_, err := c.k8s.CoreV1().ConfigMaps(c.ns).Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("zz-%d", i)}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+
+	c.join("b")
+	var assigned, drained []int64
+	g.Eventually(func(g Gomega) {
+		assigned, drained = nil, nil
+		for id, meta := range c.labels(g) {
+			if id.Namespace != "configmaps" {
+				continue
+			}
+			// Resource versions grow with every write (etcd's revision):
+			// they order the assigner's patches.
+			rv, err := strconv.ParseInt(meta.ResourceVersion, 10, 64)
+			g.Expect(err).NotTo(HaveOccurred())
+			switch {
+			case strings.HasPrefix(id.Name, "zz-"):
+				g.Expect(meta.Labels).To(HaveKey(shard.ShardLabel(ring)), "%s", id)
+				assigned = append(assigned, rv)
+			case meta.Labels[shard.DrainLabel(ring)] != "":
+				drained = append(drained, rv)
+			}
+		}
+		g.Expect(drained).NotTo(BeEmpty(), "no object of a is asked to move to b yet")
+	}, timeout).Should(Succeed())
+	g.Expect(slices.Max(assigned)).To(BeNumerically("<", slices.Min(drained)),
+		"every new object is assigned before the first drain")
 }

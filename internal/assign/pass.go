@@ -61,6 +61,16 @@ type pass struct {
 	ring      *shard.Ring
 	counts    Counts
 	failure   error // the first failed patch
+	// drains are the objects to drain, left until every other object of
+	// the ring has been looked at (see pass).
+	drains   []pending
+	draining bool // looking at drains now
+}
+
+// pending is an object a pass comes back to.
+type pending struct {
+	kind Kind
+	obj  *metav1.PartialObjectMetadata
 }
 
 // pass lists every kind of the ring, metadata only, decides each object
@@ -68,6 +78,14 @@ type pass struct {
 // with errStale before a write if the available shards changed since it
 // began: the caller starts over with the new ring rather than finish with
 // an old one.
+//
+// Drains come last, after every object with no shard or a dead one has
+// its shard: a drain only moves an object that a live shard handles, while
+// an unassigned object is handled by no one until it is assigned. Were
+// they written in list order, every change of the ring (a pass starts over
+// from the top) would spend the write budget on the drains at the top of
+// the list again and the new objects at its end would wait for as long as
+// the ring keeps changing.
 func (a *Assigner) pass(ctx context.Context, view *View, shards shard.Shards) (Counts, error) {
 	p := &pass{Assigner: a, view: view, gen: view.generation(), available: map[string]bool{}, ring: shards.Ring()}
 	for _, s := range shards.Available() {
@@ -80,6 +98,12 @@ func (a *Assigner) pass(ctx context.Context, view *View, shards shard.Shards) (C
 				return p.counts, err
 			}
 			errs = append(errs, err)
+		}
+	}
+	p.draining = true
+	for _, d := range p.drains {
+		if err := p.object(ctx, d.kind, d.obj); err != nil {
+			return p.counts, err // errStale or the context's end
 		}
 	}
 	if p.failure != nil {
@@ -128,7 +152,9 @@ func (p *pass) list(ctx context.Context, k Kind, objects metadata.ResourceInterf
 // tries once more: a busy object would otherwise conflict on every pass,
 // since the list is served a little late from the watch cache.
 func (p *pass) object(ctx context.Context, k Kind, obj *metav1.PartialObjectMetadata) error {
-	p.counts.Listed++
+	if !p.draining {
+		p.counts.Listed++
+	}
 	key, ok, _ := keyOf(p.opts.Kinds, k, obj)
 	if !ok {
 		p.counts.Skipped++
@@ -140,6 +166,10 @@ func (p *pass) object(ctx context.Context, k Kind, obj *metav1.PartialObjectMeta
 		if d.Action == Drain && k.Controlled {
 			// Nothing runs on a child itself: it follows its owner at once.
 			d = Decision{Action: Reassign, Shard: choice}
+		}
+		if d.Action == Drain && !p.draining {
+			p.drains = append(p.drains, pending{kind: k, obj: obj})
+			return nil
 		}
 		if d.Action == None {
 			if shard.Draining(obj, p.opts.Ring) && p.isAvailable(shard.AssignedShard(obj, p.opts.Ring)) {

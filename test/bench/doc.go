@@ -36,6 +36,16 @@ lateness). Fairness
 handler call, first alone, then while as many others fail with a temporary
 error and retry (see runFairness).
 
+Scenario sharded (Options.Sharded, `make bench-sharded`) runs gopf's
+operator alone, as replicas of one shard ring, each a process with its own
+shard name and API user: the changes workload with 1, 2 and 4 replicas,
+then with a replica joining during the create phase and one leaving
+during the update phase, then with a replica killed every 30 s. It
+compares each replica's CPU and peak RSS with the single replica's, counts
+the sharding labels' writes apart from the handlers' (see shardWatch),
+and finds handler calls made for the same object and cause by two
+replicas (see duplicates).
+
 The objects are KopfExamples, whose status keeps unknown fields, so the
 results go to status; TypedStatus runs on Widget (package test/kinds: a
 typed status the API server prunes) and BuiltIn on Pods, where the results

@@ -172,6 +172,10 @@ type Options struct {
 	// operators some CPU.
 	ProfileDir string
 
+	// Sharded, if set, runs the sharded scenario after Scenarios (see
+	// Sharded); with no Scenarios given, it runs alone.
+	Sharded *Sharded
+
 	// Progress, if set, receives a single updating status line (using \r).
 	Progress io.Writer
 	// Log, if set, receives a line per step.
@@ -185,7 +189,7 @@ func (o Options) withDefaults() Options {
 	if o.Idle <= 0 {
 		o.Idle = 5 * time.Second
 	}
-	if len(o.Scenarios) == 0 {
+	if len(o.Scenarios) == 0 && o.Sharded == nil {
 		o.Scenarios = []Scenario{Basic, Webhook, ManyHandlers, Scale, TypedStatus, BuiltIn, Periodic, Fairness}
 	}
 	if o.Rounds <= 0 {

@@ -83,12 +83,19 @@ func (r *Results) WriteText(w io.Writer) {
 	for i := range r.Scenarios {
 		s := &r.Scenarios[i]
 		fmt.Fprintf(w, "\nScenario %s (%s; %s)\n\n", s.Scenario.Name, workText(s.Scenario), r.sizeText(s.Scenario))
-		fmt.Fprint(w, targetTable(s).text("  "))
+		fmt.Fprint(w, targetTable(s).text())
 		fmt.Fprintln(w)
-		fmt.Fprint(w, phaseTable(s).text("  "))
+		fmt.Fprint(w, phaseTable(s).text())
 		if t := timingTable(s); t != nil {
 			fmt.Fprintln(w)
-			fmt.Fprint(w, t.text("  "))
+			fmt.Fprint(w, t.text())
+		}
+	}
+	if r.Sharded != nil {
+		r.Sharded.writeText(w)
+		if len(r.Scenarios) == 0 {
+			fmt.Fprintf(w, "Load average before: %s, after: %s.\n", r.LoadBefore, r.LoadAfter)
+			return
 		}
 	}
 	pass, total := r.Passed()

@@ -84,6 +84,8 @@ type Results struct {
 	MaxConcurrentReconciles int `json:"maxConcurrentReconciles"`
 	// Scenarios are the results per scenario, in the order they ran.
 	Scenarios []ScenarioResult `json:"scenarios"`
+	// Sharded holds the sharded scenario's runs, if it ran.
+	Sharded *ShardedResult `json:"sharded,omitempty"`
 }
 
 // ScenarioResult holds the runs of every operator on one scenario and

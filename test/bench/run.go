@@ -83,6 +83,11 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 		}
 		res.Scenarios = append(res.Scenarios, *sr)
 	}
+	if opts.Sharded != nil {
+		if res.Sharded, err = b.runSharded(ctx, *opts.Sharded); err != nil {
+			return nil, err
+		}
+	}
 	res.LoadAfter = loadAverage()
 	return res, nil
 }
@@ -91,7 +96,7 @@ func Run(ctx context.Context, opts Options) (*Results, error) {
 // function it returns stops the control plane.
 func (b *bench) setUp(ctx context.Context, root, assets string) (func(), error) {
 	b.bins = map[string]string{}
-	for _, op := range Operators {
+	for _, op := range b.needed() {
 		if _, built := b.bins[op.Package]; built {
 			continue
 		}
@@ -170,6 +175,26 @@ func roundOrder(operators []Operator, round, rounds int) []Operator {
 		order[i] = operators[(i+round-1)%len(operators)]
 	}
 	return order
+}
+
+// needed returns the operators the scenarios run.
+func (b *bench) needed() []Operator {
+	need := map[string]bool{}
+	for _, sc := range b.opts.Scenarios {
+		for _, op := range sc.operators() {
+			need[op.Name] = true
+		}
+	}
+	if b.opts.Sharded != nil {
+		need[Gopf.Name] = true
+	}
+	var out []Operator
+	for _, op := range Operators {
+		if need[op.Name] {
+			out = append(out, op)
+		}
+	}
+	return out
 }
 
 // bench is the state shared by the runs of one benchmark.

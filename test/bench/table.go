@@ -19,9 +19,12 @@ func (t *table) leftAligned(i int) bool { return i < len(t.align) && t.align[i] 
 
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
 
-// text renders the table with aligned columns, each line starting with
-// indent.
-func (t *table) text(indent string) string {
+// textIndent starts every line of a table printed as text.
+const textIndent = "  "
+
+// text renders the table with aligned columns, each line indented by
+// textIndent.
+func (t *table) text() string {
 	widths := make([]int, len(t.header))
 	for _, row := range append([][]string{t.header}, t.rows...) {
 		for i, c := range row {
@@ -30,7 +33,7 @@ func (t *table) text(indent string) string {
 	}
 	var b strings.Builder
 	for _, row := range append([][]string{t.header}, t.rows...) {
-		b.WriteString(indent)
+		b.WriteString(textIndent)
 		for i, c := range row {
 			pad := strings.Repeat(" ", widths[i]-len([]rune(c)))
 			if i > 0 {

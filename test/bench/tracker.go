@@ -32,6 +32,8 @@ type tracker struct {
 	reached map[string]bool
 	doneAt  time.Time
 	done    chan struct{}
+	// also, if set, sees every event of the run's objects too.
+	also func(o client.Object, gone bool)
 }
 
 // startTracker starts an informer for objects of kind in ns and waits for
@@ -74,12 +76,23 @@ func (t *tracker) observe(obj any, gone bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.also != nil {
+		t.also(o, gone)
+	}
 	if gone {
 		delete(t.objs, o.GetName())
 	} else {
 		t.objs[o.GetName()] = o
 	}
 	t.check(o.GetName())
+}
+
+// observeAlso has fn see every later event of the run's objects, with
+// the tracker's lock held.
+func (t *tracker) observeAlso(fn func(o client.Object, gone bool)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.also = fn
 }
 
 // expect starts a phase: from now on, wait tells when goal holds for each

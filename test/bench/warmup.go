@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,7 +26,11 @@ func (b *bench) warmUp(ctx context.Context) error {
 		return err
 	}
 	warmed := map[string]bool{}
-	for _, sc := range b.opts.Scenarios {
+	scenarios := b.opts.Scenarios
+	if b.opts.Sharded != nil {
+		scenarios = append(slices.Clip(scenarios), Basic)
+	}
+	for _, sc := range scenarios {
 		kind, err := sc.kind()
 		if err != nil {
 			return err

@@ -12,7 +12,10 @@
 //	    [-json bin/bench/results.json] [-markdown BENCHMARKS.md]
 //	    [-profile-dir DIR] [-workdir DIR]
 //
-// A larger scale run: -scenario scale -scale-n 50000.
+// A larger scale run: -scenario scale -scale-n 50000. The sharded scenario
+// (gopf as 1, 2 and 4 replicas of a ring, replicas joining, leaving and
+// killed; `make bench-sharded`): -scenario sharded [-sharded-n 10000]
+// [-sharded-chaos-replicas 2] [-kill-every 30s].
 //
 // -profile-dir takes a CPU profile of every operator run and a heap profile
 // while its objects are idle; read them with `go tool pprof -top`.

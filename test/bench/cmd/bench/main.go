@@ -40,8 +40,12 @@ func run() error {
 	periodic := bench.Periodic
 	flag.IntVar(&periodic.Objects, "periodic-n", periodic.Objects, "objects in the periodic scenario")
 	flag.DurationVar(&periodic.Ticking, "ticking", periodic.Ticking, "how long each ticking phase of the periodic scenario lasts")
+	var sharded bench.Sharded
+	flag.IntVar(&sharded.Objects, "sharded-n", 10000, "objects per run in the sharded scenario")
+	flag.IntVar(&sharded.ChaosReplicas, "sharded-chaos-replicas", 2, "replicas the chaos run of the sharded scenario keeps")
+	flag.DurationVar(&sharded.KillEvery, "kill-every", 30*time.Second, "how often the chaos run of the sharded scenario kills a replica")
 	flag.DurationVar(&opts.Idle, "idle", 5*time.Second, "how long the objects stay idle between create and update")
-	flag.StringVar(&scenario, "scenario", "all", "basic, webhook, many-handlers, scale, typed-status, built-in, periodic, fairness or all; a comma-separated list runs several")
+	flag.StringVar(&scenario, "scenario", "all", "basic, webhook, many-handlers, scale, typed-status, built-in, periodic, fairness, sharded or all (all but sharded); a comma-separated list runs several")
 	flag.IntVar(&opts.Rounds, "rounds", 3, "runs per operator of basic, webhook and many-handlers; the medians are compared")
 	flag.IntVar(&opts.Workers, "workers", 32, "requests the load generator has in flight")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "given to both operators")
@@ -69,8 +73,10 @@ func run() error {
 		i := slices.IndexFunc(known, func(sc bench.Scenario) bool { return sc.Name == name })
 		switch {
 		case name == "all":
+		case name == "sharded":
+			opts.Sharded = &sharded
 		case i < 0:
-			return fmt.Errorf("-scenario %q: want basic, webhook, many-handlers, scale, typed-status, built-in, periodic, fairness or all, or a comma-separated list", scenario)
+			return fmt.Errorf("-scenario %q: want basic, webhook, many-handlers, scale, typed-status, built-in, periodic, fairness, sharded or all, or a comma-separated list", scenario)
 		default:
 			opts.Scenarios = append(opts.Scenarios, known[i])
 		}
@@ -93,11 +99,9 @@ func run() error {
 	return report(res, jsonPath, mdPath)
 }
 
-// report prints the results and writes the JSON and Markdown files that
-// have a path.
+// report writes the JSON and Markdown files that have a path, then prints
+// the results.
 func report(res *bench.Results, jsonPath, mdPath string) error {
-	fmt.Println()
-	res.WriteText(os.Stdout)
 	if jsonPath != "" {
 		if err := res.WriteJSON(jsonPath); err != nil {
 			return err
@@ -110,5 +114,7 @@ func report(res *bench.Results, jsonPath, mdPath string) error {
 		}
 		fmt.Println("Markdown:", mdPath)
 	}
+	fmt.Println()
+	res.WriteText(os.Stdout)
 	return nil
 }

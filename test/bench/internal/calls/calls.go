@@ -14,6 +14,12 @@ import (
 // to. Unset: Record and Run record nothing.
 const EnvFile = "GOPF_BENCH_CALLS"
 
+// EnvReplica names the environment variable with the name of the replica
+// (the operator process) that records the calls, so that the calls of
+// several replicas appended to one file tell which replica made each.
+// Unset: the calls name no replica.
+const EnvReplica = "GOPF_BENCH_REPLICA"
+
 // Call is one handler call.
 type Call struct {
 	// At is when the handler began.
@@ -25,11 +31,15 @@ type Call struct {
 	Object string
 	// End is when the handler returned; zero when not recorded (Record).
 	End time.Time
+	// Replica is the replica that made the call (EnvReplica); "" when
+	// not recorded.
+	Replica string
 }
 
 var (
-	once sync.Once
-	file *os.File
+	once    sync.Once
+	file    *os.File
+	replica string
 )
 
 // Record appends a call of a handler for cause on object (the object's
@@ -50,27 +60,33 @@ func Run(cause, object string) (end func()) {
 	return func() { write(Call{At: start, Cause: cause, Object: object, End: time.Now()}) }
 }
 
-// write appends c as a line: start, cause, object ("-" for none), end (0
-// for none), times in Unix nanoseconds.
+// write appends c, made by this process's replica, as a line: start,
+// cause, object ("-" for none), end (0 for none), replica ("-" for none),
+// times in Unix nanoseconds.
 func write(c Call) {
 	once.Do(open)
 	if file == nil {
 		return
 	}
-	object, end := c.Object, int64(0)
-	if object == "" {
-		object = "-"
-	}
+	object, end, rep := orDash(c.Object), int64(0), orDash(replica)
 	if !c.End.IsZero() {
 		end = c.End.UnixNano()
 	}
-	line := strconv.FormatInt(c.At.UnixNano(), 10) + " " + c.Cause + " " + object + " " + strconv.FormatInt(end, 10) + "\n"
+	line := strconv.FormatInt(c.At.UnixNano(), 10) + " " + c.Cause + " " + object + " " + strconv.FormatInt(end, 10) + " " + rep + "\n"
 	if _, err := file.WriteString(line); err != nil {
 		fmt.Fprintln(os.Stderr, "calls:", err)
 	}
 }
 
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 func open() {
+	replica = os.Getenv(EnvReplica)
 	path := os.Getenv(EnvFile)
 	if path == "" {
 		return
@@ -104,10 +120,11 @@ func Read(path string) ([]Call, error) {
 	return out, s.Err()
 }
 
-// parse reads a line written by write.
+// parse reads a line written by write (or by an older write, without the
+// replica).
 func parse(line string) (Call, error) {
 	fields := strings.Fields(line)
-	if len(fields) != 4 {
+	if len(fields) != 4 && len(fields) != 5 {
 		return Call{}, fmt.Errorf("bad line %q", line)
 	}
 	at, err1 := strconv.ParseInt(fields[0], 10, 64)
@@ -121,6 +138,9 @@ func parse(line string) (Call, error) {
 	}
 	if end != 0 {
 		c.End = time.Unix(0, end)
+	}
+	if len(fields) == 5 && fields[4] != "-" {
+		c.Replica = fields[4]
 	}
 	return c, nil
 }

@@ -78,3 +78,28 @@ func TestReadingABadLineFails(t *testing.T) {
 		t.Error("a line without a time was read")
 	}
 }
+
+func TestEveryCallNamesTheReplicaThatMadeIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "calls")
+	reset(t, path)
+	t.Setenv(EnvReplica, "shard-1")
+	Record("create", "kex-00004")
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Replica != "shard-1" {
+		t.Fatalf("read %+v, want one call by replica shard-1", got)
+	}
+}
+
+func TestLinesWithoutAReplicaStillRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "calls")
+	if err := os.WriteFile(path, []byte("1 create kex-00005 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil || len(got) != 1 || got[0].Replica != "" || got[0].Object != "kex-00005" {
+		t.Errorf("Read = %+v, %v; want one call with no replica", got, err)
+	}
+}

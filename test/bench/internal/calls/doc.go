@@ -10,5 +10,6 @@
 // names a file, each call appends a line with its times, cause and object
 // to it; the benchmark reads the file with Read, while the run goes on to
 // wait for calls and when it is over to assign every call to the phase it
-// fell in. Both processes of a run with a restart append to the same file.
+// fell in. Both processes of a run with a restart append to the same file,
+// as do the replicas of a sharded run, each naming itself (EnvReplica).
 package calls
