@@ -21,6 +21,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/operator"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/transport"
 	"github.com/gopf-dev/gopf/reconcile"
@@ -187,7 +188,7 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 			return nil, err
 		}
 	}
-	mo := controllerManagerOptions(opts, cacheOptions(opts, cacheNamespaces), metrics, webhookServer)
+	mo := controllerManagerOptions(opts, operator.CacheOptions(cacheNamespaces, opts.KeepManagedFields), metrics, webhookServer)
 	mgr, err := ctrl.NewManager(clientConfig(cfg, opts), mo)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -230,22 +231,6 @@ func clientConfig(cfg *rest.Config, opts ManagerOptions) *rest.Config {
 		transport.BoundWatches(cfg, t)
 	}
 	return cfg
-}
-
-// cacheOptions are the manager's cache options: watching namespaces (all
-// when empty), and managedFields dropped unless opts.KeepManagedFields.
-func cacheOptions(opts ManagerOptions, namespaces []string) cache.Options {
-	var co cache.Options
-	if !opts.KeepManagedFields {
-		co.DefaultTransform = cache.TransformStripManagedFields()
-	}
-	if len(namespaces) > 0 {
-		co.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			co.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return co
 }
 
 // controllerManagerOptions are the options NewManager gives

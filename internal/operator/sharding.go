@@ -44,19 +44,9 @@ func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	co := cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultLabelSelector: member.Selector(),
-	}
-	if !s.KeepManagedFields {
-		co.DefaultTransform = cache.TransformStripManagedFields()
-	}
-	if len(namespaces) > 0 {
-		co.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			co.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
+	co := CacheOptions(namespaces, s.KeepManagedFields)
+	co.HTTPClient, co.Scheme, co.Mapper = mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper()
+	co.DefaultLabelSelector = member.Selector()
 	c, err := cache.New(mgr.GetConfig(), co)
 	if err != nil {
 		return nil, fmt.Errorf("gopf: the shard's cache: %w", err)
