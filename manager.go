@@ -125,6 +125,18 @@ type ManagerOptions struct {
 	// --keep-managed-fields.
 	KeepManagedFields bool
 
+	// CacheUnselected caches every object of each handled kind. By
+	// default, a kind whose handlers all select on labels that the API
+	// server can evaluate (an exact value, Present, Absent; see
+	// handlers.Labels) is watched with the label selector they all imply,
+	// so that objects no handler can select never reach the operator's
+	// memory (docs/reliability.md, "Narrowed caches"). The manager's client
+	// then reads those kinds from that narrowed cache too: set it if your
+	// code reads, through the manager's client, objects of a handled kind
+	// that its handlers' labels do not select. A shard's own cache (see
+	// reconcile.Sharding), which only gopf reads, is narrowed either way.
+	CacheUnselected bool
+
 	// ReconciliationTimeout bounds each Reconcile of gopf's controllers
 	// (controller-runtime's controller option of that name): the context
 	// the change, level and resume handlers of that reconcile get is
@@ -189,6 +201,9 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 		}
 	}
 	mo := controllerManagerOptions(opts, operator.CacheOptions(cacheNamespaces, opts.KeepManagedFields), metrics, webhookServer)
+	if !opts.CacheUnselected {
+		mo.NewCache = operator.NarrowingCache(reg)
+	}
 	mgr, err := ctrl.NewManager(clientConfig(cfg, opts), mo)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)

@@ -34,6 +34,9 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		kc.Cache = sh.ShardCache
 	}
 	kc.reader = kc.Cache
+	if n, ok := kc.Cache.(Narrowed); ok {
+		kc.narrowed, kc.live = n.NarrowedBy(gvk), mgr.GetAPIReader()
+	}
 	kc.writer = mgr.GetClient()
 	kc.recorder = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent)
 	kc.Shared = sh

@@ -52,7 +52,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) err
 	if err != nil {
 		return err
 	}
-	if sh.ShardCache, err = joinRing(mgr, opts); err != nil {
+	if sh.ShardCache, err = joinRing(mgr, reg, opts); err != nil {
 		return err
 	}
 	if err := setupActivities(mgr, reg, sh, opts); err != nil {
@@ -120,6 +120,9 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	// waits for it before anything else starts.
 	if _, err := k.Cache.GetInformer(context.Background(), k.NewObject(), cache.BlockUntilSynced(false)); err != nil {
 		return fmt.Errorf("gopf: watching %s: %w", k.GVK, err)
+	}
+	if n, ok := k.Cache.(engine.Narrowed); ok && n.NarrowedBy(k.GVK) != nil {
+		k.Log.Info("watching only the objects the handlers' label filters may select", "selector", n.NarrowedBy(k.GVK).String())
 	}
 	if len(k.Events)+len(k.Indexes) > 0 {
 		w := &watcher{k: k, cache: k.Cache, events: k.Events, indexes: k.Indexes}

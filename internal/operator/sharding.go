@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/assign"
 	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/scope"
@@ -20,9 +21,11 @@ import (
 
 // joinRing makes the operator a shard of its ring, when opts say so: its
 // Lease (a shard.Member on mgr) and the cache of its own objects, which
-// the kinds' controllers read and watch instead of the manager's cache. It
-// returns nil without sharding.
-func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
+// the kinds' controllers read and watch instead of the manager's cache. The
+// shard's cache also narrows the kinds of reg's handlers to their label
+// filters (see narrowKinds): only gopf reads it. It returns nil without
+// sharding.
+func joinRing(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) (cache.Cache, error) {
 	s := opts.Sharding
 	if s == nil {
 		return nil, nil
@@ -47,6 +50,7 @@ func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
 	co := CacheOptions(namespaces, s.KeepManagedFields)
 	co.HTTPClient, co.Scheme, co.Mapper = mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper()
 	co.DefaultLabelSelector = member.Selector()
+	narrowed := narrow(&co, reg)
 	c, err := cache.New(mgr.GetConfig(), co)
 	if err != nil {
 		return nil, fmt.Errorf("gopf: the shard's cache: %w", err)
@@ -55,6 +59,9 @@ func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
 		return nil, fmt.Errorf("gopf: adding the shard's cache: %w", err)
 	}
 	mgr.GetLogger().WithName("gopf").Info("this replica is a shard", "ring", member.Ring(), "shard", member.Shard())
+	if len(narrowed) > 0 {
+		return &narrowedCache{Cache: c, by: narrowed}, nil
+	}
 	return c, nil
 }
 
