@@ -130,7 +130,7 @@ type ManagerOptions struct {
 	// server can evaluate (an exact value, Present, Absent; see
 	// handlers.Labels) is watched with the label selector they all imply,
 	// so that objects no handler can select never reach the operator's
-	// memory (docs/reliability.md, "Narrowed caches"). The manager's client
+	// memory (docs/narrowed-cache.md). The manager's client
 	// then reads those kinds from that narrowed cache too: set it if your
 	// code reads, through the manager's client, objects of a handled kind
 	// that its handlers' labels do not select. A shard's own cache (see
