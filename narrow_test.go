@@ -33,6 +33,15 @@ import (
 // stops it when the test ends.
 func startNarrowing(t *testing.T, reg *handlers.Registry, ns string, cacheUnselected bool) manager.Manager {
 	t.Helper()
+	mgr, stop := runNarrowing(t, reg, ns, cacheUnselected)
+	t.Cleanup(stop)
+	return mgr
+}
+
+// runNarrowing is startNarrowing that leaves the manager to the caller to
+// stop (stop waits for it to return).
+func runNarrowing(t *testing.T, reg *handlers.Registry, ns string, cacheUnselected bool) (manager.Manager, func()) {
+	t.Helper()
 	mgr, err := gopf.NewManager(cfg, reg, gopf.ManagerOptions{
 		Scheme: scheme, SkipNameValidation: true, CacheUnselected: cacheUnselected,
 		Engine: reconcile.Options{Namespaces: []string{ns}, DefaultBackoff: time.Second},
@@ -43,16 +52,17 @@ func startNarrowing(t *testing.T, reg *handlers.Registry, ns string, cacheUnsele
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		if err := <-stopped; err != nil {
 			t.Errorf("the manager stopped with %v", err)
 		}
 	})
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		stop()
 		t.Fatal("the cache did not start")
 	}
-	return mgr
+	return mgr, stop
 }
 
 // cachedNames are the names of the ConfigMaps of ns in the manager's cache.
@@ -169,6 +179,56 @@ func TestAnObjectThatLeavesTheLabelSelectorIsReleasedAsWhenFiltersStopMatchingIn
 			g.Expect(creates.Load()).To(BeEquivalentTo(1))
 		})
 	}
+}
+
+// An object that leaves the selector while the operator is not running
+// never reaches the restarted operator's narrowed cache; the operator finds
+// it with one metadata list at start and releases it as if it had left
+// while running: no delete handler, the finalizer removed. An object still
+// in the selector keeps it.
+func TestAnObjectThatLeftTheSelectorWhileTheOperatorWasDownIsReleasedAtStart(t *testing.T) {
+	g := NewWithT(t)
+	env := envtest.New(t, scheme)
+	var creates, deletes atomic.Int32
+	selected := handlers.Labels{"app": "narrow"}
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
+		creates.Add(1)
+		return nil, nil
+	}, selected)
+	handlers.OnDelete(reg, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
+		deletes.Add(1)
+		return nil, nil
+	}, selected)
+	finalizers := func(name string) func() []string {
+		return func() []string {
+			var live corev1.ConfigMap
+			g.Expect(env.Client.Get(env.Ctx, client.ObjectKey{Namespace: env.Namespace, Name: name}, &live)).To(Succeed())
+			return live.Finalizers
+		}
+	}
+	_, stop := runNarrowing(t, reg, env.Namespace, false)
+	leaving := configMap(env.Namespace, "leaving", map[string]string{"app": "narrow"})
+	staying := configMap(env.Namespace, "staying", map[string]string{"app": "narrow"})
+	for _, cm := range []*corev1.ConfigMap{leaving, staying} {
+		g.Expect(env.Client.Create(env.Ctx, cm)).To(Succeed())
+		g.Eventually(finalizers(cm.Name), timeout).Should(ContainElement("gopf.dev/finalizer"))
+	}
+	g.Eventually(creates.Load, timeout).Should(BeEquivalentTo(2))
+	stop()
+
+	g.Expect(env.Client.Patch(env.Ctx, leaving, client.RawPatch(client.Merge.Type(), []byte(`{"metadata":{"labels":{"app":"elsewhere"}}}`)))).To(Succeed())
+	mgr := startNarrowing(t, reg, env.Namespace, false)
+	g.Eventually(finalizers("leaving"), timeout).ShouldNot(ContainElement("gopf.dev/finalizer"))
+	g.Expect(finalizers("staying")()).To(ContainElement("gopf.dev/finalizer"))
+	g.Expect(cachedNames(g, mgr, env.Namespace)).To(Equal([]string{"staying"}))
+	g.Expect(env.Client.Delete(env.Ctx, leaving)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(env.Ctx, client.ObjectKeyFromObject(leaving), &corev1.ConfigMap{}))
+	}, timeout).Should(BeTrue())
+	g.Consistently(deletes.Load, 2*time.Second).Should(BeZero())
+	g.Expect(creates.Load()).To(BeEquivalentTo(2))
+	g.Expect(finalizers("staying")()).To(ContainElement("gopf.dev/finalizer"))
 }
 
 // TestANarrowedCacheTakesLessHeap measures the heap a manager's cache of

@@ -143,6 +143,19 @@ func (ms *Memories) Holding(key types.NamespacedName) types.UID {
 	return ""
 }
 
+// Hold records that the object of that name and UID holds a finalizer gopf
+// answers for, as seen outside the cache (see Holding).
+func (ms *Memories) Hold(key types.NamespacedName, uid types.UID) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m, ok := ms.m[key]
+	if !ok || m.uid != uid {
+		m = &Memory{uid: uid}
+		ms.m[key] = m
+	}
+	m.Held = true
+}
+
 // Forget drops the memory of the object, which is gone.
 func (ms *Memories) Forget(key types.NamespacedName) {
 	ms.mu.Lock()
