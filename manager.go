@@ -135,6 +135,7 @@ type ManagerOptions struct {
 	// code reads, through the manager's client, objects of a handled kind
 	// that its handlers' labels do not select. A shard's own cache (see
 	// reconcile.Sharding), which only gopf reads, is narrowed either way.
+	// --cache-unselected.
 	CacheUnselected bool
 
 	// ReconciliationTimeout bounds each Reconcile of gopf's controllers
