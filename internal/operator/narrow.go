@@ -38,7 +38,9 @@ import (
 // An object whose labels change so that it leaves the selector vanishes
 // from the cache as if deleted; the engine reads it from the API server
 // then, if it held gopf's finalizer, and releases it as when in-memory
-// filters stop matching (see engine.Narrowed).
+// filters stop matching (see engine.Narrowed). One that left while the
+// operator was not running is found at start by one metadata list of the
+// kind (engine's FindLeft, which start adds for each narrowed kind).
 
 // narrowKind is a kind a cache can narrow: an object of its type (for
 // cache.Options.ByObject) and the selector.
