@@ -85,6 +85,7 @@ func managerOptions(f *cli.Flags, scheme *runtime.Scheme, engine reconcile.Optio
 		WatchInactivityTimeout:  f.WatchInactivityTimeout(),
 		Webhook:                 f.Webhook,
 		KeepManagedFields:       f.KeepManagedFields,
+		CacheUnselected:         f.CacheUnselected,
 		ReconciliationTimeout:   f.ReconciliationTimeout,
 		Warmup:                  f.Warmup,
 	}

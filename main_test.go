@@ -20,7 +20,7 @@ func TestMainsFlagsBecomeTheManagerOptions(t *testing.T) {
 		"--namespace", "app-*,!app-pr-*", "--kube-api-qps", "20", "--kube-api-burst", "30",
 		"--metrics-bind-address", ":8443", "--health-probe-bind-address", ":8081",
 		"--leader-elect", "--graceful-shutdown-timeout", "5s", "--webhook-configuration-name", "op.example.com",
-		"--reconciliation-timeout", "90s", "--warmup",
+		"--reconciliation-timeout", "90s", "--warmup", "--cache-unselected",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,8 @@ func TestMainsFlagsBecomeTheManagerOptions(t *testing.T) {
 	mo := managerOptions(f, scheme, reconcile.Options{Prefix: "example.com"})
 	if mo.Scheme != scheme || mo.QPS != 20 || mo.Burst != 30 || mo.MetricsBindAddress != ":8443" || mo.HealthProbeBindAddress != ":8081" ||
 		!mo.LeaderElection || mo.LeaderElectionID != "op.gopf.dev" || mo.GracefulShutdownTimeout == nil || *mo.GracefulShutdownTimeout != 5*time.Second ||
-		mo.Webhook.Name != "op.example.com" || mo.SkipNameValidation || mo.ReconciliationTimeout != 90*time.Second || !mo.Warmup {
+		mo.Webhook.Name != "op.example.com" || mo.SkipNameValidation || mo.ReconciliationTimeout != 90*time.Second || !mo.Warmup ||
+		!mo.CacheUnselected {
 		t.Errorf("manager options = %+v", mo)
 	}
 	if got := mo.Engine.Namespaces; len(got) != 1 || got[0] != "app-*,!app-pr-*" {

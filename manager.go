@@ -21,6 +21,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/operator"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/transport"
 	"github.com/gopf-dev/gopf/reconcile"
@@ -124,6 +125,19 @@ type ManagerOptions struct {
 	// --keep-managed-fields.
 	KeepManagedFields bool
 
+	// CacheUnselected caches every object of each handled kind. By
+	// default, a kind whose handlers all select on labels that the API
+	// server can evaluate (an exact value, Present, Absent; see
+	// handlers.Labels) is watched with the label selector they all imply,
+	// so that objects no handler can select never reach the operator's
+	// memory (docs/narrowed-cache.md). The manager's client
+	// then reads those kinds from that narrowed cache too: set it if your
+	// code reads, through the manager's client, objects of a handled kind
+	// that its handlers' labels do not select. A shard's own cache (see
+	// reconcile.Sharding), which only gopf reads, is narrowed either way.
+	// --cache-unselected.
+	CacheUnselected bool
+
 	// ReconciliationTimeout bounds each Reconcile of gopf's controllers
 	// (controller-runtime's controller option of that name): the context
 	// the change, level and resume handlers of that reconcile get is
@@ -187,7 +201,10 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 			return nil, err
 		}
 	}
-	mo := controllerManagerOptions(opts, cacheOptions(opts, cacheNamespaces), metrics, webhookServer)
+	mo := controllerManagerOptions(opts, operator.CacheOptions(cacheNamespaces, opts.KeepManagedFields), metrics, webhookServer)
+	if !opts.CacheUnselected {
+		mo.NewCache = operator.NarrowingCache(reg)
+	}
 	mgr, err := ctrl.NewManager(clientConfig(cfg, opts), mo)
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
@@ -230,22 +247,6 @@ func clientConfig(cfg *rest.Config, opts ManagerOptions) *rest.Config {
 		transport.BoundWatches(cfg, t)
 	}
 	return cfg
-}
-
-// cacheOptions are the manager's cache options: watching namespaces (all
-// when empty), and managedFields dropped unless opts.KeepManagedFields.
-func cacheOptions(opts ManagerOptions, namespaces []string) cache.Options {
-	var co cache.Options
-	if !opts.KeepManagedFields {
-		co.DefaultTransform = cache.TransformStripManagedFields()
-	}
-	if len(namespaces) > 0 {
-		co.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			co.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	return co
 }
 
 // controllerManagerOptions are the options NewManager gives

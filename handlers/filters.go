@@ -54,6 +54,9 @@ type FilterSetting struct {
 // func(string) bool, or a func(string, *Indexes) bool that also reads the
 // operator's indexes (see WhenWithIndexes). All entries must match. For admission handlers, the
 // entries the API server can evaluate go into the webhook's object selector.
+// When every handler of a kind selects on such entries, the operator's
+// cache watches the kind with the selector they all imply, and objects
+// outside it never reach the operator (see gopf.ManagerOptions.CacheUnselected).
 // Like a FilterSetting, every handler kind that is for objects takes it.
 type Labels map[string]any
 

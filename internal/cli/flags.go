@@ -41,6 +41,8 @@ type Flags struct {
 	Burst int
 	// KeepManagedFields is --keep-managed-fields.
 	KeepManagedFields bool
+	// CacheUnselected is --cache-unselected.
+	CacheUnselected bool
 	// ReconciliationTimeout is --reconciliation-timeout.
 	ReconciliationTimeout time.Duration
 	// Warmup is --warmup.
@@ -102,6 +104,7 @@ func NewFlags(name string, watchInactivity time.Duration) (*flag.FlagSet, *Flags
 	fs.DurationVar(&f.ReconciliationTimeout, "reconciliation-timeout", 0, "Cancel the context of a reconcile's handlers after this long; they are retried as after an error. 0: no bound.")
 	fs.BoolVar(&f.Warmup, "warmup", false, "With --leader-elect, fill the cache before this replica leads, so that it takes over without listing every object first (costs a standby its cache's memory and watches).")
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
+	fs.BoolVar(&f.CacheUnselected, "cache-unselected", false, "Cache every object of each handled kind, filtering by the handlers' labels in memory (by default a kind whose handlers all select on labels is watched with that label selector; code that reads other objects of it through the manager's client needs this; see docs/narrowed-cache.md).")
 	fs.StringVar(&f.shardRing, "shard-ring", "", "Make this replica a shard of the ring of this name: the replicas share the objects, each handles those labelled for it (see docs/sharding.md). Not with --leader-elect.")
 	fs.StringVar(&f.shardName, "shard-name", "", "This replica's shard name (its Lease's name). Default: the host name, which is the Pod's name.")
 	fs.BoolVar(&f.shardExternal, "shard-external-assigner", false, "Leave assigning objects to shards to the sharder of timebertt/kubernetes-controller-sharding running in the cluster, instead of electing a replica to do it.")

@@ -34,6 +34,9 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		kc.Cache = sh.ShardCache
 	}
 	kc.reader = kc.Cache
+	if n, ok := kc.Cache.(Narrowed); ok {
+		kc.narrowed, kc.live = n.NarrowedBy(gvk), mgr.GetAPIReader()
+	}
 	kc.writer = mgr.GetClient()
 	if hc := mgr.GetHTTPClient(); hc != nil { // nil: a manager of a test's making; writes go through its client
 		if kc.meta, err = newMetaWriter(mgr.GetConfig(), hc, kc.mapping); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,6 +57,9 @@ type KindController struct {
 	HasStatus bool
 	Finalizer string
 	Memory    *memory.Memories
+	narrowed  labels.Selector // the label selector of the kind's cache (see Narrowed); nil: the cache holds every object
+	live      client.Reader   // reads from the API server, for objects that left a narrowed cache
+	left      []client.Object // objects that left it while the operator was not running (FindLeft); under mu
 	mu        sync.Mutex
 	Store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
 	kopf      *kopfstate.Store
@@ -107,20 +111,25 @@ func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn
 	log := logf.FromContext(ctx)
 	obj := k.NewObject()
 	if err := k.reader.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			k.Memory.Forget(req.NamespacedName)
-			if k.Spawner != nil {
-				k.Spawner.Forget(req.NamespacedName)
-			}
-			return nil, 0, nil
+		if !apierrors.IsNotFound(err) {
+			return nil, 0, fmt.Errorf("reading %s %s from the cache: %w", k.GVK.Kind, req.NamespacedName, err)
 		}
-		return nil, 0, fmt.Errorf("reading %s %s from the cache: %w", k.GVK.Kind, req.NamespacedName, err)
+		if obj, err = k.readLeft(ctx, req.NamespacedName); err != nil || obj == nil {
+			if err == nil {
+				k.Memory.Forget(req.NamespacedName)
+				if k.Spawner != nil {
+					k.Spawner.Forget(req.NamespacedName)
+				}
+			}
+			return nil, 0, err
+		}
 	}
 	if !k.Shared.indexesReady() {
 		log.V(1).Info("waiting for the indexes to see their initial lists")
 		return nil, 100 * time.Millisecond, nil
 	}
 	mem := k.Memory.Get(req.NamespacedName, obj.GetUID())
+	mem.Held = mem.Held || k.holds(obj) // a view of the cache behind gopf's own write may miss it
 	t := &Turn{K: k, log: log, Obj: obj, Now: time.Now(), Store: k.storage(), Mem: mem}
 	if err := t.Refresh(); err != nil {
 		return nil, 0, err
@@ -166,6 +175,7 @@ func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error
 				return reconcile.Result{}, err
 			}
 			t.refreshMetadata()
+			t.Mem.Held = k.holds(t.Obj)
 		}
 		t.changeCause(ctx, d)
 		if k.Spawner != nil {

@@ -20,8 +20,10 @@ func (k *KindController) WakeUp(ctx context.Context, obj client.Object) {
 }
 
 // WakeAll reconciles every object of the kind in the cache, e.g. after a
-// pause.
+// pause, and those outside a narrowed cache that gopf still holds (see
+// FindLeft).
 func (k *KindController) WakeAll(ctx context.Context) {
+	k.wakeLeft(ctx)
 	list, err := k.newList()
 	if err == nil {
 		err = k.Cache.List(ctx, list)

@@ -23,6 +23,9 @@ type Memory struct {
 	// deleted: no finalizer can be added to it since, so a view of it that
 	// still holds one is the cache's, behind.
 	Released bool
+	// Held says the object holds a finalizer gopf answers for, as far as
+	// gopf knows: it was seen or put there and gopf did not remove it.
+	Held     bool
 	Warned   bool // a Warning Event about bad stored state was posted
 	TooLarge bool // a Warning Event about a write refused as too large was posted
 	Memo     spec.Memo
@@ -126,6 +129,31 @@ func (ms *Memories) seed(m *Memory) {
 	}
 	spec.SeedMemo(&m.Memo, ms.operator)
 	m.seeded = true
+}
+
+// Holding returns the UID of the object of that name if gopf last saw it
+// holding a finalizer gopf answers for and did not release it; "" if not,
+// or if gopf has no memory of it.
+func (ms *Memories) Holding(key types.NamespacedName) types.UID {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if m, ok := ms.m[key]; ok && m.Held && !m.Released {
+		return m.uid
+	}
+	return ""
+}
+
+// Hold records that the object of that name and UID holds a finalizer gopf
+// answers for, as seen outside the cache (see Holding).
+func (ms *Memories) Hold(key types.NamespacedName, uid types.UID) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	m, ok := ms.m[key]
+	if !ok || m.uid != uid {
+		m = &Memory{uid: uid}
+		ms.m[key] = m
+	}
+	m.Held = true
 }
 
 // Forget drops the memory of the object, which is gone.

@@ -52,7 +52,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) err
 	if err != nil {
 		return err
 	}
-	if sh.ShardCache, err = joinRing(mgr, opts); err != nil {
+	if sh.ShardCache, err = joinRing(mgr, reg, opts); err != nil {
 		return err
 	}
 	if err := setupActivities(mgr, reg, sh, opts); err != nil {
@@ -121,6 +121,11 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	if _, err := k.Cache.GetInformer(context.Background(), k.NewObject(), cache.BlockUntilSynced(false)); err != nil {
 		return fmt.Errorf("gopf: watching %s: %w", k.GVK, err)
 	}
+	n, ok := k.Cache.(engine.Narrowed)
+	narrowed := ok && n.NarrowedBy(k.GVK) != nil
+	if narrowed {
+		k.Log.Info("watching only the objects the handlers' label filters may select", "selector", n.NarrowedBy(k.GVK).String())
+	}
 	if len(k.Events)+len(k.Indexes) > 0 {
 		w := &watcher{k: k, cache: k.Cache, events: k.Events, indexes: k.Indexes}
 		for _, r := range k.Indexes {
@@ -182,6 +187,12 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	})
 	if err := b.Complete(k); err != nil {
 		return fmt.Errorf("gopf: starting the controller for %s: %w", k.GVK, err)
+	}
+	if narrowed {
+		// with the controller: once per start, after the caches sync
+		if err := mgr.Add(manager.RunnableFunc(k.FindLeft)); err != nil {
+			return fmt.Errorf("gopf: finding the objects of %s that left the selector: %w", k.GVK, err)
+		}
 	}
 	return nil
 }

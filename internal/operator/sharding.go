@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/assign"
 	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/metrics"
@@ -22,9 +23,11 @@ import (
 
 // joinRing makes the operator a shard of its ring, when opts say so: its
 // Lease (a shard.Member on mgr) and the cache of its own objects, which
-// the kinds' controllers read and watch instead of the manager's cache. It
-// returns nil without sharding.
-func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
+// the kinds' controllers read and watch instead of the manager's cache. The
+// shard's cache also narrows the kinds of reg's handlers to their label
+// filters (see narrowKinds): only gopf reads it. It returns nil without
+// sharding.
+func joinRing(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) (cache.Cache, error) {
 	s := opts.Sharding
 	if s == nil {
 		return nil, nil
@@ -46,19 +49,10 @@ func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	co := cache.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultLabelSelector: member.Selector(),
-	}
-	if !s.KeepManagedFields {
-		co.DefaultTransform = cache.TransformStripManagedFields()
-	}
-	if len(namespaces) > 0 {
-		co.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range namespaces {
-			co.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
+	co := CacheOptions(namespaces, s.KeepManagedFields)
+	co.HTTPClient, co.Scheme, co.Mapper = mgr.GetHTTPClient(), mgr.GetScheme(), mgr.GetRESTMapper()
+	co.DefaultLabelSelector = member.Selector()
+	narrowed := narrow(&co, reg)
 	c, err := cache.New(mgr.GetConfig(), co)
 	if err != nil {
 		return nil, fmt.Errorf("gopf: the shard's cache: %w", err)
@@ -68,6 +62,9 @@ func joinRing(mgr manager.Manager, opts engine.Options) (cache.Cache, error) {
 	}
 	mgr.GetLogger().WithName("gopf").Info("this replica is a shard", "ring", member.Ring(), "shard", member.Shard())
 	metrics.ShardInfo.WithLabelValues(member.Ring(), member.Shard()).Set(1)
+	if len(narrowed) > 0 {
+		return &narrowedCache{Cache: c, by: narrowed}, nil
+	}
 	return c, nil
 }
 
