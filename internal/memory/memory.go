@@ -99,12 +99,19 @@ func New(g *gate.Gate, operator *spec.Memo) *Memories {
 func (ms *Memories) Get(key types.NamespacedName, uid types.UID) *Memory {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
+	m := ms.of(key, uid)
+	ms.seed(m)
+	return m
+}
+
+// of returns the memory of the object, new if the object is new or was
+// replaced by another of the same name; ms.mu is held.
+func (ms *Memories) of(key types.NamespacedName, uid types.UID) *Memory {
 	m, ok := ms.m[key]
 	if !ok || m.uid != uid {
 		m = &Memory{uid: uid}
 		ms.m[key] = m
 	}
-	ms.seed(m)
 	return m
 }
 
@@ -148,12 +155,7 @@ func (ms *Memories) Holding(key types.NamespacedName) types.UID {
 func (ms *Memories) Hold(key types.NamespacedName, uid types.UID) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	m, ok := ms.m[key]
-	if !ok || m.uid != uid {
-		m = &Memory{uid: uid}
-		ms.m[key] = m
-	}
-	m.Held = true
+	ms.of(key, uid).Held = true
 }
 
 // Forget drops the memory of the object, which is gone.
