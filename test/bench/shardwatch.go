@@ -8,7 +8,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
@@ -56,7 +55,9 @@ func (w *shardWatch) observe(o client.Object, gone bool) {
 		s.gone = true
 		return
 	}
-	sh, dr := shard.AssignedShard(o, w.ring), shard.Draining(o, w.ring)
+	// The reference design's labels, as an outside sharder reads them.
+	sh := o.GetLabels()["shard.alpha.sharding.timebertt.dev/"+w.ring]
+	_, dr := o.GetLabels()["drain.alpha.sharding.timebertt.dev/"+w.ring]
 	if sh != s.shard || dr != s.draining {
 		w.changes = append(w.changes, now)
 	}
