@@ -145,16 +145,7 @@ func TestAnObjectThatLeavesTheLabelSelectorIsReleasedAsWhenFiltersStopMatchingIn
 			g := NewWithT(t)
 			env := envtest.New(t, scheme)
 			var creates, deletes atomic.Int32
-			selected := handlers.Labels{"app": "narrow"}
-			reg := handlers.NewRegistry()
-			handlers.OnCreate(reg, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
-				creates.Add(1)
-				return nil, nil
-			}, selected)
-			handlers.OnDelete(reg, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
-				deletes.Add(1)
-				return nil, nil
-			}, selected)
+			reg := countingCreatesAndDeletes(&creates, &deletes)
 			mgr := startNarrowing(t, reg, env.Namespace, mode.cacheUnselected)
 
 			cm := configMap(env.Namespace, "leaving", map[string]string{"app": "narrow"})
@@ -190,16 +181,7 @@ func TestAnObjectThatLeftTheSelectorWhileTheOperatorWasDownIsReleasedAtStart(t *
 	g := NewWithT(t)
 	env := envtest.New(t, scheme)
 	var creates, deletes atomic.Int32
-	selected := handlers.Labels{"app": "narrow"}
-	reg := handlers.NewRegistry()
-	handlers.OnCreate(reg, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
-		creates.Add(1)
-		return nil, nil
-	}, selected)
-	handlers.OnDelete(reg, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
-		deletes.Add(1)
-		return nil, nil
-	}, selected)
+	reg := countingCreatesAndDeletes(&creates, &deletes)
 	finalizers := func(name string) func() []string {
 		return func() []string {
 			var live corev1.ConfigMap
@@ -347,4 +329,20 @@ func residentMemory() string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// countingCreatesAndDeletes registers a create and a delete handler of
+// ConfigMaps labelled app=narrow that count their calls.
+func countingCreatesAndDeletes(creates, deletes *atomic.Int32) *handlers.Registry {
+	selected := handlers.Labels{"app": "narrow"}
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
+		creates.Add(1)
+		return nil, nil
+	}, selected)
+	handlers.OnDelete(reg, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
+		deletes.Add(1)
+		return nil, nil
+	}, selected)
+	return reg
 }
