@@ -80,6 +80,7 @@ type shardRun struct {
 	watch    *shardWatch
 	calls    string // the file every replica records its calls in
 	timeout  time.Duration
+	profiled bool // the replicas write profiles (a scaling run, with -profile-dir)
 	mu       sync.Mutex
 	replicas []*replica
 	next     int                  // the number of the next replica's shard name
@@ -152,7 +153,7 @@ func (b *bench) shardRun(ctx context.Context, s Sharded, name string, n int, dis
 	}
 	r := &shardRun{b: b, s: s, id: id, kind: kind, names: names, track: track, watch: newShardWatch(id),
 		calls: filepath.Join(b.work, id+".calls"), timeout: b.opts.PhaseTimeout, kills: map[string]time.Time{},
-		res: ShardedRun{Name: name, Replicas: n, Objects: s.Objects}}
+		res: ShardedRun{Name: name, Replicas: n, Objects: s.Objects}, profiled: disturb == nil && b.opts.ProfileDir != ""}
 	track.observeAlso(r.watch.observe)
 	if err := os.Remove(r.calls); err != nil && !os.IsNotExist(err) {
 		return nil, err
@@ -209,6 +210,9 @@ func (b *bench) shardRun(ctx context.Context, s Sharded, name string, n int, dis
 	err = unfinished(phase(PhaseCreate, load.createAll, created))
 	if err == nil {
 		marks = append(marks, mark{phase: PhaseIdle, at: time.Now()})
+		err = r.heapProfiles()
+	}
+	if err == nil {
 		err = sleep(ctx, b.opts.Idle)
 	}
 	if err == nil {
@@ -240,6 +244,19 @@ func (b *bench) shardRun(ctx context.Context, s Sharded, name string, n int, dis
 	return &r.res, nil
 }
 
+// heapProfiles asks every live replica of a profiled run for its heap
+// profile, with the objects idle in its cache.
+func (r *shardRun) heapProfiles() error {
+	for _, rep := range r.live() {
+		if rep.proc.prof.heap != "" {
+			if err := rep.proc.profile(syscall.SIGUSR2, rep.proc.prof.heap); err != nil {
+				return fmt.Errorf("heap profile of replica %s: %w", rep.name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // PhaseSettle is the sharded runs' wait, after the update phase, for every
 // object to be assigned to a live shard.
 const PhaseSettle = "settle"
@@ -252,6 +269,15 @@ func (r *shardRun) startReplica(ctx context.Context) error {
 	rep := &replica{name: "shard-" + strconv.Itoa(r.next)}
 	r.mu.Unlock()
 	rep.user = r.id + "-" + rep.name
+	// The scaling runs' replicas are profiled when profiles are asked for:
+	// a heap profile while the objects are idle, a CPU profile at the end.
+	var prof profiles
+	if r.profiled {
+		var err error
+		if prof, err = r.b.profiles(rep.user); err != nil {
+			return err
+		}
+	}
 	kubeconfig := filepath.Join(r.b.work, rep.user+".kubeconfig")
 	if err := r.b.cp.addOperatorUser(rep.user, kubeconfig); err != nil {
 		return err
@@ -264,7 +290,7 @@ func (r *shardRun) startReplica(ctx context.Context) error {
 	}
 	args := []string{"--shard-ring=" + r.id, "--shard-name=" + rep.name, "--shard-namespace=" + r.id}
 	proc, err := startProcess(r.b.bins[Gopf.Package], args, kubeconfig, env, r.b.opts.MaxConcurrentReconciles,
-		filepath.Join(r.b.work, rep.user+".log"), "", 0, profiles{})
+		filepath.Join(r.b.work, rep.user+".log"), "", 0, prof)
 	if err != nil {
 		return err
 	}

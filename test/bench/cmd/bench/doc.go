@@ -18,7 +18,8 @@
 // [-sharded-chaos-replicas 2] [-kill-every 30s].
 //
 // -profile-dir takes a CPU profile of every operator run and a heap profile
-// while its objects are idle; read them with `go tool pprof -top`.
+// while its objects are idle (in the sharded scenario, of every replica of
+// the scaling runs); read them with `go tool pprof -top`.
 // -workdir keeps the binaries, kubeconfigs, the audit log and the
 // operators' output.
 //
