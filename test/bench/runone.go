@@ -216,7 +216,7 @@ func (r *run) start(name string, prof profiles, restarted bool) (*process, error
 	}
 	args := r.op.Args
 	if r.admits() {
-		args = append(slices.Clip(args), r.webhookArgs()...)
+		args = append(slices.Clip(args), r.b.webhookArgs(r.id)...)
 	}
 	return startProcess(r.b.bins[r.op.Package], args, r.kube, env, r.b.opts.MaxConcurrentReconciles,
 		filepath.Join(r.b.work, name+".log"), progress, len(r.track.names), prof)

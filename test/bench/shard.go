@@ -288,7 +288,11 @@ func (r *shardRun) startReplica(ctx context.Context) error {
 		calls.EnvFile + "=" + r.calls,
 		calls.EnvReplica + "=" + rep.name,
 	}
-	args := []string{"--shard-ring=" + r.id, "--shard-name=" + rep.name, "--shard-namespace=" + r.id}
+	// Every replica serves gopf's webhooks, as the replicas of a Deployment
+	// behind one Service would; in dev mode each has a configuration of its
+	// own (by URL), so the API server calls each replica on every create.
+	args := append([]string{"--shard-ring=" + r.id, "--shard-name=" + rep.name, "--shard-namespace=" + r.id},
+		r.b.webhookArgs(rep.user)...)
 	proc, err := startProcess(r.b.bins[Gopf.Package], args, kubeconfig, env, r.b.opts.MaxConcurrentReconciles,
 		filepath.Join(r.b.work, rep.user+".log"), "", 0, prof)
 	if err != nil {
@@ -320,6 +324,12 @@ func (r *shardRun) startReplica(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("waiting for replica %s to watch %s and hold its Lease: %w", rep.name, r.kind.Resource, err)
+	}
+	// New objects get their shard at admission once the API server calls
+	// a replica's webhook, rather than from the assigner's list.
+	labelled := func(o client.Object) bool { return o.GetLabels()[shardLabelPrefix+r.id] != "" }
+	if err := r.b.awaitAdmission(ctx, r.kind, r.id, proc, labelled); err != nil {
+		return fmt.Errorf("waiting for replica %s's webhook to label new objects: %w", rep.name, err)
 	}
 	r.b.log("sharded/%s: replica %s is up", r.res.Name, rep.name)
 	return nil
@@ -353,6 +363,9 @@ func (r *shardRun) stop(rep *replica) {
 		use = exitedUsage(rep.proc)
 	}
 	rep.use = use
+	if err := r.b.removeWebhook(context.Background(), rep.user+".bench.gopf.dev", rep.user, true); err != nil {
+		r.b.log("sharded/%s: removing the webhook configuration of %s: %v", r.res.Name, rep.name, err)
+	}
 }
 
 // kill kills rep with SIGKILL, as a node or the OOM killer would, and
@@ -375,6 +388,11 @@ func (r *shardRun) kill(rep *replica) {
 	r.mu.Lock()
 	r.kills[rep.name] = at
 	r.mu.Unlock()
+	// As a Service stops sending to a dead Pod: the API server no longer
+	// calls the killed replica's webhook.
+	if err := r.b.removeWebhook(context.Background(), rep.user+".bench.gopf.dev", rep.user, false); err != nil {
+		r.b.log("sharded/%s: removing the webhook configuration of %s: %v", r.res.Name, rep.name, err)
+	}
 	r.b.log("sharded/%s: killed %s", r.res.Name, rep.name)
 }
 

@@ -319,9 +319,14 @@ func joinInts(ns []int) string {
 const shardedNotes = `### How the sharded scenario is measured
 
 - **Replicas.** Each replica is a separate gopfop process started with the flags of the other runs plus
-  ` + "`--shard-ring=<run> --shard-name=shard-<i> --shard-namespace=<run>`" + `, as an API user of its own; the embedded
-  assigner (elected among them) assigns the objects. The benchmark creates the objects only once every replica
-  holds its Lease, so that the scaling runs move nothing.
+  ` + "`--shard-ring=<run> --shard-name=shard-<i> --shard-namespace=<run>`" + ` and gopf's webhooks in dev mode
+  (` + "`--webhook-finalizers=always`" + `, a configuration per replica, by URL), as an API user of its own. New
+  objects get gopf's finalizer and their shard label at admission; the embedded assigner (elected among the
+  replicas) labels those the webhooks missed and moves objects when replicas come and go. The API server calls
+  every replica's webhook on each create (a Deployment's replicas would share one Service); a killed replica's
+  configuration is deleted at once, as a Service stops routing to a dead Pod. The benchmark creates the objects
+  only once every replica holds its Lease and labels new objects at admission, so that the scaling runs move
+  nothing.
 - **Per replica.** A replica's CPU is its user plus system time over its whole life (from its rusage at exit), its
   peak RSS its ` + "`VmHWM`" + `; the figure compared is the highest replica's, against the one replica of the first run.
   The target: at most 1.15/N of it (a fair share of 1/N plus 15 %); all replicas' CPU together at most 1.15 times it.
@@ -331,9 +336,9 @@ const shardedNotes = `### How the sharded scenario is measured
   the objects (each is one patch: the assigner labelling an object, marking it for drain, or a shard removing its
   labels to hand it over) and counted apart as *label writes*, as are the writes to Leases (each replica renews its
   shard's Lease every 2 s; one replica holds the assigner's); *writes/object besides labels* is what the handlers
-  cost, to compare with 2, 1 and 1. (Reports before the Lease writes were counted apart include them there.)
-  gopf's webhook does not assign objects at admission yet, so each new object
-  costs one more write, the assigner's label, at most 20 a second.
+  cost, to compare with the single replica's (1, 1 and 1 with the finalizer added at admission). (Reports before
+  the Lease writes were counted apart include them there; reports before the webhooks were on show 2 writes per
+  create and one label write per object, the assigner's, at most 20 a second.)
 - **Moves** are changes of an object's shard label from one shard to another (through a drain or not).
 - **Duplicates.** Every handler call is recorded with its replica (` + "`test/bench/internal/calls`" + `). A duplicate is a
   call for an object and cause that a different replica made before. It is *cut by a kill* when the earlier

@@ -11,6 +11,13 @@ import (
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
 )
 
+// The reference design's labels, read as an outside sharder reads them:
+// an object's shard, and the drain request, each followed by the ring.
+const (
+	shardLabelPrefix = "shard.alpha.sharding.timebertt.dev/"
+	drainLabelPrefix = "drain.alpha.sharding.timebertt.dev/"
+)
+
 // shardWatch follows the sharding labels of a sharded run's objects, from
 // the tracker's events: which shard each object is assigned to, whether it
 // is draining, when the labels changed (each change is one patch, by the
@@ -47,7 +54,8 @@ func (w *shardWatch) observe(o client.Object, gone bool) {
 	defer w.mu.Unlock()
 	now := time.Now()
 	s := w.objects[o.GetName()]
-	if s == nil {
+	first := s == nil
+	if first {
 		s = &shardState{stored: map[string]time.Time{}}
 		w.objects[o.GetName()] = s
 	}
@@ -56,9 +64,11 @@ func (w *shardWatch) observe(o client.Object, gone bool) {
 		return
 	}
 	// The reference design's labels, as an outside sharder reads them.
-	sh := o.GetLabels()["shard.alpha.sharding.timebertt.dev/"+w.ring]
-	_, dr := o.GetLabels()["drain.alpha.sharding.timebertt.dev/"+w.ring]
-	if sh != s.shard || dr != s.draining {
+	sh := o.GetLabels()[shardLabelPrefix+w.ring]
+	_, dr := o.GetLabels()[drainLabelPrefix+w.ring]
+	// Labels an object is first seen with came with its create (from a
+	// webhook at admission), not with a write of their own.
+	if !first && (sh != s.shard || dr != s.draining) {
 		w.changes = append(w.changes, now)
 	}
 	if sh != "" && s.last != "" && sh != s.last {
