@@ -97,3 +97,54 @@ func TestEachShardHandlesItsOwnObjectsOnceOnEveryKind(t *testing.T) {
 		want("shard-a"), want("shard-b"), nil, nil, {"shard-a namespace"}, {"shard-b namespace"},
 	}), "a shard handled an object twice, or one that is not its own")
 }
+
+// A shard that starts releases the objects that left its handlers' label
+// selector while it was down, and only its own: another shard's object
+// that left it too waits for that shard, so that no object is worked on
+// by two replicas.
+func TestAShardReleasesOnlyItsOwnObjectsThatLeftTheSelectorWhileItWasDown(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	app := map[string]any{"app": "narrow-" + ns}
+	var calls shardCalls
+	start := func(shard string) *envtest.Operator {
+		reg := handlers.NewRegistry()
+		onCreateAndDelete[*corev1.ConfigMap](reg, &envtest.Calls{}, "configmap", handlers.Labels(app))
+		onCreateByShard[*corev1.ConfigMap](reg, &calls, shard, "configmap_by", handlers.Labels(app))
+		return runOperator(t, ns, reg, func(o *envtest.OperatorOptions) {
+			o.Reconcile.Sharding = &reconcile.Sharding{Ring: "left-ring", Shard: shard, Namespace: ns, ExternalAssigner: true}
+		})
+	}
+	label := "shard.alpha.sharding.timebertt.dev/left-ring"
+	objects := map[string]*corev1.ConfigMap{}
+	ops := map[string]*envtest.Operator{}
+	for _, shard := range []string{"shard-a", "shard-b"} {
+		ops[shard] = start(shard)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "of-" + shard,
+			Labels: map[string]string{label: shard, "app": "narrow-" + ns}}}
+		g.Expect(k8s.Create(context.Background(), cm)).To(Succeed())
+		objects[shard] = cm
+	}
+	finalizers := func(g Gomega, shard string) []string {
+		var live corev1.ConfigMap
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(objects[shard]), &live)).To(Succeed())
+		return live.Finalizers
+	}
+	for shard := range objects {
+		g.Eventually(func(g Gomega) []string { return finalizers(g, shard) }, timeout).Should(ContainElement(gopfFinalizer))
+		g.Expect(ops[shard].Stop()).To(Succeed())
+	}
+	leave := client.RawPatch(client.Merge.Type(), []byte(`{"metadata":{"labels":{"app":"elsewhere"}}}`))
+	for _, cm := range objects {
+		g.Expect(k8s.Patch(context.Background(), cm, leave)).To(Succeed())
+	}
+
+	start("shard-a")
+	g.Eventually(func(g Gomega) []string { return finalizers(g, "shard-a") }, timeout).ShouldNot(ContainElement(gopfFinalizer))
+	g.Consistently(func(g Gomega) []string { return finalizers(g, "shard-b") }, settle, 100*time.Millisecond).
+		Should(ContainElement(gopfFinalizer), "shard-a released shard-b's object")
+	start("shard-b")
+	g.Eventually(func(g Gomega) []string { return finalizers(g, "shard-b") }, timeout).ShouldNot(ContainElement(gopfFinalizer))
+	g.Expect(calls.of("of-shard-a")).To(Equal([]string{"shard-a configmap_by"}))
+	g.Expect(calls.of("of-shard-b")).To(Equal([]string{"shard-b configmap_by"}))
+}

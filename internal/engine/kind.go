@@ -35,7 +35,7 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	}
 	kc.reader = kc.Cache
 	if n, ok := kc.Cache.(Narrowed); ok {
-		kc.narrowed, kc.live = n.NarrowedBy(gvk), mgr.GetAPIReader()
+		kc.narrowed, kc.own, kc.live = n.NarrowedBy(gvk), n.Own(), mgr.GetAPIReader()
 	}
 	kc.writer = mgr.GetClient()
 	if hc := mgr.GetHTTPClient(); hc != nil { // nil: a manager of a test's making; writes go through its client

@@ -15,9 +15,12 @@ import (
 // Narrowed is a cache that watches some kinds with a label selector, the
 // one every handler of the kind implies; NarrowedBy returns it, or nil for
 // a kind the cache holds whole. The operator's caches say so (see
-// internal/operator's narrowing).
+// internal/operator's narrowing). Own selects the objects that are this
+// replica's to handle at all: those labelled for its shard when the
+// operator is sharded (the cache adds it to every selector), nil for all.
 type Narrowed interface {
 	NarrowedBy(gvk schema.GroupVersionKind) labels.Selector
+	Own() labels.Selector
 }
 
 // readLeft reads from the API server an object that the kind's narrowed
@@ -58,7 +61,8 @@ const listPage = 500
 // the selector while the operator was not running: the cache never shows
 // them, and they would keep the finalizer gopf answers for. Once the cache
 // has synced, it lists the kind's metadata alone from the API server, in
-// pages and in the operator's namespaces, and reconciles each object that
+// pages, in the operator's namespaces and, when sharded, among the shard's
+// own objects (another shard releases its own), and reconciles each object that
 // holds the finalizer outside the selector, which readLeft then reads and
 // releases as any object that leaves it. It costs one paginated list per
 // narrowed kind, and nothing for a kind the cache holds whole. It returns
@@ -109,6 +113,9 @@ func (k *KindController) listLeft(ctx context.Context, ns string) ([]client.Obje
 		opts := []client.ListOption{client.Limit(listPage), client.Continue(list.Continue)}
 		if ns != metav1.NamespaceAll {
 			opts = append(opts, client.InNamespace(ns))
+		}
+		if k.own != nil {
+			opts = append(opts, client.MatchingLabelsSelector{Selector: k.own})
 		}
 		if err := k.live.List(ctx, list, opts...); err != nil {
 			return nil, fmt.Errorf("listing the metadata of %s in %q: %w", k.GVK.Kind, ns, err)

@@ -58,6 +58,7 @@ type KindController struct {
 	Finalizer string
 	Memory    *memory.Memories
 	narrowed  labels.Selector // the label selector of the kind's cache (see Narrowed); nil: the cache holds every object
+	own       labels.Selector // the objects that are this replica's (Narrowed.Own); nil: all
 	live      client.Reader   // reads from the API server, for objects that left a narrowed cache
 	left      []client.Object // objects that left it while the operator was not running (FindLeft); under mu
 	mu        sync.Mutex

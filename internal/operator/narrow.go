@@ -191,11 +191,15 @@ func narrow(co *cache.Options, reg *handlers.Registry) map[schema.GroupVersionKi
 // and says which (engine.Narrowed).
 type narrowedCache struct {
 	cache.Cache
-	by map[schema.GroupVersionKind]labels.Selector
+	by  map[schema.GroupVersionKind]labels.Selector
+	own labels.Selector // the shard's selector, which every kind's adds; nil without sharding
 }
 
 // NarrowedBy implements engine.Narrowed.
 func (c *narrowedCache) NarrowedBy(gvk schema.GroupVersionKind) labels.Selector { return c.by[gvk] }
+
+// Own implements engine.Narrowed.
+func (c *narrowedCache) Own() labels.Selector { return c.own }
 
 var _ engine.Narrowed = (*narrowedCache)(nil)
 
