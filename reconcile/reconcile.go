@@ -197,7 +197,7 @@ type Sharding struct {
 	// owner) metadata only, every 30 s and whenever a shard joins or
 	// leaves, labels unassigned objects, drains those that must move from
 	// a live shard and moves those of a dead one at once; it writes only
-	// for objects that move, at most 20 a second. Kinds whose CRD appears
+	// for objects that move, at most 100 a second. Kinds whose CRD appears
 	// after the operator starts are not assigned by it.
 	ExternalAssigner bool
 }

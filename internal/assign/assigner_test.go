@@ -339,6 +339,24 @@ func TestTheAssignersWritesAreBoundedByItsTokenBucket(t *testing.T) {
 	c.placed(g, keys, shard.NewRing("a"))
 }
 
+// A pass that lists in pages sees every object of every page.
+func TestAPassThatListsInPagesAssignsEveryObject(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	c.join("a")
+	c.join("b")
+	keys := c.family(7, nil) // fourteen objects: pages of 3, some of them partial
+	passes := make(chan Counts, 100)
+	c.assigner(time.Hour, func(o *Options) {
+		o.PageSize = 3
+		o.OnPass = func(n Counts) { passes <- n }
+	})
+	var first Counts
+	g.Eventually(passes, timeout).Should(Receive(&first))
+	g.Expect(first).To(Equal(Counts{Listed: 14, Assigned: 14}))
+	c.placed(g, keys, shard.NewRing("a", "b"))
+}
+
 func TestAViewSeesShardsComeAndGo(t *testing.T) {
 	g := NewWithT(t)
 	c := newCluster(t)

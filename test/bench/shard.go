@@ -66,7 +66,7 @@ func (s Sharded) withDefaults() Sharded {
 // settleTimeout bounds the wait, after the churn and chaos runs' update
 // phase, for every object to be assigned to a live shard: a dead shard's
 // Lease expires within 15 s, the assigner's next pass follows within 5 s
-// and it moves 20 objects a second.
+// and it moves 100 objects a second.
 const settleTimeout = 3 * time.Minute
 
 // shardRun is one run of the sharded scenario, while it runs.
