@@ -98,6 +98,7 @@ type replica struct {
 	done     bool // stopped or killed
 	killed   bool
 	left     bool // stopped gracefully before the end of the run
+	webhook  bool // it serves gopf's webhooks (the run's first replica)
 }
 
 // runSharded runs the scaling runs, the churn run and the chaos run.
@@ -266,7 +267,7 @@ const PhaseSettle = "settle"
 func (r *shardRun) startReplica(ctx context.Context) error {
 	r.mu.Lock()
 	r.next++
-	rep := &replica{name: "shard-" + strconv.Itoa(r.next)}
+	rep := &replica{name: "shard-" + strconv.Itoa(r.next), webhook: r.next == 1}
 	r.mu.Unlock()
 	rep.user = r.id + "-" + rep.name
 	// The scaling runs' replicas are profiled when profiles are asked for:
@@ -288,11 +289,14 @@ func (r *shardRun) startReplica(ctx context.Context) error {
 		calls.EnvFile + "=" + r.calls,
 		calls.EnvReplica + "=" + rep.name,
 	}
-	// Every replica serves gopf's webhooks, as the replicas of a Deployment
-	// behind one Service would; in dev mode each has a configuration of its
-	// own (by URL), so the API server calls each replica on every create.
-	args := append([]string{"--shard-ring=" + r.id, "--shard-name=" + rep.name, "--shard-namespace=" + r.id},
-		r.b.webhookArgs(rep.user)...)
+	// The run's first replica serves gopf's webhooks (dev mode: its own
+	// configuration, by URL), so that each create costs the API server one
+	// webhook call, as behind a Service, whose one kept-alive connection
+	// goes to one replica. Once it is gone, the assigner labels new objects.
+	args := []string{"--shard-ring=" + r.id, "--shard-name=" + rep.name, "--shard-namespace=" + r.id}
+	if rep.webhook {
+		args = append(args, r.b.webhookArgs(rep.user)...)
+	}
 	proc, err := startProcess(r.b.bins[Gopf.Package], args, kubeconfig, env, r.b.opts.MaxConcurrentReconciles,
 		filepath.Join(r.b.work, rep.user+".log"), "", 0, prof)
 	if err != nil {
@@ -328,7 +332,10 @@ func (r *shardRun) startReplica(ctx context.Context) error {
 	// New objects get their shard at admission once the API server calls
 	// a replica's webhook, rather than from the assigner's list.
 	labelled := func(o client.Object) bool { return o.GetLabels()[shardLabelPrefix+r.id] != "" }
-	if err := r.b.awaitAdmission(ctx, r.kind, r.id, proc, labelled); err != nil {
+	if rep.webhook {
+		err = r.b.awaitAdmission(ctx, r.kind, r.id, proc, labelled)
+	}
+	if err != nil {
 		return fmt.Errorf("waiting for replica %s's webhook to label new objects: %w", rep.name, err)
 	}
 	r.b.log("sharded/%s: replica %s is up", r.res.Name, rep.name)
@@ -363,6 +370,9 @@ func (r *shardRun) stop(rep *replica) {
 		use = exitedUsage(rep.proc)
 	}
 	rep.use = use
+	if !rep.webhook {
+		return
+	}
 	if err := r.b.removeWebhook(context.Background(), rep.user+".bench.gopf.dev", rep.user, true); err != nil {
 		r.b.log("sharded/%s: removing the webhook configuration of %s: %v", r.res.Name, rep.name, err)
 	}
@@ -390,6 +400,9 @@ func (r *shardRun) kill(rep *replica) {
 	r.mu.Unlock()
 	// As a Service stops sending to a dead Pod: the API server no longer
 	// calls the killed replica's webhook.
+	if !rep.webhook {
+		return
+	}
 	if err := r.b.removeWebhook(context.Background(), rep.user+".bench.gopf.dev", rep.user, false); err != nil {
 		r.b.log("sharded/%s: removing the webhook configuration of %s: %v", r.res.Name, rep.name, err)
 	}

@@ -319,14 +319,14 @@ func joinInts(ns []int) string {
 const shardedNotes = `### How the sharded scenario is measured
 
 - **Replicas.** Each replica is a separate gopfop process started with the flags of the other runs plus
-  ` + "`--shard-ring=<run> --shard-name=shard-<i> --shard-namespace=<run>`" + ` and gopf's webhooks in dev mode
-  (` + "`--webhook-finalizers=always`" + `, a configuration per replica, by URL), as an API user of its own. New
-  objects get gopf's finalizer and their shard label at admission; the embedded assigner (elected among the
-  replicas) labels those the webhooks missed and moves objects when replicas come and go. The API server calls
-  every replica's webhook on each create (a Deployment's replicas would share one Service); a killed replica's
-  configuration is deleted at once, as a Service stops routing to a dead Pod. The benchmark creates the objects
-  only once every replica holds its Lease and labels new objects at admission, so that the scaling runs move
-  nothing.
+  ` + "`--shard-ring=<run> --shard-name=shard-<i> --shard-namespace=<run>`" + `, as an API user of its own. The
+  run's first replica also serves gopf's webhooks in dev mode (` + "`--webhook-finalizers=always`" + `, its own
+  configuration, by URL), so that each create costs one webhook call, as behind a Service whose kept-alive
+  connection reaches one replica: new objects get gopf's finalizer and their shard label at admission. The
+  embedded assigner (elected among the replicas) labels what the webhook missed (after that replica was killed
+  or left) and moves objects when replicas come and go; a killed replica's webhook configuration is deleted at
+  once, as a Service stops routing to a dead Pod. The benchmark creates the objects only once every replica holds
+  its Lease and the webhook labels new objects, so that the scaling runs move nothing.
 - **Per replica.** A replica's CPU is its user plus system time over its whole life (from its rusage at exit), its
   peak RSS its ` + "`VmHWM`" + `; the figure compared is the highest replica's, against the one replica of the first run.
   The target: at most 1.15/N of it (a fair share of 1/N plus 15 %); all replicas' CPU together at most 1.15 times it.
