@@ -14,8 +14,6 @@ import (
 // while it exists. A non-nil result goes to status.<id>, written only when it
 // differs from what status holds, so a timer that keeps returning the same
 // value writes nothing. One timer never runs twice at once for one object.
-// Each run gets the object as the manager's cache has it when the run
-// starts (a private copy), as a reconciler's Get would.
 //
 // Errors follow the handler error policy: a TemporaryError (or another
 // error, by the error mode) retries the run after its delay instead of the
