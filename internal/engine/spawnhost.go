@@ -1,12 +1,7 @@
 package engine
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
@@ -21,19 +16,6 @@ import (
 // to workers timers at once.
 func (k *KindController) NewSpawner(workers int) *spawn.Spawner {
 	return spawn.New(k, spawn.Options{Name: k.Name, Log: k.Log, Workers: workers, DefaultBackoff: k.Opts.DefaultBackoff})
-}
-
-// Read returns a private copy of the object from the kind's cache (the
-// reader reconciles read), or nil if the cache does not have it.
-func (k *KindController) Read(ctx context.Context, key types.NamespacedName) (client.Object, error) {
-	obj := k.NewObject()
-	if err := k.reader.Get(ctx, key, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading %s %s from the cache: %w", k.GVK.Kind, key, err)
-	}
-	return obj, nil
 }
 
 // Cause is the cause of a timer's or daemon's call of r on obj.

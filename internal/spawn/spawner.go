@@ -2,7 +2,6 @@ package spawn
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -44,11 +43,7 @@ type timerKey struct {
 
 // spawned is what the spawner knows of one object.
 type spawned struct {
-	uid types.UID
-	// latest is the newest object a reconcile gave, kept only while the
-	// spawner has not started or the object has daemons (their Object):
-	// timers read their object from the cache when they run, so that a
-	// kind with timers does not hold a second copy of every object.
+	uid       types.UID
 	latest    client.Object
 	essence   string
 	changedAt time.Time // last change of the essence
@@ -81,9 +76,6 @@ type daemonState struct {
 // runs: how it calls handlers and writes their outcome, and the gate of
 // the operator (paused or not, and how busy).
 type Kind interface {
-	// Read returns a private copy of the object from the kind's cache, or
-	// nil if the cache does not have it.
-	Read(ctx context.Context, key types.NamespacedName) (client.Object, error)
 	// ObjectFor is obj as handler r takes it (typed or unstructured).
 	ObjectFor(r *contract.Handler, obj client.Object) (client.Object, error)
 	// Cause is the cause of a call of r on obj, logging to log.
@@ -161,7 +153,7 @@ func (s *Spawner) Start(ctx context.Context) error {
 		go s.worker()
 	}
 	for key, o := range s.objects {
-		s.spawnLocked(key, o, o.latest)
+		s.spawnLocked(key, o)
 	}
 	s.mu.Unlock()
 
@@ -207,31 +199,17 @@ func (s *Spawner) Sync(key types.NamespacedName, obj client.Object, essence stri
 			}
 		}
 	}
-	o.essence, o.wanted = essence, selected
+	o.latest, o.essence, o.wanted = obj.DeepCopyObject().(client.Object), essence, selected
 	// Nothing starts before Start, nor once the manager stops: Start has
 	// then stopped the daemons it knew, and one started later would run
 	// on, unstopped (a reconcile still finishing when the manager stops).
-	switch {
-	case s.ctx == nil:
-		o.latest = obj.DeepCopyObject().(client.Object) // for Start
-	case s.ctx.Err() == nil:
-		s.spawnLocked(key, o, obj)
+	if s.ctx != nil && s.ctx.Err() == nil {
+		s.spawnLocked(key, o)
 	}
 }
 
-// spawnLocked starts what o wants and stops what it no longer wants; obj
-// is the newest object. o keeps a copy of it only while it has daemons.
-func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned, obj client.Object) {
-	if len(o.daemons) > 0 || slices.ContainsFunc(o.wanted, func(r *contract.Handler) bool { return r.Kind == spec.KindDaemon }) {
-		if obj != o.latest {
-			o.latest = obj.DeepCopyObject().(client.Object)
-		}
-	}
-	defer func() {
-		if len(o.daemons) == 0 {
-			o.latest = nil
-		}
-	}()
+// spawnLocked starts what o wants and stops what it no longer wants.
+func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned) {
 	wanted := map[string]bool{}
 	for _, r := range o.wanted {
 		id := r.Options.ID
@@ -241,7 +219,7 @@ func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned, obj client.O
 			if o.timers[id] == nil && !o.finished[id] {
 				t := &timerState{reg: r}
 				o.timers[id] = t
-				s.schedule(timerKey{key, id}, t, s.initialDelay(r, obj))
+				s.schedule(timerKey{key, id}, t, s.initialDelay(r, o.latest))
 			}
 		case spec.KindDaemon:
 			// Never after a pause began (a reconcile that passed the gate
@@ -325,13 +303,8 @@ func (s *Spawner) initialDelay(r *contract.Handler, obj client.Object) time.Dura
 }
 
 // wakeUp makes the controller reconcile the object again, e.g. when a daemon
-// has gone and the finalizer may be released; a nil object (one whose copy
-// the spawner no longer keeps) has nothing left to wake up for.
-func (s *Spawner) wakeUp(obj client.Object) {
-	if obj != nil {
-		s.k.WakeUp(s.ctx, obj)
-	}
-}
+// has gone and the finalizer may be released.
+func (s *Spawner) wakeUp(obj client.Object) { s.k.WakeUp(s.ctx, obj) }
 
 // newCall builds the call of a timer or daemon run.
 func (s *Spawner) newCall(r *contract.Handler, obj client.Object, retry int, started time.Time) *handlers.Cause {

@@ -21,7 +21,6 @@ import (
 // kind is a Kind that calls nothing and counts running handlers.
 type kind struct{ busy atomic.Int64 }
 
-func (*kind) Read(context.Context, types.NamespacedName) (client.Object, error) { return nil, nil }
 func (*kind) ObjectFor(_ *contract.Handler, obj client.Object) (client.Object, error) {
 	return obj, nil
 }

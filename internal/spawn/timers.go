@@ -32,24 +32,11 @@ func (s *Spawner) worker() {
 func (s *Spawner) runTimer(key timerKey) {
 	s.k.AddBusy(1) // before the gate check, so that a pause can wait for it
 	defer s.k.AddBusy(-1)
-	obj, err := s.k.Read(s.ctx, key.obj)
-	if err != nil {
-		s.log.Error(err, "reading the object of a timer; it is tried again", "timer", key.id, "retryIn", s.opts.DefaultBackoff)
-		s.mu.Lock()
-		if t := s.objects[key.obj].timerOf(key.id); t != nil {
-			s.schedule(key, t, s.opts.DefaultBackoff)
-		}
-		s.mu.Unlock()
-		return
-	}
-	if obj == nil {
-		return // gone from the cache: its reconcile stops the timer
-	}
-	ctx, run := s.beginTimerRun(key, obj)
+	ctx, run := s.beginTimerRun(key)
 	if run == nil {
 		return
 	}
-	err = s.callTimer(ctx, run)
+	err := s.callTimer(ctx, run)
 	end := time.Now()
 	opts := run.t.reg.Options
 	v := policy.Judge(opts, s.opts.DefaultBackoff, err, run.attempts+1, run.started, end)
@@ -67,7 +54,7 @@ type timerRun struct {
 	key       timerKey
 	o         *spawned
 	t         *timerState
-	obj       client.Object // a private copy of the object, read from the cache
+	obj       client.Object // a private copy of the object
 	changedAt time.Time     // the object's last change when the run began
 	attempts  int           // failed attempts before this one
 	started   time.Time     // first attempt of the run
@@ -86,16 +73,15 @@ type writtenResult struct {
 	version string
 }
 
-// beginTimerRun prepares a run of the timer of key on obj, the object as
-// the cache has it, with the context to run it in; it returns a nil run
-// when the timer is not to run now: it is gone, the object was replaced by
-// another of its name, the spawner stops, the operator is paused, or the
-// object has not been quiet long enough.
-func (s *Spawner) beginTimerRun(key timerKey, obj client.Object) (context.Context, *timerRun) {
+// beginTimerRun prepares a run of the timer of key, with the context to run
+// it in; it returns a nil run when the timer is not to run now: it is gone,
+// the spawner stops, the operator is paused, or the object has not been
+// quiet long enough.
+func (s *Spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key.obj]
-	if o == nil || o.uid != obj.GetUID() || s.ctx == nil || s.ctx.Err() != nil || !s.k.Open() {
+	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.Open() {
 		return nil, nil
 	}
 	t := o.timers[key.id]
@@ -116,20 +102,12 @@ func (s *Spawner) beginTimerRun(key timerKey, obj client.Object) (context.Contex
 	if t.first.IsZero() {
 		t.first = now
 	}
-	// obj is a private copy: the write after the call decodes the response into it.
-	run := &timerRun{key: key, o: o, t: t, obj: obj, changedAt: o.changedAt,
+	// A private copy: the write after the call decodes the response into it.
+	run := &timerRun{key: key, o: o, t: t, obj: o.latest.DeepCopyObject().(client.Object), changedAt: o.changedAt,
 		attempts: t.attempts, started: t.started, last: t.written}
 	run.c = s.newCall(t.reg, run.obj, t.attempts, t.started)
 	run.c.Patch = &handlers.Patch{}
 	return s.ctx, run
-}
-
-// timerOf returns the timer id of o, or nil if o is nil or has none.
-func (o *spawned) timerOf(id string) *timerState {
-	if o == nil {
-		return nil
-	}
-	return o.timers[id]
 }
 
 // idleLongEnoughLocked reports whether a timer with an idle time may run:
