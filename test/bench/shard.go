@@ -370,10 +370,16 @@ func (r *shardRun) stop(rep *replica) {
 		use = exitedUsage(rep.proc)
 	}
 	rep.use = use
+	r.dropWebhook(rep, true)
+}
+
+// dropWebhook deletes the webhook configuration of rep, if it serves one,
+// with a warning when warn is set (it should have gone by itself).
+func (r *shardRun) dropWebhook(rep *replica, warn bool) {
 	if !rep.webhook {
 		return
 	}
-	if err := r.b.removeWebhook(context.Background(), rep.user+".bench.gopf.dev", rep.user, true); err != nil {
+	if err := r.b.removeWebhook(context.Background(), rep.user+".bench.gopf.dev", rep.user, warn); err != nil {
 		r.b.log("sharded/%s: removing the webhook configuration of %s: %v", r.res.Name, rep.name, err)
 	}
 }
@@ -400,12 +406,7 @@ func (r *shardRun) kill(rep *replica) {
 	r.mu.Unlock()
 	// As a Service stops sending to a dead Pod: the API server no longer
 	// calls the killed replica's webhook.
-	if !rep.webhook {
-		return
-	}
-	if err := r.b.removeWebhook(context.Background(), rep.user+".bench.gopf.dev", rep.user, false); err != nil {
-		r.b.log("sharded/%s: removing the webhook configuration of %s: %v", r.res.Name, rep.name, err)
-	}
+	r.dropWebhook(rep, false)
 	r.b.log("sharded/%s: killed %s", r.res.Name, rep.name)
 }
 
