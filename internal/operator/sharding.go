@@ -63,7 +63,7 @@ func joinRing(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) 
 	mgr.GetLogger().WithName("gopf").Info("this replica is a shard", "ring", member.Ring(), "shard", member.Shard())
 	metrics.ShardInfo.WithLabelValues(member.Ring(), member.Shard()).Set(1)
 	if len(narrowed) > 0 {
-		return &narrowedCache{Cache: c, by: narrowed, own: member.Selector()}, nil
+		return &narrowedCache{Cache: c, by: narrowed, own: co.DefaultLabelSelector}, nil
 	}
 	return c, nil
 }
