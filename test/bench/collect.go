@@ -25,7 +25,7 @@ func (r *run) result(op Operator, ns string, used usage) (*RunResult, error) {
 		PeakRSSKiB:      used.peakKiB,
 		RusageMaxRSSKiB: used.rusageMaxRSS,
 	}
-	bounds := append([]mark{{phase: PhaseStartup, at: r.started}}, r.marks...)
+	bounds := append([]mark{{phase: PhaseStartup, at: r.started, controlPlane: r.startedCP}}, r.marks...)
 	requests := r.b.audit.of(r.user)
 	for i, m := range bounds {
 		p := PhaseResult{Name: m.phase}
@@ -36,6 +36,8 @@ func (r *run) result(op Operator, ns string, used usage) (*RunResult, error) {
 			p.Seconds = end.Sub(m.at).Seconds()
 			p.CPUSeconds = (next.cpu - m.cpu).Seconds()
 			p.PeakRSSKiB = next.rss
+			p.ControlPlaneCPUSeconds = (next.controlPlane - m.controlPlane).Seconds()
+			rr.ControlPlaneCPUSeconds += p.ControlPlaneCPUSeconds
 		} else {
 			p.CPUSeconds = (used.cpu - m.cpu).Seconds()
 			p.PeakRSSKiB = used.peakKiB

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"k8s.io/client-go/rest"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -36,7 +37,13 @@ type controlPlane struct {
 	env      *crenvtest.Environment
 	admin    *rest.Config
 	auditLog string
+	// pids are kube-apiserver's and etcd's, whose CPU time is measured
+	// per phase.
+	pids []int
 }
+
+// controlPlaneBinaries are the processes of a control plane.
+var controlPlaneBinaries = []string{"kube-apiserver", "etcd"}
 
 // startControlPlane starts a control plane whose API server writes its
 // audit log into dir, and installs the CRDs in crdDirs.
@@ -66,7 +73,31 @@ func startControlPlane(assets string, crdDirs []string, dir string) (*controlPla
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane with binaries from %s: %w", assets, err)
 	}
-	return &controlPlane{env: env, admin: admin, auditLog: auditLog}, nil
+	cp := &controlPlane{env: env, admin: admin, auditLog: auditLog}
+	pids, err := childPIDs(controlPlaneBinaries...)
+	if err == nil && len(pids) < len(controlPlaneBinaries) {
+		err = fmt.Errorf("found %v among this process's children", pids)
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("finding the processes of the control plane: %w", err), env.Stop())
+	}
+	for _, pid := range pids {
+		cp.pids = append(cp.pids, pid)
+	}
+	return cp, nil
+}
+
+// cpu returns the CPU time kube-apiserver and etcd have used so far.
+func (cp *controlPlane) cpu() (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range cp.pids {
+		t, err := cpuTime(pid)
+		if err != nil {
+			return 0, fmt.Errorf("reading the control plane's CPU time: %w", err)
+		}
+		sum += t
+	}
+	return sum, nil
 }
 
 // addOperatorUser provisions a cluster administrator named name in the

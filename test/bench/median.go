@@ -8,8 +8,8 @@ import (
 )
 
 // medianRun combines the rounds of one operator into one run whose every
-// figure (per phase: time, CPU, RSS, writes, handler calls, each request
-// count; in total:
+// figure (per phase: time, CPU, the control plane's CPU, RSS, writes,
+// handler calls, each request count; in total: CPU, the control plane's
 // CPU and RSS) is the median over the rounds. Round is 0.
 func medianRun(runs []RunResult) RunResult {
 	if len(runs) == 0 {
@@ -17,6 +17,7 @@ func medianRun(runs []RunResult) RunResult {
 	}
 	m := RunResult{Operator: runs[0].Operator}
 	m.CPUSeconds = median(runs, func(r *RunResult) float64 { return r.CPUSeconds })
+	m.ControlPlaneCPUSeconds = median(runs, func(r *RunResult) float64 { return r.ControlPlaneCPUSeconds })
 	m.PeakRSSKiB = int64(math.Round(median(runs, func(r *RunResult) float64 { return float64(r.PeakRSSKiB) })))
 	m.RusageMaxRSSKiB = int64(math.Round(median(runs, func(r *RunResult) float64 { return float64(r.RusageMaxRSSKiB) })))
 	for _, p := range runs[0].Phases {
@@ -32,6 +33,7 @@ func medianRun(runs []RunResult) RunResult {
 		mp := PhaseResult{Name: name, Requests: map[string]int{}}
 		mp.Seconds = phase(func(p *PhaseResult) float64 { return p.Seconds })
 		mp.CPUSeconds = phase(func(p *PhaseResult) float64 { return p.CPUSeconds })
+		mp.ControlPlaneCPUSeconds = phase(func(p *PhaseResult) float64 { return p.ControlPlaneCPUSeconds })
 		mp.PeakRSSKiB = int64(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.PeakRSSKiB) })))
 		mp.WritesPerObject = phase(func(p *PhaseResult) float64 { return p.WritesPerObject })
 		mp.Writes = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Writes) })))

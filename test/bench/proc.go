@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,4 +71,40 @@ func procStatusField(path, name string) (int64, error) {
 		return 0, err
 	}
 	return 0, fmt.Errorf("%s has no %s line", path, name)
+}
+
+// childPIDs returns the processes named (by their command name) one of
+// names whose parent is this process, by name; a name none has is
+// missing from the map.
+func childPIDs(names ...string) (map[string]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	found := map[string]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue // not a process
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // gone since the listing
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+		s := string(data)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		fields := strings.Fields(s[closing+1:])
+		if len(fields) < 2 || fields[1] != strconv.Itoa(self) {
+			continue
+		}
+		if comm := s[open+1 : closing]; slices.Contains(names, comm) {
+			found[comm] = pid
+		}
+	}
+	return found, nil
 }

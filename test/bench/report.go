@@ -35,9 +35,9 @@ func targetTable(s *ScenarioResult) *table {
 // requests.
 func phaseTable(s *ScenarioResult) *table {
 	t := &table{
-		header: []string{columnPhase, columnOperator, "time (s)", "CPU (s)", "RSS (MiB)", "handler calls", "writes", "writes/object",
-			"requests (verb resource: count)"},
-		align: "llrrrrrrl",
+		header: []string{columnPhase, columnOperator, "time (s)", "CPU (s)", "API server and etcd CPU (s)", "RSS (MiB)", "handler calls",
+			"writes", "writes/object", "requests (verb resource: count)"},
+		align: "llrrrrrrrl",
 	}
 	if len(s.Medians) == 0 {
 		return t
@@ -48,11 +48,11 @@ func phaseTable(s *ScenarioResult) *table {
 			if rp == nil {
 				continue
 			}
-			secs := f2(rp.Seconds)
+			secs, cp := f2(rp.Seconds), f2(rp.ControlPlaneCPUSeconds)
 			if rp.Name == PhaseShutdown {
-				secs = "–"
+				secs, cp = "–", "–"
 			}
-			t.add(rp.Name, r.Operator, secs, f2(rp.CPUSeconds), f1(float64(rp.PeakRSSKiB)/1024),
+			t.add(rp.Name, r.Operator, secs, f2(rp.CPUSeconds), cp, f1(float64(rp.PeakRSSKiB)/1024),
 				fmt.Sprint(rp.HandlerCalls), fmt.Sprint(rp.Writes), f2(rp.WritesPerObject), requestList(rp))
 		}
 	}

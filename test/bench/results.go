@@ -138,6 +138,9 @@ type RunResult struct {
 	Phases []PhaseResult `json:"phases"`
 	// CPUSeconds is the user plus system CPU time of the whole process.
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// ControlPlaneCPUSeconds is kube-apiserver's and etcd's CPU time from
+	// the operator's start to the end of its last phase before shutdown.
+	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds,omitempty"`
 	// PeakRSSKiB is the process's peak resident set size: its VmHWM, read
 	// at every phase boundary and every few milliseconds while it shuts
 	// down (VmHWM only grows, so the last read is the peak).
@@ -175,6 +178,11 @@ type PhaseResult struct {
 	Seconds float64 `json:"seconds"`
 	// CPUSeconds is the operator's CPU time during the phase.
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// ControlPlaneCPUSeconds is kube-apiserver's and etcd's CPU time
+	// during the phase: serving the operator, the load generator and the
+	// benchmark's own watch, whose requests are the same for every
+	// operator. The shutdown phase, which has no end, has none.
+	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds,omitempty"`
 	// PeakRSSKiB is the operator's peak RSS at the end of the phase (VmHWM).
 	PeakRSSKiB int64 `json:"peakRSSKiB,omitempty"`
 	// Requests counts the operator's requests by "verb resource".

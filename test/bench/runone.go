@@ -35,6 +35,8 @@ type mark struct {
 	at    time.Time
 	cpu   time.Duration
 	rss   int64
+	// controlPlane is the CPU time kube-apiserver and etcd had used.
+	controlPlane time.Duration
 }
 
 // restartTimeout bounds the wait for a restarted operator to see every
@@ -55,6 +57,9 @@ type run struct {
 	calls   string   // the file the operator records its handler calls in
 	proc    *process // the running process (the second one after a restart)
 	started time.Time
+	// startedCP is the control plane's CPU time when the first process
+	// started.
+	startedCP time.Duration
 	track   *tracker
 	marks   []mark                   // the phase boundaries after startup
 	handled map[string]time.Duration // per phase: first request to last object done
@@ -115,6 +120,9 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 		}
 	}
 	b.log("%s/%s, round %d: starting the operator as user %s", sc.Name, op.Name, round, user)
+	if r.startedCP, err = b.cp.cpu(); err != nil {
+		return nil, err
+	}
 	if r.proc, err = r.start(id, prof, false); err != nil {
 		return nil, err
 	}
@@ -321,7 +329,11 @@ func (r *run) mark(phase string) error {
 	if err != nil {
 		return err
 	}
-	r.marks = append(r.marks, mark{phase: phase, at: time.Now(), cpu: r.stopped.cpu + cpu, rss: rss})
+	cp, err := r.b.cp.cpu()
+	if err != nil {
+		return err
+	}
+	r.marks = append(r.marks, mark{phase: phase, at: time.Now(), cpu: r.stopped.cpu + cpu, rss: rss, controlPlane: cp})
 	return nil
 }
 
