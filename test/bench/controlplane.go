@@ -141,7 +141,7 @@ func FindAssets(dir, root string) (string, error) {
 }
 
 func hasBinaries(dir string) bool {
-	for _, b := range []string{"kube-apiserver", "etcd"} {
+	for _, b := range controlPlaneBinaries {
 		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.IsDir() {
 			return false
 		}

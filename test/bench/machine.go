@@ -91,7 +91,7 @@ func utsString[T int8 | uint8](field []T) string {
 // "kube-apiserver v1.37.0, etcd 3.6.16".
 func controlPlaneVersions(assets string) string {
 	var parts []string
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
+	for _, bin := range controlPlaneBinaries {
 		out, err := exec.Command(filepath.Join(assets, bin), "--version").Output()
 		if err != nil {
 			continue

@@ -60,9 +60,9 @@ type run struct {
 	// startedCP is the control plane's CPU time when the first process
 	// started.
 	startedCP time.Duration
-	track   *tracker
-	marks   []mark                   // the phase boundaries after startup
-	handled map[string]time.Duration // per phase: first request to last object done
+	track     *tracker
+	marks     []mark                   // the phase boundaries after startup
+	handled   map[string]time.Duration // per phase: first request to last object done
 	// stopped is what the processes stopped by a restart used.
 	stopped usage
 	// periodic is what the running process is told to do (EnvPeriodic).
