@@ -253,6 +253,8 @@ reconcile (essence, stored state, selection, cause). They hold the engine's own 
 ## Larger runs
 
 The scale scenario takes its size from ` + "`-scale-n`" + ` (and its rounds from ` + "`-scale-rounds`" + `).
+` + "`make bench-10k`" + ` runs it alone at 10,000 objects in three rounds, in which each operator runs once
+first, once second and once last, and writes ` + "`BENCHMARKS-10k.md`" + `.
 ` + "`make bench-50k`" + ` runs it alone at 50,000 objects and writes its own report, ` + "`BENCHMARKS-50k.md`" + `:
 
     go run ./test/bench/cmd/bench -scenario scale -scale-n 50000 -scale-rounds 1 -phase-timeout 30m \
