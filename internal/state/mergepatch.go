@@ -2,7 +2,11 @@ package state
 
 import (
 	"errors"
+	"reflect"
+	"strings"
+	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -53,8 +57,21 @@ func MergeInto(dst, src map[string]any) map[string]any {
 	return dst
 }
 
-// StatusOf returns the status of obj as a JSON-like map.
+// StatusOf returns the status of obj as a JSON-like map, as the whole
+// object converted to one would hold it. An unstructured object's is its
+// own map (not a copy); of a typed object only the status field is
+// converted, not the object's metadata and spec.
 func StatusOf(obj client.Object) (map[string]any, error) {
+	if u, ok := obj.(runtime.Unstructured); ok {
+		status, _ := u.UnstructuredContent()["status"].(map[string]any)
+		return status, nil
+	}
+	if field, ok := statusField(obj); ok {
+		if !field.IsValid() {
+			return nil, nil // no status field, or a nil pointer
+		}
+		return runtime.DefaultUnstructuredConverter.ToUnstructured(field.Interface())
+	}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
@@ -62,6 +79,80 @@ func StatusOf(obj client.Object) (map[string]any, error) {
 	status, _ := raw["status"].(map[string]any)
 	return status, nil
 }
+
+// statusFields caches, per Go type of an object, the index of its field
+// named "status" in JSON: noStatus for a type without one, unknownStatus
+// for a type whose embedded structs might hold one.
+var statusFields sync.Map // reflect.Type -> int
+
+const (
+	noStatus      = -1
+	unknownStatus = -2
+)
+
+// statusField returns a pointer to obj's status struct, or an invalid
+// value if obj has no status or a nil one. It reports false when it cannot
+// tell (obj is not a pointer to a struct, its status is not a struct, or
+// it embeds structs), so that the caller converts the whole object.
+func statusField(obj client.Object) (reflect.Value, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	v = v.Elem()
+	cached, known := statusFields.Load(v.Type())
+	if !known {
+		cached = statusIndex(v.Type())
+		statusFields.Store(v.Type(), cached)
+	}
+	switch i := cached.(int); i {
+	case noStatus:
+		return reflect.Value{}, true
+	case unknownStatus:
+		return reflect.Value{}, false
+	default:
+		f := v.Field(i)
+		switch {
+		case f.Kind() == reflect.Pointer && f.Type().Elem().Kind() == reflect.Struct:
+			if f.IsNil() {
+				return reflect.Value{}, true
+			}
+			return f, true
+		case f.Kind() == reflect.Struct:
+			return f.Addr(), true
+		}
+		return reflect.Value{}, false
+	}
+}
+
+// statusIndex is the index of t's field that JSON names "status", or
+// noStatus or unknownStatus (see statusFields). TypeMeta and ObjectMeta,
+// embedded in every Kubernetes object, hold no status.
+func statusIndex(t reflect.Type) int {
+	embeds := false
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous {
+			if f.Type != typeMetaType && f.Type != objectMetaType {
+				embeds = true
+			}
+			continue
+		}
+		if f.IsExported() && name == "status" {
+			return i
+		}
+	}
+	if embeds {
+		return unknownStatus
+	}
+	return noStatus
+}
+
+var (
+	typeMetaType   = reflect.TypeFor[metav1.TypeMeta]()
+	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
+)
 
 // Changes reports whether merging patch into current (as a JSON merge patch
 // would) changes anything.
