@@ -52,7 +52,7 @@ var libraryLayers = map[string][]string{
 	"internal/policy":       {"handlers", "internal/spec"},
 	"internal/kopfstate":    {"handlers", "internal/shard", "internal/spec", "internal/state"},
 	"internal/peering":      {"handlers", "internal/kopfstate", "internal/scope", "internal/shard", "internal/spec", "internal/state"},
-	"internal/spawn":        {"handlers", "internal/contract", "internal/metrics", "internal/policy", "internal/shard", "internal/spec", "internal/state"},
+	"internal/spawn":        {"handlers", "internal/contract", "internal/logs", "internal/metrics", "internal/policy", "internal/shard", "internal/spec", "internal/state"},
 	"reconcile/rbac":        {"handlers", "internal/contract", "internal/spec"},
 	"internal/engine":       engineParts,
 	"internal/operator":     with(engineParts, "internal/assign", "internal/engine"),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/logs"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -306,9 +307,12 @@ func (s *Spawner) initialDelay(r *contract.Handler, obj client.Object) time.Dura
 // has gone and the finalizer may be released.
 func (s *Spawner) wakeUp(obj client.Object) { s.k.WakeUp(s.ctx, obj) }
 
-// newCall builds the call of a timer or daemon run.
+// newCall builds the call of a timer or daemon run. Its logger gets the
+// object, handler and retry when it first writes a line: most runs write
+// none.
 func (s *Spawner) newCall(r *contract.Handler, obj client.Object, retry int, started time.Time) *handlers.Cause {
-	c := s.k.Cause(r, obj, s.log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry))
+	log := logs.WithValuesLazily(s.log, "namespace", obj.GetNamespace(), "name", obj.GetName(), "handler", r.Options.ID, "retry", retry)
+	c := s.k.Cause(r, obj, log)
 	c.Retry, c.Started, c.Runtime = retry, started, time.Since(started)
 	return c
 }
