@@ -113,15 +113,15 @@ run: manifests generate envtest ## Run the operator ($(OPERATOR)) against KUBECO
 
 .PHONY: bench
 bench: envtest ## Benchmark gopf against hand-written controller-runtime reconcilers, typed and unstructured, at 1000 objects and in two opposite-order rounds of 5,000, with gopf's finalizer added at admission, across a restart on a typed-status CRD and on Pods, with timers and daemons on 10,000 objects, and new objects beside failing ones (about 37 minutes on 2 cores); writes BENCHMARKS.md. Extra flags: BENCH_FLAGS="-n 200".
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -markdown BENCHMARKS.md -json bin/bench/results.json $(BENCH_FLAGS)
+	GOPF_BENCH_TARGET=$@ KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -markdown BENCHMARKS.md -json bin/bench/results.json $(BENCH_FLAGS)
 
 .PHONY: bench-10k
 bench-10k: envtest ## The scale scenario alone at 10,000 objects, in three rounds in which each operator runs once first, once second and once last (about 35 minutes on 2 cores); writes BENCHMARKS-10k.md.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -scenario scale -scale-n 10000 -scale-rounds 3 -markdown BENCHMARKS-10k.md -json bin/bench/results-10k.json $(BENCH_FLAGS)
+	GOPF_BENCH_TARGET=$@ KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -scenario scale -scale-n 10000 -scale-rounds 3 -markdown BENCHMARKS-10k.md -json bin/bench/results-10k.json $(BENCH_FLAGS)
 
 .PHONY: bench-50k
 bench-50k: envtest ## The scale scenario alone at 50,000 objects, with its restart phase (about 45 minutes on 2 cores); writes BENCHMARKS-50k.md.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -scenario scale -scale-n 50000 -scale-rounds 1 -phase-timeout 30m -markdown BENCHMARKS-50k.md -json bin/bench/results-50k.json $(BENCH_FLAGS)
+	GOPF_BENCH_TARGET=$@ KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -scenario scale -scale-n 50000 -scale-rounds 1 -phase-timeout 30m -markdown BENCHMARKS-50k.md -json bin/bench/results-50k.json $(BENCH_FLAGS)
 
 # The sharded scenario's size: the issue's 10,000 objects; smaller on a
 # busy machine (SHARDED_N=1000).
@@ -129,7 +129,7 @@ SHARDED_N ?= 10000
 
 .PHONY: bench-sharded
 bench-sharded: envtest ## gopf as 1, 2 and 4 replicas of a shard ring on SHARDED_N objects (default 10,000), a replica joining and one leaving, and one killed every 30 s (about 30 minutes at 10,000 on 2 cores with -phase-timeout 6m); writes BENCHMARKS-sharded.md.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -scenario sharded -sharded-n $(SHARDED_N) -phase-timeout 30m -markdown BENCHMARKS-sharded.md -json bin/bench/results-sharded.json $(BENCH_FLAGS)
+	GOPF_BENCH_TARGET=$@ KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -scenario sharded -sharded-n $(SHARDED_N) -phase-timeout 30m -markdown BENCHMARKS-sharded.md -json bin/bench/results-sharded.json $(BENCH_FLAGS)
 
 .PHONY: bench-go
 bench-go: envtest ## Go benchmarks of the engine's per-reconcile work (ns/op, B/op, allocs/op). Extra flags: BENCH_GO_FLAGS="-count 5".

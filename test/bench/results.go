@@ -61,6 +61,9 @@ type Results struct {
 	Command string `json:"command"`
 	// ViaMake says that make ran the command (`make bench`).
 	ViaMake bool `json:"viaMake,omitempty"`
+	// MakeTarget is the make target that ran it, if make said
+	// (GOPF_BENCH_TARGET); "" with ViaMake means bench or bench-sharded.
+	MakeTarget string `json:"makeTarget,omitempty"`
 	// Machine describes where it ran.
 	Machine Machine `json:"machine"`
 	// LoadBefore and LoadAfter are the machine's 1, 5 and 15 minute load

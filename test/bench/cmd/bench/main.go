@@ -96,6 +96,7 @@ func run() error {
 	}
 	res.Command = strings.Join(append([]string{"go run ./test/bench/cmd/bench"}, os.Args[1:]...), " ")
 	res.ViaMake = os.Getenv("MAKELEVEL") != ""
+	res.MakeTarget = os.Getenv("GOPF_BENCH_TARGET")
 	return report(res, jsonPath, mdPath)
 }
 
