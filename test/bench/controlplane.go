@@ -5,9 +5,11 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -73,7 +75,6 @@ func startControlPlane(assets string, crdDirs []string, dir string) (*controlPla
 	if err != nil {
 		return nil, fmt.Errorf("starting the control plane with binaries from %s: %w", assets, err)
 	}
-	cp := &controlPlane{env: env, admin: admin, auditLog: auditLog}
 	pids, err := childPIDs(controlPlaneBinaries...)
 	if err == nil && len(pids) < len(controlPlaneBinaries) {
 		err = fmt.Errorf("found %v among this process's children", pids)
@@ -81,10 +82,7 @@ func startControlPlane(assets string, crdDirs []string, dir string) (*controlPla
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("finding the processes of the control plane: %w", err), env.Stop())
 	}
-	for _, pid := range pids {
-		cp.pids = append(cp.pids, pid)
-	}
-	return cp, nil
+	return &controlPlane{env: env, admin: admin, auditLog: auditLog, pids: slices.Collect(maps.Values(pids))}, nil
 }
 
 // cpu returns the CPU time kube-apiserver and etcd have used so far.

@@ -18,20 +18,13 @@ const clockTicks = 100
 
 // cpuTime returns the user plus system CPU time process pid has used so far.
 func cpuTime(pid int) (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, fields, err := procStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) is in parentheses and may hold spaces;
-	// fields are counted after it: state is field 3, utime 14, stime 15.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
-	}
-	fields := strings.Fields(s[i+1:])
+	// Counted after the command name: state is field 3, utime 14, stime 15.
 	if len(fields) < 13 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, fields)
 	}
 	var ticks int64
 	for _, f := range fields[11:13] {
@@ -42,6 +35,22 @@ func cpuTime(pid int) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// procStat reads /proc/<pid>/stat: the command name (field 2, in
+// parentheses, which may hold spaces and parentheses itself) and the
+// fields after it, from the state (field 3) on.
+func procStat(pid int) (comm string, fields []string, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", nil, err
+	}
+	s := string(data)
+	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return "", nil, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	return s[open+1 : closing], strings.Fields(s[closing+1:]), nil
 }
 
 // peakRSS returns the peak resident set size of process pid so far in KiB
@@ -81,28 +90,18 @@ func childPIDs(names ...string) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	self := os.Getpid()
+	self := strconv.Itoa(os.Getpid())
 	found := map[string]int{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue // not a process
 		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		comm, fields, err := procStat(pid)
 		if err != nil {
 			continue // gone since the listing
 		}
-		// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-		s := string(data)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		fields := strings.Fields(s[closing+1:])
-		if len(fields) < 2 || fields[1] != strconv.Itoa(self) {
-			continue
-		}
-		if comm := s[open+1 : closing]; slices.Contains(names, comm) {
+		if len(fields) >= 2 && fields[1] == self && slices.Contains(names, comm) { // fields[1]: the parent
 			found[comm] = pid
 		}
 	}
