@@ -27,8 +27,11 @@ func (k *KindController) Cause(r *contract.Handler, obj client.Object, log logr.
 // Open reports whether handlers may start: the operator is not paused.
 func (k *KindController) Open() bool { return k.Shared.Gate.Open() }
 
-// WhenPaused has f called each time the operator pauses.
+// WhenPaused has f called each time the operator pauses, or stops.
 func (k *KindController) WhenPaused(f func()) { k.Shared.Gate.WhenPaused(f) }
+
+// Stopping reports whether the operator stops for good.
+func (k *KindController) Stopping() bool { return k.Shared.Gate.Closed() }
 
 // AddBusy counts running handlers (the operator's busy count, which
 // Shared.Busy reports).

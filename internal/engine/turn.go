@@ -176,8 +176,19 @@ func (t *Turn) runEntry(ctx context.Context, reason handlers.Reason, e *Entry, r
 	if rec.Finished() || rec.Delayed != nil && rec.Delayed.After(t.Now) {
 		return t.notDue(id, rec, records)
 	}
+	if ctx.Err() != nil {
+		return false // the operator stops: nothing new starts, and the record stays as it was
+	}
 	e.cause = e.callReason(reason)
 	result, x, waiting, err := t.callEntry(ctx, reason, e, rec, records)
+	if err != nil && ctx.Err() != nil {
+		// The operator stops and cancelled the call: it is not an attempt
+		// (no retry counted, no backoff), and whoever handles the object
+		// next calls the handler again at once.
+		t.log.Info("handler call cut short by the operator's stop; it runs again when the object is next handled",
+			"handler", id, "error", err.Error())
+		return false
+	}
 	if waiting != nil && waitsForSubs(err) {
 		// As with registered sub-handlers: the parent waits for its
 		// children without a failed attempt, and is called again, with

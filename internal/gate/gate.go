@@ -5,7 +5,9 @@ import (
 )
 
 // Gate says whether the operator may handle objects: once its startup
-// handlers have succeeded, and while no peer with a higher priority is alive.
+// handlers have succeeded, while no peer with a higher priority is alive,
+// while a sharded replica holds its shard (Unheld), and until the operator
+// stops (Close).
 // Reconciles, event handlers, timers and daemons all look at it; when it
 // opens again, every object is reconciled anew. When it opens the first
 // time, that is needed only if a reconcile was turned away before: else
@@ -14,6 +16,8 @@ type Gate struct {
 	mu       sync.Mutex
 	started  bool
 	pausedBy string // why the operator is paused; "" when it is not
+	unheld   bool   // a sharded replica's shard is not held (yet)
+	closed   bool   // the operator stops: the gate never opens again
 	opened   bool   // it was open once
 	refused  bool   // a reconcile was turned away since it was last open
 	onOpen   []func()
@@ -24,15 +28,18 @@ type Gate struct {
 func (g *Gate) Open() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.started && g.pausedBy == ""
+	return g.open()
 }
+
+// open is Open with g.mu held.
+func (g *Gate) open() bool { return g.started && g.pausedBy == "" && !g.unheld && !g.closed }
 
 // Admit reports whether a reconcile may handle objects now, and remembers
 // one it turns away, so that the objects are reconciled when it opens.
 func (g *Gate) Admit() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ok := g.started && g.pausedBy == ""
+	ok := g.open()
 	g.refused = g.refused || !ok
 	return ok
 }
@@ -43,6 +50,24 @@ func (g *Gate) SetStarted() { g.change(func() { g.started = true }) }
 // Pause closes the gate for a reason; resume opens it again.
 func (g *Gate) Pause(reason string) { g.change(func() { g.pausedBy = reason }) }
 func (g *Gate) Resume()             { g.change(func() { g.pausedBy = "" }) }
+
+// Unheld keeps the gate closed until Held: a sharded replica works on its
+// shard's objects only while it holds the shard's Lease.
+func (g *Gate) Unheld() { g.change(func() { g.unheld = true }) }
+
+// Held lets the gate open once the replica holds its shard's Lease.
+func (g *Gate) Held() { g.change(func() { g.unheld = false }) }
+
+// Close closes the gate for good, as the operator stops: nothing starts
+// any more, and the pause callbacks stop what runs.
+func (g *Gate) Close() { g.change(func() { g.closed = true }) }
+
+// Closed reports whether the gate was closed for good.
+func (g *Gate) Closed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
 
 // Paused returns the reason of a pause, or "".
 func (g *Gate) Paused() string {
@@ -57,9 +82,9 @@ func (g *Gate) WhenPaused(fn func()) { g.mu.Lock(); g.onPause = append(g.onPause
 
 func (g *Gate) change(fn func()) {
 	g.mu.Lock()
-	was := g.started && g.pausedBy == ""
+	was := g.open()
 	fn()
-	now := g.started && g.pausedBy == ""
+	now := g.open()
 	var callbacks []func()
 	switch {
 	case !was && now:

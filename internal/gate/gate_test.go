@@ -34,3 +34,29 @@ func TestTheGateWakesEveryObjectOnlyWhenAReconcileMissedThem(t *testing.T) {
 		t.Error("the open gate turned a reconcile away")
 	}
 }
+
+func TestAnUnheldShardHandlesNothingUntilHeldAndAClosedGateNeverOpens(t *testing.T) {
+	g := &Gate{}
+	woken, paused := 0, 0
+	g.WhenOpened(func() { woken++ })
+	g.WhenPaused(func() { paused++ })
+	g.Unheld()
+	g.SetStarted()
+	if g.Admit() {
+		t.Fatal("a replica that does not hold its shard admitted a reconcile")
+	}
+	g.Held()
+	if !g.Admit() || woken != 1 {
+		t.Fatalf("holding the shard: admitted %v, objects woken %d times; want admitted, woken once", g.Open(), woken)
+	}
+	g.Close()
+	if g.Admit() || !g.Closed() || paused != 1 {
+		t.Fatalf("closing: admitted %v, closed %v, paused %d times; want refused, closed, paused once", g.Open(), g.Closed(), paused)
+	}
+	g.Pause("a peer")
+	g.Resume()
+	g.Held()
+	if g.Open() || woken != 1 {
+		t.Errorf("a closed gate opened again (open %v, woken %d times)", g.Open(), woken)
+	}
+}

@@ -52,7 +52,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) err
 	if err != nil {
 		return err
 	}
-	if sh.ShardCache, err = joinRing(mgr, reg, opts); err != nil {
+	if sh.ShardCache, err = joinRing(mgr, reg, sh, opts); err != nil {
 		return err
 	}
 	if err := setupActivities(mgr, reg, sh, opts); err != nil {

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -25,9 +26,11 @@ import (
 // Lease (a shard.Member on mgr) and the cache of its own objects, which
 // the kinds' controllers read and watch instead of the manager's cache. The
 // shard's cache also narrows the kinds of reg's handlers to their label
-// filters (see narrowKinds): only gopf reads it. It returns nil without
-// sharding.
-func joinRing(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) (cache.Cache, error) {
+// filters (see narrowKinds): only gopf reads it. The operator's gate stays
+// closed until the member holds its Lease, and the member's graceful stop
+// closes it and waits for the work in flight before it releases the Lease
+// (see guardWork). It returns nil without sharding.
+func joinRing(mgr manager.Manager, reg *handlers.Registry, sh *engine.Shared, opts engine.Options) (cache.Cache, error) {
 	s := opts.Sharding
 	if s == nil {
 		return nil, nil
@@ -38,12 +41,16 @@ func joinRing(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) 
 	}
 	mo := s.Member()
 	mo.Log = mgr.GetLogger().WithName("gopf").WithName("shard")
+	guardWork(&mo, sh)
 	member, err := shard.NewMember(cs.CoordinationV1(), mo)
 	if err != nil {
 		return nil, fmt.Errorf("gopf: sharding: %w", err)
 	}
 	if err := mgr.Add(member); err != nil {
 		return nil, fmt.Errorf("gopf: adding the shard's Lease: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("gopf-shard", member.Ready); err != nil {
+		return nil, fmt.Errorf("gopf: the shard's readiness check: %w", err)
 	}
 	namespaces, err := scope.CacheNamespaces(opts.Namespaces)
 	if err != nil {
@@ -66,6 +73,22 @@ func joinRing(mgr manager.Manager, reg *handlers.Registry, opts engine.Options) 
 		return &narrowedCache{Cache: c, by: narrowed, own: co.DefaultLabelSelector}, nil
 	}
 	return c, nil
+}
+
+// guardWork ties the operator's work to the shard's Lease: nothing is
+// handled before the member holds it (another process may hold the shard
+// under the same name), and on a graceful stop nothing new starts while
+// the handler calls, outcome writes and daemons in flight finish, before
+// the Lease is released. The member is stopped before the controllers
+// (it runs with the manager's other runnables, which stop first), so
+// their workers are still there to finish.
+func guardWork(mo *shard.MemberOptions, sh *engine.Shared) {
+	sh.Gate.Unheld()
+	mo.OnJoin = sh.Gate.Held
+	mo.Drain = func(timeout time.Duration) bool {
+		sh.Gate.Close()
+		return sh.Idle(timeout)
+	}
 }
 
 // assignPageSize is how many objects' metadata each of the assigner's

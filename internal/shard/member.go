@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -23,6 +22,10 @@ const (
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewDeadline = 10 * time.Second
 	DefaultRetryPeriod   = 2 * time.Second
+	// DefaultDrainTimeout bounds a graceful stop's wait for the shard's
+	// work in flight, as controller-runtime's default graceful shutdown
+	// timeout bounds a manager's stop.
+	DefaultDrainTimeout = 30 * time.Second
 )
 
 // ErrLeaseLost is returned by Member.Start when the member could not renew
@@ -58,6 +61,26 @@ type MemberOptions struct {
 	// Log receives the member's few lines (joined, lost). The zero value
 	// means the logger of Start's context, controller-runtime's.
 	Log logr.Logger
+	// OnJoin, if set, is called once the member holds its Lease for the
+	// first time: from then on it may work on the shard's objects. A
+	// replica must not work on them before, since another process may
+	// hold the shard under the same name.
+	OnJoin func()
+	// Drain, if set, is called when the member is asked to stop, before it
+	// releases its Lease: it stops work on the shard's objects from
+	// starting and waits, up to timeout, for the work in flight (handler
+	// calls and the writes of their outcomes, daemons); it reports whether
+	// all of it finished. Only then is the Lease released, so that the
+	// shard that takes the objects over never works on them at the same
+	// time; if the work did not finish, the Lease is left to expire
+	// instead, which gives the process time to exit first. When the Lease
+	// is lost, Drain is called with a zero timeout, to stop new work at
+	// once.
+	Drain func(timeout time.Duration) bool
+	// DrainTimeout bounds Drain. Zero means DefaultDrainTimeout. A manager
+	// whose graceful shutdown timeout is shorter exits first, with the
+	// Lease held: it expires.
+	DrainTimeout time.Duration
 }
 
 // Member is this replica's membership in a ring: a manager.Runnable that
@@ -69,7 +92,11 @@ type MemberOptions struct {
 type Member struct {
 	ring, shard string
 	elector     *leaderelection.LeaderElector
+	lock        *processLock
 	log         logr.Logger
+	onJoin      func()
+	drain       func(time.Duration) bool
+	drainFor    time.Duration
 	joined      chan struct{} // closed on joining
 	started     sync.Once
 }
@@ -81,16 +108,12 @@ func NewMember(leases coordinationv1client.LeasesGetter, opts MemberOptions) (*M
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	m := &Member{ring: opts.Ring, shard: opts.Shard, log: opts.Log, joined: make(chan struct{})}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: opts.Namespace, Name: opts.Shard},
-		Client:     leases,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: opts.Shard},
-		Labels:     map[string]string{RingLabel: opts.Ring},
-	}
+	m := &Member{ring: opts.Ring, shard: opts.Shard, log: opts.Log, joined: make(chan struct{}),
+		onJoin: opts.OnJoin, drain: opts.Drain, drainFor: opts.DrainTimeout}
+	m.lock = newProcessLock(leases, opts.Namespace, opts.Shard, map[string]string{RingLabel: opts.Ring})
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Name:            opts.Ring + "/" + opts.Shard,
-		Lock:            lock,
+		Lock:            m.lock,
 		LeaseDuration:   opts.LeaseDuration,
 		RenewDeadline:   opts.RenewDeadline,
 		RetryPeriod:     opts.RetryPeriod,
@@ -99,6 +122,9 @@ func NewMember(leases coordinationv1client.LeasesGetter, opts MemberOptions) (*M
 			OnStartedLeading: func(context.Context) {
 				m.log.Info("joined the ring")
 				close(m.joined)
+				if m.onJoin != nil {
+					m.onJoin()
+				}
 			},
 			OnStoppedLeading: func() {},
 		},
@@ -131,6 +157,7 @@ func (o *MemberOptions) defaults() error {
 	o.LeaseDuration = orDefault(o.LeaseDuration, DefaultLeaseDuration)
 	o.RenewDeadline = orDefault(o.RenewDeadline, DefaultRenewDeadline)
 	o.RetryPeriod = orDefault(o.RetryPeriod, DefaultRetryPeriod)
+	o.DrainTimeout = orDefault(o.DrainTimeout, DefaultDrainTimeout)
 	if o.LeaseDuration%time.Second != 0 {
 		return fmt.Errorf("shard %q of ring %q: the lease duration %v is not a whole number of seconds, which a Lease stores",
 			o.Shard, o.Ring, o.LeaseDuration)
@@ -146,9 +173,10 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// Start joins the ring and stays in it until ctx is done; then it releases
-// the Lease and returns nil. It returns ErrLeaseLost, without waiting for
-// ctx, if the Lease could not be renewed in time. A Member starts once.
+// Start joins the ring and stays in it until ctx is done; then it drains
+// the shard's work (MemberOptions.Drain), releases the Lease and returns
+// nil. It returns ErrLeaseLost, without waiting for ctx, if the Lease could
+// not be renewed in time. A Member starts once.
 func (m *Member) Start(ctx context.Context) error {
 	err := fmt.Errorf("shard %q of ring %q: a member starts once", m.shard, m.ring)
 	m.started.Do(func() { err = m.run(ctx) })
@@ -161,7 +189,27 @@ func (m *Member) run(ctx context.Context) error {
 		m.log = logf.FromContext(ctx)
 	}
 	m.log = m.log.WithValues("ring", m.ring, "shard", m.shard)
-	m.elector.Run(logr.NewContext(ctx, m.log)) // calls OnStartedLeading at most once
+	m.lock.log = m.log
+	if ctx.Err() != nil {
+		return nil // stopped before it started
+	}
+	// The elector releases the Lease when its context ends: that is after
+	// the drain, not when the member is asked to stop.
+	electing, stopElecting := context.WithCancel(logr.NewContext(context.WithoutCancel(ctx), m.log))
+	defer stopElecting()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		select {
+		case <-ctx.Done():
+			m.drainWork()
+			stopElecting()
+		case <-electing.Done():
+		}
+	}()
+	m.elector.Run(electing) // calls OnStartedLeading at most once
+	stopElecting()
+	<-drained
 	if ctx.Err() != nil {
 		select {
 		case <-m.joined:
@@ -170,8 +218,40 @@ func (m *Member) run(ctx context.Context) error {
 		}
 		return nil
 	}
+	if m.drain != nil {
+		m.drain(0) // stop new work at once: another shard may be given the objects
+	}
 	m.log.Info("lost the Lease: leaving the ring")
 	return fmt.Errorf("shard %q of ring %q: %w", m.shard, m.ring, ErrLeaseLost)
+}
+
+// drainWork runs the drain when the member stops, if it holds its Lease:
+// a member that never joined has no work in flight. If the work does not
+// finish in time, the Lease is kept rather than released.
+func (m *Member) drainWork() {
+	select {
+	case <-m.joined:
+	default:
+		return
+	}
+	if m.drain == nil || m.drain(m.drainFor) {
+		return
+	}
+	m.log.Info("work on the shard's objects still runs after the drain timeout: the Lease is left to expire, not released, "+
+		"so that no other shard works on the objects at the same time", "timeout", m.drainFor)
+	m.lock.keepOnRelease()
+}
+
+// Ready is a readiness check (healthz.Checker): it fails until the member
+// holds its Lease, for example while another process holds the shard under
+// the same name.
+func (m *Member) Ready(*http.Request) error {
+	select {
+	case <-m.joined:
+		return nil
+	default:
+		return fmt.Errorf("shard %q of ring %q does not hold its Lease yet", m.shard, m.ring)
+	}
 }
 
 // NeedLeaderElection returns false: every replica is a member of the ring,

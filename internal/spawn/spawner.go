@@ -91,8 +91,11 @@ type Kind interface {
 	WakeUp(ctx context.Context, obj client.Object)
 	// Open reports whether handlers may start: the operator is not paused.
 	Open() bool
-	// WhenPaused has f called each time the operator pauses.
+	// WhenPaused has f called each time the operator pauses, or stops.
 	WhenPaused(f func())
+	// Stopping reports whether the operator stops for good (a pause that
+	// does not end).
+	Stopping() bool
 	// AddBusy counts running handlers: delta is 1 when one starts, -1 when it
 	// returns.
 	AddBusy(delta int64)
@@ -125,8 +128,13 @@ func New(k Kind, opts Options) *Spawner {
 }
 
 // pause stops every timer and daemon, as the operator pauses; reopening the
-// gate reconciles every object, which starts them again.
+// gate reconciles every object, which starts them again. Daemons learn
+// whether the operator pauses or exits.
 func (s *Spawner) pause() {
+	reason := handlers.StopOperatorPausing
+	if s.k.Stopping() {
+		reason = handlers.StopOperatorExiting
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, o := range s.objects {
@@ -134,7 +142,7 @@ func (s *Spawner) pause() {
 			delete(o.timers, id)
 		}
 		for _, d := range o.daemons {
-			s.stopDaemonLocked(d, string(handlers.StopOperatorPausing))
+			s.stopDaemonLocked(d, string(reason))
 		}
 		if len(o.daemons) == 0 {
 			delete(s.objects, key)

@@ -35,6 +35,7 @@ func (*kind) FailedForGood(client.Object, string, error)                  {}
 func (*kind) WakeUp(context.Context, client.Object)                       {}
 func (*kind) Open() bool                                                  { return true }
 func (*kind) WhenPaused(func())                                           {}
+func (*kind) Stopping() bool                                              { return false }
 func (k *kind) AddBusy(delta int64)                                       { k.busy.Add(delta) }
 
 // A reconcile that finishes after the manager stopped must not start a
