@@ -128,7 +128,7 @@ bench-50k: envtest ## The scale scenario alone at 50,000 objects, with its resta
 SHARDED_N ?= 10000
 
 .PHONY: bench-sharded
-bench-sharded: envtest ## gopf as 1, 2 and 4 replicas of a shard ring on SHARDED_N objects (default 10,000), a replica joining and one leaving, and one killed every 30 s (about 30 minutes at 10,000 on 2 cores with -phase-timeout 6m); writes BENCHMARKS-sharded.md.
+bench-sharded: envtest ## gopf as 1, 2 and 4 replicas of a shard ring on SHARDED_N objects (default 10,000), a replica joining and one leaving, a rolling update of 4 replicas, and one killed every 30 s (about 30 minutes at 10,000 on 2 cores with -phase-timeout 6m); writes BENCHMARKS-sharded.md.
 	GOPF_BENCH_TARGET=$@ KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -scenario sharded -sharded-n $(SHARDED_N) -phase-timeout 30m -markdown BENCHMARKS-sharded.md -json bin/bench/results-sharded.json $(BENCH_FLAGS)
 
 .PHONY: bench-go

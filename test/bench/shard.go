@@ -35,6 +35,11 @@ type Sharded struct {
 	// more joins in the middle of the create phase, one leaves in the
 	// middle of the update phase. Default: 2.
 	ChurnReplicas int `json:"churnReplicas"`
+	// RollReplicas is how many replicas the rolling run has: in the middle
+	// of the update phase each is replaced, one at a time, as a
+	// Deployment's rolling update replaces its Pods (a new replica with a
+	// new shard name starts, then the oldest stops gracefully). Default: 4.
+	RollReplicas int `json:"rollReplicas"`
 	// ChaosReplicas is how many replicas the chaos run keeps: every
 	// KillEvery one of them is killed with SIGKILL and a new one, with a
 	// new shard name as a Deployment's new Pod would have, takes its
@@ -53,6 +58,9 @@ func (s Sharded) withDefaults() Sharded {
 	}
 	if s.ChurnReplicas <= 0 {
 		s.ChurnReplicas = 2
+	}
+	if s.RollReplicas <= 0 {
+		s.RollReplicas = 4
 	}
 	if s.ChaosReplicas <= 0 {
 		s.ChaosReplicas = 2
@@ -101,7 +109,7 @@ type replica struct {
 	webhook  bool // it serves gopf's webhooks (the run's first replica)
 }
 
-// runSharded runs the scaling runs, the churn run and the chaos run.
+// runSharded runs the scaling runs, the churn, rolling and chaos runs.
 func (b *bench) runSharded(ctx context.Context, s Sharded) (*ShardedResult, error) {
 	s = s.withDefaults()
 	res := &ShardedResult{Options: s}
@@ -117,6 +125,11 @@ func (b *bench) runSharded(ctx context.Context, s Sharded) (*ShardedResult, erro
 		return nil, err
 	}
 	res.Runs = append(res.Runs, *churn)
+	rolling, err := b.shardRun(ctx, s, runRoll, s.RollReplicas, (*shardRun).roll)
+	if err != nil {
+		return nil, err
+	}
+	res.Runs = append(res.Runs, *rolling)
 	chaos, err := b.shardRun(ctx, s, runChaos, s.ChaosReplicas, (*shardRun).chaos)
 	if err != nil {
 		return nil, err

@@ -140,9 +140,14 @@ func (r *ShardedRun) maxReplica() (cpu float64, rss int64) {
 // and the column that shows them.
 const (
 	runChurn  = "churn"
+	runRoll   = "rolling"
 	runChaos  = "chaos"
 	columnRun = "run"
 )
+
+// disturbed reports whether the run of that name stops, starts or kills
+// replicas while its phases run, rather than being a scaling run.
+func disturbed(run string) bool { return run == runChurn || run == runRoll || run == runChaos }
 
 // perReplicaSlack is the allowance over a fair share: each of N
 // replicas may use 1/N of one replica's figure plus 15 % of that share,
@@ -158,7 +163,7 @@ func (s *ShardedResult) evaluate() {
 	var base *ShardedRun
 	for i := range s.Runs {
 		r := &s.Runs[i]
-		if r.Name == runChurn || r.Name == runChaos {
+		if disturbed(r.Name) {
 			continue
 		}
 		if base == nil {
@@ -184,7 +189,7 @@ func (s *ShardedResult) evaluate() {
 		if r.Name == runChurn {
 			add(r.Name, "objects moved", fmt.Sprint(r.MovedObjects), "> 0", r.MovedObjects > 0)
 		}
-		if r.Name != runChurn && r.Name != runChaos {
+		if !disturbed(r.Name) {
 			continue
 		}
 		nocall := r.NoCall["create"] + r.NoCall["update"] + r.NoCall["delete"]

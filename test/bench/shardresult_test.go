@@ -18,7 +18,7 @@ func TestTheShardedReportComparesEachRunWithTheSingleReplica(t *testing.T) {
 		return r
 	}
 	s := &ShardedResult{Options: Sharded{}.withDefaults(), Runs: []ShardedRun{
-		run("r1", 1, 10, 1000), run("r2", 2, 5, 500), run("r4", 4, 2.5, 600), run(runChurn, 2, 5, 500), run(runChaos, 2, 5, 500)}}
+		run("r1", 1, 10, 1000), run("r2", 2, 5, 500), run("r4", 4, 2.5, 600), run(runChurn, 2, 5, 500), run(runRoll, 4, 2.5, 250), run(runChaos, 2, 5, 500)}}
 	s.Runs[3].MovedObjects = 3
 	s.evaluate()
 	failed := map[string]bool{}
@@ -37,7 +37,7 @@ func TestTheShardedReportComparesEachRunWithTheSingleReplica(t *testing.T) {
 		t.Errorf("missed %v, want only %v", failed, want)
 	}
 	md := s.markdown()
-	for _, name := range []string{"r1", "r2", "r4", runChurn, runChaos} {
+	for _, name := range []string{"r1", "r2", "r4", runChurn, runRoll, runChaos} {
 		if !strings.Contains(md, "| "+name+" |") {
 			t.Errorf("the report has no line for run %s", name)
 		}
