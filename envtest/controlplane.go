@@ -1,6 +1,7 @@
 package envtest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,6 +77,13 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, path := range opts.CRDDirectoryPaths {
+		// Checked before anything starts: a control plane that then fails
+		// to install the CRDs has to be stopped again.
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("the CRDs to install: %w", err)
+		}
+	}
 	env := &crenvtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
@@ -87,6 +95,11 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// controller-runtime's Environment returns an error with the API
+		// server and etcd still running when installing the CRDs fails.
+		if stopErr := env.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping the control plane again: %w", stopErr))
+		}
 		return nil, fmt.Errorf("starting the control plane with binaries from %s: %w", assets, err)
 	}
 	return &ControlPlane{Config: cfg, Kubeconfig: env.KubeConfig, env: env}, nil
