@@ -65,6 +65,13 @@ func (s *Spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonSt
 		now := time.Now()
 		if attempt == 1 {
 			started = now
+		} else {
+			// The daemon's lines say which retry this is.
+			s.mu.Lock()
+			obj := o.latest
+			s.mu.Unlock()
+			log = s.newCall(d.reg, obj, attempt-1, started).Log
+			d.ctl.Cause.Log = log
 		}
 		d.ctl.Cause.Retry, d.ctl.Cause.Started, d.ctl.Cause.Runtime = attempt-1, started, now.Sub(started)
 		if d.ctl.Cause.Patch == nil {
@@ -141,12 +148,19 @@ func (s *Spawner) applyDaemonPatch(o *spawned, d *daemonState) error {
 	// A private copy: the write decodes the response into it.
 	obj := o.latest.DeepCopyObject().(client.Object)
 	s.mu.Unlock()
-	if err := s.k.SendPatch(s.ctx, obj, p); err != nil {
+	// Applied also when the daemon returns because the operator stops.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), exitPatchTimeout)
+	defer cancel()
+	if err := s.k.SendPatch(ctx, obj, p); err != nil {
 		return err
 	}
 	d.ctl.Cause.Patch = &handlers.Patch{}
 	return nil
 }
+
+// exitPatchTimeout bounds the write of a daemon's patch once the operator
+// stops, as the engine bounds its writes then.
+const exitPatchTimeout = 10 * time.Second
 
 // stopDaemonLocked asks a daemon to stop, and escalates in the background:
 // after CancellationBackoff its context is cancelled; after a further
