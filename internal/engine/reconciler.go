@@ -70,13 +70,47 @@ type KindController struct {
 	statusKept atomic.Bool
 	// fellBack is set once storageFallback moved the kind to annotations.
 	fellBack atomic.Bool
+	// conflicts counts, per object, the reconciles in a row whose write
+	// met a newer version of it (see Reconcile).
+	conflicts sync.Map
 }
 
 var _ reconcile.Reconciler = (*KindController)(nil)
 
+// conflictRetry is how soon a reconcile whose write met a newer version of
+// the object runs again, doubled for each conflict in a row up to
+// maxConflictRetry; the newer version's watch event usually brings it back
+// sooner.
+const (
+	conflictRetry    = 100 * time.Millisecond
+	maxConflictRetry = 30 * time.Second
+)
+
 // Reconcile handles one object: it reads the object and gopf's state of
-// it, decides what to do (decide) and does it (execute).
+// it, decides what to do (decide) and does it (execute). A write that met
+// a newer version of the object (409 Conflict) is routine with other
+// writers about: it is retried soon and logged at debug level, not
+// returned as an error, which controller-runtime would log with a stack
+// trace.
 func (k *KindController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := k.reconcile(ctx, req)
+	if err == nil || !apierrors.IsConflict(err) {
+		k.conflicts.Delete(req.NamespacedName)
+		return res, err
+	}
+	n := 1
+	if v, ok := k.conflicts.Load(req.NamespacedName); ok {
+		n = v.(int) + 1
+	}
+	k.conflicts.Store(req.NamespacedName, n)
+	wait := min(conflictRetry<<min(n-1, 10), maxConflictRetry)
+	logf.FromContext(ctx).V(1).Info("the object changed meanwhile; retrying with its newer version",
+		"error", err.Error(), "conflicts", n, "retryIn", wait)
+	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+// reconcile is Reconcile but for the handling of conflicts.
+func (k *KindController) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	k.Shared.busy.Add(1) // before the gate check, so that a pause can wait for it
 	defer k.Shared.busy.Add(-1)
 	if !k.Shared.Gate.Admit() || !k.Shared.Scope.Includes(req.Namespace) {

@@ -194,6 +194,13 @@ func TestAnotherWriterLosesNothingAndMakesTheOperatorLoseNothing(t *testing.T) {
 	g.Expect(calls.perObject("delete")).To(HaveLen(n))
 	g.Expect(calls.perObject("cm_delete")).To(HaveLen(n))
 
+	// Conflicts are routine: retried without an error log, let alone one
+	// with a stack trace.
+	for _, line := range logs.Find("ERROR", "namespace="+ns) {
+		g.Expect(line).NotTo(ContainSubstring("409 Conflict"), "a conflict was logged as an error")
+		g.Expect(line).NotTo(ContainSubstring("has been modified"), "a conflict was logged as an error")
+	}
+
 	conflictsSeen, injected := 0, 0
 	for _, r := range px.Requests() {
 		switch {
