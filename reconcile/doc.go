@@ -105,6 +105,16 @@ with a HandlerFailed Warning Event. A write the API server refuses as too
 large anyway gets one TooLarge Warning Event and is not retried until the
 object changes. Nothing is truncated.
 
+# Events
+
+gopf posts core/v1 Events, as Kopf does: every type the API server takes
+(a handler's own types besides Normal and Warning), each distinct message
+an Event of its own, and a true repeat (the same object, type, reason and
+message within 10 minutes) counted on the Event it repeats rather than
+posted again. Posting never blocks a handler: Events wait in a queue of
+1,024 and one worker per kind posts them; a full queue drops them, with a
+warning in the log. Options.EventsOff posts none.
+
 State in status is lost by tools that replace status wholesale or by backups
 that do not restore it; the object then looks new and its create handlers
 run again, so create handlers should be idempotent, as in Kopf.

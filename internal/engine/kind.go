@@ -43,7 +43,9 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 			return nil, fmt.Errorf("gopf: a client for %s: %w", gvk, err)
 		}
 	}
-	kc.recorder = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent)
+	if kc.recorder, err = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent); err != nil {
+		return nil, err
+	}
 	kc.Shared = sh
 	kc.scheme = mgr.GetScheme()
 	kc.Wake = make(chan event.GenericEvent, 1024)

@@ -94,13 +94,18 @@ func (nopSink) Error(error, string, ...any)      {}
 func (n nopSink) WithValues(...any) logr.LogSink { return n }
 func (n nopSink) WithName(string) logr.LogSink   { return n }
 
-// Recorder is the recorder of the Events gopf posts: the manager's, under
-// component, or one that posts nothing when off.
-func Recorder(mgr manager.Manager, off bool, component string) recorder.EventRecorder {
+// Recorder is the recorder of the Events gopf posts (see Events), under
+// component and added to mgr to post them, or one that posts nothing when
+// off.
+func Recorder(mgr manager.Manager, off bool, component string) (recorder.EventRecorder, error) {
 	if off {
-		return noEvents{}
+		return noEvents{}, nil
 	}
-	return mgr.GetEventRecorder(component)
+	ev := NewEvents(mgr.GetClient(), mgr.GetScheme(), component, mgr.GetLogger().WithName("gopf").WithName("events"))
+	if err := mgr.Add(ev); err != nil {
+		return nil, fmt.Errorf("gopf: adding the poster of Events: %w", err)
+	}
+	return ev, nil
 }
 
 // noEvents is a recorder that posts nothing.
