@@ -105,7 +105,7 @@ func (e *Events) post(regarding, related runtime.Object, eventType, reason, acti
 	}
 	now := metav1.Now()
 	ev := &corev1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Namespace: eventNamespace(ref.Namespace), Name: ref.Name + "." + strconv.FormatInt(now.UnixNano(), 16)},
+		ObjectMeta:          metav1.ObjectMeta{Namespace: eventNamespace(ref.Namespace), Name: eventName(ref.Name, now.Time)},
 		InvolvedObject:      *ref,
 		Reason:              reason,
 		Message:             message,
@@ -131,6 +131,15 @@ func (e *Events) post(regarding, related runtime.Object, eventType, reason, acti
 		e.dropped++
 		e.mu.Unlock()
 	}
+}
+
+// eventName names a new Event about the object named: its name, shortened
+// to leave room within a name's 253 characters, and the time in hex.
+func eventName(object string, at time.Time) string {
+	if len(object) > 200 {
+		object = object[:200]
+	}
+	return object + "." + strconv.FormatInt(at.UnixNano(), 16)
 }
 
 // eventNamespace is where an Event about an object of namespace lives:

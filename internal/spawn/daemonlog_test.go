@@ -28,7 +28,7 @@ func (*loggingKind) Cause(_ *contract.Handler, _ client.Object, log logr.Logger)
 	return &handlers.Cause{Log: log}
 }
 
-func TestADaemonsLogLinesSayWhichRetryItIs(t *testing.T) {
+func TestADaemonsLogLinesSayWhichRetryItIsAndItsFailuresAreErrors(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
 	log := funcr.New(func(prefix, args string) {
@@ -75,6 +75,12 @@ func TestADaemonsLogLinesSayWhichRetryItIs(t *testing.T) {
 		got, all := fmt.Sprint(attempts), strings.Join(lines, "\n")
 		mu.Unlock()
 		if got == fmt.Sprint(want) {
+			for _, l := range strings.Split(all, "\n") {
+				// funcr writes a level on info lines only.
+				if strings.Contains(l, "daemon failed") && (strings.Contains(l, `"level"=`) || !strings.Contains(l, `"error"="temporary error (retry in 1ms): not yet"`)) {
+					t.Errorf("a daemon's failure was not logged as an error: %s", l)
+				}
+			}
 			return
 		}
 		if time.Now().After(deadline) {

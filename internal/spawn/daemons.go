@@ -93,7 +93,7 @@ func (s *Spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonSt
 			s.daemonDone(o, d, v)
 			return true
 		}
-		log.Info("daemon failed; it will be started again", "error", v.Err.Error(), "retryIn", v.Delay)
+		log.Error(v.Err, "daemon failed; it will be started again", "retryIn", v.Delay) // an error, as Kopf logs it
 		delay = v.Delay
 	}
 }

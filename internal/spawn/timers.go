@@ -202,7 +202,7 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 	switch v.Outcome {
 	case policy.Retrying:
 		t.attempts++
-		run.c.Log.Info("timer failed; it will be retried", "error", v.Err.Error(), "retryIn", v.Delay)
+		run.c.Log.Error(v.Err, "timer failed; it will be retried", "retryIn", v.Delay) // an error, as Kopf logs it
 		s.schedule(run.key, t, v.Delay)
 		return false
 	case policy.Failed:
