@@ -3,7 +3,9 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -69,7 +71,7 @@ func ReadKindSchema(ctx context.Context, disco discovery.DiscoveryInterface, gvk
 	case apierrors.IsNotFound(err):
 		return KindSchema{Known: true} // built in (networking.k8s.io, …) or aggregated
 	case err != nil:
-		return KindSchema{Why: fmt.Sprintf("reading CustomResourceDefinition %s: %v", name, err)}
+		return KindSchema{Why: fmt.Sprintf("reading CustomResourceDefinition %s: %s", name, describeError(err))}
 	}
 	var crd struct {
 		Spec struct {
@@ -260,4 +262,25 @@ func (p *StatusPlace) ResultDrops(id string) string {
 func (p *StatusPlace) FirstDrop(id string) bool {
 	_, done := p.warned.LoadOrStore(id, true)
 	return !done
+}
+
+// describeError names what an error of a raw read is: the discovery
+// client does not decode the API server's Status, so its errors say
+// "unknown"; the code says what happened.
+func describeError(err error) string {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return err.Error()
+	}
+	switch code := status.Status().Code; code {
+	case http.StatusForbidden:
+		return "forbidden: the operator's role lacks get on customresourcedefinitions.apiextensions.k8s.io (HTTP 403)"
+	case http.StatusUnauthorized:
+		return "unauthorized: the API server did not accept the operator's credentials (HTTP 401)"
+	default:
+		if msg := err.Error(); msg != "unknown" {
+			return msg
+		}
+		return fmt.Sprintf("HTTP %d", code)
+	}
 }
