@@ -114,3 +114,17 @@ func (s *captureSink) render(level, msg string, err error, kv []any) string {
 	}
 	return b.String()
 }
+
+// Len returns how many lines the book holds.
+func (b *logBook) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.lines)
+}
+
+// Since returns the lines added after the book held n.
+func (b *logBook) Since(n int) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.lines[min(n, len(b.lines)):]...)
+}
