@@ -1,0 +1,69 @@
+//go:build linux
+
+package sharder
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gopf-dev/gopf/test/bench/internal/calls"
+)
+
+// report logs the run's figures as Markdown, for docs/sharding.md: each
+// phase's time, handler calls and label changes and the spread at its
+// end, the calls of each replica, and the verdict.
+func (run *run) report(v Verdict, cs []calls.Call) {
+	h := run.rec.histories()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%d objects; replicas: %s\n\n", len(run.names), strings.Join(run.replicaNames(v), ", "))
+	b.WriteString("| phase | seconds | handler calls | label changes | moves | objects per shard at its end |\n|---|---|---|---|---|---|\n")
+	for _, m := range run.marks {
+		changes, moves := h.Changes(m.from, m.to)
+		n := 0
+		for _, c := range cs {
+			if !c.At.Before(m.from) && c.At.Before(m.to) {
+				n++
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | %d | %d | %d | %s |\n", m.name, m.to.Sub(m.from).Seconds(), n, changes, moves, spread(h.ShardsAt(m.to)))
+	}
+	b.WriteString("\n| replica | create | update | delete |\n|---|---|---|---|\n")
+	for _, name := range run.replicaNames(v) {
+		p := v.PerReplica[name]
+		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", name, p["create"], p["update"], p["delete"])
+	}
+	fmt.Fprintf(&b, "\ncalls: %d create, %d update, %d delete; %s\n\n", v.Calls["create"], v.Calls["update"], v.Calls["delete"], v.Summary())
+	b.WriteString(strings.Join(run.events, "\n"))
+	run.t.Log(b.String())
+}
+
+// replicaNames returns the names of the replicas that were started, in
+// order, and of any other that made calls.
+func (run *run) replicaNames(v Verdict) []string {
+	var out []string
+	for i := 1; i <= run.r.next; i++ {
+		out = append(out, fmt.Sprintf("shard-%d", i))
+	}
+	for _, name := range sortedKeys(v.PerReplica) {
+		if !strings.HasPrefix(name, "shard-") {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// spread formats objects per shard, "-" for unlabelled ones.
+func spread(per map[string]int) string {
+	var parts []string
+	for _, shard := range sortedKeys(per) {
+		name := shard
+		if name == "" {
+			name = "-"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", name, per[shard]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,163 @@
+//go:build linux
+
+package sharder
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gopf-dev/gopf/test/bench"
+)
+
+// run is the test's sequence of phases on one ring.
+type run struct {
+	t      *testing.T
+	r      *ring
+	rec    *recorder
+	names  []string
+	load   *bench.Load
+	start  time.Time
+	marks  []mark
+	events []string // what was done to the replicas, and when
+}
+
+// mark is one phase: from when it began to when its goal was reached.
+type mark struct {
+	name     string
+	from, to time.Time
+}
+
+// phases runs the phases in order and stops at the first that fails.
+func (run *run) phases(ctx context.Context) {
+	run.start = time.Now()
+	done := func(v Version) bool { return v.Created }
+	steps := []struct {
+		name string
+		fn   func(context.Context) (time.Time, error)
+	}{
+		{"startup", run.startup},
+		{"create", run.send(run.load.CreateAll, done)},
+		{"join", run.join},
+		{"update", run.update},
+		{"settle", run.settle},
+		{"delete", run.send(run.load.DeleteAll, func(v Version) bool { return v.Gone })},
+	}
+	for _, s := range steps {
+		from := time.Now()
+		to, err := s.fn(ctx)
+		if err != nil {
+			run.t.Errorf("%s phase: %v", s.name, err)
+			return
+		}
+		run.marks = append(run.marks, mark{name: s.name, from: from, to: to})
+	}
+}
+
+// event notes what was done to the replicas, with the time since the start.
+func (run *run) event(format string, args ...any) {
+	run.events = append(run.events, fmt.Sprintf("%6.1f s  ", time.Since(run.start).Seconds())+fmt.Sprintf(format, args...))
+}
+
+// startup starts two replicas and waits for the sharder's webhook to label
+// new objects for them.
+func (run *run) startup(ctx context.Context) (time.Time, error) {
+	for range 2 {
+		rep, err := run.r.start(ctx)
+		if err != nil {
+			return time.Time{}, err
+		}
+		run.event("%s up", rep.name)
+	}
+	err := run.r.awaitWebhook(ctx)
+	return time.Now(), err
+}
+
+// send returns a phase that sends requests and waits until every object
+// has been seen as goal wants it.
+func (run *run) send(requests func(context.Context) error, goal func(Version) bool) func(context.Context) (time.Time, error) {
+	return func(ctx context.Context) (time.Time, error) {
+		if err := requests(ctx); err != nil {
+			return time.Time{}, err
+		}
+		return run.rec.await(ctx, run.names, goal, phaseTimeout)
+	}
+}
+
+// join starts one more replica and waits until the sharder has drained
+// objects to it and every object is on a live replica.
+func (run *run) join(ctx context.Context) (time.Time, error) {
+	rep, err := run.r.start(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	run.event("%s up", rep.name)
+	err = poll(ctx, phaseTimeout, "the objects to settle with "+rep.name, func() (bool, error) {
+		if ok, err := run.r.settled(ctx); !ok || err != nil {
+			return false, err
+		}
+		return run.r.holds(ctx, rep.name)
+	})
+	return time.Now(), err
+}
+
+// update updates the objects in parts; after each part but the last it
+// replaces the oldest replica by a new one (a rolling restart: the new
+// one up before the old one stops), and after the restart it stops one
+// replica (a scale-down), each while the part's updates are handled.
+func (run *run) update(ctx context.Context) (time.Time, error) {
+	var steps []func(context.Context)
+	for range len(run.r.live) {
+		steps = append(steps, run.replace)
+	}
+	steps = append(steps, run.scaleDown)
+	parts := split(run.names, len(steps)+1)
+	sent := 0
+	for i, part := range parts {
+		if err := run.load.Of(part).UpdateAll(ctx); err != nil {
+			return time.Time{}, err
+		}
+		sent += len(part)
+		if i < len(steps) {
+			run.event("%d/%d updates sent", sent, len(run.names))
+			steps[i](ctx)
+		}
+	}
+	return run.rec.await(ctx, run.names, func(v Version) bool { return v.Updated }, phaseTimeout)
+}
+
+// replace starts a new replica and then stops the oldest one.
+func (run *run) replace(ctx context.Context) {
+	old := run.r.live[0]
+	rep, err := run.r.start(ctx)
+	if err != nil {
+		run.t.Errorf("rolling restart: %v", err)
+		return
+	}
+	run.event("%s up", rep.name)
+	run.stopReplica(old)
+	run.event("%s stopped", old.name)
+}
+
+// scaleDown stops the oldest replica.
+func (run *run) scaleDown(context.Context) {
+	old := run.r.live[0]
+	run.stopReplica(old)
+	run.event("%s stopped (scale-down)", old.name)
+}
+
+// settle waits until every object is on a live replica, none draining.
+func (run *run) settle(ctx context.Context) (time.Time, error) {
+	err := poll(ctx, phaseTimeout, "every object on a live replica, none draining", func() (bool, error) { return run.r.settled(ctx) })
+	return time.Now(), err
+}
+
+// split cuts names into n parts of nearly equal sizes.
+func split(names []string, n int) [][]string {
+	var out [][]string
+	for i := range n {
+		out = append(out, names[i*len(names)/n:(i+1)*len(names)/n])
+	}
+	return out
+}
