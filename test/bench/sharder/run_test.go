@@ -5,6 +5,7 @@ package sharder
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,33 +103,40 @@ func (run *run) join(ctx context.Context) (time.Time, error) {
 	return time.Now(), err
 }
 
-// update updates the objects in parts; after each part but the last it
-// replaces the oldest replica by a new one (a rolling restart: the new
-// one up before the old one stops), and after the restart it stops one
-// replica (a scale-down), each while the part's updates are handled.
+// update updates the objects in parts while the replicas are replaced one
+// by one (a rolling restart: the new one up before the old one stops) and
+// then one more stops (a scale-down): each part's updates are sent as a
+// replica is told to stop, so that it stops while they are handled.
 func (run *run) update(ctx context.Context) (time.Time, error) {
-	var steps []func(context.Context)
+	var steps []func(context.Context, func())
 	for range len(run.r.live) {
 		steps = append(steps, run.replace)
 	}
 	steps = append(steps, run.scaleDown)
-	parts := split(run.names, len(steps)+1)
-	sent := 0
-	for i, part := range parts {
-		if err := run.load.Of(part).UpdateAll(ctx); err != nil {
-			return time.Time{}, err
+	first := 0
+	for i, part := range split(run.names, len(steps)) {
+		from := first + 1
+		first += len(part)
+		sent := make(chan error, 1)
+		var once sync.Once
+		send := func() {
+			once.Do(func() {
+				run.event("sending updates %d-%d", from, from+len(part)-1)
+				go func() { sent <- run.load.Of(part).UpdateAll(ctx) }()
+			})
 		}
-		sent += len(part)
-		if i < len(steps) {
-			run.event("%d/%d updates sent", sent, len(run.names))
-			steps[i](ctx)
+		steps[i](ctx, send)
+		send() // if the step failed before sending
+		if err := <-sent; err != nil {
+			return time.Time{}, err
 		}
 	}
 	return run.rec.await(ctx, run.names, func(v Version) bool { return v.Updated }, phaseTimeout)
 }
 
-// replace starts a new replica and then stops the oldest one.
-func (run *run) replace(ctx context.Context) {
+// replace starts a new replica and then, with updates sent, stops the
+// oldest one.
+func (run *run) replace(ctx context.Context, send func()) {
 	old := run.r.live[0]
 	rep, err := run.r.start(ctx)
 	if err != nil {
@@ -136,13 +144,15 @@ func (run *run) replace(ctx context.Context) {
 		return
 	}
 	run.event("%s up", rep.name)
+	send()
 	run.stopReplica(old)
 	run.event("%s stopped", old.name)
 }
 
-// scaleDown stops the oldest replica.
-func (run *run) scaleDown(context.Context) {
+// scaleDown stops the oldest replica, with updates sent.
+func (run *run) scaleDown(_ context.Context, send func()) {
 	old := run.r.live[0]
+	send()
 	run.stopReplica(old)
 	run.event("%s stopped (scale-down)", old.name)
 }

@@ -48,8 +48,11 @@ const loadWorkers = 32
 // package's documentation).
 func TestReferenceSharder(t *testing.T) {
 	bin, src := os.Getenv(envBin), os.Getenv(envSrc)
-	if bin == "" || src == "" {
+	switch {
+	case bin == "" && src == "":
 		t.Skipf("set %s (the sharder's binary) and %s (its source folder) to run gopf under the reference sharder; `make sharder-check` does", envBin, envSrc)
+	case bin == "" || src == "":
+		t.Fatalf("%s=%q and %s=%q: set both, the sharder's binary and its source folder", envBin, bin, envSrc, src)
 	}
 	n := 300
 	if v := os.Getenv(envObjects); v != "" {
