@@ -127,14 +127,6 @@ func (r *ring) settled(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// holds reports whether the API server has at least one object labelled
-// for shard.
-func (r *ring) holds(ctx context.Context, shard string) (bool, error) {
-	var list kopfv1.KopfExampleList
-	err := r.c.List(ctx, &list, client.InNamespace(r.ns), client.MatchingLabels{shardLabelPrefix + r.name: shard}, client.Limit(1))
-	return len(list.Items) > 0, err
-}
-
 // awaitWebhook waits until the sharder's webhook labels a new object, by
 // creating one with server-side dry run: the API server takes a moment to
 // call a webhook configuration after it appears.

@@ -4,6 +4,7 @@ package sharder
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/gopf-dev/gopf/test/bench/internal/calls"
@@ -15,8 +16,8 @@ import (
 func (run *run) report(v Verdict, cs []calls.Call) {
 	h := run.rec.histories()
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%d objects; replicas: %s\n\n", len(run.names), strings.Join(run.replicaNames(v), ", "))
-	b.WriteString("| phase | seconds | handler calls | label changes | moves | objects per shard at its end |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n%d objects; replicas: %s; load average at the end: %s\n\n", len(run.names), strings.Join(run.replicaNames(v), ", "), loadAverage())
+	b.WriteString("| phase | seconds | ends at (s) | handler calls | label changes | moves | objects per shard at its end |\n|---|---|---|---|---|---|---|\n")
 	for _, m := range run.marks {
 		changes, moves := h.Changes(m.from, m.to)
 		n := 0
@@ -25,14 +26,19 @@ func (run *run) report(v Verdict, cs []calls.Call) {
 				n++
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %.1f | %d | %d | %d | %s |\n", m.name, m.to.Sub(m.from).Seconds(), n, changes, moves, spread(h.ShardsAt(m.to)))
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %d | %d | %d | %s |\n", m.name, m.to.Sub(m.from).Seconds(), m.to.Sub(run.start).Seconds(),
+			n, changes, moves, spread(h.ShardsAt(m.to)))
 	}
 	b.WriteString("\n| replica | create | update | delete |\n|---|---|---|---|\n")
 	for _, name := range run.replicaNames(v) {
 		p := v.PerReplica[name]
 		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", name, p["create"], p["update"], p["delete"])
 	}
-	fmt.Fprintf(&b, "\ncalls: %d create, %d update, %d delete; %s\n\n", v.Calls["create"], v.Calls["update"], v.Calls["delete"], v.Summary())
+	fmt.Fprintf(&b, "\ncalls: %d create, %d update, %d delete; %s\n", v.Calls["create"], v.Calls["update"], v.Calls["delete"], v.Summary())
+	if started, failed, conflicts, err := run.s.resyncs(); err == nil {
+		fmt.Fprintf(&b, "sharder: %d resyncs, %d ended in errors, with %d drains or moves that conflicted with another write\n", started, failed, conflicts)
+	}
+	b.WriteString("\n")
 	b.WriteString(strings.Join(run.events, "\n"))
 	run.t.Log(b.String())
 }
@@ -66,4 +72,14 @@ func spread(per map[string]int) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// loadAverage returns the machine's load averages over 1, 5 and 15
+// minutes, for the reader of the timings; "?" if unknown.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if fields := strings.Fields(string(data)); err == nil && len(fields) >= 3 {
+		return strings.Join(fields[:3], " ")
+	}
+	return "?"
 }

@@ -17,11 +17,14 @@ type run struct {
 	t      *testing.T
 	r      *ring
 	rec    *recorder
+	s      *sharder
 	names  []string
 	load   *bench.Load
 	start  time.Time
 	marks  []mark
 	events []string // what was done to the replicas, and when
+	// changed is when the ring's members last changed.
+	changed time.Time
 }
 
 // mark is one phase: from when it began to when its goal was reached.
@@ -86,21 +89,16 @@ func (run *run) send(requests func(context.Context) error, goal func(Version) bo
 	}
 }
 
-// join starts one more replica and waits until the sharder has drained
-// objects to it and every object is on a live replica.
+// join starts one more replica and waits until the sharder has moved
+// objects to it (see settle).
 func (run *run) join(ctx context.Context) (time.Time, error) {
+	run.changed = time.Now()
 	rep, err := run.r.start(ctx)
 	if err != nil {
 		return time.Time{}, err
 	}
 	run.event("%s up", rep.name)
-	err = poll(ctx, phaseTimeout, "the objects to settle with "+rep.name, func() (bool, error) {
-		if ok, err := run.r.settled(ctx); !ok || err != nil {
-			return false, err
-		}
-		return run.r.holds(ctx, rep.name)
-	})
-	return time.Now(), err
+	return run.settle(ctx)
 }
 
 // update updates the objects in parts while the replicas are replaced one
@@ -145,6 +143,7 @@ func (run *run) replace(ctx context.Context, send func()) {
 	}
 	run.event("%s up", rep.name)
 	send()
+	run.changed = time.Now()
 	run.stopReplica(old)
 	run.event("%s stopped", old.name)
 }
@@ -153,13 +152,21 @@ func (run *run) replace(ctx context.Context, send func()) {
 func (run *run) scaleDown(_ context.Context, send func()) {
 	old := run.r.live[0]
 	send()
+	run.changed = time.Now()
 	run.stopReplica(old)
 	run.event("%s stopped (scale-down)", old.name)
 }
 
-// settle waits until every object is on a live replica, none draining.
+// settle waits until the sharder has finished a resync that began after
+// the ring's members last changed, and every object is on a live replica,
+// none draining.
 func (run *run) settle(ctx context.Context) (time.Time, error) {
-	err := poll(ctx, phaseTimeout, "every object on a live replica, none draining", func() (bool, error) { return run.r.settled(ctx) })
+	err := poll(ctx, phaseTimeout, "the sharder's resync and every object on a live replica, none draining", func() (bool, error) {
+		if ok, err := run.s.resynced(run.changed); !ok || err != nil {
+			return false, err
+		}
+		return run.r.settled(ctx)
+	})
 	return time.Now(), err
 }
 

@@ -3,14 +3,17 @@
 package sharder
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -138,6 +141,79 @@ func (s *sharder) alive() error {
 	default:
 		return nil
 	}
+}
+
+// The sharder's log messages around a resync of a ring's assignments,
+// which drains or moves every object that is not on its shard.
+const (
+	resyncStarted  = "Starting resync of object assignments"
+	resyncFinished = "Finished resync of object assignments"
+)
+
+// logLine is what the test reads of a line of the sharder's log (JSON,
+// times in ISO 8601 to the millisecond).
+type logLine struct {
+	Msg        string `json:"msg"`
+	TS         string `json:"ts"`
+	Controller string `json:"controller"`
+	Error      string `json:"error"`
+}
+
+// lines returns the lines of the sharder's log so far.
+func (s *sharder) lines() ([]logLine, error) {
+	data, err := os.ReadFile(s.log)
+	if err != nil {
+		return nil, err
+	}
+	var out []logLine
+	for _, raw := range bytes.Split(data, []byte("\n")) {
+		var l logLine
+		if json.Unmarshal(raw, &l) == nil {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// resynced reports whether the sharder's log shows a resync of the
+// object assignments that started at since or later and has finished:
+// the sharder has then tried every drain and move that the shards at its
+// start called for.
+func (s *sharder) resynced(since time.Time) (bool, error) {
+	lines, err := s.lines()
+	if err != nil {
+		return false, err
+	}
+	since = since.Truncate(time.Millisecond)
+	started := false
+	for _, l := range lines {
+		ts, err := time.Parse("2006-01-02T15:04:05.000Z0700", l.TS)
+		switch {
+		case strings.HasPrefix(l.Msg, resyncStarted) && err == nil && !ts.Before(since):
+			started = true
+		case strings.HasPrefix(l.Msg, resyncFinished) && started:
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// resyncs counts the sharder's resyncs, those that ended in errors, and
+// the drains and moves among those errors that conflicted with another
+// write of the object: the sharder patches with the resourceVersion of
+// its list and retries the whole resync after a back-off.
+func (s *sharder) resyncs() (started, failed, conflicts int, err error) {
+	lines, err := s.lines()
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l.Msg, resyncStarted):
+			started++
+		case l.Msg == "Reconciler error" && l.Controller == "sharder":
+			failed++
+			conflicts += strings.Count(l.Error, "the object has been modified")
+		}
+	}
+	return started, failed, conflicts, err
 }
 
 // createRing creates the ControllerRing named ring for kopfexamples and

@@ -64,8 +64,8 @@ func TestReferenceSharder(t *testing.T) {
 	crlog.SetLogger(logr.Discard())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	r, rec := setUp(ctx, t, bin, src)
-	run := &run{t: t, r: r, rec: rec, names: bench.Names("kex", n)}
+	r, rec, s := setUp(ctx, t, bin, src)
+	run := &run{t: t, r: r, rec: rec, s: s, names: bench.Names("kex", n)}
 	run.load = bench.NewLoad(r.c, r.ns, run.names, loadWorkers)
 	run.phases(ctx)
 	if err := r.stopAll(); err != nil {
@@ -85,7 +85,7 @@ func TestReferenceSharder(t *testing.T) {
 // setUp starts the control plane, the sharder with a ControllerRing named
 // after the ring, the test's recorder and the ring of gopf replicas, none
 // running yet. Everything stops when the test ends.
-func setUp(ctx context.Context, t *testing.T, bin, src string) (*ring, *recorder) {
+func setUp(ctx context.Context, t *testing.T, bin, src string) (*ring, *recorder, *sharder) {
 	if err := portFree(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,18 +121,18 @@ func setUp(ctx context.Context, t *testing.T, bin, src string) (*ring, *recorder
 	if err := r.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}); err != nil {
 		t.Fatal(err)
 	}
-	startSharderFor(ctx, t, r, bin, work)
+	s := startSharderFor(ctx, t, r, bin, work)
 	rec, err := startRecorder(ctx, cp.Config, scheme, r.ns, r.name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.stopAll() })
-	return r, rec
+	return r, rec, s
 }
 
 // startSharderFor starts the sharder, with a serving certificate of the
 // test's, and creates the ring's ControllerRing.
-func startSharderFor(ctx context.Context, t *testing.T, r *ring, bin, work string) {
+func startSharderFor(ctx context.Context, t *testing.T, r *ring, bin, work string) *sharder {
 	certDir, ca, cleanup, err := servingCerts()
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +150,7 @@ func startSharderFor(ctx context.Context, t *testing.T, r *ring, bin, work strin
 	if err := createRing(ctx, r.c, s, r.name); err != nil {
 		t.Fatal(err)
 	}
+	return s
 }
 
 // stopReplica stops rep, failing the test if it does not stop cleanly.
