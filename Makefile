@@ -110,7 +110,7 @@ sharder-check: envtest ## Run gopf's replicas under the reference sharder (GOPF_
 	@test -n "$(GOPF_SHARDER_SRC)" || { echo "set GOPF_SHARDER_SRC to a checkout of github.com/timebertt/kubernetes-controller-sharding"; exit 1; }
 	$(if $(GOPF_SHARDER_BIN),,hack/build-sharder.sh "$(GOPF_SHARDER_SRC)" "$(LOCALBIN)/sharder" >/dev/null)
 	GOPF_SHARDER_SRC="$(GOPF_SHARDER_SRC)" GOPF_SHARDER_BIN="$(or $(GOPF_SHARDER_BIN),$(LOCALBIN)/sharder)" \
-	  GOPF_SHARDER_OBJECTS=$(GOPF_SHARDER_OBJECTS) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -count=1 -v -timeout 30m -run '^TestReferenceSharder$$' ./test/bench/sharder
+	  GOPF_SHARDER_OBJECTS=$(GOPF_SHARDER_OBJECTS) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -race -count=1 -v -timeout 30m -run '^TestReferenceSharder$$' ./test/bench/sharder
 
 ##@ Build
 
