@@ -205,21 +205,21 @@ func (v Verdict) Summary() string {
 		}
 	}
 	if len(v.Repeats) > 0 {
-		var ex []string
+		ex := make([]string, 0, len(v.Repeats))
 		for _, r := range v.Repeats {
 			ex = append(ex, fmt.Sprintf("%s %s on %s", r.Object, r.Cause, strings.Join(r.Replicas, ", ")))
 		}
 		parts = append(parts, fmt.Sprintf("%d repeats (%s)", len(v.Repeats), examples(ex)))
 	}
 	if len(v.Misplaced) > 0 {
-		var ex []string
+		ex := make([]string, 0, len(v.Misplaced))
 		for _, m := range v.Misplaced {
 			ex = append(ex, m.String())
 		}
 		parts = append(parts, fmt.Sprintf("%d calls off their shard (%s)", len(v.Misplaced), examples(ex)))
 	}
 	if len(v.Left) > 0 {
-		var ex []string
+		ex := make([]string, 0, len(v.Left))
 		for _, l := range v.Left {
 			ex = append(ex, fmt.Sprintf("%s with %d finalizers, draining %t", l.Object, l.Finalizers, l.Draining))
 		}

@@ -26,16 +26,17 @@ func life() []Version {
 	}
 }
 
-func lifeCalls(object string) []calls.Call {
+// lifeCalls are the calls of life, of an object named "a".
+func lifeCalls() []calls.Call {
 	return []calls.Call{
-		{At: at(1), Cause: "create", Object: object, Replica: "shard-1"},
-		{At: at(2), Cause: "update", Object: object, Replica: "shard-1"},
-		{At: at(6), Cause: "delete", Object: object, Replica: "shard-2"},
+		{At: at(1), Cause: "create", Object: "a", Replica: "shard-1"},
+		{At: at(2), Cause: "update", Object: "a", Replica: "shard-1"},
+		{At: at(6), Cause: "delete", Object: "a", Replica: "shard-2"},
 	}
 }
 
 func TestJudgeAcceptsOneCallPerCauseOnTheLabelledShard(t *testing.T) {
-	v := Judge([]string{"a"}, lifeCalls("a"), Histories{"a": life()})
+	v := Judge([]string{"a"}, lifeCalls(), Histories{"a": life()})
 	if v.Failed() {
 		t.Fatalf("Judge failed a clean life: %s", v.Summary())
 	}
@@ -46,7 +47,7 @@ func TestJudgeAcceptsOneCallPerCauseOnTheLabelledShard(t *testing.T) {
 }
 
 func TestJudgeFindsRepeatsMissingCallsAndCallsOffTheirShard(t *testing.T) {
-	cs := lifeCalls("a")
+	cs := lifeCalls()
 	cs = append(cs, calls.Call{At: at(5), Cause: "update", Object: "a", Replica: "shard-2"}) // a repeat
 	cs[2].Replica = "shard-1"                                                                // a delete off its shard
 	cs = append(cs, calls.Call{At: at(1), Cause: "create", Object: "b", Replica: "shard-1"})
@@ -69,7 +70,7 @@ func TestJudgeFindsRepeatsMissingCallsAndCallsOffTheirShard(t *testing.T) {
 func TestJudgeFindsACallWhoseOutcomeWasStoredUnderAnotherShard(t *testing.T) {
 	h := life()
 	h[1].Shard = "shard-2" // the create's outcome appeared after the object had moved
-	v := Judge([]string{"a"}, lifeCalls("a"), Histories{"a": h})
+	v := Judge([]string{"a"}, lifeCalls(), Histories{"a": h})
 	if len(v.Misplaced) != 1 || v.Misplaced[0].Cause != "create" || v.Misplaced[0].Shard != "shard-2" {
 		t.Errorf("Misplaced = %v, want the create stored while labelled for shard-2", v.Misplaced)
 	}
@@ -77,7 +78,7 @@ func TestJudgeFindsACallWhoseOutcomeWasStoredUnderAnotherShard(t *testing.T) {
 
 func TestJudgeFindsObjectsLeftWithTheirFinalizerAndDrainLabel(t *testing.T) {
 	h := life()[:4] // never deleted: still draining, with gopf's finalizer
-	v := Judge([]string{"a"}, lifeCalls("a")[:2], Histories{"a": h})
+	v := Judge([]string{"a"}, lifeCalls()[:2], Histories{"a": h})
 	if want := []Leftover{{Object: "a", Finalizers: 1, Draining: true}}; !reflect.DeepEqual(v.Left, want) {
 		t.Errorf("Left = %v, want %v", v.Left, want)
 	}

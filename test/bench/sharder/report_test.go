@@ -5,6 +5,7 @@ package sharder
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/gopf-dev/gopf/test/bench/internal/calls"
@@ -82,4 +83,14 @@ func loadAverage() string {
 		return strings.Join(fields[:3], " ")
 	}
 	return "?"
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -36,13 +36,12 @@ type mark struct {
 // phases runs the phases in order and stops at the first that fails.
 func (run *run) phases(ctx context.Context) {
 	run.start = time.Now()
-	done := func(v Version) bool { return v.Created }
 	steps := []struct {
 		name string
 		fn   func(context.Context) (time.Time, error)
 	}{
 		{"startup", run.startup},
-		{"create", run.send(run.load.CreateAll, done)},
+		{"create", run.send(run.load.CreateAll, func(v Version) bool { return v.Created })},
 		{"join", run.join},
 		{"update", run.update},
 		{"settle", run.settle},
@@ -146,6 +145,13 @@ func (run *run) replace(ctx context.Context, send func()) {
 	run.changed = time.Now()
 	run.stopReplica(old)
 	run.event("%s stopped", old.name)
+}
+
+// stopReplica stops rep, failing the test if it does not stop cleanly.
+func (run *run) stopReplica(rep *replica) {
+	if err := run.r.stop(rep); err != nil {
+		run.t.Error(err)
+	}
 }
 
 // scaleDown stops the oldest replica, with updates sent.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -151,21 +150,4 @@ func startSharderFor(ctx context.Context, t *testing.T, r *ring, bin, work strin
 		t.Fatal(err)
 	}
 	return s
-}
-
-// stopReplica stops rep, failing the test if it does not stop cleanly.
-func (run *run) stopReplica(rep *replica) {
-	if err := run.r.stop(rep); err != nil {
-		run.t.Error(err)
-	}
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
