@@ -106,7 +106,7 @@ GOPF_SHARDER_BIN ?=
 GOPF_SHARDER_OBJECTS ?= 300
 
 .PHONY: sharder-check
-sharder-check: envtest ## Run gopf's replicas under the reference sharder (GOPF_SHARDER_SRC: a checkout of it; GOPF_SHARDER_BIN: its binary, else built from the checkout) through creates, a replica joining, a rolling restart and a scale-down during updates, and deletes on GOPF_SHARDER_OBJECTS (300) objects, and check every handler call (about a minute).
+sharder-check: envtest ## Run gopf's replicas under the reference sharder (GOPF_SHARDER_SRC: a checkout of it; GOPF_SHARDER_BIN: its binary, else built from the checkout) through creates, a replica joining, a rolling restart and a scale-down during updates, and deletes on GOPF_SHARDER_OBJECTS (300) objects, and check every handler call (one to three minutes).
 	@test -n "$(GOPF_SHARDER_SRC)" || { echo "set GOPF_SHARDER_SRC to a checkout of github.com/timebertt/kubernetes-controller-sharding"; exit 1; }
 	$(if $(GOPF_SHARDER_BIN),,hack/build-sharder.sh "$(GOPF_SHARDER_SRC)" "$(LOCALBIN)/sharder" >/dev/null)
 	GOPF_SHARDER_SRC="$(GOPF_SHARDER_SRC)" GOPF_SHARDER_BIN="$(or $(GOPF_SHARDER_BIN),$(LOCALBIN)/sharder)" \

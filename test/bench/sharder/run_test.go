@@ -167,7 +167,7 @@ func (run *run) scaleDown(_ context.Context, send func()) {
 // the ring's members last changed, and every object is on a live replica,
 // none draining.
 func (run *run) settle(ctx context.Context) (time.Time, error) {
-	err := poll(ctx, phaseTimeout, "the sharder's resync and every object on a live replica, none draining", func() (bool, error) {
+	err := poll(ctx, settleTimeout, "the sharder's resync and every object on a live replica, none draining", func() (bool, error) {
 		if ok, err := run.s.resynced(run.changed); !ok || err != nil {
 			return false, err
 		}

@@ -38,6 +38,11 @@ const (
 // phaseTimeout bounds each phase's wait for the replicas.
 const phaseTimeout = 5 * time.Minute
 
+// settleTimeout bounds the wait for the sharder to have every object on a
+// live replica: it retries a failed resync after a back-off that doubles
+// from 5 s up to its sync period (5 min by default).
+const settleTimeout = 6 * time.Minute
+
 // loadWorkers is how many requests the test has in flight.
 const loadWorkers = 32
 
