@@ -97,6 +97,21 @@ GOPF_ROBUSTNESS_DURATION ?= 30m
 robustness: envtest ## Run random robustness sequences for GOPF_ROBUSTNESS_DURATION (default 30m); prints how many sequences and operations ran.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" GOPF_ROBUSTNESS_DURATION=$(GOPF_ROBUSTNESS_DURATION) $(GO) test -race -count=1 -v -timeout 0 -run '^TestRandomSequences$$' ./test/robustness
 
+# The reference sharder (github.com/timebertt/kubernetes-controller-sharding)
+# for sharder-check: a checkout of it (GOPF_SHARDER_SRC), and its binary
+# (GOPF_SHARDER_BIN), else built from the checkout into bin/sharder.
+GOPF_SHARDER_SRC ?=
+GOPF_SHARDER_BIN ?=
+# The objects sharder-check handles.
+GOPF_SHARDER_OBJECTS ?= 300
+
+.PHONY: sharder-check
+sharder-check: envtest ## Run gopf's replicas under the reference sharder (GOPF_SHARDER_SRC: a checkout of it; GOPF_SHARDER_BIN: its binary, else built from the checkout) through creates, a replica joining, a rolling restart and a scale-down during updates, and deletes on GOPF_SHARDER_OBJECTS (300) objects, and check every handler call (one to three minutes).
+	@test -n "$(GOPF_SHARDER_SRC)" || { echo "set GOPF_SHARDER_SRC to a checkout of github.com/timebertt/kubernetes-controller-sharding"; exit 1; }
+	$(if $(GOPF_SHARDER_BIN),,hack/build-sharder.sh "$(GOPF_SHARDER_SRC)" "$(LOCALBIN)/sharder" >/dev/null)
+	GOPF_SHARDER_SRC="$(GOPF_SHARDER_SRC)" GOPF_SHARDER_BIN="$(or $(GOPF_SHARDER_BIN),$(LOCALBIN)/sharder)" \
+	  GOPF_SHARDER_OBJECTS=$(GOPF_SHARDER_OBJECTS) KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -race -count=1 -v -timeout 30m -run '^TestReferenceSharder$$' ./test/bench/sharder
+
 ##@ Build
 
 .PHONY: build
