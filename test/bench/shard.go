@@ -71,6 +71,11 @@ func (s Sharded) withDefaults() Sharded {
 	return s
 }
 
+// disturbedWork is how long each handler call of the churn and rolling
+// runs takes (honouring its context, as a call out of the cluster does), so
+// that a replica that stops finds calls in flight to finish or hand over.
+const disturbedWork = 200 * time.Millisecond
+
 // settleTimeout bounds the wait, after the churn and chaos runs' update
 // phase, for every object to be assigned to a live shard: a dead shard's
 // Lease expires within 15 s, the assigner's next pass follows within 5 s
@@ -301,6 +306,9 @@ func (r *shardRun) startReplica(ctx context.Context) error {
 		scenario.EnvHandlers + "=1",
 		calls.EnvFile + "=" + r.calls,
 		calls.EnvReplica + "=" + rep.name,
+	}
+	if r.res.Name == runChurn || r.res.Name == runRoll {
+		env = append(env, scenario.EnvWork+"="+disturbedWork.String())
 	}
 	// The run's first replica serves gopf's webhooks (dev mode: its own
 	// configuration, by URL), so that each create costs the API server one

@@ -32,10 +32,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gopfop:", err)
 		os.Exit(2)
 	}
-	var interval, delay time.Duration
+	var interval, delay, work time.Duration
 	periodic, err := scenario.Periodic()
 	if err == nil {
 		delay, err = scenario.RetryDelay()
+	}
+	if err == nil {
+		work, err = scenario.Work()
 	}
 	if err == nil {
 		interval, err = scenario.Interval()
@@ -52,11 +55,11 @@ func main() {
 	case periodic == scenario.PeriodicDaemon:
 		registerDaemon(reg, interval)
 	case kind == scenario.Widget:
-		register[*kinds.Widget](reg, n, annotate, delay)
+		register[*kinds.Widget](reg, n, annotate, delay, work)
 	case kind == scenario.Pod:
-		register[*corev1.Pod](reg, n, annotate, delay)
+		register[*corev1.Pod](reg, n, annotate, delay, work)
 	default:
-		register[*kopfv1.KopfExample](reg, n, returnResult, delay)
+		register[*kopfv1.KopfExample](reg, n, returnResult, delay, work)
 	}
 	gopf.Main(reg, kopfv1.AddToScheme, kinds.AddToScheme)
 }
@@ -84,10 +87,13 @@ func annotate(c *handlers.Cause, result string) any {
 // register adds n create, update and delete handlers on T. On a failing
 // object (scenario.Failing) the create handlers fail with a temporary
 // error asking to be called again after delay.
-func register[T client.Object](reg *handlers.Registry, n int, record recorder, delay time.Duration) {
+func register[T client.Object](reg *handlers.Registry, n int, record recorder, delay, work time.Duration) {
 	for i := range n {
 		handlers.OnCreate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
 			calls.Record(string(handlers.ReasonCreate), c.Name)
+			if err := busy(ctx, work); err != nil {
+				return nil, err
+			}
 			if scenario.Failing(obj) {
 				return nil, handlers.Temporary(errors.New("failing on purpose"), delay)
 			}
@@ -95,12 +101,34 @@ func register[T client.Object](reg *handlers.Registry, n int, record recorder, d
 		}, handlers.ID(scenario.CreateKey(i, n)))
 		handlers.OnUpdate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
 			calls.Record(string(handlers.ReasonUpdate), c.Name)
+			if err := busy(ctx, work); err != nil {
+				return nil, err
+			}
 			return record(c, scenario.Field(obj)), nil
 		}, handlers.ID(scenario.UpdateKey(i, n)))
 		handlers.OnDelete(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
 			calls.Record(string(handlers.ReasonDelete), c.Name)
+			if err := busy(ctx, work); err != nil {
+				return nil, err
+			}
 			return nil, nil // nothing outside the cluster to clean up
 		}, handlers.ID(scenario.DeleteID(i, n)))
+	}
+}
+
+// busy takes d, as a call out of the cluster would, or returns the
+// context's error if it ends first.
+func busy(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

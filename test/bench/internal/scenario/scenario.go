@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 )
@@ -12,6 +13,26 @@ import (
 // EnvHandlers names the environment variable that tells an operator how many
 // handlers per cause to run (1 when unset).
 const EnvHandlers = "GOPF_BENCH_HANDLERS"
+
+// EnvWork names the environment variable that makes each create, update
+// and delete handler take that long (a Go duration), returning early with
+// its context's error if the context ends first, as a handler that calls
+// out of the cluster does. Unset: the handlers return at once.
+const EnvWork = "GOPF_BENCH_HANDLER_WORK"
+
+// Work returns the handlers' duration from EnvWork: 0 when unset, an error
+// when it is not a duration of zero or more.
+func Work() (time.Duration, error) {
+	v := os.Getenv(EnvWork)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q: want a duration of zero or more", EnvWork, v)
+	}
+	return d, nil
+}
 
 // Field values the load generator writes to spec.field.
 const (
