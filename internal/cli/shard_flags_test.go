@@ -65,7 +65,8 @@ func TestTheShardFlagsGoOverTheShardingInCodeAndTheNamespaceDefaultsToThePods(t 
 		{[]string{"--shard-ring=r", "--shard-namespace=ns"}, nil, "", &reconcile.Sharding{Ring: "r", Namespace: "ns"}},
 		{[]string{"--shard-ring=r"}, nil, "pods", &reconcile.Sharding{Ring: "r", Namespace: "pods"}},
 		{nil, code, "pods", code},
-		{[]string{"--shard-name=b", "--shard-external-assigner"}, code, "", &reconcile.Sharding{Ring: "ring", Shard: "b", Namespace: "ops", LeaseDuration: 20 * time.Second, ExternalAssigner: true}},
+		{[]string{"--shard-name=b", "--shard-external-assigner"}, code, "",
+			&reconcile.Sharding{Ring: "ring", Shard: "b", Namespace: "ops", LeaseDuration: 20 * time.Second, ExternalAssigner: true}},
 		{nil, &reconcile.Sharding{Ring: "ring"}, "pods", &reconcile.Sharding{Ring: "ring", Namespace: "pods"}},
 	} {
 		t.Setenv("POD_NAMESPACE", c.podNamespace)
