@@ -37,7 +37,7 @@ type MainOptions struct {
 	// AddToScheme register the Go types the handlers use.
 	AddToScheme []func(*runtime.Scheme) error
 	// Engine are the engine's options; the command-line flags override the
-	// fields they set (concurrency, namespaces, peering).
+	// fields they set (concurrency, namespaces, peering, sharding).
 	Engine reconcile.Options
 }
 

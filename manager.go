@@ -1,12 +1,14 @@
 package gopf
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -23,6 +25,7 @@ import (
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/operator"
 	"github.com/gopf-dev/gopf/internal/scope"
+	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/internal/transport"
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/webhook"
@@ -308,11 +311,18 @@ func addChecks(mgr manager.Manager, webhookServer *webhook.Server) error {
 // is logged, not fatal. To stop instead, call CheckPermissions before
 // starting the manager.
 //
+// With opts' Sharding, SetupWithManager first checks that the namespace
+// of the ring's Leases exists (a dry-run create of a Lease, which the
+// shard's Lease needs permission for anyway), and fails if it does not.
+//
 // opts, if given, are the engine's options (storage, backoff, memo, ...).
 func SetupWithManager(mgr manager.Manager, reg *handlers.Registry, opts ...reconcile.Options) error {
 	var o reconcile.Options
 	if len(opts) > 0 {
 		o = opts[0]
+	}
+	if err := checkShardNamespace(mgr, o.Sharding); err != nil {
+		return err
 	}
 	if err := reconcile.Setup(mgr, reg, o); err != nil {
 		return err
@@ -321,6 +331,29 @@ func SetupWithManager(mgr manager.Manager, reg *handlers.Registry, opts ...recon
 		return err
 	}
 	return webhook.Setup(mgr, reg)
+}
+
+// shardNamespaceCheckTimeout bounds checkShardNamespace's one request.
+const shardNamespaceCheckTimeout = 30 * time.Second
+
+// checkShardNamespace fails when the namespace of the ring's Leases does
+// not exist (see shard.CheckNamespace): the replica would otherwise try to
+// create its Lease there every few seconds and never join. An empty
+// namespace is left to reconcile.Setup, which refuses it.
+func checkShardNamespace(mgr manager.Manager, s *reconcile.Sharding) error {
+	if s == nil || s.Namespace == "" {
+		return nil
+	}
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("gopf: a client for the shard's Lease: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shardNamespaceCheckTimeout)
+	defer cancel()
+	if err := shard.CheckNamespace(ctx, cs.CoordinationV1(), s.Namespace); err != nil {
+		return fmt.Errorf("gopf: Sharding.Namespace: %w", err)
+	}
+	return nil
 }
 
 // metricsOptions are the metrics server's options: HTTPS with

@@ -19,6 +19,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -211,4 +212,25 @@ func TestAReconciliationTimeoutCancelsAHungHandlerWhichIsRetried(t *testing.T) {
 		}
 		return got.Annotations["gopf.dev/last-handled-configuration"]
 	}, timeout, 50*time.Millisecond).ShouldNot(BeEmpty(), "the create was never recorded as handled")
+}
+
+// A shard whose Lease namespace does not exist would retry its Lease every
+// few seconds and never join: building its manager fails instead, with an
+// error that names the namespace. One that exists passes.
+func TestAShardNamespaceThatDoesNotExistStopsTheManagerBeingBuilt(t *testing.T) {
+	build := func(namespace string) error {
+		sharding := &reconcile.Sharding{Ring: "ring", Shard: "a", Namespace: namespace}
+		_, err := gopf.NewManager(cfg, handlers.NewRegistry(), gopf.ManagerOptions{
+			Scheme: scheme, Engine: reconcile.Options{Sharding: sharding}, SkipNameValidation: true,
+		})
+		return err
+	}
+	err := build("no-such-namespace")
+	var missing *shard.NamespaceNotFoundError
+	if !errors.As(err, &missing) || missing.Namespace != "no-such-namespace" {
+		t.Errorf("a shard in a namespace that does not exist: %v, want a NamespaceNotFoundError", err)
+	}
+	if err := build("default"); err != nil {
+		t.Errorf("a shard in the namespace default: %v", err)
+	}
 }

@@ -70,7 +70,8 @@ type Options struct {
 	// by the Secret's resourceVersion, and the others take what it stored
 	// at their next check (every CheckInterval, one GET each). The operator
 	// needs get, create and update on Secrets in that namespace. The
-	// certificates are made when the server starts, so Setup must be called
+	// certificates are made when the server starts, so Setup (or, for an
+	// operator without admission handlers, SetupFinalizers) must be called
 	// with the server's manager. Not with CertDir or CertificatesFromFiles.
 	CertSecret *SecretRef
 

@@ -2,6 +2,8 @@ package webhook_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"io"
 	"net"
@@ -249,4 +251,66 @@ func TestAServerWithACertificateSecretNeedsSetup(t *testing.T) {
 	if err := srv.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "needs webhook.Setup") {
 		t.Errorf("Start without Setup: %v", err)
 	}
+}
+
+// Replicas whose server runs for the finalizer webhook alone
+// (FinalizersAlways, no admission handlers) keep one certificate in the
+// Secret too, as the README's several replicas behind a Service do: both
+// serve a certificate that the configuration's CA bundle verifies, and a
+// new object gets the finalizer at admission.
+func TestReplicasWithOnlyTheFinalizerWebhookShareTheCertificateSecret(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	rr := newRoundRobin(t)
+	secret := &webhook.SecretRef{Namespace: ns, Name: "webhook-certs"}
+	name := testLabel(t) + ".test.gopf.dev"
+
+	var servers []*webhook.Server
+	for i := range 2 {
+		reg := handlers.NewRegistry()
+		handlers.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+			return nil, nil
+		}, selectTest(t), handlers.ID("delete_fn"))
+		opts := webhook.Options{Name: name, URL: rr.url(), CertSecret: secret, Finalizers: webhook.FinalizersAlways}
+		op, err := envtest.RunOperator(ctx, cfg, reg, envtest.OperatorOptions{Scheme: scheme, Namespaces: []string{ns}, Webhook: &opts})
+		if err != nil {
+			t.Fatalf("starting replica %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = op.Stop() })
+		srv := op.Manager.GetWebhookServer().(*webhook.Server)
+		g.Eventually(func() error {
+			select {
+			case <-op.Done():
+				return StopTrying("replica stopped").Wrap(op.Err())
+			default:
+				return srv.StartedChecker()(nil)
+			}
+		}, timeout).Should(Succeed(), "replica %d", i)
+		servers = append(servers, srv)
+	}
+	rr.mu.Lock()
+	for _, srv := range servers {
+		rr.backends = append(rr.backends, net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.Options().Port)))
+	}
+	rr.mu.Unlock()
+
+	var stored corev1.Secret
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret.Name}, &stored)).To(Succeed())
+	bundle := stored.Data["ca.crt"]
+	g.Expect(bundle).NotTo(BeEmpty())
+	g.Eventually(func() []byte { return finalizerWebhookIn(g, name).ClientConfig.CABundle }, timeout).Should(Equal(bundle))
+	roots := x509.NewCertPool()
+	g.Expect(roots.AppendCertsFromPEM(bundle)).To(BeTrue())
+	for i, srv := range servers {
+		g.Expect(srv.CABundle()).To(Equal(bundle), "replica %d", i)
+		conn, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.Options().Port)), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})
+		g.Expect(err).NotTo(HaveOccurred(), "replica %d serves a certificate the CA bundle does not verify", i)
+		g.Expect(conn.Close()).To(Succeed())
+	}
+	g.Eventually(func() []string {
+		obj := example(t, ns, "")
+		g.Expect(k8s.Create(ctx, obj, client.DryRunAll)).To(Succeed())
+		return obj.Finalizers
+	}, timeout).Should(ContainElement(gopfFinalizer))
 }

@@ -87,7 +87,7 @@ func (s *Server) CABundle() []byte { return s.certs.caBundle() }
 func (s *Server) Start(ctx context.Context) error {
 	if s.opts.CertSecret != nil {
 		if !s.certs.hasStore() {
-			return fmt.Errorf("gopf webhook server: the certificate Secret %s/%s needs webhook.Setup with this server's manager", s.opts.CertSecret.Namespace, s.opts.CertSecret.Name)
+			return fmt.Errorf("gopf webhook server: the certificate Secret %s/%s needs webhook.Setup or webhook.SetupFinalizers with this server's manager", s.opts.CertSecret.Namespace, s.opts.CertSecret.Name)
 		}
 		if err := s.certs.refresh(ctx, renewal{}); err != nil {
 			return fmt.Errorf("gopf webhook server: %w", err)

@@ -66,12 +66,8 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	name := ""
 	if srv != nil {
 		name = srv.opts.Name
-		if ref := srv.opts.CertSecret; ref != nil {
-			c, err := clusterClient(mgr, corev1.AddToScheme)
-			if err != nil {
-				return fmt.Errorf("gopf: a client for the webhook certificate Secret: %w", err)
-			}
-			srv.certs.setStore(secretStore{c: c, ref: *ref})
+		if err := keepCertsInSecret(mgr, srv); err != nil {
+			return err
 		}
 	}
 	hooks, err := resolveHooks(mgr, set, regs, name)
@@ -119,13 +115,17 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 // finalizer and, when sharded, the shard label (see Options.Finalizers),
 // on mgr's webhook server, which must be a *Server made by NewServer, for
 // an operator without admission handlers, and keeps their configuration
-// in the cluster while the manager runs. Setup does the
-// same for a registry that has admission handlers. gopf.NewManager calls
-// it when Options.Finalizers is FinalizersAlways.
+// in the cluster while the manager runs. Setup does the same for a
+// registry that has admission handlers; like Setup, it has the server
+// keep its certificates in the Secret of Options.CertSecret, if given.
+// gopf.NewManager calls it when Options.Finalizers is FinalizersAlways.
 func SetupFinalizers(mgr manager.Manager, reg *handlers.Registry) error {
 	srv, ok := mgr.GetWebhookServer().(*Server)
 	if !ok {
 		return errors.New("gopf: the create webhooks need the manager's webhook server to be made by webhook.NewServer")
+	}
+	if err := keepCertsInSecret(mgr, srv); err != nil {
+		return err
 	}
 	created, err := serveCreate(mgr, contract.SetOf(reg), srv)
 	if err != nil || srv.opts.StaticConfigurations {
@@ -136,6 +136,22 @@ func SetupFinalizers(mgr manager.Manager, reg *handlers.Registry) error {
 		return err
 	}
 	return mgr.Add(cm)
+}
+
+// keepCertsInSecret has srv keep its certificates in the Secret of
+// Options.CertSecret, if it names one, through a client of mgr's cluster;
+// the server makes or reads them there when it starts.
+func keepCertsInSecret(mgr manager.Manager, srv *Server) error {
+	ref := srv.opts.CertSecret
+	if ref == nil {
+		return nil
+	}
+	c, err := clusterClient(mgr, corev1.AddToScheme)
+	if err != nil {
+		return fmt.Errorf("gopf: a client for the webhook certificate Secret: %w", err)
+	}
+	srv.certs.setStore(secretStore{c: c, ref: *ref})
+	return nil
 }
 
 // serveCreate serves the create webhooks (see createHook) of the kinds

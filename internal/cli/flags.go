@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gopf-dev/gopf/internal/scope"
+	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/webhook"
 )
@@ -150,15 +151,7 @@ func (f *Flags) EngineOptions(opts reconcile.Options) reconcile.Options {
 	if len(f.namespaces) > 0 {
 		opts.Namespaces = f.namespaces
 	}
-	if f.shardRing != "" {
-		opts.Sharding = &reconcile.Sharding{
-			Ring: f.shardRing, Shard: f.shardName, Namespace: f.shardNamespace,
-			KeepManagedFields: f.KeepManagedFields, ExternalAssigner: f.shardExternal,
-		}
-		if opts.Sharding.Namespace == "" {
-			opts.Sharding.Namespace = podNamespace()
-		}
-	}
+	opts.Sharding = f.sharding(opts.Sharding)
 	switch {
 	case f.standalone:
 		opts.Peering = nil
@@ -196,6 +189,64 @@ func (f *Flags) EngineOptions(opts reconcile.Options) reconcile.Options {
 		opts.Peering = p
 	}
 	return opts
+}
+
+// sharding is the sharding set in code, if any, with the sharding flags
+// given over the fields they govern, or the sharding the flags describe
+// alone (nil without --shard-ring or sharding in code). Without a
+// namespace from either, the ring's Leases go to the Pod's namespace.
+func (f *Flags) sharding(code *reconcile.Sharding) *reconcile.Sharding {
+	if code == nil && f.shardRing == "" {
+		return nil
+	}
+	var s reconcile.Sharding
+	if code != nil {
+		s = *code
+	}
+	if f.shardRing != "" {
+		s.Ring = f.shardRing
+	}
+	if f.shardName != "" {
+		s.Shard = f.shardName
+	}
+	if f.shardNamespace != "" {
+		s.Namespace = f.shardNamespace
+	}
+	s.ExternalAssigner = s.ExternalAssigner || f.shardExternal
+	if s.Namespace == "" {
+		s.Namespace = podNamespace()
+	}
+	return &s
+}
+
+// checkSharding reports an operator sharded by --shard-ring, or in code,
+// that has no namespace for its ring's Leases, naming the flag that gives
+// one, before the cluster is looked for. --print-rbac and --check-rbac
+// hold no Lease and need none.
+func (f *Flags) checkSharding(code *reconcile.Sharding) error {
+	if f.printRBAC != "" || f.checkRBAC != "" {
+		return nil
+	}
+	if s := f.sharding(code); s != nil && s.Namespace == "" {
+		return errors.New("--shard-namespace is needed: the namespace of the ring's Leases " +
+			"(default: $POD_NAMESPACE, else the namespace of the Pod's service account; neither is there)")
+	}
+	return nil
+}
+
+// explain names the flag whose value an error of the operator's start
+// comes from, where the error cannot: a shard namespace that does not
+// exist, given by --shard-namespace or by its default.
+func (f *Flags) explain(err error) error {
+	var missing *shard.NamespaceNotFoundError
+	switch {
+	case !errors.As(err, &missing):
+		return err
+	case f.shardNamespace != "":
+		return fmt.Errorf("--shard-namespace: %w", missing)
+	default:
+		return fmt.Errorf("%w; it is the default of --shard-namespace, from $POD_NAMESPACE or the Pod's service account: give an existing one", missing)
+	}
 }
 
 // WatchInactivityTimeout is --watch-inactivity-timeout as

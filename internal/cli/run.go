@@ -55,6 +55,9 @@ func Run(p Program, args []string) error {
 	if err := f.check(); err != nil {
 		return err
 	}
+	if err := f.checkSharding(p.Engine.Sharding); err != nil {
+		return err
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&f.zap), f.encoder()))
 	scheme, err := buildScheme(p.AddToScheme)
 	if err != nil {
@@ -69,7 +72,7 @@ func Run(p Program, args []string) error {
 	}
 	mgr, err := p.NewManager(cfg, scheme, f)
 	if err != nil {
-		return err
+		return f.explain(err)
 	}
 	ctrl.Log.WithName("gopf").Info("starting the operator", "name", p.Name, "namespaces", f.namespaces.String(), "peering", f.peeringName)
 	return mgr.Start(ctrl.SetupSignalHandler())

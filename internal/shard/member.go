@@ -152,7 +152,7 @@ func (o *MemberOptions) defaults() error {
 		return err
 	}
 	if o.Namespace == "" {
-		return fmt.Errorf("shard %q of ring %q: the Lease's namespace is empty", o.Shard, o.Ring)
+		return fmt.Errorf("shard %q of ring %q: the Lease's namespace is empty: set Sharding.Namespace (gopf.Main: --shard-namespace or $POD_NAMESPACE)", o.Shard, o.Ring)
 	}
 	o.LeaseDuration = orDefault(o.LeaseDuration, DefaultLeaseDuration)
 	o.RenewDeadline = orDefault(o.RenewDeadline, DefaultRenewDeadline)
