@@ -295,15 +295,7 @@ func TestOneAssignerLeadsAtATimeAndAnotherTakesOverWhenItStops(t *testing.T) {
 	c := newCluster(t)
 	first, stopFirst := c.assigner(time.Hour)
 	second, stopSecond := c.assigner(time.Hour)
-	leaders := func() int {
-		n := 0
-		for _, a := range []*Assigner{first, second} {
-			if a.Leading() {
-				n++
-			}
-		}
-		return n
-	}
+	leaders := func() int { return leading(first, second) }
 	g.Eventually(leaders, timeout).Should(Equal(1))
 	g.Consistently(leaders, time.Second, 50*time.Millisecond).Should(Equal(1))
 
@@ -317,6 +309,36 @@ func TestOneAssignerLeadsAtATimeAndAnotherTakesOverWhenItStops(t *testing.T) {
 	}
 	stop()
 	g.Eventually(other.Leading, timeout).Should(BeTrue())
+}
+
+func TestTheAssignersLeaseNamesTheLeadersShardAndTwoReplicasOfOneShardDoNotBothLead(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	ofShardA := func(o *Options) { o.Shard = "shard-a" }
+	first, _ := c.assigner(time.Hour, ofShardA)
+	second, _ := c.assigner(time.Hour, ofShardA)
+	leaders := func() int { return leading(first, second) }
+	g.Eventually(leaders, timeout).Should(Equal(1))
+	g.Consistently(leaders, time.Second, 50*time.Millisecond).Should(Equal(1), "one shard name, two processes, one leader")
+
+	leader := first
+	if second.Leading() {
+		leader = second
+	}
+	l, err := c.k8s.CoordinationV1().Leases(c.ns).Get(context.Background(), ring+"-assigner", metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(l.Spec.HolderIdentity).To(HaveValue(And(HavePrefix("shard-a_"), Equal(leader.holder))))
+}
+
+// leading counts the assigners that lead now.
+func leading(as ...*Assigner) int {
+	n := 0
+	for _, a := range as {
+		if a.Leading() {
+			n++
+		}
+	}
+	return n
 }
 
 func TestTheAssignersWritesAreBoundedByItsTokenBucket(t *testing.T) {
