@@ -37,7 +37,9 @@ func TestObjectsCreatedWithoutAShardGetOneWithoutWaitingForAPass(t *testing.T) {
 	sc, err := c.k8s.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{Name: c.ns}, Provisioner: "example.com/none"}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = c.k8s.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = c.k8s.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{})
+	})
 	r := shard.NewRing("a", "b")
 	g.Eventually(func(g Gomega) {
 		c.placed(g, keys, r)
