@@ -131,14 +131,14 @@ func New(opts Options) (*Assigner, error) {
 	}, nil
 }
 
-// holderOf returns the holder identity of the replica of shard in the
+// holderOf returns the holder identity of the replica of shardName in the
 // assigner's Lease: the shard's name, so that the Lease tells which shard
 // assigns, and a random suffix unique to the process. client-go's elector
 // takes a Lease whose holder is its own identity for its own and renews
 // it: two processes with one shard name (a restarted replica, or two
 // replicas given the same --shard-name by mistake) would both lead and
 // both write, where with the suffix the election keeps them apart.
-func holderOf(shard string) string { return shard + "_" + utilrand.String(5) }
+func holderOf(shardName string) string { return shardName + "_" + utilrand.String(5) }
 
 // defaults fills in the zero values of o and checks the rest.
 func (o *Options) defaults() error {
