@@ -68,9 +68,10 @@ type Options struct {
 	// holds the assigner's own: a client straight to the API server
 	// (kubernetes.NewForConfig(cfg).CoordinationV1()). Required.
 	Leases coordinationv1client.LeasesGetter
-	// Identity names this replica in the assigner's Lease. Zero means the
-	// host name and a random suffix, unique per process.
-	Identity string
+	// Shard names this replica's shard, which names it in the assigner's
+	// Lease (see holderOf). Zero means the host name, as for a shard
+	// (shard.MemberOptions.Shard).
+	Shard string
 	// ResyncPeriod is how often every object of the ring is looked at
 	// when the ring does not change. Zero means DefaultResyncPeriod.
 	ResyncPeriod time.Duration
@@ -111,6 +112,7 @@ type Options struct {
 // does not need the manager's.
 type Assigner struct {
 	opts    Options
+	holder  string // this process in the assigner's Lease
 	leading atomic.Bool
 	limiter flowcontrol.RateLimiter
 	started sync.Once
@@ -124,9 +126,19 @@ func New(opts Options) (*Assigner, error) {
 	}
 	return &Assigner{
 		opts:    opts,
+		holder:  holderOf(opts.Shard),
 		limiter: flowcontrol.NewTokenBucketRateLimiterWithClock(opts.WritesPerSecond, opts.WriteBurst, opts.Clock),
 	}, nil
 }
+
+// holderOf returns the holder identity of the replica of shardName in the
+// assigner's Lease: the shard's name, so that the Lease tells which shard
+// assigns, and a random suffix unique to the process. client-go's elector
+// takes a Lease whose holder is its own identity for its own and renews
+// it: two processes with one shard name (a restarted replica, or two
+// replicas given the same --shard-name by mistake) would both lead and
+// both write, where with the suffix the election keeps them apart.
+func holderOf(shardName string) string { return shardName + "_" + utilrand.String(5) }
 
 // defaults fills in the zero values of o and checks the rest.
 func (o *Options) defaults() error {
@@ -157,12 +169,12 @@ func (o *Options) defaults() error {
 			return problem("kind %s is given twice", k.GroupKind)
 		}
 	}
-	if o.Identity == "" {
+	if o.Shard == "" {
 		host, err := os.Hostname()
 		if err != nil {
 			return problem("naming the replica after the host: %w", err)
 		}
-		o.Identity = host + "_" + utilrand.String(5)
+		o.Shard = host
 	}
 	o.ResyncPeriod = orDefault(o.ResyncPeriod, DefaultResyncPeriod)
 	o.DrainCheckPeriod = orDefault(o.DrainCheckPeriod, DefaultDrainCheckPeriod)
@@ -208,7 +220,7 @@ func (a *Assigner) run(ctx context.Context) error {
 	if log.GetSink() == nil {
 		log = logf.FromContext(ctx)
 	}
-	log = log.WithValues("ring", a.opts.Ring, "assigner", a.opts.Identity)
+	log = log.WithValues("ring", a.opts.Ring, "assigner", a.holder)
 	defer a.limiter.Stop()
 	for {
 		if err := a.elect(ctx, log); err != nil {
@@ -240,7 +252,7 @@ func (a *Assigner) elect(ctx context.Context, log logr.Logger) error {
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: a.opts.Namespace, Name: a.opts.Ring + "-assigner"},
 			Client:     a.opts.Leases,
-			LockConfig: resourcelock.ResourceLockConfig{Identity: a.opts.Identity},
+			LockConfig: resourcelock.ResourceLockConfig{Identity: a.holder},
 		},
 		LeaseDuration:   a.opts.LeaseDuration,
 		RenewDeadline:   a.opts.RenewDeadline,

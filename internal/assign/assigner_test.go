@@ -148,6 +148,14 @@ func (c *cluster) labels(g Gomega) map[types.NamespacedName]metav1.ObjectMeta {
 	return out
 }
 
+// acknowledge lets go of the object of kind k and name, as its shard
+// acknowledges a drain: both labels removed.
+func (c *cluster) acknowledge(g Gomega, k Kind, name string) {
+	ack := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null,%q:null}}}`, shard.ShardLabel(ring), shard.DrainLabel(ring)))
+	_, err := c.metadata.Resource(k.Resource).Namespace(c.ns).Patch(context.Background(), name, types.MergePatchType, ack, metav1.PatchOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
 // placed expects every object of keys on the shard that r picks for its
 // key, not draining.
 func (c *cluster) placed(g Gomega, keys map[types.NamespacedName]string, r *shard.Ring) {
@@ -184,7 +192,7 @@ func TestUnassignedObjectsGoWhereTheRingPlacesThemAndChildrenWithTheirController
 	}
 	g.Expect(byShard).To(HaveLen(2), "both shards get objects")
 
-	// Another, created later, is placed by a resync.
+	// Another, created later, is placed as it appears.
 	late, err := c.k8s.CoreV1().ConfigMaps(c.ns).Create(context.Background(),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -277,15 +285,9 @@ func TestObjectsMoveToAJoiningShardOnlyAfterTheirShardLetGo(t *testing.T) {
 	}, timeout).Should(Succeed())
 	c.placed(g, stayers, after)
 
-	// The shards let go, as a shard acknowledges: both labels removed.
-	ack := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null,%q:null}}}`, shard.ShardLabel(ring), shard.DrainLabel(ring)))
+	// The shards let go.
 	for id := range movers {
-		r := configMaps.Resource
-		if id.Namespace == "secrets" {
-			r = secrets.Resource
-		}
-		_, err := c.metadata.Resource(r).Namespace(c.ns).Patch(context.Background(), id.Name, types.MergePatchType, ack, metav1.PatchOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
+		c.acknowledge(g, configMaps, id.Name)
 	}
 	g.Eventually(func(g Gomega) { c.placed(g, keys, after) }, timeout).Should(Succeed())
 }
@@ -295,15 +297,7 @@ func TestOneAssignerLeadsAtATimeAndAnotherTakesOverWhenItStops(t *testing.T) {
 	c := newCluster(t)
 	first, stopFirst := c.assigner(time.Hour)
 	second, stopSecond := c.assigner(time.Hour)
-	leaders := func() int {
-		n := 0
-		for _, a := range []*Assigner{first, second} {
-			if a.Leading() {
-				n++
-			}
-		}
-		return n
-	}
+	leaders := func() int { return leading(first, second) }
 	g.Eventually(leaders, timeout).Should(Equal(1))
 	g.Consistently(leaders, time.Second, 50*time.Millisecond).Should(Equal(1))
 
@@ -317,6 +311,36 @@ func TestOneAssignerLeadsAtATimeAndAnotherTakesOverWhenItStops(t *testing.T) {
 	}
 	stop()
 	g.Eventually(other.Leading, timeout).Should(BeTrue())
+}
+
+func TestTheAssignersLeaseNamesTheLeadersShardAndTwoReplicasOfOneShardDoNotBothLead(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	ofShardA := func(o *Options) { o.Shard = "shard-a" }
+	first, _ := c.assigner(time.Hour, ofShardA)
+	second, _ := c.assigner(time.Hour, ofShardA)
+	leaders := func() int { return leading(first, second) }
+	g.Eventually(leaders, timeout).Should(Equal(1))
+	g.Consistently(leaders, time.Second, 50*time.Millisecond).Should(Equal(1), "one shard name, two processes, one leader")
+
+	leader := first
+	if second.Leading() {
+		leader = second
+	}
+	l, err := c.k8s.CoordinationV1().Leases(c.ns).Get(context.Background(), ring+"-assigner", metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(l.Spec.HolderIdentity).To(HaveValue(And(HavePrefix("shard-a_"), Equal(leader.holder))))
+}
+
+// leading counts the assigners that lead now.
+func leading(as ...*Assigner) int {
+	n := 0
+	for _, a := range as {
+		if a.Leading() {
+			n++
+		}
+	}
+	return n
 }
 
 func TestTheAssignersWritesAreBoundedByItsTokenBucket(t *testing.T) {
@@ -383,9 +407,11 @@ func TestAPassAssignsNewObjectsBeforeItDrainsOthers(t *testing.T) {
 	c := newCluster(t)
 	c.join("a")
 	keys := c.family(10, nil)
-	c.assigner(time.Hour) // no resync: only the ring's change starts a pass
+	_, stop := c.assigner(time.Hour) // no resync: only the ring's change starts a pass
 	g.Eventually(func(g Gomega) { c.placed(g, keys, shard.NewRing("a")) }, timeout).Should(Succeed())
-	// New objects, listed after the old ones, wait for the next pass.
+	// New objects, listed after the old ones, made while no assigner runs
+	// (one would assign them as they appear), wait for the next pass.
+	stop()
 	for i := range 5 {
 		_, err := c.k8s.CoreV1().ConfigMaps(c.ns).Create(context.Background(), &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("zz-%d", i)}}, metav1.CreateOptions{})
@@ -393,6 +419,7 @@ func TestAPassAssignsNewObjectsBeforeItDrainsOthers(t *testing.T) {
 	}
 
 	c.join("b")
+	c.assigner(time.Hour)
 	var assigned, drained []int64
 	g.Eventually(func(g Gomega) {
 		assigned, drained = nil, nil

@@ -9,9 +9,12 @@
 // releases it when it stops, so another replica takes over at once. The
 // leader watches the ring's Leases (View), claims the Lease of a shard
 // that has been silent for two lease durations (shard.Claim; the claim
-// fails if the shard renews first), and makes a pass over the ring's
+// fails if the shard renews first), assigns each object without a shard as
+// it appears (a watch of the unassigned objects: new ones, and those whose
+// shard let go of them after a drain), and makes a pass over the ring's
 // objects whenever the available shards change, and every ResyncPeriod
-// otherwise. A pass lists every kind of the ring, metadata only, and
+// otherwise: the pass moves objects between shards and assigns what the
+// watch missed. A pass lists every kind of the ring, metadata only, and
 // decides each object with Decide: an unassigned object is assigned to the
 // ring's choice; an object of a shard that is gone (dead, orphaned, or no
 // member at all) moves at once; an object whose live shard is no longer
@@ -30,11 +33,14 @@
 //
 // What it costs the API server: per pass, one LIST of each kind (in each of Namespaces, if given), metadata
 // only, with resourceVersion=0 so that the API server's watch cache serves
-// it (or in pages of PageSize); a watch on the ring's few Leases; and
-// writes only for objects that move, one merge patch of their labels each
-// (two for a drained object, plus its shard's acknowledgement). Its cost
-// does not grow with the objects beyond those lists: it neither watches
-// nor caches them. The writes go through a token bucket (WritesPerSecond,
+// it (or in pages of PageSize); a watch on the ring's few Leases; per kind
+// (and namespace), a metadata watch selecting on the shard label's
+// absence, which carries only objects without a shard, and a LIST of one
+// object where it starts; and writes only for objects that move, one
+// merge patch of their labels each (two for a drained object, plus its
+// shard's acknowledgement). Its cost does not grow with the assigned
+// objects beyond those lists: it neither watches nor caches them, and
+// holds an unassigned object only until it has written its label. The writes go through a token bucket (WritesPerSecond,
 // WriteBurst), so the rebalance of ten thousand objects when a shard joins
 // spreads over minutes; a pass whose ring changes under it stops before
 // its next write and starts over with the new ring.

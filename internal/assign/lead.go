@@ -15,8 +15,9 @@ import (
 )
 
 // lead assigns the ring's objects until ctx is done: it watches the
-// ring's Leases, claims the Leases of uncertain shards, and runs a pass
-// over every object whenever the available shards change, every
+// ring's Leases, assigns unassigned objects as they appear
+// (watchUnassigned), claims the Leases of uncertain shards, and runs a
+// pass over every object whenever the available shards change, every
 // ResyncPeriod, and DrainCheckPeriod after a pass that left objects
 // draining or failed.
 func (a *Assigner) lead(ctx context.Context, log logr.Logger) error {
@@ -30,6 +31,7 @@ func (a *Assigner) lead(ctx context.Context, log logr.Logger) error {
 	if !view.WaitForSync(ctx) {
 		return nil
 	}
+	a.watchUnassigned(ctx, log, view, &wg)
 	var (
 		members []string  // the available shards of the last pass
 		due     time.Time // when the next pass is due anyway (zero: now)

@@ -114,15 +114,26 @@ func (a *Assigner) pass(ctx context.Context, view *View, shards shard.Shards) (C
 
 // kind looks at every object of k in the assigner's namespaces.
 func (p *pass) kind(ctx context.Context, k Kind) error {
-	if !k.Namespaced || len(p.opts.Namespaces) == 0 {
-		return p.list(ctx, k, p.opts.Metadata.Resource(k.Resource))
-	}
-	for _, ns := range p.opts.Namespaces {
-		if err := p.list(ctx, k, p.opts.Metadata.Resource(k.Resource).Namespace(ns)); err != nil {
+	for _, objects := range p.resources(k) {
+		if err := p.list(ctx, k, objects); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// resources are where the objects of k live that the assigner assigns:
+// the whole resource, or one per namespace of Options.Namespaces.
+func (a *Assigner) resources(k Kind) []metadata.ResourceInterface {
+	all := a.opts.Metadata.Resource(k.Resource)
+	if !k.Namespaced || len(a.opts.Namespaces) == 0 {
+		return []metadata.ResourceInterface{all}
+	}
+	in := make([]metadata.ResourceInterface, len(a.opts.Namespaces))
+	for i, ns := range a.opts.Namespaces {
+		in[i] = all.Namespace(ns)
+	}
+	return in
 }
 
 // list looks at every object that objects lists, a page at a time.
@@ -233,20 +244,8 @@ func (p *pass) write(ctx context.Context, k Kind, obj *metav1.PartialObjectMetad
 	if p.stale() {
 		return errStale
 	}
-	labels := map[string]*string{}
-	switch d.Action {
-	case Drain:
-		labels[shard.DrainLabel(p.opts.Ring)] = ptrTo("true")
-	default:
-		labels[shard.ShardLabel(p.opts.Ring)] = ptrTo(d.Shard)
-		labels[shard.DrainLabel(p.opts.Ring)] = nil
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": obj.ResourceVersion, "labels": labels}})
-	if err != nil {
+	if err := p.patch(ctx, k, obj, d); err != nil {
 		return err
-	}
-	if _, err := resource(p.opts.Metadata, k, obj).Patch(ctx, obj.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("%s of %s %s/%s: %w", d.Action, k, obj.Namespace, obj.Name, err)
 	}
 	switch d.Action {
 	case Assign:
@@ -256,6 +255,27 @@ func (p *pass) write(ctx context.Context, k Kind, obj *metav1.PartialObjectMetad
 	case Drain:
 		p.counts.Drained++
 		p.counts.Draining++
+	}
+	return nil
+}
+
+// patch writes d's labels on obj, of kind k, if obj is still at the
+// resourceVersion that d was decided on (see pass.write).
+func (a *Assigner) patch(ctx context.Context, k Kind, obj *metav1.PartialObjectMetadata, d Decision) error {
+	labels := map[string]*string{}
+	switch d.Action {
+	case Drain:
+		labels[shard.DrainLabel(a.opts.Ring)] = ptrTo("true")
+	default:
+		labels[shard.ShardLabel(a.opts.Ring)] = ptrTo(d.Shard)
+		labels[shard.DrainLabel(a.opts.Ring)] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": obj.ResourceVersion, "labels": labels}})
+	if err != nil {
+		return err
+	}
+	if _, err := resource(a.opts.Metadata, k, obj).Patch(ctx, obj.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("%s of %s %s/%s: %w", d.Action, k, obj.Namespace, obj.Name, err)
 	}
 	return nil
 }

@@ -156,7 +156,7 @@ func addAssigner(mgr manager.Manager, op *spec.Operator, kinds []*engine.KindCon
 	}
 	a, err := assign.New(assign.Options{
 		Ring: s.Ring, Namespace: s.Namespace, Kinds: ak, Namespaces: namespaces, Metadata: md, Leases: cs.CoordinationV1(),
-		PageSize: assignPageSize, Log: mgr.GetLogger().WithName("gopf").WithName("assigner"),
+		Shard: s.Shard, PageSize: assignPageSize, Log: mgr.GetLogger().WithName("gopf").WithName("assigner"),
 	})
 	if err != nil {
 		return fmt.Errorf("gopf: the shard assigner: %w", err)

@@ -47,6 +47,16 @@ type Sharded struct {
 	ChaosReplicas int `json:"chaosReplicas"`
 	// KillEvery is the chaos run's period of kills. Default: 30 s.
 	KillEvery time.Duration `json:"killEvery"`
+	// LatencyReplicas are the replica counts of the latency runs, each
+	// run twice: with gopf's webhook, which gives new objects their shard
+	// at admission, and without, where the elected assigner gives it to
+	// them as they appear. Default: 1 and 4.
+	LatencyReplicas []int `json:"latencyReplicas"`
+	// LatencyObjects is how many objects a latency run creates, one after
+	// the other at LatencyRate a second, below the assigner's 100 writes
+	// a second. Default: 500 at 50 a second.
+	LatencyObjects int     `json:"latencyObjects"`
+	LatencyRate    float64 `json:"latencyRate"`
 }
 
 func (s Sharded) withDefaults() Sharded {
@@ -67,6 +77,15 @@ func (s Sharded) withDefaults() Sharded {
 	}
 	if s.KillEvery <= 0 {
 		s.KillEvery = 30 * time.Second
+	}
+	if len(s.LatencyReplicas) == 0 {
+		s.LatencyReplicas = []int{1, 4}
+	}
+	if s.LatencyObjects <= 0 {
+		s.LatencyObjects = 500
+	}
+	if s.LatencyRate <= 0 {
+		s.LatencyRate = 50
 	}
 	return s
 }
@@ -94,6 +113,7 @@ type shardRun struct {
 	calls    string // the file every replica records its calls in
 	timeout  time.Duration
 	profiled bool // the replicas write profiles (a scaling run, with -profile-dir)
+	noHooks  bool // no replica serves gopf's webhooks (a latency run)
 	mu       sync.Mutex
 	replicas []*replica
 	next     int                  // the number of the next replica's shard name
@@ -124,6 +144,10 @@ func (b *bench) runSharded(ctx context.Context, s Sharded) (*ShardedResult, erro
 			return nil, err
 		}
 		res.Runs = append(res.Runs, *run)
+	}
+	var err error
+	if res.Latency, err = b.latencyRuns(ctx, s); err != nil {
+		return nil, err
 	}
 	churn, err := b.shardRun(ctx, s, runChurn, s.ChurnReplicas, (*shardRun).churn)
 	if err != nil {
@@ -285,7 +309,7 @@ const PhaseSettle = "settle"
 func (r *shardRun) startReplica(ctx context.Context) error {
 	r.mu.Lock()
 	r.next++
-	rep := &replica{name: "shard-" + strconv.Itoa(r.next), webhook: r.next == 1}
+	rep := &replica{name: "shard-" + strconv.Itoa(r.next), webhook: r.next == 1 && !r.noHooks}
 	r.mu.Unlock()
 	rep.user = r.id + "-" + rep.name
 	// The scaling runs' replicas are profiled when profiles are asked for:
