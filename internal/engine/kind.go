@@ -8,7 +8,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
-	"github.com/gopf-dev/gopf/internal/logs"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -43,9 +42,7 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 			return nil, fmt.Errorf("gopf: a client for %s: %w", gvk, err)
 		}
 	}
-	if kc.recorder, err = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent); err != nil {
-		return nil, err
-	}
+	kc.recorder = sh.events
 	kc.Shared = sh
 	kc.scheme = mgr.GetScheme()
 	kc.Wake = make(chan event.GenericEvent, 1024)

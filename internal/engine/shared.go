@@ -8,14 +8,17 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/contract"
-	"github.com/gopf-dev/gopf/internal/gate"
-	"github.com/gopf-dev/gopf/internal/scope"
-	"github.com/gopf-dev/gopf/internal/spec"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/gate"
+	"github.com/gopf-dev/gopf/internal/logs"
+	"github.com/gopf-dev/gopf/internal/scope"
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // Shared is what the controllers of one registry share: the indexes, and
@@ -36,6 +39,9 @@ type Shared struct {
 	// shard's objects; the kinds read and watch through it instead of the
 	// manager's cache. Nil without sharding.
 	ShardCache cache.Cache
+	// events posts the Events of every kind (logs.Recorder), made once
+	// with the manager: kinds that appear later share it.
+	events recorder.EventRecorder
 }
 
 // NewShared makes what the controllers of reg on mgr share, with the
@@ -48,6 +54,10 @@ func NewShared(mgr manager.Manager, reg *handlers.Registry, sc *scope.Scope, opt
 		op.Memo.Set(k, v)
 	}
 	sh := &Shared{Set: set, operator: op, Indexes: op.Indexes, Gate: &gate.Gate{}, Scope: sc, Memo: op.Memo, client: mgr.GetClient()}
+	var err error
+	if sh.events, err = logs.Recorder(mgr, opts.EventsOff, opts.EventComponent); err != nil {
+		return nil, err
+	}
 	forget := manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		set.DropOperator(mgr)

@@ -96,7 +96,7 @@ func (n nopSink) WithName(string) logr.LogSink   { return n }
 
 // Recorder is the recorder of the Events gopf posts (see Events), under
 // component and added to mgr to post them, or one that posts nothing when
-// off.
+// off. One serves an operator: it is made before the manager starts.
 func Recorder(mgr manager.Manager, off bool, component string) (recorder.EventRecorder, error) {
 	if off {
 		return noEvents{}, nil
