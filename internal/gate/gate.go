@@ -2,6 +2,7 @@ package gate
 
 import (
 	"sync"
+	"time"
 )
 
 // Gate says whether the operator may handle objects: once its startup
@@ -15,11 +16,12 @@ import (
 type Gate struct {
 	mu       sync.Mutex
 	started  bool
-	pausedBy string // why the operator is paused; "" when it is not
-	unheld   bool   // a sharded replica's shard is not held (yet)
-	closed   bool   // the operator stops: the gate never opens again
-	opened   bool   // it was open once
-	refused  bool   // a reconcile was turned away since it was last open
+	pausedBy string        // why the operator is paused; "" when it is not
+	unheld   bool          // a sharded replica's shard is not held (yet)
+	decided  chan struct{} // closed once a sharded replica knows whether it holds its shard
+	closed   bool          // the operator stops: the gate never opens again
+	opened   bool          // it was open once
+	refused  bool          // a reconcile was turned away since it was last open
 	onOpen   []func()
 	onPause  []func()
 }
@@ -53,14 +55,68 @@ func (g *Gate) Resume()             { g.change(func() { g.pausedBy = "" }) }
 
 // Unheld keeps the gate closed until Held: a sharded replica works on its
 // shard's objects only while it holds the shard's Lease.
-func (g *Gate) Unheld() { g.change(func() { g.unheld = true }) }
+func (g *Gate) Unheld() {
+	g.change(func() {
+		g.unheld = true
+		g.decided = make(chan struct{})
+	})
+}
 
 // Held lets the gate open once the replica holds its shard's Lease.
-func (g *Gate) Held() { g.change(func() { g.unheld = false }) }
+func (g *Gate) Held() {
+	g.change(func() {
+		g.unheld = false
+		g.decide()
+	})
+}
+
+// HeldElsewhere records that another process holds the replica's shard:
+// the gate stays closed, and AwaitShard waits no longer.
+func (g *Gate) HeldElsewhere() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.decide()
+}
+
+// decide ends AwaitShard's wait; g.mu is held.
+func (g *Gate) decide() {
+	if g.decided == nil {
+		return
+	}
+	select {
+	case <-g.decided:
+	default:
+		close(g.decided)
+	}
+}
+
+// AwaitShard waits, up to timeout, until a sharded replica knows whether
+// it holds its shard (Held, HeldElsewhere, Close), so that watch events
+// that arrive while it acquires its Lease at start are not dropped for a
+// gate that is about to open. Without sharding it returns at once.
+func (g *Gate) AwaitShard(timeout time.Duration) {
+	g.mu.Lock()
+	ch := g.decided
+	g.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
 
 // Close closes the gate for good, as the operator stops: nothing starts
 // any more, and the pause callbacks stop what runs.
-func (g *Gate) Close() { g.change(func() { g.closed = true }) }
+func (g *Gate) Close() {
+	g.change(func() {
+		g.closed = true
+		g.decide()
+	})
+}
 
 // Closed reports whether the gate was closed for good.
 func (g *Gate) Closed() bool {

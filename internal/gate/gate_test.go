@@ -1,6 +1,9 @@
 package gate
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestTheGateWakesEveryObjectOnlyWhenAReconcileMissedThem(t *testing.T) {
 	count := func(g *Gate) *int {
@@ -58,5 +61,25 @@ func TestAnUnheldShardHandlesNothingUntilHeldAndAClosedGateNeverOpens(t *testing
 	g.Held()
 	if g.Open() || woken != 1 {
 		t.Errorf("a closed gate opened again (open %v, woken %d times)", g.Open(), woken)
+	}
+}
+
+func TestWatchEventsWaitUntilTheReplicaKnowsWhetherItHoldsItsShard(t *testing.T) {
+	(&Gate{}).AwaitShard(time.Hour) // without sharding: no wait
+	for name, decide := range map[string]func(*Gate){"held": (*Gate).Held, "held elsewhere": (*Gate).HeldElsewhere, "closed": (*Gate).Close} {
+		g := &Gate{}
+		g.Unheld()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.AwaitShard(time.Hour)
+		}()
+		decide(g)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the wait did not end", name)
+		}
+		g.AwaitShard(time.Hour) // decided: no wait
 	}
 }

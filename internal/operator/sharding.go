@@ -85,6 +85,7 @@ func joinRing(mgr manager.Manager, reg *handlers.Registry, sh *engine.Shared, op
 func guardWork(mo *shard.MemberOptions, sh *engine.Shared) {
 	sh.Gate.Unheld()
 	mo.OnJoin = sh.Gate.Held
+	mo.OnHeldElsewhere = sh.Gate.HeldElsewhere
 	mo.Drain = func(timeout time.Duration) bool {
 		sh.Gate.Close()
 		return sh.Idle(timeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,6 +99,9 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 	if !w.k.Shared.Scope.Includes(obj.GetNamespace()) {
 		return
 	}
+	if len(w.events) > 0 {
+		w.k.Shared.Gate.AwaitShard(shardDecision)
+	}
 	for _, r := range w.events {
 		if w.k.Shared.Gate.Open() && w.k.Selects(r, obj, nil) {
 			_, _ = w.call(r, obj, event)
@@ -107,6 +111,11 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 		w.k.Memory.Forget(key) // no controller forgets it for us
 	}
 }
+
+// shardDecision bounds the wait of a sharded replica's first watch events
+// for it to know whether it holds its shard: its Lease's first acquisition
+// takes a request or two.
+const shardDecision = 10 * time.Second
 
 // call runs one event handler or index function; errors and panics are
 // logged, never retried.

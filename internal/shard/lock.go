@@ -43,6 +43,7 @@ type processLock struct {
 	process   string // this process's token
 	labels    map[string]string
 	log       logr.Logger
+	elsewhere func() // called when another process holds the shard; may be nil
 
 	mu     sync.Mutex
 	lease  *coordinationv1.Lease // as last read or written
@@ -71,6 +72,9 @@ func (l *processLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 		rec.HolderIdentity = heldElsewhere(l.name, other)
 		if !l.warned {
 			l.warned = true
+			if l.elsewhere != nil {
+				l.elsewhere()
+			}
 			l.log.Info("another process holds this shard's Lease under the same shard name: this replica handles nothing "+
 				"until that process releases the Lease or stops renewing it; give each replica its own --shard-name",
 				"lease", l.Describe(), "holder", other)

@@ -66,6 +66,10 @@ type MemberOptions struct {
 	// replica must not work on them before, since another process may
 	// hold the shard under the same name.
 	OnJoin func()
+	// OnHeldElsewhere, if set, is called when the member finds its shard's
+	// Lease held by another process under the same shard name (see
+	// HolderAnnotation): it does not join until that process lets go.
+	OnHeldElsewhere func()
 	// Drain, if set, is called when the member is asked to stop, before it
 	// releases its Lease: it stops work on the shard's objects from
 	// starting and waits, up to timeout, for the work in flight (handler
@@ -111,6 +115,7 @@ func NewMember(leases coordinationv1client.LeasesGetter, opts MemberOptions) (*M
 	m := &Member{ring: opts.Ring, shard: opts.Shard, log: opts.Log, joined: make(chan struct{}),
 		onJoin: opts.OnJoin, drain: opts.Drain, drainFor: opts.DrainTimeout}
 	m.lock = newProcessLock(leases, opts.Namespace, opts.Shard, map[string]string{RingLabel: opts.Ring})
+	m.lock.elsewhere = opts.OnHeldElsewhere
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Name:            opts.Ring + "/" + opts.Shard,
 		Lock:            m.lock,
