@@ -297,7 +297,7 @@ func (s *ShardedResult) markdown() string {
 	w("*churn* (%d replicas; one joins when half the objects are created, the oldest leaves with SIGTERM when half are updated), ", o.ChurnReplicas)
 	w("*rolling* (%d replicas; when half the objects are updated, each is replaced as a rolling update does: a new one with a new shard name starts, then the oldest stops with SIGTERM) ", o.RollReplicas)
 	w("and *chaos* (%d replicas; every %s the oldest is killed with SIGKILL and a new one, with a new shard name, takes its place, ", o.ChaosReplicas, o.KillEvery)
-	w("from the start of the create phase to the end of the update phase). In *churn* and *rolling* each handler call takes %s, ", disturbedWork)
+	w("from the start of the create phase to the end of the update phase). In *churn* and *rolling* the handler calls of every tenth object take %s, ", disturbedWork)
 	w("returning early if its context ends, so that a replica that stops has calls in flight.\n\n")
 	w("%d of %d targets met.\n\n%s\n", pass, total, s.targetTable().markdown())
 	w("Per run (writes and handler calls of all replicas together):\n\n%s\n", s.runTable().markdown())

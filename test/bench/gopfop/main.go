@@ -91,7 +91,7 @@ func register[T client.Object](reg *handlers.Registry, n int, record recorder, d
 	for i := range n {
 		handlers.OnCreate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
 			calls.Record(string(handlers.ReasonCreate), c.Name)
-			if err := busy(ctx, work); err != nil {
+			if err := busy(ctx, c.Name, work); err != nil {
 				return nil, err
 			}
 			if scenario.Failing(obj) {
@@ -101,14 +101,14 @@ func register[T client.Object](reg *handlers.Registry, n int, record recorder, d
 		}, handlers.ID(scenario.CreateKey(i, n)))
 		handlers.OnUpdate(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
 			calls.Record(string(handlers.ReasonUpdate), c.Name)
-			if err := busy(ctx, work); err != nil {
+			if err := busy(ctx, c.Name, work); err != nil {
 				return nil, err
 			}
 			return record(c, scenario.Field(obj)), nil
 		}, handlers.ID(scenario.UpdateKey(i, n)))
 		handlers.OnDelete(reg, func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
 			calls.Record(string(handlers.ReasonDelete), c.Name)
-			if err := busy(ctx, work); err != nil {
+			if err := busy(ctx, c.Name, work); err != nil {
 				return nil, err
 			}
 			return nil, nil // nothing outside the cluster to clean up
@@ -116,10 +116,10 @@ func register[T client.Object](reg *handlers.Registry, n int, record recorder, d
 	}
 }
 
-// busy takes d, as a call out of the cluster would, or returns the
-// context's error if it ends first.
-func busy(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
+// busy takes d for a slow object (scenario.Slow), as a call out of the
+// cluster would, or returns the context's error if it ends first.
+func busy(ctx context.Context, name string, d time.Duration) error {
+	if d <= 0 || !scenario.Slow(name) {
 		return nil
 	}
 	t := time.NewTimer(d)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
@@ -15,10 +16,16 @@ import (
 const EnvHandlers = "GOPF_BENCH_HANDLERS"
 
 // EnvWork names the environment variable that makes each create, update
-// and delete handler take that long (a Go duration), returning early with
-// its context's error if the context ends first, as a handler that calls
-// out of the cluster does. Unset: the handlers return at once.
+// and delete handler of every tenth object (see Slow) take that long (a Go
+// duration), returning early with its context's error if the context ends
+// first, as a handler that calls out of the cluster does. Unset: the
+// handlers return at once.
 const EnvWork = "GOPF_BENCH_HANDLER_WORK"
+
+// Slow reports whether the handlers of the object named take EnvWork's
+// time: every tenth object, those whose name ends in 0, so that a stop
+// finds long calls in flight while the phases still end in reasonable time.
+func Slow(name string) bool { return strings.HasSuffix(name, "0") }
 
 // Work returns the handlers' duration from EnvWork: 0 when unset, an error
 // when it is not a duration of zero or more.
