@@ -105,6 +105,9 @@ func reconcilesBetween(counts [][]reconciles.Counts, from, to time.Time) *Reconc
 		out.Requeue += int(d.Requeue)
 		out.RequeueAfter += int(d.RequeueAfter)
 		out.Errors += int(d.Errors)
+		out.ReconcileSeconds += d.ReconcileSeconds
+		out.QueueSeconds += d.QueueSeconds
+		out.Dequeued += int(d.Dequeued)
 	}
 	return &out
 }

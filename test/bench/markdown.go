@@ -248,7 +248,10 @@ and the same ` + "`--max-concurrent-reconciles`, `--kube-api-qps` and `--kube-ap
   by the phase's objects (ms): what the whole cluster pays per handled object.
 - **Reconciles** (with ` + "`-count-reconciles`" + `): each operator reads ` + "`controller_runtime_reconcile_total`" + ` of its
   controllers (by result: requeue-after, requeue, error) every 200 ms and appends it to a file when it
-  changed; each phase gets the difference of the readings at its boundaries.
+  changed, with the summed wall time of the reconciles (` + "`controller_runtime_reconcile_time_seconds`" + `) and of the
+  requests' waits in the work queue (` + "`workqueue_queue_duration_seconds`" + `); each phase gets the difference of
+  the readings at its boundaries (read every 200 ms: a phase shorter than that may show its reconciles
+  in the next one).
 - **Peak RSS** is the operator's ` + "`VmHWM`" + ` from ` + "`/proc/<pid>/status`" + `, read at every phase boundary
   and every 5 ms during shutdown (in a run with a restart, the higher of the two processes'). The rusage ` + "`maxrss`" + ` of the child is in the JSON for reference
   but not used: Linux folds the parent's RSS high-water mark into a child started with vfork

@@ -115,10 +115,16 @@ func medianReconciles(runs []RunResult, phase string) *ReconcileCounts {
 	of := func(f func(*ReconcileCounts) int) int {
 		return int(math.Round(median(with, func(r *RunResult) float64 { return float64(f(r.Phase(phase).Reconciles)) })))
 	}
+	seconds := func(f func(*ReconcileCounts) float64) float64 {
+		return median(with, func(r *RunResult) float64 { return f(r.Phase(phase).Reconciles) })
+	}
 	return &ReconcileCounts{
-		Total:        of(func(c *ReconcileCounts) int { return c.Total }),
-		Requeue:      of(func(c *ReconcileCounts) int { return c.Requeue }),
-		RequeueAfter: of(func(c *ReconcileCounts) int { return c.RequeueAfter }),
-		Errors:       of(func(c *ReconcileCounts) int { return c.Errors }),
+		Total:            of(func(c *ReconcileCounts) int { return c.Total }),
+		Requeue:          of(func(c *ReconcileCounts) int { return c.Requeue }),
+		RequeueAfter:     of(func(c *ReconcileCounts) int { return c.RequeueAfter }),
+		Errors:           of(func(c *ReconcileCounts) int { return c.Errors }),
+		ReconcileSeconds: seconds(func(c *ReconcileCounts) float64 { return c.ReconcileSeconds }),
+		QueueSeconds:     seconds(func(c *ReconcileCounts) float64 { return c.QueueSeconds }),
+		Dequeued:         of(func(c *ReconcileCounts) int { return c.Dequeued }),
 	}
 }

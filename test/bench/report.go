@@ -52,7 +52,7 @@ func (s *ScenarioResult) otherRatios(tr TargetResult) string {
 // (Options.CountReconciles) and what each cost; nil when none were.
 func reconcileTable(s *ScenarioResult) *table {
 	t := &table{header: []string{columnPhase, columnOperator, "reconciles", "per object", "requeue-after", "requeue", "errors",
-		"CPU per reconcile (µs)", "CPU per object (ms)", "cluster CPU per object (ms)"}, align: "llrrrrrrrr"}
+		"CPU per reconcile (µs)", "CPU per object (ms)", "cluster CPU per object (ms)", "reconcile time (ms)", "queue wait (ms)"}, align: "llrrrrrrrrrr"}
 	if len(s.Medians) == 0 {
 		return nil
 	}
@@ -65,7 +65,7 @@ func reconcileTable(s *ScenarioResult) *table {
 			c := rp.Reconciles
 			t.add(rp.Name, r.Operator, fmt.Sprint(c.Total), f2(float64(c.Total)/float64(rp.Objects)), fmt.Sprint(c.RequeueAfter),
 				fmt.Sprint(c.Requeue), fmt.Sprint(c.Errors), f1(cpuPerReconcile(rp)), f2(rp.CPUSeconds*1000/float64(rp.Objects)),
-				f2(clusterCPUPerObject(rp)))
+				f2(clusterCPUPerObject(rp)), f2(c.meanReconcileMs()), f2(c.meanQueueMs()))
 		}
 	}
 	if len(t.rows) == 0 {

@@ -237,6 +237,29 @@ type ReconcileCounts struct {
 	Requeue      int `json:"requeue"`
 	RequeueAfter int `json:"requeueAfter"`
 	Errors       int `json:"errors"`
+	// ReconcileSeconds is the wall time of the reconciles, summed;
+	// QueueSeconds the time the Dequeued requests waited in the work
+	// queue, summed.
+	ReconcileSeconds float64 `json:"reconcileSeconds"`
+	QueueSeconds     float64 `json:"queueSeconds"`
+	Dequeued         int     `json:"dequeued"`
+}
+
+// meanReconcileMs is the mean wall time of a reconcile in ms; 0 for none.
+func (c *ReconcileCounts) meanReconcileMs() float64 {
+	if c.Total <= 0 {
+		return 0
+	}
+	return c.ReconcileSeconds * 1000 / float64(c.Total)
+}
+
+// meanQueueMs is the mean wait of a request in the work queue in ms; 0
+// for none.
+func (c *ReconcileCounts) meanQueueMs() float64 {
+	if c.Dequeued <= 0 {
+		return 0
+	}
+	return c.QueueSeconds * 1000 / float64(c.Dequeued)
 }
 
 // RequestKeys returns the keys of Requests, sorted.

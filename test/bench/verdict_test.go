@@ -98,10 +98,11 @@ func TestReconcilesAreSplitByPhaseOverEveryProcess(t *testing.T) {
 func TestTheReconcileTableShowsPerObjectAndPerReconcileCosts(t *testing.T) {
 	run := fakeRun(Gopf.Name, 20, 0, 2, 1, 1000)
 	run.Phases[0].Objects, run.Phases[0].CPUSeconds = 10, 0.5
-	run.Phases[0].Reconciles = &ReconcileCounts{Total: 25, RequeueAfter: 5}
+	run.Phases[0].Reconciles = &ReconcileCounts{Total: 25, RequeueAfter: 5, ReconcileSeconds: 0.3, QueueSeconds: 0.7, Dequeued: 20}
 	s := &ScenarioResult{Medians: []RunResult{run}}
 	text := reconcileTable(s).text()
-	for _, want := range []string{"2.50", "20000.0", "50.00"} { // per object, µs per reconcile, ms per object
+	// per object, µs per reconcile, ms per object, ms per reconcile, ms in the queue
+	for _, want := range []string{"2.50", "20000.0", "50.00", "12.00", "35.00"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %s in\n%s", want, text)
 		}

@@ -33,11 +33,18 @@ type Counts struct {
 	// a retry), Errors those that returned an error (conflicts among
 	// them).
 	Requeue, RequeueAfter, Errors int64
+	// ReconcileSeconds is the time the reconciles took, summed
+	// (controller_runtime_reconcile_time_seconds); QueueSeconds the time
+	// requests waited in the work queue before a worker took them, summed
+	// over Dequeued requests (workqueue_queue_duration_seconds).
+	ReconcileSeconds, QueueSeconds float64
+	Dequeued                       int64
 }
 
 // Minus returns the reconciles counted in c and not in o.
 func (c Counts) Minus(o Counts) Counts {
-	return Counts{At: c.At, Total: c.Total - o.Total, Requeue: c.Requeue - o.Requeue, RequeueAfter: c.RequeueAfter - o.RequeueAfter, Errors: c.Errors - o.Errors}
+	return Counts{At: c.At, Total: c.Total - o.Total, Requeue: c.Requeue - o.Requeue, RequeueAfter: c.RequeueAfter - o.RequeueAfter, Errors: c.Errors - o.Errors,
+		ReconcileSeconds: c.ReconcileSeconds - o.ReconcileSeconds, QueueSeconds: c.QueueSeconds - o.QueueSeconds, Dequeued: c.Dequeued - o.Dequeued}
 }
 
 // StartCounts appends the counts of the controllers of kind (a lower-case
@@ -62,7 +69,8 @@ func StartCounts(kind string) {
 		for range tick.C {
 			c, err := gatherCounts(kind)
 			if err == nil && c.Minus(last) != (Counts{At: c.At}) {
-				_, err = fmt.Fprintf(f, "%d %d %d %d %d\n", c.At.UnixNano(), c.Total, c.Requeue, c.RequeueAfter, c.Errors)
+				_, err = fmt.Fprintf(f, "%d %d %d %d %d %g %g %d\n", c.At.UnixNano(), c.Total, c.Requeue, c.RequeueAfter, c.Errors,
+					c.ReconcileSeconds, c.QueueSeconds, c.Dequeued)
 				last = c
 			}
 			if err != nil {
@@ -82,7 +90,8 @@ func gatherCounts(kind string) (Counts, error) {
 		return c, err
 	}
 	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
+		name := f.GetName()
+		if name != "controller_runtime_reconcile_total" && name != "controller_runtime_reconcile_time_seconds" && name != "workqueue_queue_duration_seconds" {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -90,14 +99,21 @@ func gatherCounts(kind string) (Counts, error) {
 			var result string
 			for _, l := range m.GetLabel() {
 				switch l.GetName() {
-				case "controller":
+				case "controller", "name": // "name" in the work queue's metrics
 					ours = strings.Contains(l.GetValue(), kind)
 				case "result":
 					result = l.GetValue()
 				}
 			}
-			if ours {
+			switch {
+			case !ours:
+			case name == "controller_runtime_reconcile_total":
 				c.add(result, int64(m.GetCounter().GetValue()))
+			case name == "controller_runtime_reconcile_time_seconds":
+				c.ReconcileSeconds += m.GetHistogram().GetSampleSum()
+			default:
+				c.QueueSeconds += m.GetHistogram().GetSampleSum()
+				c.Dequeued += int64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
@@ -133,7 +149,7 @@ func ReadCounts(path string) ([]Counts, error) {
 	for s.Scan() {
 		var c Counts
 		var at int64
-		if _, err := fmt.Sscan(s.Text(), &at, &c.Total, &c.Requeue, &c.RequeueAfter, &c.Errors); err != nil {
+		if _, err := fmt.Sscan(s.Text(), &at, &c.Total, &c.Requeue, &c.RequeueAfter, &c.Errors, &c.ReconcileSeconds, &c.QueueSeconds, &c.Dequeued); err != nil {
 			return nil, fmt.Errorf("reading %s: line %d: %w", path, len(out)+1, err)
 		}
 		c.At = time.Unix(0, at)
@@ -152,5 +168,6 @@ func CountsAt(counts []Counts, t time.Time) Counts {
 		}
 		c = x
 	}
-	return Counts{At: t, Total: c.Total, Requeue: c.Requeue, RequeueAfter: c.RequeueAfter, Errors: c.Errors}
+	c.At = t
+	return c
 }

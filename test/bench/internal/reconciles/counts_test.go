@@ -9,14 +9,14 @@ import (
 
 func TestCountsAtTakesTheLastReadingUpToTheMoment(t *testing.T) {
 	t0 := time.Unix(100, 0)
-	counts := []Counts{{At: t0, Total: 5, RequeueAfter: 1}, {At: t0.Add(time.Second), Total: 9, Errors: 2}}
+	counts := []Counts{{At: t0, Total: 5, RequeueAfter: 1, QueueSeconds: 1}, {At: t0.Add(time.Second), Total: 9, Errors: 2, QueueSeconds: 3, Dequeued: 4}}
 	if c := CountsAt(counts, t0.Add(-time.Nanosecond)); c.Total != 0 {
 		t.Errorf("before the first reading: %+v, want none", c)
 	}
 	if c := CountsAt(counts, t0.Add(500*time.Millisecond)); c.Total != 5 || c.RequeueAfter != 1 {
 		t.Errorf("between the readings: %+v, want the first", c)
 	}
-	if c := CountsAt(counts, t0.Add(time.Hour)).Minus(CountsAt(counts, t0)); c.Total != 4 || c.Errors != 2 || c.RequeueAfter != -1 {
+	if c := CountsAt(counts, t0.Add(time.Hour)).Minus(CountsAt(counts, t0)); c.Total != 4 || c.Errors != 2 || c.RequeueAfter != -1 || c.QueueSeconds != 2 || c.Dequeued != 4 {
 		t.Errorf("from the first to after the last: %+v, want 4 reconciles, 2 errors, -1 requeue-after", c)
 	}
 }
@@ -36,11 +36,11 @@ func TestReadCountsParsesWhatIsWritten(t *testing.T) {
 	if c, err := ReadCounts(path); err != nil || c != nil {
 		t.Errorf("no file: %v, %v; want nothing", c, err)
 	}
-	if err := os.WriteFile(path, []byte("1000 7 1 2 3\n2000 8 1 2 4\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("1000 7 1 2 3 0.5 0.25 9\n2000 8 1 2 4 0.75 0.5 10\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := ReadCounts(path)
-	if err != nil || len(c) != 2 || c[1].Total != 8 || c[1].Errors != 4 || !c[0].At.Equal(time.Unix(0, 1000)) {
+	if err != nil || len(c) != 2 || c[1].Total != 8 || c[1].Errors != 4 || c[1].ReconcileSeconds != 0.75 || c[1].QueueSeconds != 0.5 || c[1].Dequeued != 10 || !c[0].At.Equal(time.Unix(0, 1000)) {
 		t.Errorf("got %+v, %v", c, err)
 	}
 	if err := os.WriteFile(path, []byte("1000 x\n"), 0o644); err != nil {
