@@ -81,6 +81,14 @@ func StartCounts(kind string) {
 	}()
 }
 
+// The metrics Counts are read from: controller-runtime's, and client-go's
+// work queue's.
+const (
+	metricReconciles    = "controller_runtime_reconcile_total"
+	metricReconcileTime = "controller_runtime_reconcile_time_seconds"
+	metricQueueWait     = "workqueue_queue_duration_seconds"
+)
+
 // gatherCounts reads controller_runtime_reconcile_total of the kind's
 // controllers.
 func gatherCounts(kind string) (Counts, error) {
@@ -91,7 +99,7 @@ func gatherCounts(kind string) (Counts, error) {
 	}
 	for _, f := range families {
 		name := f.GetName()
-		if name != "controller_runtime_reconcile_total" && name != "controller_runtime_reconcile_time_seconds" && name != "workqueue_queue_duration_seconds" {
+		if name != metricReconciles && name != metricReconcileTime && name != metricQueueWait {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -107,9 +115,9 @@ func gatherCounts(kind string) (Counts, error) {
 			}
 			switch {
 			case !ours:
-			case name == "controller_runtime_reconcile_total":
+			case name == metricReconciles:
 				c.add(result, int64(m.GetCounter().GetValue()))
-			case name == "controller_runtime_reconcile_time_seconds":
+			case name == metricReconcileTime:
 				c.ReconcileSeconds += m.GetHistogram().GetSampleSum()
 			default:
 				c.QueueSeconds += m.GetHistogram().GetSampleSum()

@@ -83,7 +83,7 @@ func write(path, kind string) (Snapshot, error) {
 	for _, f := range families {
 		var into *int64
 		switch f.GetName() {
-		case "controller_runtime_reconcile_total":
+		case metricReconciles:
 			into = &s.Reconciles
 		case "workqueue_depth":
 			into = &s.Queued
