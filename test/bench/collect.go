@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gopf-dev/gopf/test/bench/internal/calls"
+	"github.com/gopf-dev/gopf/test/bench/internal/reconciles"
 )
 
 // result turns the marks of a finished run, the operator's requests from
@@ -24,6 +25,10 @@ func (r *run) result(op Operator, ns string, used usage) (*RunResult, error) {
 		CPUSeconds:      used.cpu.Seconds(),
 		PeakRSSKiB:      used.peakKiB,
 		RusageMaxRSSKiB: used.rusageMaxRSS,
+	}
+	counts, err := r.readCounts()
+	if err != nil {
+		return nil, err
 	}
 	bounds := append([]mark{{phase: PhaseStartup, at: r.started, controlPlane: r.startedCP}}, r.marks...)
 	requests := r.b.audit.of(r.user)
@@ -51,7 +56,9 @@ func (r *run) result(op Operator, ns string, used usage) (*RunResult, error) {
 		if n, ok := r.objects[m.phase]; ok {
 			objects = n
 		}
+		p.Objects = objects
 		p.WritesPerObject = float64(p.Writes) / float64(objects)
+		p.Reconciles = reconcilesBetween(counts, m.at, end)
 		if isTicking(m.phase) {
 			p.Lateness = percentiles(lateness(handlerCalls, r.sc.Interval, m.at, end))
 		}
@@ -65,6 +72,44 @@ func (r *run) result(op Operator, ns string, used usage) (*RunResult, error) {
 		rr.Phases = append(rr.Phases, p)
 	}
 	return rr, nil
+}
+
+// readCounts reads the reconcile counts of each of the run's processes;
+// nil when they were not counted.
+func (r *run) readCounts() ([][]reconciles.Counts, error) {
+	var out [][]reconciles.Counts
+	for _, path := range r.countFiles {
+		c, err := reconciles.ReadCounts(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// reconcilesBetween adds up the reconciles each process (its counts in
+// time order) finished from from until to (zero: no end); nil without
+// counts.
+func reconcilesBetween(counts [][]reconciles.Counts, from, to time.Time) *ReconcileCounts {
+	if counts == nil {
+		return nil
+	}
+	if to.IsZero() {
+		to = time.Unix(1<<40, 0) // after every reading
+	}
+	var out ReconcileCounts
+	for _, c := range counts {
+		d := reconciles.CountsAt(c, to).Minus(reconciles.CountsAt(c, from))
+		out.Total += int(d.Total)
+		out.Requeue += int(d.Requeue)
+		out.RequeueAfter += int(d.RequeueAfter)
+		out.Errors += int(d.Errors)
+		out.ReconcileSeconds += d.ReconcileSeconds
+		out.QueueSeconds += d.QueueSeconds
+		out.Dequeued += int(d.Dequeued)
+	}
+	return &out
 }
 
 // causeCreate is the cause both operators record for a create handler

@@ -4,9 +4,11 @@ reconcilers doing the same work, in one run, on one control plane.
 
 Run drives the whole benchmark: it starts kube-apiserver and etcd from the
 envtest binaries with the API server's audit log on, builds the operators
-(package baseline, the yardstick, run twice: on KopfExample's Go type and,
-with --unstructured, on unstructured objects; and package gopfop, the same
-behaviour as gopf handlers) and runs each as a separate process, one after
+(package baseline, the yardstick, run three times: with --tuned, on
+unstructured objects with literal merge-patch bodies, the verdict's
+baseline; on KopfExample's Go type; and, with --unstructured, on
+unstructured objects with client.MergeFrom diffs; and package gopfop, the
+same behaviour as gopf handlers) and runs each as a separate process, one after
 the other, each in a namespace of its own and as an API user of its own.
 Against each it drives the same workload with the administrator's
 credentials:
@@ -57,10 +59,15 @@ them; the load generator's requests are not audited. Its handler calls are
 recorded by the operator itself (package internal/calls) and assigned to
 phases the same way. The operator's CPU time
 is read from /proc/<pid>/stat at every phase boundary and from the process's
-rusage when it exits; its peak resident set size from /proc/<pid>/status.
+rusage when it exits, kube-apiserver's and etcd's the same way, and their
+sum per object is what the cluster pays for a phase; its peak resident set
+size from /proc/<pid>/status. With Options.CountReconciles the operators
+count their reconciles by result (package internal/reconciles).
 
-The results are compared against targets (gopf/baseline ratios against each
-baseline; see Targets) and written out as a terminal table, JSON and
+The results are compared against targets (gopf/baseline ratios against the
+tuned baseline, or the typed one where the tuned does not run, for the
+verdict, and against the others for comparison; see Targets and
+ScenarioResult.compare) and written out as a terminal table, JSON and
 Markdown. `make bench` runs the full benchmark through command
 test/bench/cmd/bench; TestBenchmarkSmoke runs a small one as part of
 `make test`.

@@ -9,7 +9,7 @@ import (
 
 // medianRun combines the rounds of one operator into one run whose every
 // figure (per phase: time, CPU, the control plane's CPU, RSS, writes,
-// handler calls, each request count; in total: CPU, the control plane's
+// handler calls, reconciles, each request count; in total: CPU, the control plane's
 // CPU and RSS) is the median over the rounds. Round is 0.
 func medianRun(runs []RunResult) RunResult {
 	if len(runs) == 0 {
@@ -39,6 +39,8 @@ func medianRun(runs []RunResult) RunResult {
 		mp.Writes = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Writes) })))
 		mp.Failed = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Failed) })))
 		mp.HandlerCalls = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.HandlerCalls) })))
+		mp.Objects = int(math.Round(phase(func(p *PhaseResult) float64 { return float64(p.Objects) })))
+		mp.Reconciles = medianReconciles(runs, name)
 		mp.Lateness = medianPercentiles(runs, name, func(p *PhaseResult) *Percentiles { return p.Lateness })
 		mp.FirstCall = medianPercentiles(runs, name, func(p *PhaseResult) *Percentiles { return p.FirstCall })
 		keys := map[string]bool{}
@@ -95,5 +97,34 @@ func medianPercentiles(runs []RunResult, phase string, f func(*PhaseResult) *Per
 		P50: of(func(p *Percentiles) float64 { return p.P50 }),
 		P99: of(func(p *Percentiles) float64 { return p.P99 }),
 		Max: of(func(p *Percentiles) float64 { return p.Max }),
+	}
+}
+
+// medianReconciles returns the median of every reconcile count of the
+// named phase, over the runs that counted them; nil when none did.
+func medianReconciles(runs []RunResult, phase string) *ReconcileCounts {
+	var with []RunResult
+	for i := range runs {
+		if p := runs[i].Phase(phase); p != nil && p.Reconciles != nil {
+			with = append(with, runs[i])
+		}
+	}
+	if len(with) == 0 {
+		return nil
+	}
+	of := func(f func(*ReconcileCounts) int) int {
+		return int(math.Round(median(with, func(r *RunResult) float64 { return float64(f(r.Phase(phase).Reconciles)) })))
+	}
+	seconds := func(f func(*ReconcileCounts) float64) float64 {
+		return median(with, func(r *RunResult) float64 { return f(r.Phase(phase).Reconciles) })
+	}
+	return &ReconcileCounts{
+		Total:            of(func(c *ReconcileCounts) int { return c.Total }),
+		Requeue:          of(func(c *ReconcileCounts) int { return c.Requeue }),
+		RequeueAfter:     of(func(c *ReconcileCounts) int { return c.RequeueAfter }),
+		Errors:           of(func(c *ReconcileCounts) int { return c.Errors }),
+		ReconcileSeconds: seconds(func(c *ReconcileCounts) float64 { return c.ReconcileSeconds }),
+		QueueSeconds:     seconds(func(c *ReconcileCounts) float64 { return c.QueueSeconds }),
+		Dequeued:         of(func(c *ReconcileCounts) int { return c.Dequeued }),
 	}
 }

@@ -121,6 +121,26 @@ func (sc Scenario) operators() []Operator {
 	return out
 }
 
+// operators returns the operators that run sc under o: sc's, less those
+// o.Operators leaves out.
+func (o Options) operators(sc Scenario) []Operator {
+	ops := slices.Clone(sc.operators()) // not Operators itself
+	if len(o.Operators) == 0 {
+		return ops
+	}
+	return slices.DeleteFunc(ops, func(op Operator) bool { return !slices.Contains(o.Operators, op.Name) })
+}
+
+// checkOperators returns an error if names names an unknown operator.
+func checkOperators(names []string) error {
+	for _, name := range names {
+		if !slices.ContainsFunc(Operators, func(op Operator) bool { return op.Name == name }) {
+			return fmt.Errorf("unknown operator %q: want baseline-tuned, baseline, baseline-unstructured or gopf", name)
+		}
+	}
+	return nil
+}
+
 // kind returns the kind the scenario runs on.
 func (sc Scenario) kind() (scenario.Kind, error) {
 	if sc.Kind == "" {
@@ -171,6 +191,14 @@ type Options struct {
 	// while the objects are idle (.heap.pprof). Profiling costs the
 	// operators some CPU.
 	ProfileDir string
+
+	// Operators, if set, names the only operators that run (from
+	// Operators), in every scenario that has them.
+	Operators []string
+	// CountReconciles has the operators count their finished reconciles
+	// by result for the report (PhaseResult.Reconciles), which costs them
+	// a reading of their metrics registry every 200 ms.
+	CountReconciles bool
 
 	// Sharded, if set, runs the sharded scenario after Scenarios (see
 	// Sharded); with no Scenarios given, it runs alone.

@@ -17,16 +17,59 @@ const (
 // targetColumns and targetAlign describe a table of targets: the figure,
 // the baseline it is compared against, both values, their ratio, the
 // highest ratio that passes and whether it did.
-var targetColumns = []string{columnPhase, "metric", "against", "baseline", "gopf", "gopf/baseline", "target", "result"}
+// The last column shows the same ratio against the other baselines, for
+// comparison.
+var targetColumns = []string{columnPhase, "metric", "against", "baseline", "gopf", "gopf/baseline", "target", "result", "gopf/other baselines"}
 
-const targetAlign = "lllrrrrl"
+const targetAlign = "lllrrrrll"
 
 // targetTable lists every target of a scenario.
 func targetTable(s *ScenarioResult) *table {
 	t := &table{header: targetColumns, align: targetAlign}
 	for _, tr := range s.Targets {
 		t.add(tr.Phase, tr.Metric, tr.Operator, figure(tr.Metric, tr.Baseline), figure(tr.Metric, tr.Gopf),
-			ratioString(tr), targetText(tr.Target), passString(tr.Pass))
+			ratioString(tr), targetText(tr.Target), passString(tr.Pass), s.otherRatios(tr))
+	}
+	return t
+}
+
+// otherRatios lists gopf's ratio on tr's figure against each baseline
+// other than tr's, as "name 1.02×"; "–" for none.
+func (s *ScenarioResult) otherRatios(tr TargetResult) string {
+	var parts []string
+	for _, o := range s.Others {
+		if o.Phase == tr.Phase && o.Metric == tr.Metric && o.Operator != tr.Operator {
+			parts = append(parts, o.Operator+" "+ratioString(o))
+		}
+	}
+	if len(parts) == 0 {
+		return "–"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reconcileTable lists, per phase and operator, the reconciles counted
+// (Options.CountReconciles) and what each cost; nil when none were.
+func reconcileTable(s *ScenarioResult) *table {
+	t := &table{header: []string{columnPhase, columnOperator, "reconciles", "per object", "requeue-after", "requeue", "errors",
+		"CPU per reconcile (µs)", "CPU per object (ms)", "cluster CPU per object (ms)", "reconcile time (ms)", "queue wait (ms)"}, align: "llrrrrrrrrrr"}
+	if len(s.Medians) == 0 {
+		return nil
+	}
+	for _, p := range s.Medians[0].Phases {
+		for _, r := range s.Medians {
+			rp := r.Phase(p.Name)
+			if rp == nil || rp.Reconciles == nil || rp.Objects == 0 || rp.Name == PhaseStartup || rp.Name == PhaseShutdown {
+				continue
+			}
+			c := rp.Reconciles
+			t.add(rp.Name, r.Operator, fmt.Sprint(c.Total), f2(float64(c.Total)/float64(rp.Objects)), fmt.Sprint(c.RequeueAfter),
+				fmt.Sprint(c.Requeue), fmt.Sprint(c.Errors), f1(cpuPerReconcile(rp)), f2(rp.CPUSeconds*1000/float64(rp.Objects)),
+				f2(clusterCPUPerObject(rp)), f2(c.meanReconcileMs()), f2(c.meanQueueMs()))
+		}
+	}
+	if len(t.rows) == 0 {
+		return nil
 	}
 	return t
 }
@@ -35,9 +78,9 @@ func targetTable(s *ScenarioResult) *table {
 // requests.
 func phaseTable(s *ScenarioResult) *table {
 	t := &table{
-		header: []string{columnPhase, columnOperator, "time (s)", "CPU (s)", "API server and etcd CPU (s)", "RSS (MiB)", "handler calls",
-			"writes", "writes/object", "requests (verb resource: count)"},
-		align: "llrrrrrrrl",
+		header: []string{columnPhase, columnOperator, "time (s)", "CPU (s)", "API server and etcd CPU (s)", MetricClusterCPU, "RSS (MiB)",
+			"handler calls", "writes", "writes/object", "requests (verb resource: count)"},
+		align: "llrrrrrrrrl",
 	}
 	if len(s.Medians) == 0 {
 		return t
@@ -48,11 +91,14 @@ func phaseTable(s *ScenarioResult) *table {
 			if rp == nil {
 				continue
 			}
-			secs, cp := f2(rp.Seconds), f2(rp.ControlPlaneCPUSeconds)
+			secs, cp, perObject := f2(rp.Seconds), f2(rp.ControlPlaneCPUSeconds), "–"
 			if rp.Name == PhaseShutdown {
 				secs, cp = "–", "–"
 			}
-			t.add(rp.Name, r.Operator, secs, f2(rp.CPUSeconds), cp, f1(float64(rp.PeakRSSKiB)/1024),
+			if rp.Objects > 0 && (rp.Name == PhaseCreate || rp.Name == PhaseRestart || rp.Name == PhaseUpdate || rp.Name == PhaseDelete) {
+				perObject = f2(clusterCPUPerObject(rp))
+			}
+			t.add(rp.Name, r.Operator, secs, f2(rp.CPUSeconds), cp, perObject, f1(float64(rp.PeakRSSKiB)/1024),
 				fmt.Sprint(rp.HandlerCalls), fmt.Sprint(rp.Writes), f2(rp.WritesPerObject), requestList(rp))
 		}
 	}
@@ -78,7 +124,7 @@ func requestList(p *PhaseResult) string {
 
 // WriteText prints the results as the terminal tables.
 func (r *Results) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "gopf against hand-written controller-runtime reconcilers (typed and unstructured): idle %g s, %d concurrent reconciles\n",
+	fmt.Fprintf(w, "gopf against hand-written controller-runtime reconcilers (tuned, typed and unstructured): idle %g s, %d concurrent reconciles\n",
 		r.IdleSeconds, r.MaxConcurrentReconciles)
 	for i := range r.Scenarios {
 		s := &r.Scenarios[i]
@@ -86,6 +132,10 @@ func (r *Results) WriteText(w io.Writer) {
 		fmt.Fprint(w, targetTable(s).text())
 		fmt.Fprintln(w)
 		fmt.Fprint(w, phaseTable(s).text())
+		if t := reconcileTable(s); t != nil {
+			fmt.Fprintln(w)
+			fmt.Fprint(w, t.text())
+		}
 		if t := timingTable(s); t != nil {
 			fmt.Fprintln(w)
 			fmt.Fprint(w, t.text())

@@ -101,8 +101,12 @@ type ScenarioResult struct {
 	// Medians are the median figures over the rounds, in the order of
 	// Operators.
 	Medians []RunResult `json:"medians"`
-	// Targets compare gopf's medians against each baseline's.
+	// Targets compare gopf's medians against the verdict's baseline's
+	// (the tuned baseline, where it ran; see verdictBaseline).
 	Targets []TargetResult `json:"targets"`
+	// Others compare them against the other baselines', for the
+	// report; they are not part of the verdict.
+	Others []TargetResult `json:"others,omitempty"`
 }
 
 // Median returns the median figures of the named operator, or nil.
@@ -205,6 +209,13 @@ type PhaseResult struct {
 	// the periodic work (timer runs, daemon checks, reconciles that
 	// requeue).
 	HandlerCalls int `json:"handlerCalls"`
+	// Objects is the number of objects the phase is about (see
+	// WritesPerObject).
+	Objects int `json:"objects,omitempty"`
+	// Reconciles counts the operator's finished reconciles of the phase's
+	// kind, by result, when the benchmark counted them
+	// (Options.CountReconciles).
+	Reconciles *ReconcileCounts `json:"reconciles,omitempty"`
 	// Lateness is how late the periodic runs that began in the phase
 	// began (timer and daemon phases; see lateness).
 	Lateness *Percentiles `json:"lateness,omitempty"`
@@ -212,6 +223,43 @@ type PhaseResult struct {
 	// arrive-retrying), the time from the API server's answer to each
 	// create request to the first call of a create handler on the object.
 	FirstCall *Percentiles `json:"firstCall,omitempty"`
+}
+
+// ReconcileCounts count an operator's finished reconciles in a phase, as
+// controller_runtime_reconcile_total does (see package reconciles).
+type ReconcileCounts struct {
+	// Total counts them all.
+	Total int `json:"total"`
+	// Requeue counts those that asked to be requeued with backoff,
+	// RequeueAfter those that asked for a delay (gopf's waits for the cache
+	// to show its own write among them), Errors those that failed
+	// (conflicts among them).
+	Requeue      int `json:"requeue"`
+	RequeueAfter int `json:"requeueAfter"`
+	Errors       int `json:"errors"`
+	// ReconcileSeconds is the wall time of the reconciles, summed;
+	// QueueSeconds the time the Dequeued requests waited in the work
+	// queue, summed.
+	ReconcileSeconds float64 `json:"reconcileSeconds"`
+	QueueSeconds     float64 `json:"queueSeconds"`
+	Dequeued         int     `json:"dequeued"`
+}
+
+// meanReconcileMs is the mean wall time of a reconcile in ms; 0 for none.
+func (c *ReconcileCounts) meanReconcileMs() float64 {
+	if c.Total <= 0 {
+		return 0
+	}
+	return c.ReconcileSeconds * 1000 / float64(c.Total)
+}
+
+// meanQueueMs is the mean wait of a request in the work queue in ms; 0
+// for none.
+func (c *ReconcileCounts) meanQueueMs() float64 {
+	if c.Dequeued <= 0 {
+		return 0
+	}
+	return c.QueueSeconds * 1000 / float64(c.Dequeued)
 }
 
 // RequestKeys returns the keys of Requests, sorted.

@@ -35,6 +35,9 @@ const (
 // (a missed target is not an error).
 func Run(ctx context.Context, opts Options) (*Results, error) {
 	opts = opts.withDefaults()
+	if err := checkOperators(opts.Operators); err != nil {
+		return nil, err
+	}
 	root := opts.ModuleRoot
 	if root == "" {
 		var err error
@@ -135,7 +138,7 @@ func (b *bench) setUp(ctx context.Context, root, assets string) (func(), error) 
 func (b *bench) runScenario(ctx context.Context, sc Scenario) (*ScenarioResult, error) {
 	sc.Objects, sc.Rounds = b.opts.objects(sc), b.opts.rounds(sc)
 	sr := &ScenarioResult{Scenario: sc}
-	operators := sc.operators()
+	operators := b.opts.operators(sc)
 	for round := 1; round <= sc.Rounds; round++ {
 		for _, op := range roundOrder(operators, round, sc.Rounds) {
 			rr, err := b.runOne(ctx, sc, op, round)
@@ -148,12 +151,43 @@ func (b *bench) runScenario(ctx context.Context, sc Scenario) (*ScenarioResult, 
 	for _, op := range operators {
 		sr.Medians = append(sr.Medians, medianRun(sr.RunsOf(op.Name)))
 	}
+	sr.compare()
+	return sr, nil
+}
+
+// compare checks gopf's medians against every baseline's on the scenario's
+// targets: those against the verdict's baseline (verdictBaseline) in
+// Targets, the others in Others.
+func (s *ScenarioResult) compare() {
+	gopf := s.Median(Gopf.Name)
+	if gopf == nil {
+		return
+	}
+	verdict := s.verdictBaseline()
 	for _, base := range Baselines {
-		if b := sr.Median(base.Name); b != nil {
-			sr.Targets = append(sr.Targets, evaluate(sc.targets(), base.Name, b, sr.Median(Gopf.Name))...)
+		b := s.Median(base.Name)
+		if b == nil {
+			continue
+		}
+		results := evaluate(s.Scenario.targets(), base.Name, b, gopf)
+		if base.Name == verdict {
+			s.Targets = results
+		} else {
+			s.Others = append(s.Others, results...)
 		}
 	}
-	return sr, nil
+}
+
+// verdictBaseline names the baseline whose comparison is the scenario's
+// verdict: the first of Baselines that ran it (the tuned baseline, where
+// it runs); "" if none did.
+func (s *ScenarioResult) verdictBaseline() string {
+	for _, base := range Baselines {
+		if s.Median(base.Name) != nil {
+			return base.Name
+		}
+	}
+	return ""
 }
 
 // roundOrder is the order the operators run in, in round (from 1) of
@@ -181,7 +215,7 @@ func roundOrder(operators []Operator, round, rounds int) []Operator {
 func (b *bench) needed() []Operator {
 	need := map[string]bool{}
 	for _, sc := range b.opts.Scenarios {
-		for _, op := range sc.operators() {
+		for _, op := range b.opts.operators(sc) {
 			need[op.Name] = true
 		}
 	}

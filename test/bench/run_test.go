@@ -20,9 +20,13 @@ func places(rounds int) map[string][]int {
 }
 
 func TestEveryOperatorRunsOnceInEveryPlaceOverAsManyRoundsAsOperators(t *testing.T) {
+	every := make([]int, len(Operators))
+	for i := range every {
+		every[i] = i + 1
+	}
 	for name, p := range places(len(Operators)) {
 		slices.Sort(p)
-		if !slices.Equal(p, []int{1, 2, 3}) {
+		if !slices.Equal(p, every) {
 			t.Errorf("%s runs in places %v over %d rounds, want each place once", name, p, len(Operators))
 		}
 	}
@@ -44,5 +48,30 @@ func TestOneRoundRunsTheOperatorsInTheirOrder(t *testing.T) {
 	got := roundOrder(Operators, 1, 1)
 	if !slices.EqualFunc(got, Operators, func(a, b Operator) bool { return a.Name == b.Name }) {
 		t.Errorf("one round runs %v, want %v", got, Operators)
+	}
+}
+
+func TestTwoRoundsRunGopfBeforeAndAfterTheTunedBaseline(t *testing.T) {
+	got := places(2)
+	tuned, gopf := got[BaselineTuned.Name], got[Gopf.Name]
+	if (tuned[0] < gopf[0]) == (tuned[1] < gopf[1]) {
+		t.Errorf("the tuned baseline runs in places %v, gopf in %v: want gopf after it once and before it once", tuned, gopf)
+	}
+}
+
+func TestOperatorsLeftOutDoNotRun(t *testing.T) {
+	o := Options{Operators: []string{BaselineTuned.Name, Gopf.Name}}
+	got := o.operators(Basic)
+	if len(got) != 2 || got[0].Name != BaselineTuned.Name || got[1].Name != Gopf.Name {
+		t.Errorf("basic runs %v, want baseline-tuned and gopf", got)
+	}
+	if len(Operators) != 4 {
+		t.Errorf("leaving operators out changed Operators: %v", Operators)
+	}
+	if got := o.operators(Periodic); len(got) != 1 || got[0].Name != Gopf.Name {
+		t.Errorf("periodic (baseline and gopf) runs %v, want gopf alone", got)
+	}
+	if err := checkOperators([]string{"gopf", "tuned"}); err == nil {
+		t.Error("an unknown operator: no error")
 	}
 }

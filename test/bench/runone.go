@@ -76,6 +76,9 @@ type run struct {
 	// objects is, per phase, the number of objects it is about, where that
 	// is not all of them.
 	objects map[string]int
+	// countFiles are where the run's processes count their reconciles
+	// (Options.CountReconciles), one per process.
+	countFiles []string
 }
 
 // runOne runs op through the phases of sc in a fresh namespace, as a fresh
@@ -215,6 +218,14 @@ func (r *run) start(name string, prof profiles, restarted bool) (*process, error
 	}
 	if r.sc.Handlers > 0 {
 		env = append(env, scenario.EnvHandlers+"="+strconv.Itoa(r.sc.Handlers))
+	}
+	if r.b.opts.CountReconciles {
+		counts := filepath.Join(r.b.work, name+".counts")
+		if err := os.Remove(counts); err != nil && !os.IsNotExist(err) {
+			return nil, err // the operator appends to it
+		}
+		r.countFiles = append(r.countFiles, counts)
+		env = append(env, reconciles.EnvCounts+"="+counts)
 	}
 	if r.sc.Interval > 0 {
 		env = append(env, scenario.EnvInterval+"="+r.sc.Interval.String())

@@ -20,6 +20,13 @@
 // and removed with Update, and results and observed generation go in one
 // status merge patch.
 //
+// With --tuned it does the same work on unstructured objects the way an
+// expert writes it when the patch is known in advance (TunedReconciler):
+// the unstructured cache on, the finalizer added and removed with Update,
+// and the results and observed generation (on other kinds: the result
+// annotations) sent as a literal merge-patch body, with no client.MergeFrom
+// diff and no deep copy per write. It is the benchmark's verdict baseline.
+//
 // On a kind whose typed status cannot keep the results (GOPF_BENCH_KIND
 // widget or pod; see package internal/scenario) AnnotatedReconciler does
 // the same work with annotations: the results and the value of the watched

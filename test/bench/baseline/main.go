@@ -35,13 +35,14 @@ func run() error {
 	var metricsAddr, probeAddr string
 	var concurrency, burst int
 	var qps float64
-	var unstructuredObjects bool
+	var unstructuredObjects, tuned bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to; 0 disables it.")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", 16, "How many objects are reconciled at once.")
 	flag.Float64Var(&qps, "kube-api-qps", 0, "Client-side limit on requests per second to the API server; 0 keeps controller-runtime's default (none).")
 	flag.IntVar(&burst, "kube-api-burst", 0, "Burst above --kube-api-qps.")
 	flag.BoolVar(&unstructuredObjects, "unstructured", false, "Handle the objects as unstructured objects instead of Go types.")
+	flag.BoolVar(&tuned, "tuned", false, "Handle the objects as unstructured objects, writing literal merge-patch bodies (TunedReconciler).")
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -67,6 +68,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if tuned && periodic != "" {
+		return fmt.Errorf("--tuned with %s=%s: the periodic work has one reconciler, on Go types", scenario.EnvPeriodic, periodic)
+	}
 	reconciles.Start(kind.Name)
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kopfv1.AddToScheme, kinds.AddToScheme} {
@@ -83,7 +87,7 @@ func run() error {
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 	}
-	if unstructuredObjects {
+	if unstructuredObjects || tuned {
 		// Without this, the client reads unstructured objects from the API
 		// server on every Get.
 		mo.Client = client.Options{Cache: &client.CacheOptions{Unstructured: true}}
@@ -98,6 +102,10 @@ func run() error {
 	case periodic != "":
 		// A timer and a daemon are the same work for a reconciler.
 		err = b.For(&kopfv1.KopfExample{}).Complete(&PeriodicReconciler{Client: c, Interval: interval})
+	case tuned:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(kind.GVK)
+		err = b.For(u).Complete(&TunedReconciler{Client: c, Handlers: handlers, GVK: kind.GVK, Annotations: kind != scenario.KopfExample})
 	case kind == scenario.KopfExample && unstructuredObjects:
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(kopfExampleGVK)

@@ -54,6 +54,8 @@ func run() error {
 	flag.StringVar(&mdPath, "markdown", "", "where the Markdown report goes (make bench: BENCHMARKS.md); empty for none")
 	flag.StringVar(&opts.ProfileDir, "profile-dir", "", "write CPU and heap profiles of every operator run into this folder")
 	flag.StringVar(&opts.WorkDir, "workdir", "", "keep binaries, kubeconfigs, the audit log and operator output here (default: a temporary folder)")
+	flag.BoolVar(&opts.CountReconciles, "count-reconciles", false, "have the operators count their reconciles by result, for a table of reconciles per object and CPU per reconcile")
+	operators := flag.String("operators", "", "a comma-separated list of the only operators that run (baseline-tuned, baseline, baseline-unstructured, gopf); empty for all")
 	quiet := flag.Bool("quiet", false, "no progress line on the terminal")
 	render := flag.String("render", "", "run nothing: print and write the reports again from this results JSON")
 	flag.Parse()
@@ -65,6 +67,9 @@ func run() error {
 		return report(res, "", mdPath)
 	}
 
+	if *operators != "" {
+		opts.Operators = strings.Split(*operators, ",")
+	}
 	known := []bench.Scenario{bench.Basic, bench.Webhook, bench.ManyHandlers, scale, bench.TypedStatus, bench.BuiltIn, periodic, bench.Fairness}
 	if scenario == "all" {
 		opts.Scenarios = known

@@ -41,9 +41,11 @@ func (s Snapshot) Idle(n int) bool { return s.Reconciles >= int64(n) && s.Queued
 // Start writes a snapshot of the controllers of kind (a lower-case kind
 // name, such as "kopfexample") every Interval to the file EnvFile names, if
 // it names one, until the operator has seen EnvObjects objects. Reading the
-// metrics registry costs CPU, which is why it stops. Problems are reported
-// on stderr and never stop the operator.
+// metrics registry costs CPU, which is why it stops. It also starts
+// StartCounts. Problems are reported on stderr and never stop the
+// operator.
 func Start(kind string) {
+	StartCounts(kind)
 	path := os.Getenv(EnvFile)
 	if path == "" {
 		return
@@ -81,7 +83,7 @@ func write(path, kind string) (Snapshot, error) {
 	for _, f := range families {
 		var into *int64
 		switch f.GetName() {
-		case "controller_runtime_reconcile_total":
+		case metricReconciles:
 			into = &s.Reconciles
 		case "workqueue_depth":
 			into = &s.Queued
