@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/gopf-dev/gopf/test/bench/internal/calls"
 	"github.com/gopf-dev/gopf/test/bench/internal/scenario"
@@ -45,18 +44,8 @@ func (r *TunedReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	if obj.GetDeletionTimestamp() != nil {
-		if controllerutil.RemoveFinalizer(obj, finalizer) {
-			for range r.Handlers {
-				calls.Record("delete", req.Name) // nothing outside the cluster to clean up
-			}
-			return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, obj))
-		}
-		return ctrl.Result{}, nil
-	}
-	if controllerutil.AddFinalizer(obj, finalizer) {
-		// As in Reconciler: the update's watch event brings the object back.
-		return ctrl.Result{}, r.Update(ctx, obj)
+	if done, err := finalizeUnstructured(ctx, r.Client, obj, r.Handlers); done {
+		return ctrl.Result{}, err
 	}
 	if r.Annotations {
 		return ctrl.Result{}, r.annotate(ctx, obj)

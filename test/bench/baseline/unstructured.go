@@ -38,18 +38,8 @@ func (r *UnstructuredReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 
-	if obj.GetDeletionTimestamp() != nil {
-		if controllerutil.RemoveFinalizer(obj, finalizer) {
-			for range r.Handlers {
-				calls.Record("delete", req.Name) // nothing outside the cluster to clean up
-			}
-			return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, obj))
-		}
-		return ctrl.Result{}, nil
-	}
-	if controllerutil.AddFinalizer(obj, finalizer) {
-		// As in Reconciler: the update's watch event brings the object back.
-		return ctrl.Result{}, r.Update(ctx, obj)
+	if done, err := finalizeUnstructured(ctx, r.Client, obj, r.Handlers); done {
+		return ctrl.Result{}, err
 	}
 
 	seen, known, err := unstructured.NestedInt64(obj.Object, "status", observedKey, "observedGeneration")
@@ -75,4 +65,25 @@ func (r *UnstructuredReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.Status().Patch(ctx, obj, client.MergeFrom(orig))
+}
+
+// finalizeUnstructured is what the unstructured baselines do first with an
+// object they read: on deletion, remove the finalizer with an Update,
+// recording the delete handlers' calls; else add it if it is missing (the
+// Update's watch event brings the object back, as in Reconciler). done says
+// that the reconcile ends there, with err.
+func finalizeUnstructured(ctx context.Context, c client.Client, obj *unstructured.Unstructured, handlers int) (done bool, err error) {
+	if obj.GetDeletionTimestamp() != nil {
+		if controllerutil.RemoveFinalizer(obj, finalizer) {
+			for range handlers {
+				calls.Record("delete", obj.GetName()) // nothing outside the cluster to clean up
+			}
+			return true, client.IgnoreNotFound(c.Update(ctx, obj))
+		}
+		return true, nil
+	}
+	if controllerutil.AddFinalizer(obj, finalizer) {
+		return true, c.Update(ctx, obj)
+	}
+	return false, nil
 }
