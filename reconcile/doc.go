@@ -112,7 +112,7 @@ gopf posts core/v1 Events, as Kopf does: every type the API server takes
 an Event of its own, and a true repeat (the same object, type, reason and
 message within 10 minutes) counted on the Event it repeats rather than
 posted again. Posting never blocks a handler: Events wait in a queue of
-1,024 and one worker per kind posts them; a full queue drops them, with a
+1,024 and one worker per operator posts them; a full queue drops them, with a
 warning in the log. Options.EventsOff posts none.
 
 State in status is lost by tools that replace status wholesale or by backups
