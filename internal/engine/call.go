@@ -23,9 +23,6 @@ import (
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
-// maxEventMessage is the longest Event message the API server accepts.
-const maxEventMessage = 1024
-
 // BaseCall builds the Cause (and its extras) that every handler kind of
 // objects gets: the object's identity, memo, indexes, client and Events.
 func (k *KindController) BaseCall(r *contract.Handler, obj client.Object, log logr.Logger) (*handlers.Cause, *contract.Extras) {
@@ -43,10 +40,9 @@ func (k *KindController) BaseCall(r *contract.Handler, obj client.Object, log lo
 		Client:      k.writer,
 	}
 	x := &contract.Extras{Post: func(eventType, reason, message string) {
-		// The API server rejects Events with longer messages.
-		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
+		k.recorder.Eventf(obj, nil, eventType, reason, "Handling", "%s", message)
 	}, PostAbout: func(other client.Object, eventType, reason, message string) {
-		k.recorder.Eventf(other, obj, eventType, reason, "Handling", "%s", spec.Truncate(message, maxEventMessage))
+		k.recorder.Eventf(other, obj, eventType, reason, "Handling", "%s", message)
 	}}
 	k.Shared.Set.BindCause(c, x)
 	c.Log = logs.Bridge(log, k.Opts.LogEvents, x.Post)

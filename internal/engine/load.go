@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/gopf-dev/gopf/internal/memory"
-	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
@@ -93,7 +92,7 @@ func (t *Turn) reportBadState(err error) {
 	}
 	msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s and the state will be rewritten", err, what)
 	t.log.Info("WARNING: "+msg, "where", t.Store.Where())
-	t.K.recorder.Eventf(t.Obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
+	t.K.recorder.Eventf(t.Obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", msg)
 }
 
 // takeUnsaved takes into the turn what a failed write did not store, or

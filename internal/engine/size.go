@@ -164,7 +164,7 @@ func (t *Turn) writeTooLarge(err error) bool {
 		t.Mem.TooLarge = true
 		msg := fmt.Sprintf("gopf's write was refused as too large (%v); it is not retried until the object changes", err)
 		t.log.Info("WARNING: " + msg)
-		t.K.recorder.Eventf(t.Obj, nil, "Warning", "TooLarge", "Reconcile", "%s", spec.Truncate(msg, maxEventMessage))
+		t.K.recorder.Eventf(t.Obj, nil, "Warning", "TooLarge", "Reconcile", "%s", msg)
 	}
 	return true
 }

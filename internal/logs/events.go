@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // Events posts core/v1 Events, as Kopf posts them, for gopf and its
@@ -100,9 +102,7 @@ func (e *Events) post(regarding, related runtime.Object, eventType, reason, acti
 		e.log.V(1).Info("an Event about an object that cannot be referred to is not posted", "reason", reason, "error", err.Error())
 		return
 	}
-	if len(message) > maxEventMessage {
-		message = message[:maxEventMessage-3] + "..."
-	}
+	message = spec.Truncate(message, maxEventMessage)
 	now := metav1.Now()
 	ev := &corev1.Event{
 		ObjectMeta:          metav1.ObjectMeta{Namespace: eventNamespace(ref.Namespace), Name: eventName(ref.Name, now.Time)},
