@@ -268,7 +268,7 @@ func TestANarrowedCacheTakesLessHeap(t *testing.T) {
 	heap := map[bool]int64{}
 	for _, cacheUnselected := range modes {
 		reg := handlers.NewRegistry()
-		handlers.OnIndex(reg, "narrow-by-name", func(cm *corev1.ConfigMap) map[string]bool {
+		handlers.OnIndex(reg, "narrow-by-name", func(cm *corev1.ConfigMap, _ *handlers.Cause) map[string]bool {
 			return map[string]bool{cm.Name: true}
 		}, handlers.Labels{"app": "narrow"})
 		before := liveHeap()

@@ -151,7 +151,7 @@ func ExampleOnEvent() {
 // An index of pods by node, read by another handler through c.Indexes.
 func ExampleOnIndex() {
 	reg := handlers.NewRegistry()
-	handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod) map[string]any {
+	handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod, _ *handlers.Cause) map[string]any {
 		return map[string]any{pod.Spec.NodeName: pod.Name}
 	})
 	handlers.OnCreate(reg, func(ctx context.Context, node *corev1.Node, c *handlers.Cause) (any, error) {
@@ -165,7 +165,7 @@ func ExampleOnIndex() {
 // is nil. The IndexRef that OnFlatIndex returns reads it typed.
 func ExampleOnFlatIndex() {
 	reg := handlers.NewRegistry()
-	nodeNames := handlers.OnFlatIndex(reg, "node-names", func(node *corev1.Node) string { return node.Name })
+	nodeNames := handlers.OnFlatIndex(reg, "node-names", func(node *corev1.Node, _ *handlers.Cause) string { return node.Name })
 	handlers.OnCreate(reg, func(ctx context.Context, pod *corev1.Pod, c *handlers.Cause) (any, error) {
 		return map[string]any{"nodes": nodeNames.Get(c.Indexes, nil)}, nil // []string
 	})
@@ -178,7 +178,7 @@ func ExampleOnFlatIndex() {
 func ExampleIndexRef() {
 	type podKey struct{ Namespace, App string }
 	reg := handlers.NewRegistry()
-	byApp := handlers.OnIndex(reg, "pods-by-app", func(pod *corev1.Pod) map[podKey]string {
+	byApp := handlers.OnIndex(reg, "pods-by-app", func(pod *corev1.Pod, _ *handlers.Cause) map[podKey]string {
 		return map[podKey]string{{pod.Namespace, pod.Labels["app"]}: pod.Name}
 	})
 	handlers.OnCreate(reg, func(ctx context.Context, svc *corev1.Service, c *handlers.Cause) (any, error) {
@@ -230,7 +230,7 @@ func ExampleForResource() {
 // names them in its annotation example.com/configmap.
 func ExampleWhenWithIndexes() {
 	reg := handlers.NewRegistry()
-	wanted := handlers.OnIndex(reg, "wanted", func(s *corev1.Secret) map[string]string {
+	wanted := handlers.OnIndex(reg, "wanted", func(s *corev1.Secret, _ *handlers.Cause) map[string]string {
 		return map[string]string{s.Annotations["example.com/configmap"]: s.Name}
 	})
 	handlers.OnCreate(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {

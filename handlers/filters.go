@@ -123,7 +123,7 @@ func When[T client.Object](fn func(obj T) bool) FilterSetting {
 // that reads an index, such as a filter that admits only the objects some
 // other kind's objects name:
 //
-//	targets := handlers.OnIndex(reg, "targets", func(s *corev1.Secret) map[string]bool {
+//	targets := handlers.OnIndex(reg, "targets", func(s *corev1.Secret, _ *handlers.Cause) map[string]bool {
 //		return map[string]bool{s.Annotations["example.com/target"]: true}
 //	})
 //	handlers.OnUpdate(reg, sync, handlers.WhenWithIndexes(func(cm *corev1.ConfigMap, ixs *handlers.Indexes) bool {

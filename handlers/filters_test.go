@@ -194,10 +194,10 @@ func TestWhenWithIndexesNilIsABadRegistration(t *testing.T) {
 
 func TestIndexFunctionsThatReadIndexesGetTheOperatorsIndexes(t *testing.T) {
 	r := handlers.NewRegistry()
-	handlers.OnIndexWithIndexes(r, "named", func(p *corev1.Pod, ixs *handlers.Indexes) map[string]bool {
-		return map[string]bool{p.Name: listed(ixs, p.Name)}
+	handlers.OnIndex(r, "named", func(p *corev1.Pod, c *handlers.Cause) map[string]bool {
+		return map[string]bool{p.Name: listed(c.Indexes, p.Name)}
 	})
-	handlers.OnFlatIndexWithIndexes(r, "flat", func(p *corev1.Pod, ixs *handlers.Indexes) int { return ixs.Get("listed").Len() })
+	handlers.OnFlatIndex(r, "flat", func(_ *corev1.Pod, c *handlers.Cause) int { return c.Indexes.Get("listed").Len() })
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}

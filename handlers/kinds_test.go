@@ -209,7 +209,7 @@ func unstructuredFn(context.Context, *unstructured.Unstructured, *handlers.Cause
 
 func activityFn(context.Context, *handlers.Cause) error { return nil }
 
-func indexFn(*corev1.Pod) map[string]any { return nil }
+func indexFn(*corev1.Pod, *handlers.Cause) map[string]any { return nil }
 
 func daemonFn(context.Context, *handlers.Daemon[*corev1.Pod]) error { return nil }
 
@@ -589,7 +589,7 @@ func TestDefaultIDsAreGoNamesOrKindFnCountedPerKindAndObjectType(t *testing.T) {
 			handlers.OnEvent(r, func(context.Context, *corev1.Pod, *handlers.Cause) error { return nil })
 		}, "event_fn"},
 		{"index: its name", func(r *handlers.Registry) {
-			handlers.OnIndex(r, "by_app", func(*corev1.Pod) map[string]any { return nil }, handlers.Field("spec.a"))
+			handlers.OnIndex(r, "by_app", func(*corev1.Pod, *handlers.Cause) map[string]any { return nil }, handlers.Field("spec.a"))
 		}, "by_app"},
 		{"startup literal", func(r *handlers.Registry) { handlers.OnStartup(r, activity) }, "startup_fn"},
 		{"second startup literal", func(r *handlers.Registry) { handlers.OnStartup(r, activity) }, "startup_fn_2"},

@@ -49,8 +49,8 @@ func TestIndexRefsReadKeysOfAnyComparableTypeAndFlatIndexesTyped(t *testing.T) {
 		Port      int
 	}
 	reg := handlers.NewRegistry()
-	byPort := handlers.OnIndex(reg, "by_port", func(*corev1.Service) map[key]int { return nil })
-	flat := handlers.OnFlatIndex(reg, "names", func(*corev1.Service) string { return "" })
+	byPort := handlers.OnIndex(reg, "by_port", func(*corev1.Service, *handlers.Cause) map[key]int { return nil })
+	flat := handlers.OnFlatIndex(reg, "names", func(*corev1.Service, *handlers.Cause) string { return "" })
 	engineSide := spec.NewIndexes()
 	indexes := (*handlers.Indexes)(engineSide) // as the engine hands them to handlers
 	if byPort.Get(indexes, key{"ns", 80}) != nil || byPort.Keys(indexes) != nil || byPort.Len(indexes) != 0 {

@@ -45,7 +45,18 @@ func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption)
 // object contributes under it. Keys are of any comparable type (strings,
 // numbers, structs of them, as Kopf's any hashable key); a nil or empty map
 // puts the object in no key.
-type IndexFunc[T client.Object, K comparable, V any] func(obj T) map[K]V
+//
+// c is what Kopf gives index functions as keyword arguments: the object's
+// identity, labels and annotations, c.Log (the object's logger), c.Memo (the
+// object's memo, the one its handlers share) and c.Indexes, the operator's
+// indexes: other indexes, or this one as it is before the object's entries
+// are replaced, for example for an index of the objects some other index
+// names. Index functions run while the indexes fill, so at start another
+// index may still lack objects of its kind; a change of another index does
+// not run the function again for objects that had no event (see
+// WhenWithIndexes). Results, Patch and Events are not for index functions:
+// they run for every watch event and change nothing.
+type IndexFunc[T client.Object, K comparable, V any] func(obj T, c *Cause) map[K]V
 
 // OnIndex registers an in-memory index named name over the selected objects
 // of type T: for every key, the values all objects contributed under it. It
@@ -60,27 +71,10 @@ type IndexFunc[T client.Object, K comparable, V any] func(obj T) map[K]V
 // fill). An index function cannot fail; a panic in it is logged and leaves
 // the object's entries as they were.
 func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn IndexFunc[T, K, V], opts ...IndexOption) IndexRef[K, V] {
-	var with func(obj T, ixs *Indexes) map[K]V
-	if fn != nil {
-		with = func(obj T, _ *Indexes) map[K]V { return fn(obj) }
-	}
-	return OnIndexWithIndexes(r, name, with, opts...)
-}
-
-// OnIndexWithIndexes is OnIndex for an index function that reads the
-// operator's indexes (other indexes, or this one as it is before the
-// object's entries are replaced), as Kopf's index functions may: for
-// example, an index of the objects that some other index names. Index
-// functions run while the indexes fill, so at start another index may still
-// lack objects of its kind; a change of another index does not run the
-// function again for objects that had no event (see WhenWithIndexes).
-func OnIndexWithIndexes[T client.Object, K comparable, V any](
-	r *Registry, name string, fn func(obj T, ixs *Indexes) map[K]V, opts ...IndexOption,
-) IndexRef[K, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(_ context.Context, obj T, c *Cause) (any, error) {
-			entries := fn(obj, c.Indexes)
+			entries := fn(obj, c)
 			if len(entries) == 0 {
 				return map[any]any(nil), nil
 			}
@@ -99,23 +93,14 @@ func OnIndexWithIndexes[T client.Object, K comparable, V any](
 // value per selected object of type T, with no keys to look them up by:
 // Kopf's index of an index function that returns something other than a
 // dict. Its one key is nil, so c.Indexes.Get(name).Get(nil) (or the
-// returned IndexRef's Get with nil) lists every object's value. It behaves
-// as OnIndex otherwise; to leave an object out, filter it out.
-func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T) V, opts ...IndexOption) IndexRef[any, V] {
-	var with func(obj T, ixs *Indexes) V
-	if fn != nil {
-		with = func(obj T, _ *Indexes) V { return fn(obj) }
-	}
-	return OnFlatIndexWithIndexes(r, name, with, opts...)
-}
-
-// OnFlatIndexWithIndexes is OnFlatIndex for a function that reads the
-// operator's indexes, as OnIndexWithIndexes.
-func OnFlatIndexWithIndexes[T client.Object, V any](r *Registry, name string, fn func(obj T, ixs *Indexes) V, opts ...IndexOption) IndexRef[any, V] {
+// returned IndexRef's Get with nil) lists every object's value. fn gets the
+// Cause an IndexFunc gets. It behaves as OnIndex otherwise; to leave an
+// object out, filter it out.
+func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T, c *Cause) V, opts ...IndexOption) IndexRef[any, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(_ context.Context, obj T, c *Cause) (any, error) {
-			return map[any]any{nil: fn(obj, c.Indexes)}, nil
+			return map[any]any{nil: fn(obj, c)}, nil
 		}
 	}
 	registerCall(r, spec.KindIndex, fn, call, apply(opts, set(func(d *draft) { d.ID = name })))
@@ -126,7 +111,7 @@ func OnFlatIndexWithIndexes[T client.Object, V any](r *Registry, name string, fn
 // it with the key and value types of its index function, so that no type
 // assertions are needed:
 //
-//	podsByNode := handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod) map[string]string {
+//	podsByNode := handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod, _ *handlers.Cause) map[string]string {
 //		return map[string]string{pod.Spec.NodeName: pod.Name}
 //	})
 //	...

@@ -33,7 +33,7 @@ func TestAFilterThatReadsAnIndexAdmitsOnlyTheObjectsTheIndexNames(t *testing.T) 
 	g.Expect(k8s.Create(ctx, exB)).To(Succeed())
 
 	reg := handlers.NewRegistry()
-	wanted := handlers.OnIndex(reg, "wanted", func(cm *corev1.ConfigMap) map[string]string {
+	wanted := handlers.OnIndex(reg, "wanted", func(cm *corev1.ConfigMap, _ *handlers.Cause) map[string]string {
 		return map[string]string{cm.Data["example"]: cm.Name}
 	})
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {

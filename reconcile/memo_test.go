@@ -39,10 +39,10 @@ func TestObjectMemosStartAsCopiesOfTheOperatorMemoThatStartupFilled(t *testing.T
 	createPods(g, ns, "db", "db", "web")
 
 	reg := handlers.NewRegistry()
-	byApp := handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod) map[appKey]string {
+	byApp := handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[appKey]string {
 		return map[appKey]string{{pod.Namespace, pod.Labels["app"]}: pod.Name}
 	})
-	names := handlers.OnFlatIndex(reg, "pod_names", func(pod *corev1.Pod) string { return pod.Name })
+	names := handlers.OnFlatIndex(reg, "pod_names", func(pod *corev1.Pod, _ *handlers.Cause) string { return pod.Name })
 	var operatorMemo atomic.Pointer[handlers.Memo]
 	var startupIndexes atomic.Pointer[handlers.Indexes]
 	handlers.OnStartup(reg, func(ctx context.Context, c *handlers.Cause) error {
@@ -88,4 +88,53 @@ func TestObjectMemosStartAsCopiesOfTheOperatorMemoThatStartupFilled(t *testing.T
 	g.Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod-2"}})).To(Succeed())
 	g.Eventually(func() []string { return names.Get(startupIndexes.Load(), nil) }, timeout).Should(Equal([]string{"pod-0", "pod-1"}))
 	g.Expect(byApp.Keys(startupIndexes.Load())).To(Equal([]appKey{{ns, "db"}}))
+}
+
+func TestIndexFunctionsGetTheObjectsMemoAndLoggerAndIndexValuesComeInObjectOrder(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, other := newNamespace(t), newNamespace(t)
+	createPods(g, ns, "db", "db", "db")
+	createPods(g, other, "db")
+
+	reg := handlers.NewRegistry()
+	// The values sort against the objects' order, so that an index sorting
+	// its values rather than its objects fails.
+	rank := map[string]string{"pod-0": "z", "pod-1": "y", "pod-2": "x"}
+	byApp := handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[string]string {
+		return map[string]string{pod.Labels["app"]: pod.Namespace[len(pod.Namespace)-1:] + rank[pod.Name]}
+	})
+	type seen struct {
+		Memo   any
+		Name   string
+		Logger bool
+	}
+	byMemo := handlers.OnIndex(reg, "examples_by_memo", func(obj *kopfv1.KopfExample, c *handlers.Cause) map[string]seen {
+		return map[string]seen{obj.Name: {Memo: c.Memo.Get("handled"), Name: c.Name, Logger: c.Log.GetSink() != nil}}
+	})
+	var indexes atomic.Pointer[handlers.Indexes]
+	handlers.OnStartup(reg, func(ctx context.Context, c *handlers.Cause) error {
+		indexes.Store(c.Indexes)
+		return nil
+	})
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		c.Memo.Set("handled", "by create")
+		return nil, nil
+	})
+	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) { o.Namespaces = []string{ns, other} })
+
+	obj := newExample(ns, "memo")
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	// The create handler's outcome write is an event: the index function
+	// runs again and sees what the handler put in the object's memo.
+	g.Eventually(func() []seen { return byMemo.Get(indexes.Load(), "memo") }, timeout).
+		Should(Equal([]seen{{Memo: "by create", Name: "memo", Logger: true}}))
+
+	mine, theirs := ns[len(ns)-1:], other[len(other)-1:]
+	want := []string{mine + "z", mine + "y", mine + "x", theirs + "z"}
+	if other < ns {
+		want = []string{theirs + "z", mine + "z", mine + "y", mine + "x"}
+	}
+	g.Eventually(func() []string { return byApp.Get(indexes.Load(), "db") }, timeout).Should(Equal(want),
+		"values come in the order of their objects' namespace/name")
 }

@@ -65,7 +65,7 @@ func TestIndexesAreReadyBeforeHandlersAndFollowTheirObjects(t *testing.T) {
 	ns := newNamespace(t)
 	createPods(g, ns, "db", "db", "web")
 	reg := handlers.NewRegistry()
-	handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod) map[string]any {
+	handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[string]any {
 		return map[string]any{pod.Labels["app"]: pod.Name}
 	}, handlers.Labels{"app": handlers.Present})
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {

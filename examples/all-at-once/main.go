@@ -74,7 +74,7 @@ func registry(period time.Duration) *handlers.Registry {
 	}, handlers.ID("live_objects"))
 
 	// In-memory views: an index and a spy on the raw events.
-	handlers.OnIndex(reg, "by_field", func(obj *kopfv1.KopfExample) map[string]any {
+	handlers.OnIndex(reg, "by_field", func(obj *kopfv1.KopfExample, _ *handlers.Cause) map[string]any {
 		return map[string]any{obj.Spec.Field: obj.Name}
 	})
 	handlers.OnEvent(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) error {

@@ -38,7 +38,7 @@ func registry(interval time.Duration) *handlers.Registry {
 	reg := handlers.NewRegistry()
 
 	// Only Pods with an app label are indexed.
-	handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod) map[string]any {
+	handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[string]any {
 		return map[string]any{pod.Labels["app"]: pod.Name}
 	}, handlers.Labels{"app": handlers.Present})
 

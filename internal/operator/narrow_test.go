@@ -57,7 +57,7 @@ func TestOnlyKindsWhoseEveryHandlerSelectsOnLabelsAreNarrowed(t *testing.T) {
 	level := func(context.Context, *corev1.ConfigMap, *handlers.Cause) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
 	}
-	index := func(*corev1.ConfigMap) map[string]bool { return nil }
+	index := func(*corev1.ConfigMap, *handlers.Cause) map[string]bool { return nil }
 	onEvent := func(context.Context, *corev1.ConfigMap, *handlers.Cause) error { return nil }
 	deployment := func(context.Context, *appsv1.Deployment, *handlers.Cause) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
