@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -39,17 +40,30 @@ type MainOptions struct {
 	// Engine are the engine's options; the command-line flags override the
 	// fields they set (concurrency, namespaces, peering, sharding).
 	Engine reconcile.Options
+	// WatchInactivityTimeout is the default of --watch-inactivity-timeout:
+	// see ManagerOptions.WatchInactivityTimeout, whose zero and negative
+	// values it shares (0: DefaultWatchInactivityTimeout; negative: no
+	// bound). Kopf's settings.watching.inactivity_timeout.
+	WatchInactivityTimeout time.Duration
+	// WatchServerTimeout is the default of --watch-server-timeout: see
+	// ManagerOptions.WatchServerTimeout (0: client-go's 5 to 10 minutes).
+	// Kopf's settings.watching.server_timeout. Negative is an error.
+	WatchServerTimeout time.Duration
 }
 
 // MainWith is Main with the engine's options (storage, backoff, memo, log
 // events, ...) chosen in code.
 func MainWith(reg *handlers.Registry, opts MainOptions) {
+	if opts.WatchServerTimeout < 0 {
+		fmt.Fprintln(os.Stderr, "gopf: MainOptions.WatchServerTimeout cannot be negative (0 leaves it to client-go)")
+		os.Exit(1)
+	}
 	err := cli.Run(cli.Program{
-		Name:                   filepath.Base(os.Args[0]),
-		Registry:               reg,
-		AddToScheme:            opts.AddToScheme,
-		Engine:                 opts.Engine,
-		WatchInactivityTimeout: DefaultWatchInactivityTimeout,
+		Name:        filepath.Base(os.Args[0]),
+		Registry:    reg,
+		AddToScheme: opts.AddToScheme,
+		Engine:      opts.Engine,
+		Watch:       watchDefaults(opts),
 		NewManager: func(cfg *rest.Config, scheme *runtime.Scheme, f *cli.Flags) (manager.Manager, error) {
 			return NewManager(cfg, reg, managerOptions(f, scheme, opts.Engine))
 		},
@@ -62,6 +76,19 @@ func MainWith(reg *handlers.Registry, opts MainOptions) {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// watchDefaults turns MainOptions' watch timeouts into the defaults of the
+// flags, whose 0 is "no bound".
+func watchDefaults(opts MainOptions) cli.WatchDefaults {
+	inactivity := opts.WatchInactivityTimeout
+	switch {
+	case inactivity == 0:
+		inactivity = DefaultWatchInactivityTimeout
+	case inactivity < 0:
+		inactivity = 0
+	}
+	return cli.WatchDefaults{Inactivity: inactivity, Server: opts.WatchServerTimeout}
 }
 
 // managerOptions are the manager's options that the flags f govern, with
@@ -83,6 +110,7 @@ func managerOptions(f *cli.Flags, scheme *runtime.Scheme, engine reconcile.Optio
 		LeaderElectionID:        f.ElectionID,
 		GracefulShutdownTimeout: &f.ShutdownTimeout,
 		WatchInactivityTimeout:  f.WatchInactivityTimeout(),
+		WatchServerTimeout:      f.WatchServerTimeout(),
 		Webhook:                 f.Webhook,
 		KeepManagedFields:       f.KeepManagedFields,
 		CacheUnselected:         f.CacheUnselected,

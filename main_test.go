@@ -15,7 +15,7 @@ import (
 )
 
 func TestMainsFlagsBecomeTheManagerOptions(t *testing.T) {
-	fs, f := cli.NewFlags("op", DefaultWatchInactivityTimeout)
+	fs, f := cli.NewFlags("op", cli.WatchDefaults{Inactivity: DefaultWatchInactivityTimeout})
 	err := fs.Parse([]string{
 		"--namespace", "app-*,!app-pr-*", "--kube-api-qps", "20", "--kube-api-burst", "30",
 		"--metrics-bind-address", ":8443", "--health-probe-bind-address", ":8081",
@@ -64,7 +64,7 @@ func TestMetricsAreServedOverHTTPSWithAuthorizationUnlessMetricsSecureIsFalse(t 
 		"--metrics-secure=false": {args: []string{"--metrics-secure=false"}, secure: false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			fs, f := cli.NewFlags("op", DefaultWatchInactivityTimeout)
+			fs, f := cli.NewFlags("op", cli.WatchDefaults{Inactivity: DefaultWatchInactivityTimeout})
 			if err := fs.Parse(append([]string{"--metrics-bind-address", ":8443"}, tc.args...)); err != nil {
 				t.Fatal(err)
 			}
@@ -85,21 +85,27 @@ func TestNewManagerRefusesAMetricsCertificateForPlainHTTP(t *testing.T) {
 	}
 }
 
-func TestWatchInactivityTimeoutFlagBecomesTheManagerOption(t *testing.T) {
+func TestTheWatchTimeoutsOfMainOptionsAreTheFlagsDefaults(t *testing.T) {
 	for _, tc := range []struct {
-		args []string
-		want time.Duration
+		opts                    MainOptions
+		args                    []string
+		inactivity, serverLimit time.Duration
 	}{
-		{nil, DefaultWatchInactivityTimeout},
-		{[]string{"--watch-inactivity-timeout=30s"}, 30 * time.Second},
-		{[]string{"--watch-inactivity-timeout=0"}, -1}, // no bound
+		{MainOptions{}, nil, DefaultWatchInactivityTimeout, 0},
+		{MainOptions{}, []string{"--watch-inactivity-timeout=30s", "--watch-server-timeout=90s"}, 30 * time.Second, 90 * time.Second},
+		{MainOptions{}, []string{"--watch-inactivity-timeout=0"}, -1, 0}, // no bound
+		{MainOptions{WatchInactivityTimeout: time.Minute, WatchServerTimeout: 5 * time.Minute}, nil, time.Minute, 5 * time.Minute},
+		{MainOptions{WatchInactivityTimeout: -1}, nil, -1, 0},
+		{MainOptions{WatchInactivityTimeout: time.Minute, WatchServerTimeout: time.Minute}, []string{"--watch-server-timeout=2m"}, time.Minute, 2 * time.Minute},
 	} {
-		fs, f := cli.NewFlags("op", DefaultWatchInactivityTimeout)
+		fs, f := cli.NewFlags("op", watchDefaults(tc.opts))
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		if got := managerOptions(f, runtime.NewScheme(), reconcile.Options{}).WatchInactivityTimeout; got != tc.want {
-			t.Errorf("%v: WatchInactivityTimeout = %s, want %s", tc.args, got, tc.want)
+		mo := managerOptions(f, runtime.NewScheme(), reconcile.Options{})
+		if mo.WatchInactivityTimeout != tc.inactivity || mo.WatchServerTimeout != tc.serverLimit {
+			t.Errorf("%+v %v: watch timeouts %s and %s, want %s and %s", tc.opts, tc.args,
+				mo.WatchInactivityTimeout, mo.WatchServerTimeout, tc.inactivity, tc.serverLimit)
 		}
 	}
 }

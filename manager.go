@@ -103,6 +103,14 @@ type ManagerOptions struct {
 	// asks for 5 to 10 minutes).
 	WatchInactivityTimeout time.Duration
 
+	// WatchServerTimeout asks the API server to end every watch after this
+	// long (the watch request's timeoutSeconds, in whole seconds), as
+	// Kopf's settings.watching.server_timeout does; the informer then
+	// watches again from the last resourceVersion it saw. Default (0):
+	// client-go's, a random 5 to 10 minutes per watch, which spreads the
+	// renewals of many watches.
+	WatchServerTimeout time.Duration
+
 	// LeaderElection makes the manager work only while it holds the Lease
 	// LeaderElectionID, and hand it over when it stops gracefully.
 	LeaderElection   bool
@@ -243,12 +251,11 @@ func clientConfig(cfg *rest.Config, opts ManagerOptions) *rest.Config {
 		// as a whole rather than per client and kind.
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	}
-	switch t := opts.WatchInactivityTimeout; {
-	case t == 0:
-		transport.BoundWatches(cfg, DefaultWatchInactivityTimeout)
-	case t > 0:
-		transport.BoundWatches(cfg, t)
+	inactivity := opts.WatchInactivityTimeout
+	if inactivity == 0 {
+		inactivity = DefaultWatchInactivityTimeout
 	}
+	transport.BoundWatches(cfg, inactivity, opts.WatchServerTimeout)
 	return cfg
 }
 

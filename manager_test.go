@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/onsi/gomega"
@@ -232,5 +234,30 @@ func TestAShardNamespaceThatDoesNotExistStopsTheManagerBeingBuilt(t *testing.T) 
 	}
 	if err := build("default"); err != nil {
 		t.Errorf("a shard in the namespace default: %v", err)
+	}
+}
+
+func TestTheAPIServerEndsWatchesAfterTheWatchServerTimeout(t *testing.T) {
+	cs, err := kubernetes.NewForConfig(gopf.ClientConfig(cfg, gopf.ManagerOptions{WatchServerTimeout: 2 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// client-go's reflector asks for 5 to 10 minutes; this asks for 10.
+	w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{TimeoutSeconds: ptr.To[int64](600)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case _, open := <-w.ResultChan():
+			if !open {
+				return // the API server ended it
+			}
+		case <-ctx.Done():
+			t.Fatal("the watch was not ended by the API server within 2 minutes; it asked for 2 seconds")
+		}
 	}
 }

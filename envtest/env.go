@@ -169,8 +169,10 @@ func (c scopedClient) Create(ctx context.Context, obj client.Object, opts ...cli
 	return c.Client.Create(ctx, obj, opts...)
 }
 
-// Restart restarts e.Operator (see Operator.Restart) and returns the new
-// one, which becomes e.Operator and is stopped when the test ends.
+// Restart restarts e.Operator and returns the new one, which becomes
+// e.Operator and is stopped when the test ends. Operator.Restart says what
+// survives: the API server's content and the registry's closures, not the
+// memos, indexes, cache, timers or daemons.
 func (e *Env) Restart() *Operator {
 	e.t.Helper()
 	if e.Operator == nil {

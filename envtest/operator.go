@@ -79,6 +79,10 @@ type OperatorOptions struct {
 	// WatchInactivityTimeout restarts watches silent for this long (see
 	// gopf.ManagerOptions.WatchInactivityTimeout). Default: 2 minutes.
 	WatchInactivityTimeout time.Duration
+	// WatchServerTimeout asks the API server to end every watch after this
+	// long (see gopf.ManagerOptions.WatchServerTimeout). Default:
+	// client-go's 5 to 10 minutes.
+	WatchServerTimeout time.Duration
 }
 
 // Operator is a gopf operator running in this process on its own manager.
@@ -98,7 +102,22 @@ type Operator struct {
 
 // Restart stops the operator and runs the same registry with the same
 // options again on a new manager: what a process restart looks like to the
-// objects (stored state survives, in-memory state does not).
+// objects.
+//
+// What survives is what a restarted process would find: everything in the
+// API server (the objects, gopf's stored state and finalizers, Events,
+// Leases). What goes is what a process keeps in memory: the operator's and
+// the objects' memos (the new operator's memo starts again from
+// OperatorOptions.Reconcile.Memo), the indexes (refilled from the initial
+// list before any object handler runs), the cache, running timers and
+// daemons (they start again; resume handlers run for handled objects).
+//
+// Unlike a new process, the registry survives too: its handler functions
+// are the same values, so whatever they capture — variables of the test,
+// counters, clients — keeps its value across the restart. Keep per-operator
+// state that must not survive in the memo (Cause.Memo, which index
+// functions get too), or start a fresh registry with RunOperator to model a
+// process that rebuilds it.
 func (op *Operator) Restart(ctx context.Context) (*Operator, error) {
 	if err := op.Stop(); err != nil {
 		return nil, fmt.Errorf("stopping the operator before the restart: %w", err)
@@ -148,6 +167,7 @@ func RunOperator(ctx context.Context, cfg *rest.Config, reg *handlers.Registry, 
 		HealthProbeBindAddress: opts.HealthProbeBindAddress,
 		MetricsInsecure:        !opts.SecureMetrics,
 		WatchInactivityTimeout: opts.WatchInactivityTimeout,
+		WatchServerTimeout:     opts.WatchServerTimeout,
 		SkipNameValidation:     true,
 	}
 	if opts.Webhook != nil {

@@ -59,6 +59,7 @@ type Flags struct {
 	lifetime               time.Duration
 	logFormat              string
 	watchInactivity        time.Duration
+	watchServer            time.Duration
 	zap                    zap.Options
 	printRBAC              rbacFormat
 	checkRBAC              string
@@ -69,10 +70,18 @@ type Flags struct {
 	shardExternal          bool
 }
 
-// NewFlags defines the operator's flags on a flag set of the program name;
-// watchInactivity is the default of --watch-inactivity-timeout
-// (gopf.DefaultWatchInactivityTimeout).
-func NewFlags(name string, watchInactivity time.Duration) (*flag.FlagSet, *Flags) {
+// WatchDefaults are the defaults of the watch flags, from
+// gopf.MainOptions.
+type WatchDefaults struct {
+	// Inactivity is the default of --watch-inactivity-timeout; 0: no bound.
+	Inactivity time.Duration
+	// Server is the default of --watch-server-timeout; 0: client-go's.
+	Server time.Duration
+}
+
+// NewFlags defines the operator's flags on a flag set of the program name,
+// with the watch flags' defaults from watch.
+func NewFlags(name string, watch WatchDefaults) (*flag.FlagSet, *Flags) {
 	f := &Flags{zap: zap.Options{Development: true}}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	f.fs = fs
@@ -100,7 +109,8 @@ func NewFlags(name string, watchInactivity time.Duration) (*flag.FlagSet, *Flags
 	fs.StringVar(&f.logFormat, "log-format", "text", "Log format: text or json.")
 	fs.Float64Var(&f.QPS, "kube-api-qps", 500, "Ceiling on the requests per second the operator sends to the API server (client-side); a bound on any retry storm.")
 	fs.IntVar(&f.Burst, "kube-api-burst", 1000, "Burst above --kube-api-qps the operator may send.")
-	fs.DurationVar(&f.watchInactivity, "watch-inactivity-timeout", watchInactivity, "Restart a watch that has delivered nothing, not even a bookmark, for this long, from the last version seen; 0: no bound.")
+	fs.DurationVar(&f.watchInactivity, "watch-inactivity-timeout", watch.Inactivity, "Restart a watch that has delivered nothing, not even a bookmark, for this long, from the last version seen; 0: no bound.")
+	fs.DurationVar(&f.watchServer, "watch-server-timeout", watch.Server, "Ask the API server to end every watch after this long (whole seconds); the watch then starts again from the last version seen. 0: client-go's random 5 to 10 minutes.")
 	fs.DurationVar(&f.ShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
 	fs.DurationVar(&f.ReconciliationTimeout, "reconciliation-timeout", 0, "Cancel the context of a reconcile's handlers after this long; they are retried as after an error. 0: no bound.")
 	fs.BoolVar(&f.Warmup, "warmup", false, "With --leader-elect, fill the cache before this replica leads, so that it takes over without listing every object first (costs a standby its cache's memory and watches).")
@@ -128,6 +138,9 @@ func (f *Flags) check() error {
 	}
 	if f.watchInactivity < 0 {
 		return errors.New("--watch-inactivity-timeout cannot be negative (0 turns the bound off)")
+	}
+	if f.watchServer < 0 {
+		return errors.New("--watch-server-timeout cannot be negative (0 leaves it to client-go)")
 	}
 	if f.ReconciliationTimeout < 0 {
 		return errors.New("--reconciliation-timeout cannot be negative (0 turns the bound off)")
@@ -258,6 +271,10 @@ func (f *Flags) WatchInactivityTimeout() time.Duration {
 	}
 	return f.watchInactivity
 }
+
+// WatchServerTimeout is --watch-server-timeout as
+// gopf.ManagerOptions.WatchServerTimeout.
+func (f *Flags) WatchServerTimeout() time.Duration { return f.watchServer }
 
 // encoder picks the log format.
 func (f *Flags) encoder() zap.Opts {

@@ -16,7 +16,7 @@ import (
 )
 
 func TestABadNamespacePatternIsReportedBeforeTheClusterIsLookedFor(t *testing.T) {
-	fs, f := NewFlags("op", 2*time.Minute)
+	fs, f := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 	if err := fs.Parse([]string{"--namespace", "app-["}); err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestABadNamespacePatternIsReportedBeforeTheClusterIsLookedFor(t *testing.T)
 }
 
 func TestAMetricsCertificateForPlainHTTPIsRefused(t *testing.T) {
-	fs, f := NewFlags("op", 2*time.Minute)
+	fs, f := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 	if err := fs.Parse([]string{"--metrics-secure=false", "--metrics-cert-dir", "/certs"}); err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +36,8 @@ func TestAMetricsCertificateForPlainHTTPIsRefused(t *testing.T) {
 }
 
 func TestNegativeTimeoutsAreRefused(t *testing.T) {
-	for _, flag := range []string{"--watch-inactivity-timeout=-1s", "--reconciliation-timeout=-1s"} {
-		fs, f := NewFlags("op", 2*time.Minute)
+	for _, flag := range []string{"--watch-inactivity-timeout=-1s", "--watch-server-timeout=-1s", "--reconciliation-timeout=-1s"} {
+		fs, f := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 		if err := fs.Parse([]string{flag}); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestTheKopfPrefixFlagNamesTheKopfOperatorTakenOverFrom(t *testing.T) {
 		{nil, "kopf.example.com", "kopf.example.com"},
 		{[]string{"--kopf-prefix", "ops.example.com"}, "kopf.example.com", "ops.example.com"},
 	} {
-		fs, f := NewFlags("op", 2*time.Minute)
+		fs, f := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestWithoutPeeringFlagsTheDefaultPeeringIsUsedIfItExists(t *testing.T) {
 		{[]string{"-n", "team-a", "--peering-namespace", "ops-ns"}, &reconcile.PeeringOptions{Name: "default", Optional: true, Namespace: "ops-ns"}},
 		{[]string{"-A", "--peering", "ops", "--peering-stealth"}, &reconcile.PeeringOptions{Name: "ops", Stealth: true}},
 	} {
-		fs, f := NewFlags("op", 2*time.Minute)
+		fs, f := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
@@ -97,14 +97,14 @@ func TestWithoutPeeringFlagsTheDefaultPeeringIsUsedIfItExists(t *testing.T) {
 
 func TestAPeeringSetInCodeTakesThePeeringFlagsGiven(t *testing.T) {
 	inCode := reconcile.Options{Peering: &reconcile.PeeringOptions{Name: "from-code"}}
-	fs, f := NewFlags("op", 2*time.Minute)
+	fs, f := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.EngineOptions(inCode).Peering; got == nil || got.Name != "from-code" {
 		t.Errorf("peering = %+v, want the one set in code", got)
 	}
-	fs, f = NewFlags("op", 2*time.Minute)
+	fs, f = NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 	if err := fs.Parse([]string{"-p", "7", "--peering-lifetime", "2m", "--peering-stealth", "--peering-namespace", "ops"}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,14 +115,14 @@ func TestAPeeringSetInCodeTakesThePeeringFlagsGiven(t *testing.T) {
 	if inCode.Peering.Priority != 0 {
 		t.Errorf("the options set in code were changed: %+v", inCode.Peering)
 	}
-	fs, f = NewFlags("op", 2*time.Minute)
+	fs, f = NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 	if err := fs.Parse([]string{"--dev"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.EngineOptions(inCode).Peering; got == nil || got.Priority != reconcile.DevPriority || got.Lifetime != 0 {
 		t.Errorf("peering = %+v, want the one set in code with the development priority", got)
 	}
-	fs, f = NewFlags("op", 2*time.Minute)
+	fs, f = NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 	if err := fs.Parse([]string{"--standalone"}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestPrintRBACWritesAClusterRoleOrKubebuilderMarkers(t *testing.T) {
 		{[]string{"--print-rbac=yaml"}, "kind: ClusterRole"},
 		{[]string{"--print-rbac=markers"}, "// +kubebuilder:rbac:groups=core,resources=configmaps,verbs=get;list;patch;watch\n"},
 	} {
-		fs, f := NewFlags("op", 2*time.Minute)
+		fs, f := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestPrintRBACWritesAClusterRoleOrKubebuilderMarkers(t *testing.T) {
 			t.Errorf("%q printed\n%s\nwant %q in it", c.args, out.String(), c.want)
 		}
 	}
-	fs, _ := NewFlags("op", 2*time.Minute)
+	fs, _ := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse([]string{"--print-rbac=json"}); err == nil {
 		t.Error("--print-rbac=json was accepted")

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -29,8 +28,8 @@ type Program struct {
 	// Engine are the engine's options set in code; the flags override the
 	// fields they govern.
 	Engine reconcile.Options
-	// WatchInactivityTimeout is the default of --watch-inactivity-timeout.
-	WatchInactivityTimeout time.Duration
+	// Watch are the defaults of the watch flags.
+	Watch WatchDefaults
 	// NewManager builds the manager of the operator the flags f describe,
 	// for the cluster cfg, with the Go types of scheme.
 	NewManager func(cfg *rest.Config, scheme *runtime.Scheme, f *Flags) (manager.Manager, error)
@@ -45,7 +44,7 @@ func Run(p Program, args []string) error {
 	if len(args) > 0 && (args[0] == "status" || args[0] == planCommand) {
 		return runStatus(p, args[0], args[1:])
 	}
-	fs, f := NewFlags(p.Name, p.WatchInactivityTimeout)
+	fs, f := NewFlags(p.Name, p.Watch)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

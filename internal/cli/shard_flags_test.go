@@ -70,7 +70,7 @@ func TestTheShardFlagsGoOverTheShardingInCodeAndTheNamespaceDefaultsToThePods(t 
 		{nil, &reconcile.Sharding{Ring: "ring"}, "pods", &reconcile.Sharding{Ring: "ring", Namespace: "pods"}},
 	} {
 		t.Setenv("POD_NAMESPACE", c.podNamespace)
-		fs, f := NewFlags("op", 2*time.Minute)
+		fs, f := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestAShardNamespaceThatDoesNotExistIsNamedByTheFlagItCameFrom(t *testing.T)
 		{[]string{"--shard-namespace=nope"}, `--shard-namespace: the namespace "nope" of the ring's Leases does not exist`},
 		{nil, `the namespace "nope" of the ring's Leases does not exist; it is the default of --shard-namespace`},
 	} {
-		fs, f := NewFlags("op", 2*time.Minute)
+		fs, f := NewFlags("op", WatchDefaults{Inactivity: 2 * time.Minute})
 		if err := fs.Parse(append([]string{"--shard-ring=ring"}, c.args...)); err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestAShardNamespaceThatDoesNotExistIsNamedByTheFlagItCameFrom(t *testing.T)
 		}
 	}
 	other := errors.New("something else")
-	if _, f := NewFlags("op", time.Minute); f.explain(other) != other {
+	if _, f := NewFlags("op", WatchDefaults{Inactivity: time.Minute}); f.explain(other) != other {
 		t.Error("explain changed an error that is not about a flag")
 	}
 }

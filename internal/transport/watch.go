@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -17,30 +18,44 @@ import (
 const DefaultWatchInactivityTimeout = 2 * time.Minute
 
 // BoundWatches makes every watch that cfg's clients open end when it has
-// been silent for timeout: the response body of a watch request is wrapped
-// so that a read that waits longer cancels the request. client-go's
+// been silent for inactivity: the response body of a watch request is
+// wrapped so that a read that waits longer cancels the request. client-go's
 // reflector takes the end as a watch ending normally and watches again from
 // the last resourceVersion it saw; the API server replays what happened
 // since (or answers 410 Gone, and the reflector lists again). Streams that
-// deliver anything, bookmarks included, within timeout cost nothing extra.
-func BoundWatches(cfg *rest.Config, timeout time.Duration) {
+// deliver anything, bookmarks included, within inactivity cost nothing
+// extra. A positive server also asks the API server to end every watch
+// after that long (timeoutSeconds, in place of client-go's 5 to 10
+// minutes). Zero or negative durations leave that bound off.
+func BoundWatches(cfg *rest.Config, inactivity, server time.Duration) {
+	if inactivity <= 0 && server <= 0 {
+		return
+	}
 	log := ctrl.Log.WithName("gopf").WithName("watch")
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &watchBound{next: rt, timeout: timeout, log: log, clock: clock.RealClock{}}
+		return &watchBound{next: rt, timeout: inactivity, server: server, log: log, clock: clock.RealClock{}}
 	})
 }
 
-// watchBound is the round tripper of boundWatches.
+// watchBound is the round tripper of BoundWatches.
 type watchBound struct {
 	next    http.RoundTripper
-	timeout time.Duration
+	timeout time.Duration // inactivity; <= 0: none
+	server  time.Duration // timeoutSeconds asked of the API server; <= 0: client-go's
 	log     logr.Logger
 	clock   clock.WithDelayedExecution
 }
 
-// RoundTrip sends req; the body of a successful watch is bounded.
+// RoundTrip sends req; a watch asks for the server's timeout, and the body
+// of a successful one is bounded.
 func (w *watchBound) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !isWatch(req) {
+		return w.next.RoundTrip(req)
+	}
+	if w.server > 0 {
+		req = withServerTimeout(req, w.server)
+	}
+	if w.timeout <= 0 {
 		return w.next.RoundTrip(req)
 	}
 	ctx, cancel := context.WithCancel(req.Context())
@@ -61,6 +76,18 @@ func (w *watchBound) RoundTrip(req *http.Request) (*http.Response, error) {
 	})
 	resp.Body = b
 	return resp, nil
+}
+
+// withServerTimeout returns a copy of req whose timeoutSeconds is d, at
+// least a second (the API server counts in whole seconds).
+func withServerTimeout(req *http.Request, d time.Duration) *http.Request {
+	u := *req.URL
+	q := u.Query()
+	q.Set("timeoutSeconds", strconv.FormatInt(int64(max(d.Round(time.Second), time.Second)/time.Second), 10))
+	u.RawQuery = q.Encode()
+	out := req.Clone(req.Context())
+	out.URL = &u
+	return out
 }
 
 // WrappedRoundTripper lets client-go reach the transport underneath.

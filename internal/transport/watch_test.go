@@ -117,3 +117,43 @@ func TestRequestsOtherThanWatchesAreNotBounded(t *testing.T) {
 		t.Error("a list was cancelled")
 	}
 }
+
+// record answers every request with an empty body and keeps its URL.
+type record chan *url.URL
+
+func (c record) RoundTrip(req *http.Request) (*http.Response, error) {
+	c <- req.URL
+	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(http.NoBody), Request: req}, nil
+}
+
+func TestWatchesAskTheAPIServerForTheServerTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		url    string
+		server time.Duration
+		want   string // timeoutSeconds sent
+	}{
+		{"https://api/api/v1/pods?watch=true&timeoutSeconds=421", 90 * time.Second, "90"},
+		{"https://api/api/v1/pods?watch=1", 300 * time.Millisecond, "1"},
+		{"https://api/api/v1/pods?watch=true&timeoutSeconds=421", 0, "421"},
+		{"https://api/api/v1/pods?limit=500", time.Minute, ""},
+	} {
+		sent := make(record, 1)
+		rt := &watchBound{next: sent, server: tc.server, log: logr.Discard(), clock: clocktesting.NewFakeClock(time.Now())}
+		u, err := url.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rt.RoundTrip(&http.Request{Method: http.MethodGet, URL: u, Header: http.Header{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		got := <-sent
+		if v := got.Query().Get("timeoutSeconds"); v != tc.want {
+			t.Errorf("%s with a server timeout of %s: timeoutSeconds = %q, want %q", tc.url, tc.server, v, tc.want)
+		}
+		if u.String() != tc.url {
+			t.Errorf("the caller's request was changed in place: %s", u)
+		}
+	}
+}
