@@ -142,7 +142,7 @@ func (p permissionCheck) Start(ctx context.Context) error {
 		if yamlErr != nil {
 			role = []byte(yamlErr.Error())
 		}
-		log.Error(nil, "the operator lacks permissions its handlers need, and the requests that need them will fail; grant these rules (the ClusterRole below, as --print-rbac writes it, or the kubebuilder markers)",
+		log.Error(nil, "the operator lacks permissions its handlers need, and the requests that need them will fail; grant these rules (the ClusterRole below, as --print-rbac writes it, or the kubebuilder markers; an embedding main.go gets the flag from AddRBACFlags)",
 			"missing", rbac.MissingPermissions(pe.Missing, nil), "clusterRole", string(role), "kubebuilderMarkers", rbac.KubebuilderMarkers(pe.Missing))
 	case err != nil && ctx.Err() == nil:
 		log.Info("could not check the operator's permissions; going on", "error", err.Error())

@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"strconv"
 
@@ -39,9 +40,19 @@ const (
 	keysAnnotation = "embedding.example.gopf.dev/keys"
 )
 
-// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch;update
-// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;patch
+// The manager's role: the ConfigMaps for ConfigMapKeys, and what gopf's
+// handlers need, as `go run . --print-rbac=markers` prints it (the
+// ConfigMaps again, since the handler declares them with handlers.Uses;
+// Events; CRDs, whose status schema says where gopf keeps its state); and
+// the Leases of leader election. main_test.go runs the example under the
+// role that controller-gen makes of these lines.
+//
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=kopf.dev,resources=kopfexamples/status,verbs=patch
+// +kubebuilder:rbac:groups=core,resources=configmaps,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 func main() {
@@ -52,7 +63,15 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election, so that one replica works at a time.")
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
+	rbacFlags := gopf.AddRBACFlags(flag.CommandLine) // --print-rbac, --check-rbac
 	flag.Parse()
+	if ran, err := rbacFlags.Run(os.Stdout, registry(), newScheme()); ran {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 
@@ -122,7 +141,7 @@ func registry() *handlers.Registry {
 			keys[cm.Name] = cm.Annotations[keysAnnotation] // as ConfigMapKeys wrote it
 		}
 		return map[string]any{"configmaps": keys}, nil
-	})
+	}, handlers.Uses(&corev1.ConfigMap{}, "list"))
 	return reg
 }
 

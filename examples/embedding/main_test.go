@@ -1,20 +1,31 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
+	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
+	"github.com/gopf-dev/gopf/reconcile"
 )
 
 func TestMain(m *testing.M) {
@@ -22,16 +33,51 @@ func TestMain(m *testing.M) {
 }
 
 func TestThePlainReconcilerAndGopfHandlersShareOneManager(t *testing.T) {
-	g := NewWithT(t)
-	scheme := newScheme()
-	// No operator from envtest: this test builds the manager, as main does.
-	env := envtest.New(t, scheme)
-	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
+	env := envtest.New(t, newScheme())
+	runExample(t, env, env.ControlPlane.Config)
+}
 
-	// The manager as main builds it, limited to the test's namespace and
-	// without its servers; then the same setup as main.
-	mgr, err := ctrl.NewManager(env.ControlPlane.Config, ctrl.Options{
-		Scheme:                 scheme,
+// The markers above main are what the manager needs: controller-gen makes
+// a role of them, which --check-rbac accepts offline, the start-up check
+// (CheckPermissions) accepts on the running manager, and under which the
+// example works.
+func TestTheExampleRunsUnderTheRoleControllerGenMakesOfItsMarkers(t *testing.T) {
+	g := NewWithT(t)
+	controllerGen := newest(filepath.Join("..", "..", "bin"), "controller-gen*")
+	if controllerGen == "" {
+		t.Skip(`no controller-gen in ../../bin: run "make controller-gen" (make test does)`)
+	}
+	dir := t.TempDir()
+	out, err := exec.Command(controllerGen, "rbac:roleName=embedding-manager", "paths=.", "output:rbac:dir="+dir).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "controller-gen: %s", out)
+	roleFile := filepath.Join(dir, "role.yaml")
+
+	// Offline, as `go run . --check-rbac role.yaml` does.
+	fs := flag.NewFlagSet("embedding", flag.ContinueOnError)
+	rbacFlags := gopf.AddRBACFlags(fs)
+	g.Expect(fs.Parse([]string{"--check-rbac", roleFile})).To(Succeed())
+	var report bytes.Buffer
+	ran, err := rbacFlags.Run(&report, registry(), newScheme())
+	g.Expect(ran).To(BeTrue())
+	g.Expect(err).NotTo(HaveOccurred(), "--check-rbac refused the role of the example's own markers")
+
+	env := envtest.New(t, newScheme())
+	user := boundTo(t, env, roleFile)
+	mgr := runExample(t, env, user)
+	g.Expect(gopf.CheckPermissions(env.Ctx, mgr, registry(), reconcile.Options{Namespaces: []string{env.Namespace}})).To(Succeed(),
+		"the running check refused the role --check-rbac accepts")
+}
+
+// runExample starts the manager as main builds it, limited to the test's
+// namespace and without its servers, for the user of cfg, with the same
+// setup as main; and checks that the plain Reconciler and gopf's handler
+// both work.
+func runExample(t *testing.T, env *envtest.Env, cfg *rest.Config) ctrl.Manager {
+	t.Helper()
+	g := NewWithT(t)
+	ctx, k8s, ns := env.Ctx, env.Client, env.Namespace
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 newScheme(),
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)}, // for go test -count=N
@@ -60,4 +106,44 @@ func TestThePlainReconcilerAndGopfHandlersShareOneManager(t *testing.T) {
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["create_fn"].Raw != nil })).To(Succeed())
 	g.Expect(string(obj.Status.Extra["create_fn"].Raw)).To(MatchJSON(`{"configmaps":{"settings":"2"}}`))
+	return mgr
+}
+
+// boundTo creates the ClusterRole of roleFile under a name of its own,
+// binds it to a user of that name, and returns the user's config
+// (impersonated by the control plane's administrator).
+func boundTo(t *testing.T, env *envtest.Env, roleFile string) *rest.Config {
+	t.Helper()
+	g := NewWithT(t)
+	data, err := os.ReadFile(roleFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	g.Expect(yaml.Unmarshal(data, role)).To(Succeed())
+	g.Expect(role.Rules).NotTo(BeEmpty())
+	role.ObjectMeta = metav1.ObjectMeta{GenerateName: role.Name + "-"}
+	g.Expect(env.Client.Create(env.Ctx, role)).To(Succeed())
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: role.Name}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+	}
+	g.Expect(env.Client.Create(env.Ctx, binding)).To(Succeed())
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), binding)
+		_ = env.Client.Delete(context.Background(), role)
+	})
+	user := rest.CopyConfig(env.ControlPlane.Config)
+	user.Impersonate = rest.ImpersonationConfig{UserName: role.Name}
+	return user
+}
+
+// newest returns the last file of dir matching pattern, by name (the
+// highest version), or "".
+func newest(dir, pattern string) string {
+	matches, _ := filepath.Glob(filepath.Join(dir, pattern))
+	sort.Strings(matches)
+	if len(matches) == 0 {
+		return ""
+	}
+	return matches[len(matches)-1]
 }

@@ -61,8 +61,7 @@ type Flags struct {
 	watchInactivity        time.Duration
 	watchServer            time.Duration
 	zap                    zap.Options
-	printRBAC              rbacFormat
-	checkRBAC              string
+	rbac                   RBACFlags
 	fs                     *flag.FlagSet // to tell the flags given from defaults
 	kopfPrefix             string
 	shardRing, shardName   string
@@ -122,8 +121,7 @@ func NewFlags(name string, watch WatchDefaults) (*flag.FlagSet, *Flags) {
 	fs.StringVar(&f.shardNamespace, "shard-namespace", "", "The namespace of the ring's Leases. Default: $POD_NAMESPACE, else the namespace of the Pod's service account.")
 	f.zap.BindFlags(fs)
 	f.Webhook.BindFlags(fs)
-	fs.Var(&f.printRBAC, "print-rbac", "Print the permissions the handlers need and exit: as a ClusterRole (manager-role-gopf) in YAML, or with --print-rbac=markers as kubebuilder RBAC markers for a project's controller file.")
-	fs.StringVar(&f.checkRBAC, "check-rbac", "", "Check that the Roles and ClusterRoles in this YAML file grant what the handlers need; print what is missing and exit, with status 1 if anything is.")
+	f.rbac.Bind(fs)
 	return fs, f
 }
 
@@ -237,7 +235,7 @@ func (f *Flags) sharding(code *reconcile.Sharding) *reconcile.Sharding {
 // one, before the cluster is looked for. --print-rbac and --check-rbac
 // hold no Lease and need none.
 func (f *Flags) checkSharding(code *reconcile.Sharding) error {
-	if f.printRBAC != "" || f.checkRBAC != "" {
+	if f.rbac.Given() {
 		return nil
 	}
 	if s := f.sharding(code); s != nil && s.Namespace == "" {

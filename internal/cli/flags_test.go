@@ -188,7 +188,7 @@ func TestPrintRBACWritesAClusterRoleOrKubebuilderMarkers(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out strings.Builder
-		if err := printRBAC(&out, reg, clientgoscheme.Scheme, f); err != nil {
+		if err := f.rbac.Run(&out, reg, clientgoscheme.Scheme); err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
 		if !strings.Contains(out.String(), c.want) {

@@ -62,8 +62,8 @@ func Run(p Program, args []string) error {
 	if err != nil {
 		return err
 	}
-	if f.printRBAC != "" || f.checkRBAC != "" {
-		return printRBAC(os.Stdout, p.Registry, scheme, f)
+	if f.rbac.Given() {
+		return f.rbac.Run(os.Stdout, p.Registry, scheme)
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

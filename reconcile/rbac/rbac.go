@@ -71,10 +71,14 @@ var (
 //     in a group with a dot (the groups CRDs may have): the CRD's status
 //     schema says where gopf keeps the state of that kind's objects.
 //   - get, list and watch on customresourcedefinitions
-//     (apiextensions.k8s.io) when a handled kind may not be served when the
-//     operator starts, so that the operator waits for its CRD: a kind the
-//     mapper does not know (its resource name is then guessed, see below),
-//     or, with no mapper, any kind that is not built in; and when a
+//     (apiextensions.k8s.io) when a handled kind is not built in (not in
+//     client-go's scheme), or the mapper does not know it (its resource
+//     name is then guessed, see below): it may not be served when the
+//     operator starts, and the operator then waits for its CRD through a
+//     watch of CRDs. Whether the CRD is installed right now does not
+//     matter, so that the rules are the same with a mapper (the running
+//     check, gopf.CheckPermissions) and without (--print-rbac and
+//     --check-rbac), and a role one accepts the other accepts. Also when a
 //     handler chooses its kinds with ForCategory or ForKinds.
 //   - create and patch on events, in the core group and events.k8s.io.
 //   - get, create and update on leases (coordination.k8s.io) for leader
@@ -316,9 +320,9 @@ type resolver struct {
 
 // handled returns the resource a registration handles; see spec.ResolveKind,
 // which does the same for a running manager. A handled kind that may not be
-// served when the operator starts is one the operator waits for (see
-// lazyKinds), which needs a watch on CustomResourceDefinitions: handled
-// records it in res.lazy.
+// served when the operator starts (one that is not built in, served now or
+// not) is one the operator may wait for (see lazyKinds), which needs a
+// watch on CustomResourceDefinitions: handled records it in res.lazy.
 func (res *resolver) handled(r *contract.Handler) (schema.GroupResource, error) {
 	o := r.Options
 	if r.Unstructured && o.GVK.Empty() {
@@ -335,7 +339,7 @@ func (res *resolver) handled(r *contract.Handler) (schema.GroupResource, error) 
 	if err != nil {
 		return gr, err
 	}
-	if !served {
+	if _, builtIn := clientgoscheme.Scheme.AllKnownTypes()[gvk]; !served || !builtIn {
 		res.lazy = true
 	}
 	return gr, nil
