@@ -205,6 +205,7 @@ func TestCreateAPIReplacesTheReconcilerWithHandlers(t *testing.T) {
 		"handlers.OnDelete(reg, deleteDatabase)", "handlers.OnReconcile(reg, reconcileDatabase)",
 		"// +kubebuilder:rbac:groups=db.example.com,resources=databases,verbs=get;list;watch;patch",
 		"// +kubebuilder:rbac:groups=db.example.com,resources=databases/finalizers,verbs=update",
+		"// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch",
 		`dbv1 "example.com/demo/api/v1"`,
 		"Copyright 2026.",
 	} {

@@ -227,6 +227,10 @@ var reservedNames = map[string]bool{
 	"gopfenvtest": true, "webhook": true, "runtime": true, "obj": true, "a": true, "c": true,
 }
 
+// CustomResource reports whether the kind is not built in: gopf reads its
+// CRD (where its state goes) and may wait for it to be installed.
+func (k *kind) CustomResource() bool { return !strings.HasPrefix(k.APIPath, "k8s.io/api/") }
+
 // RBACGroup is the group as RBAC markers write it: quoted empty for core.
 func (k *kind) RBACGroup() string {
 	if k.QualifiedGroup == "" {
