@@ -36,6 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gopf-dev/gopf/cmd/kubebuilder-gopf/internal/scaffold"
 )
 
 // The projects the captured kubebuilder commands scaffold, with gopf's
@@ -132,6 +134,35 @@ func TestScaffoldedProjectsRunTheirHandlers(t *testing.T) {
 		m.waitForLog(t, "Database created, said gopf", db.GetName())
 		m.review(t, "/mutate-db-example-com-v1-database", db, "databases")
 		m.review(t, "/validate-db-example-com-v1-database", db, "databases")
+	})
+
+	t.Run("by hand, as docs/existing-project.md says", func(t *testing.T) {
+		doc := docSnippets(t, filepath.Join(root, existingProjectDoc))
+		files := overlay(loadFixture(t, "create-webhook").Universe, map[string]string{ // go/v4's project
+			"internal/controller/database_handlers.go":      doc["handlers-file"],
+			"internal/controller/database_handlers_test.go": doc["handlers-test"],
+		})
+		files["cmd/main.go"] = strings.Replace(strings.Replace(files["cmd/main.go"],
+			"import (\n", "import (\n"+doc["main-imports"], 1),
+			"\t// +kubebuilder:scaffold:builder", doc["main-setup"]+"\t// +kubebuilder:scaffold:builder", 1)
+		p := newProject(t, ctx, files, controllerGen, assets)
+		// The guide's go get, with the checkout in place of a release:
+		// gopf is not published where this test runs.
+		p.sh("go", "mod", "edit", "-require=github.com/gopf-dev/gopf@"+scaffold.PlaceholderVersion, "-replace=github.com/gopf-dev/gopf="+root)
+		p.sh("go", "mod", "tidy")
+		p.sh("make", "build") // manifests, generate, fmt, vet, build
+		role, err := os.ReadFile(filepath.Join(p.dir, "config", "rbac", "role.yaml"))
+		if err != nil || !strings.Contains(string(role), "customresourcedefinitions") || !strings.Contains(string(role), "databases/finalizers") {
+			t.Errorf("make manifests did not make a role of the guide's markers (%v):\n%s", err, role)
+		}
+		if out := p.sh("go", "test", "-count=1", "./internal/controller/"); !strings.Contains(out, "ok  \texample.com/demo/internal/controller") {
+			t.Errorf("go/v4's suite with the guide's spec did not pass:\n%s", out)
+		}
+		cp.installCRDs(t, filepath.Join(p.dir, "config", "crd", "bases"))
+
+		m := p.startManager(cp, certDir, caPool)
+		db := cp.create(t, ctx, "db.example.com/v1", "Database", "by-hand", nil, map[string]any{"spec": map[string]any{}})
+		m.waitForLog(t, "Database created, by hand", db.GetName())
 	})
 
 	t.Run("built-in kind", func(t *testing.T) {
