@@ -127,7 +127,7 @@ run: manifests generate envtest ## Run the operator ($(OPERATOR)) against KUBECO
 ##@ Benchmarks
 
 .PHONY: bench
-bench: envtest ## Benchmark gopf against hand-written controller-runtime reconcilers, tuned (the verdict's), typed and unstructured, at 1000 objects and in two opposite-order rounds of 5,000, with gopf's finalizer added at admission, across a restart on a typed-status CRD and on Pods, with timers and daemons on 10,000 objects, and new objects beside failing ones (about 46 minutes on 2 cores); writes BENCHMARKS.md. Extra flags: BENCH_FLAGS="-n 200".
+bench: envtest ## Benchmark gopf against hand-written controller-runtime reconcilers, tuned (the verdict's), typed and unstructured, at 1000 objects and in two opposite-order rounds of 5,000, with gopf's finalizer added at admission, across a restart on a typed-status CRD and on Pods, with timers and daemons on 10,000 objects, and new objects beside failing ones (about 49 minutes on 2 cores); writes BENCHMARKS.md. Extra flags: BENCH_FLAGS="-n 200".
 	GOPF_BENCH_TARGET=$@ KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -markdown BENCHMARKS.md -json bin/bench/results.json $(BENCH_FLAGS)
 
 .PHONY: bench-10k

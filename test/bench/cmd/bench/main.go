@@ -46,7 +46,7 @@ func run() error {
 	flag.DurationVar(&sharded.KillEvery, "kill-every", 30*time.Second, "how often the chaos run of the sharded scenario kills a replica")
 	flag.DurationVar(&opts.Idle, "idle", 5*time.Second, "how long the objects stay idle between create and update")
 	flag.StringVar(&scenario, "scenario", "all", "basic, webhook, many-handlers, scale, typed-status, built-in, periodic, fairness, sharded or all (all but sharded); a comma-separated list runs several")
-	flag.IntVar(&opts.Rounds, "rounds", 3, "runs per operator of basic, webhook and many-handlers; the medians are compared")
+	flag.IntVar(&opts.Rounds, "rounds", 3, "runs per operator of basic, webhook, many-handlers, typed-status and built-in; the medians are compared")
 	flag.IntVar(&opts.Workers, "workers", 32, "requests the load generator has in flight")
 	flag.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 16, "given to both operators")
 	flag.DurationVar(&opts.PhaseTimeout, "phase-timeout", 10*time.Minute, "longest wait for one phase")
