@@ -37,6 +37,11 @@ type Options struct {
 	// ones, such as OwnerReferencesPermissionEnforcement (which makes
 	// setting blockOwnerDeletion need update on the owner's finalizers).
 	AdmissionPlugins []string
+
+	// APIServerFlags are flags given to kube-apiserver besides envtest's
+	// own, by name without the dashes, such as {"watch-cache": {"false"}}
+	// for watches served straight from etcd.
+	APIServerFlags map[string][]string
 }
 
 // ControlPlane is a running kube-apiserver and etcd.
@@ -92,6 +97,9 @@ func Start(opts Options) (*ControlPlane, error) {
 	}
 	if len(opts.AdmissionPlugins) > 0 {
 		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", opts.AdmissionPlugins...)
+	}
+	for name, values := range opts.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, values...)
 	}
 	cfg, err := env.Start()
 	if err != nil {

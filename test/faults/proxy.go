@@ -55,6 +55,9 @@ type Request struct {
 	Watch bool
 	// TimeoutSeconds is the timeout a watch asked the API server for.
 	TimeoutSeconds int
+	// InitialEvents is true for a watch that asks for every current object
+	// first (sendInitialEvents=true): client-go's list through a watch.
+	InitialEvents bool
 	// Status is the status code the client got: from the API server, or
 	// made up when Injected. 0 when the connection was dropped or the
 	// upstream could not be reached.
@@ -482,6 +485,7 @@ func (p *Proxy) describe(r *http.Request, status int) Request {
 	req := Request{At: time.Now(), Method: r.Method, Path: r.URL.Path, Watch: isWatch(r), Status: status}
 	if req.Watch {
 		req.TimeoutSeconds, _ = strconv.Atoi(r.URL.Query().Get("timeoutSeconds"))
+		req.InitialEvents = r.URL.Query().Get("sendInitialEvents") == "true"
 	}
 	if at, ok := r.Context().Value(arrivalKey{}).(time.Time); ok {
 		req.At = at
