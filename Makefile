@@ -146,6 +146,10 @@ SHARDED_N ?= 10000
 bench-sharded: envtest ## gopf as 1, 2 and 4 replicas of a shard ring on SHARDED_N objects (default 10,000), a replica joining and one leaving, a rolling update of 4 replicas, and one killed every 30 s (about 30 minutes at 10,000 on 2 cores with -phase-timeout 6m); writes BENCHMARKS-sharded.md.
 	GOPF_BENCH_TARGET=$@ KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -scenario sharded -sharded-n $(SHARDED_N) -phase-timeout 30m -markdown BENCHMARKS-sharded.md -json bin/bench/results-sharded.json $(BENCH_FLAGS)
 
+.PHONY: bench-sharded-50k
+bench-sharded-50k: envtest ## The sharded scenario's scaling runs alone (1, 2 and 4 replicas) at 50,000 objects: each replica's peak RSS against (one replica's - the fixed cost)/N + the fixed cost (about 65 minutes on 2 cores); writes BENCHMARKS-sharded-50k.md.
+	GOPF_BENCH_TARGET=$@ KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) run ./test/bench/cmd/bench -scenario sharded -sharded-n 50000 -sharded-runs r1,r2,r4 -phase-timeout 40m -markdown BENCHMARKS-sharded-50k.md -json bin/bench/results-sharded-50k.json $(BENCH_FLAGS)
+
 .PHONY: bench-go
 bench-go: envtest ## Go benchmarks of the engine's per-reconcile work (ns/op, B/op, allocs/op). Extra flags: BENCH_GO_FLAGS="-count 5".
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" $(GO) test -run '^$$' -bench . -benchmem $(BENCH_GO_FLAGS) ./internal/engine/

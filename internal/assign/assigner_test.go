@@ -397,6 +397,8 @@ func TestAViewSeesShardsComeAndGo(t *testing.T) {
 	}
 	g.Eventually(func() []string { return v.Shards(time.Now()).Available() }, timeout).Should(Equal([]string{"a", "b"}))
 	g.Expect(shardOf()).To(Equal(shard.NewRing("a", "b").ShardFor(key)))
+	now := time.Now()
+	g.Expect(v.Ring(now)).To(BeIdenticalTo(v.Ring(now)), "the ring is built again though no Lease changed")
 	leaveA()
 	g.Eventually(func() []string { return v.Shards(time.Now()).Available() }, timeout).Should(Equal([]string{"b"}))
 	g.Expect(shardOf()).To(Equal("b"))

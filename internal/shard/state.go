@@ -149,6 +149,19 @@ func (s Shards) Available() []string {
 	return names
 }
 
+// Changes returns the earliest time a shard's state changes if nobody
+// writes its Lease (Shard.Changes), or the zero time if none will: until
+// then, ShardsOf the same Leases says the same.
+func (s Shards) Changes() time.Time {
+	var first time.Time
+	for _, sh := range s {
+		if !sh.Changes.IsZero() && (first.IsZero() || sh.Changes.Before(first)) {
+			first = sh.Changes
+		}
+	}
+	return first
+}
+
 // Ring returns the ring of the available shards: where the ring's objects
 // belong now.
 func (s Shards) Ring() *Ring { return NewRing(s.Available()...) }

@@ -110,3 +110,17 @@ func TestAClaimedLeaseIsHeldByTheAssignerForTwiceItsDuration(t *testing.T) {
 		t.Errorf("after the claim: %s, want dead", s.State)
 	}
 }
+
+func TestShardsChangeWhenTheFirstOfThemChanges(t *testing.T) {
+	held, released, old := lease("s1", "s1", 10), lease("s2", "", 10), lease("s3", "s3", 10)
+	now := renewed.Add(5 * time.Second)
+	if got, want := ShardsOf([]coordinationv1.Lease{released, held}, now).Changes(), renewed.Add(10*time.Second); !got.Equal(want) {
+		t.Errorf("a Ready shard expiring at %v and a Dead one: changes at %v", want, got)
+	}
+	if got := ShardsOf([]coordinationv1.Lease{old}, renewed.Add(time.Hour)).Changes(); !got.IsZero() {
+		t.Errorf("only an Uncertain shard: changes at %v, want never", got)
+	}
+	if got := (Shards{}).Changes(); !got.IsZero() {
+		t.Errorf("no shards: changes at %v, want never", got)
+	}
+}

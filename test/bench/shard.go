@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,7 +58,39 @@ type Sharded struct {
 	// a second. Default: 500 at 50 a second.
 	LatencyObjects int     `json:"latencyObjects"`
 	LatencyRate    float64 `json:"latencyRate"`
+	// Runs names the only runs that run: "r<n>" for a scaling run (n one
+	// of Replicas), "latency", "churn", "rolling" and "chaos". Empty: all.
+	// The first scaling run of Replicas is still the one the others are
+	// compared with, so it must be among them when another one is.
+	Runs []string `json:"runs,omitempty"`
 }
+
+// The name of the latency runs in Sharded.Runs.
+const runLatency = "latency"
+
+// check reports a name in Runs that names no run, and a scaling run
+// without the first scaling run to compare it with.
+func (s Sharded) check() error {
+	known := make([]string, 0, len(s.Replicas)+4)
+	for _, n := range s.Replicas {
+		known = append(known, fmt.Sprintf("r%d", n))
+	}
+	known = append(known, runLatency, runChurn, runRoll, runChaos)
+	scaling := false
+	for _, name := range s.Runs {
+		if !slices.Contains(known, name) {
+			return fmt.Errorf("sharded run %q: want one of %s", name, strings.Join(known, ", "))
+		}
+		scaling = scaling || strings.HasPrefix(name, "r") && name != runRoll
+	}
+	if first := fmt.Sprintf("r%d", s.Replicas[0]); scaling && !s.runs(first) {
+		return fmt.Errorf("sharded runs %s: the scaling runs need %s, the run they are compared with", strings.Join(s.Runs, ","), first)
+	}
+	return nil
+}
+
+// runs reports whether the run of that name runs.
+func (s Sharded) runs(name string) bool { return len(s.Runs) == 0 || slices.Contains(s.Runs, name) }
 
 func (s Sharded) withDefaults() Sharded {
 	if s.Objects <= 0 {
@@ -131,7 +164,8 @@ type replica struct {
 	name     string // its shard name, API user suffix and calls' replica
 	user     string
 	proc     *process
-	startKiB int64 // its peak RSS when the create phase started
+	startKiB int64    // its peak RSS when the create phase started
+	start    memSplit // its RSS then, anonymous and file-backed
 	use      usage
 	done     bool // stopped or killed
 	killed   bool
@@ -142,35 +176,46 @@ type replica struct {
 // runSharded runs the scaling runs, the churn, rolling and chaos runs.
 func (b *bench) runSharded(ctx context.Context, s Sharded) (*ShardedResult, error) {
 	s = s.withDefaults()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	res := &ShardedResult{Options: s}
 	for _, n := range s.Replicas {
-		run, err := b.shardRun(ctx, s, fmt.Sprintf("r%d", n), n, nil)
-		if err != nil {
+		if err := b.addShardRun(ctx, res, fmt.Sprintf("r%d", n), n, nil); err != nil {
 			return nil, err
 		}
-		res.Runs = append(res.Runs, *run)
 	}
-	var err error
-	if res.Latency, err = b.latencyRuns(ctx, s); err != nil {
-		return nil, err
+	if s.runs(runLatency) {
+		var err error
+		if res.Latency, err = b.latencyRuns(ctx, s); err != nil {
+			return nil, err
+		}
 	}
-	churn, err := b.shardRun(ctx, s, runChurn, s.ChurnReplicas, (*shardRun).churn)
-	if err != nil {
-		return nil, err
+	for _, d := range []struct {
+		name    string
+		n       int
+		disturb disturbance
+	}{{runChurn, s.ChurnReplicas, (*shardRun).churn}, {runRoll, s.RollReplicas, (*shardRun).roll}, {runChaos, s.ChaosReplicas, (*shardRun).chaos}} {
+		if err := b.addShardRun(ctx, res, d.name, d.n, d.disturb); err != nil {
+			return nil, err
+		}
 	}
-	res.Runs = append(res.Runs, *churn)
-	rolling, err := b.shardRun(ctx, s, runRoll, s.RollReplicas, (*shardRun).roll)
-	if err != nil {
-		return nil, err
-	}
-	res.Runs = append(res.Runs, *rolling)
-	chaos, err := b.shardRun(ctx, s, runChaos, s.ChaosReplicas, (*shardRun).chaos)
-	if err != nil {
-		return nil, err
-	}
-	res.Runs = append(res.Runs, *chaos)
 	res.evaluate()
 	return res, nil
+}
+
+// addShardRun runs the run of that name, if res's options ask for it, and
+// adds it to res.
+func (b *bench) addShardRun(ctx context.Context, res *ShardedResult, name string, n int, disturb disturbance) error {
+	if !res.Options.runs(name) {
+		return nil
+	}
+	run, err := b.shardRun(ctx, res.Options, name, n, disturb)
+	if err != nil {
+		return err
+	}
+	res.Runs = append(res.Runs, *run)
+	return nil
 }
 
 // disturbance is what a run does to its replicas while its phases run: it
@@ -217,6 +262,9 @@ func (b *bench) shardRun(ctx context.Context, s Sharded, name string, n int, dis
 	for _, rep := range r.live() {
 		if rss, err := peakRSS(rep.proc.cmd.Process.Pid); err == nil {
 			rep.startKiB = rss
+		}
+		if m, err := residentSplit(rep.proc.cmd.Process.Pid); err == nil {
+			rep.start = m
 		}
 	}
 	load := &loadGenerator{c: b.c, kind: kind, ns: id, names: names, workers: b.opts.Workers}
@@ -419,6 +467,10 @@ func (r *shardRun) stop(rep *replica) {
 		r.b.log("sharded/%s: stopping %s: %v", r.res.Name, rep.name, err)
 		use = exitedUsage(rep.proc)
 	}
+	// A replica that exits before the first look at its VmHWM after
+	// SIGTERM leaves a peak of 0 (seen once at 20,000 objects); its
+	// rusage's maxrss is the same high-water mark.
+	use.peakKiB = max(use.peakKiB, use.rusageMaxRSS)
 	rep.use = use
 	r.dropWebhook(rep, true)
 }
@@ -701,7 +753,8 @@ func (r *shardRun) collect(marks []mark, took map[string]time.Duration) error {
 			}
 		}
 		r.res.Processes = append(r.res.Processes, ReplicaResult{Name: rep.name, CPUSeconds: rep.use.cpu.Seconds(),
-			PeakRSSKiB: rep.use.peakKiB, StartRSSKiB: rep.startKiB, Created: len(objectsBy[rep.name]), Writes: writes,
+			PeakRSSKiB: rep.use.peakKiB, StartRSSKiB: rep.startKiB,
+			StartAnonKiB: rep.start.AnonKiB, StartFileKiB: rep.start.FileKiB, Created: len(objectsBy[rep.name]), Writes: writes,
 			Killed: rep.killed, Left: rep.left})
 		r.res.CPUSeconds += rep.use.cpu.Seconds()
 	}

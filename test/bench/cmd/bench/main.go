@@ -42,6 +42,10 @@ func run() error {
 	flag.DurationVar(&periodic.Ticking, "ticking", periodic.Ticking, "how long each ticking phase of the periodic scenario lasts")
 	var sharded bench.Sharded
 	flag.IntVar(&sharded.Objects, "sharded-n", 10000, "objects per run in the sharded scenario")
+	flag.Func("sharded-runs", "a comma-separated list of the only runs of the sharded scenario that run: r1, r2, r4 (the scaling runs; r1 with any other), latency, churn, rolling, chaos; default all", func(v string) error {
+		sharded.Runs = strings.Split(v, ",")
+		return nil
+	})
 	flag.IntVar(&sharded.ChaosReplicas, "sharded-chaos-replicas", 2, "replicas the chaos run of the sharded scenario keeps")
 	flag.DurationVar(&sharded.KillEvery, "kill-every", 30*time.Second, "how often the chaos run of the sharded scenario kills a replica")
 	flag.DurationVar(&opts.Idle, "idle", 5*time.Second, "how long the objects stay idle between create and update")
