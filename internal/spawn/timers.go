@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,7 +55,7 @@ type timerRun struct {
 	key       timerKey
 	o         *spawned
 	t         *timerState
-	obj       client.Object // a private copy of the object
+	obj       client.Object // a private copy of the object, read from the cache
 	changedAt time.Time     // the object's last change when the run began
 	attempts  int           // failed attempts before this one
 	started   time.Time     // first attempt of the run
@@ -65,9 +66,8 @@ type timerRun struct {
 
 // writtenResult is a timer's result as a write of the timer left it in
 // status, with the object's resourceVersion after that write. An object
-// copy of an older version does not show it yet: the spawner's copy is
-// refreshed only by reconciles, which lag behind the timer's own writes
-// when the operator is busy.
+// copy of an older version does not show it yet: the cache lags behind the
+// timer's own writes, the more so when the API server is busy.
 type writtenResult struct {
 	value   any
 	version string
@@ -76,22 +76,30 @@ type writtenResult struct {
 // beginTimerRun prepares a run of the timer of key, with the context to run
 // it in; it returns a nil run when the timer is not to run now: it is gone,
 // the spawner stops, the operator is paused, or the object has not been
-// quiet long enough.
+// quiet long enough. A timer whose object the cache does not hold (or
+// holds in another version than the one synced, deleted and created again)
+// tries again after the default backoff, unless the reconcile that follows
+// stops it first.
 func (s *Spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
+	uid, ok := s.timerWanted(key)
+	if !ok {
+		return nil, nil
+	}
+	// Read without the lock: the reconciles and the other workers need it
+	// meanwhile.
+	obj := s.read(key.obj, uid)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key.obj]
-	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.Open() {
-		return nil, nil
+	if o == nil || o.uid != uid || o.timers[key.id] == nil {
+		return nil, nil // stopped meanwhile
 	}
 	t := o.timers[key.id]
-	if t == nil {
+	if obj == nil {
+		s.schedule(key, t, s.opts.DefaultBackoff)
 		return nil, nil
 	}
 	now := time.Now()
-	if !s.idleLongEnoughLocked(key, o, t, now) {
-		return nil, nil
-	}
 	if !t.due.IsZero() {
 		metrics.TimerLateness.WithLabelValues(s.opts.Name, t.reg.Options.ID).Observe(now.Sub(t.due).Seconds())
 		t.due = time.Time{}
@@ -103,11 +111,28 @@ func (s *Spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 		t.first = now
 	}
 	// A private copy: the write after the call decodes the response into it.
-	run := &timerRun{key: key, o: o, t: t, obj: o.latest.DeepCopyObject().(client.Object), changedAt: o.changedAt,
+	run := &timerRun{key: key, o: o, t: t, obj: obj, changedAt: o.changedAt,
 		attempts: t.attempts, started: t.started, last: t.written}
 	run.c = s.newCall(t.reg, run.obj, t.attempts, t.started)
 	run.c.Patch = &handlers.Patch{}
 	return s.ctx, run
+}
+
+// timerWanted reports whether the timer of key is to run now, and the UID
+// of its object: the timer is there, the spawner runs, the operator is not
+// paused, and the object has been quiet long enough.
+func (s *Spawner) timerWanted(key timerKey) (types.UID, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[key.obj]
+	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.Open() {
+		return "", false
+	}
+	t := o.timers[key.id]
+	if t == nil || !s.idleLongEnoughLocked(key, o, t, time.Now()) {
+		return "", false
+	}
+	return o.uid, true
 }
 
 // idleLongEnoughLocked reports whether a timer with an idle time may run:
@@ -207,7 +232,7 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 		return false
 	case policy.Failed:
 		delete(o.timers, run.key.id)
-		o.finished[run.key.id] = true
+		o.finish(run.key.id)
 		return true
 	}
 	if v.Ignored {
