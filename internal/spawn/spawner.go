@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,7 +58,7 @@ type spawned struct {
 	essence   uint64    // a hash of the essence last synced, to see it change
 	changedAt time.Time // last change of the essence
 	wanted    []*contract.Handler
-	timers    map[string]*timerState
+	timers    []*timerState           // few: a slice costs less than a map
 	daemons   map[string]*daemonState // nil while there are none
 	finished  map[string]bool         // timers and daemons done for good in this process; nil while none
 }
@@ -157,9 +158,7 @@ func (s *Spawner) pause() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, o := range s.objects {
-		for id := range o.timers {
-			delete(o.timers, id)
-		}
+		o.timers = nil
 		for _, d := range o.daemons {
 			s.stopDaemonLocked(d, string(reason))
 		}
@@ -220,13 +219,13 @@ func (s *Spawner) Sync(key types.NamespacedName, obj client.Object, essence stri
 		if o != nil {
 			s.stopAllLocked(o, string(handlers.StopDeleted))
 		}
-		o = &spawned{uid: obj.GetUID(), essence: hash, timers: map[string]*timerState{}, changedAt: time.Now()}
+		o = &spawned{uid: obj.GetUID(), essence: hash, changedAt: time.Now()}
 		s.objects[key] = o
 	} else if o.essence != hash {
 		o.changedAt = time.Now()
-		for id, t := range o.timers {
+		for _, t := range o.timers {
 			if t.reg.Options.Idle > 0 {
-				s.queue.AddAfter(timerKey{key, id}, t.reg.Options.Idle)
+				s.queue.AddAfter(timerKey{key, t.reg.Options.ID}, t.reg.Options.Idle)
 			}
 		}
 	}
@@ -248,9 +247,9 @@ func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned, obj client.O
 		wanted[id] = true
 		switch r.Kind {
 		case spec.KindTimer:
-			if o.timers[id] == nil && !o.finished[id] {
+			if o.timer(id) == nil && !o.finished[id] {
 				t := &timerState{reg: r}
-				o.timers[id] = t
+				o.timers = append(o.timers, t)
 				s.schedule(timerKey{key, id}, t, s.initialDelay(r, obj))
 			}
 		case spec.KindDaemon:
@@ -261,16 +260,27 @@ func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned, obj client.O
 			}
 		}
 	}
-	for id := range o.timers {
-		if !wanted[id] {
-			delete(o.timers, id)
-		}
-	}
+	o.timers = slices.DeleteFunc(o.timers, func(t *timerState) bool { return !wanted[t.reg.Options.ID] })
 	for id, d := range o.daemons {
 		if !wanted[id] {
 			s.stopDaemonLocked(d, string(handlers.StopFiltersMismatch))
 		}
 	}
+}
+
+// timer returns the timer id of the object, nil if it has none.
+func (o *spawned) timer(id string) *timerState {
+	for _, t := range o.timers {
+		if t.reg.Options.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// dropTimer forgets the timer id of the object.
+func (o *spawned) dropTimer(id string) {
+	o.timers = slices.DeleteFunc(o.timers, func(t *timerState) bool { return t.reg.Options.ID == id })
 }
 
 // finish records that the timer or daemon id is done for good with the
@@ -325,9 +335,7 @@ func (s *Spawner) Forget(key types.NamespacedName) {
 
 func (s *Spawner) stopAllLocked(o *spawned, reason string) {
 	o.wanted = nil
-	for id := range o.timers {
-		delete(o.timers, id)
-	}
+	o.timers = nil
 	for _, d := range o.daemons {
 		s.stopDaemonLocked(d, reason)
 	}

@@ -91,10 +91,13 @@ func (s *Spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key.obj]
-	if o == nil || o.uid != uid || o.timers[key.id] == nil {
+	var t *timerState
+	if o != nil && o.uid == uid {
+		t = o.timer(key.id)
+	}
+	if t == nil {
 		return nil, nil // stopped meanwhile
 	}
-	t := o.timers[key.id]
 	if obj == nil {
 		s.schedule(key, t, s.opts.DefaultBackoff)
 		return nil, nil
@@ -128,7 +131,7 @@ func (s *Spawner) timerWanted(key timerKey) (types.UID, bool) {
 	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.Open() {
 		return "", false
 	}
-	t := o.timers[key.id]
+	t := o.timer(key.id)
 	if t == nil || !s.idleLongEnoughLocked(key, o, t, time.Now()) {
 		return "", false
 	}
@@ -218,7 +221,7 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, t := run.o, run.t
-	if o.timers[run.key.id] != t {
+	if o.timer(run.key.id) != t {
 		return false // stopped while running
 	}
 	if run.wrote != nil {
@@ -231,7 +234,7 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 		s.schedule(run.key, t, v.Delay)
 		return false
 	case policy.Failed:
-		delete(o.timers, run.key.id)
+		o.dropTimer(run.key.id)
 		o.finish(run.key.id)
 		return true
 	}
