@@ -95,12 +95,20 @@ func TestATimerRunsOnTheNewestObjectInTheCache(t *testing.T) {
 	go func() { done <- s.Start(ctx) }()
 	defer func() {
 		cancel()
-		for range k.seen { // a run under way when the spawner stops
+		stopped := make(chan struct{})
+		defer close(stopped)
+		go func() { // a run under way when the spawner stops
+			for {
+				select {
+				case <-k.seen:
+				case <-stopped:
+					return
+				}
+			}
+		}()
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
-	}()
-	go func() {
-		<-done
-		close(k.seen)
 	}()
 	s.Sync(types.NamespacedName{Namespace: "ns", Name: "o"}, obj, "{}", contract.SetOf(reg).Handlers(spec.KindTimer))
 	waitFor(t, k.seen, "old")
