@@ -19,7 +19,6 @@ import (
 func TestTheSpawnerReadsOnlyTheObjectItWasGiven(t *testing.T) {
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "u1"}, Data: map[string]string{"k": "v"}}
 	s := New(&kind{}, configMaps(logr.Discard(), obj))
-	t.Cleanup(s.queue.ShutDown) // never started
 	s.ctx = context.Background()
 	key := types.NamespacedName{Namespace: "ns", Name: "o"}
 	got, ok := s.read(key, "u1").(*corev1.ConfigMap)
@@ -38,7 +37,6 @@ func TestADaemonsIdentityIsTheObjectsMetadataAndNothingElse(t *testing.T) {
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "u1", ResourceVersion: "7",
 		Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"a": "2"}}, Data: map[string]string{"k": "v"}}
 	s := New(&kind{}, configMaps(logr.Discard()))
-	t.Cleanup(s.queue.ShutDown) // never started
 	id, ok := s.identity(obj).(*corev1.ConfigMap)
 	if !ok {
 		t.Fatalf("identity is a %T, want the kind's Go type", s.identity(obj))
@@ -55,16 +53,20 @@ func TestADaemonsIdentityIsTheObjectsMetadataAndNothingElse(t *testing.T) {
 	}
 }
 
-func TestAnObjectsTimersAreFoundAndDroppedByID(t *testing.T) {
-	a, b := &timerState{reg: &contract.Handler{}}, &timerState{reg: &contract.Handler{}}
-	a.reg.Options.ID, b.reg.Options.ID = "a", "b"
+func TestAnObjectsTimersAreFoundByIDAndDroppedFromTheQueue(t *testing.T) {
+	s := New(&kind{}, configMaps(logr.Discard()))
+	a, b := newTestTimer("a"), newTestTimer("b")
 	o := &spawned{timers: []*timerState{a, b}}
 	if o.timer("a") != a || o.timer("b") != b || o.timer("c") != nil {
 		t.Fatalf("timer by id: %v %v %v", o.timer("a"), o.timer("b"), o.timer("c"))
 	}
-	o.dropTimer("a")
+	s.queue.add(a, time.Now())
+	s.dropTimersLocked(o, func(t *timerState) bool { return t == a })
 	if o.timer("a") != nil || o.timer("b") != b || len(o.timers) != 1 {
 		t.Errorf("after dropping a: %v", o.timers)
+	}
+	if got, _ := s.queue.next(time.Now().Add(time.Hour)); got != nil {
+		t.Errorf("a dropped timer is still queued: %v", got.key)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
@@ -23,10 +22,10 @@ import (
 // manager, so it runs only on the leader and stopping the manager stops
 // every timer and daemon it started.
 //
-// Timers cost no goroutine while they wait: they sit in one delaying queue
-// (a heap served by one goroutine) and run on a fixed pool of workers; the
-// queue never hands one key to two workers, so a timer never overlaps
-// itself. Daemons get a goroutine each, as long-running functions must.
+// Timers cost no goroutine while they wait: they sit in one queue (a heap
+// served by one goroutine, dueQueue) and run on a fixed pool of workers;
+// the queue never hands one timer to two workers, so a timer never
+// overlaps itself. Daemons get a goroutine each, as long-running functions must.
 //
 // The spawner keeps no copy of the objects: a timer's run and a daemon's
 // Object read the object from the cache the reconciles read (Options.Reader),
@@ -41,7 +40,7 @@ type Spawner struct {
 	mu      sync.Mutex
 	ctx     context.Context // set by Start; nil before
 	objects map[types.NamespacedName]*spawned
-	queue   workqueue.TypedDelayingInterface[timerKey]
+	queue   *dueQueue
 	wg      sync.WaitGroup // timer workers and daemon stop escalations
 }
 
@@ -64,6 +63,8 @@ type spawned struct {
 }
 
 type timerState struct {
+	key      timerKey
+	slot     queueSlot // its place in the queue
 	reg      *contract.Handler
 	first    time.Time      // start of the first run, the grid of sharp timers
 	attempts int            // failed attempts of the current run
@@ -141,7 +142,7 @@ func New(k Kind, opts Options) *Spawner {
 		opts:    opts,
 		seed:    maphash.MakeSeed(),
 		objects: map[types.NamespacedName]*spawned{},
-		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[timerKey]{Name: opts.Name + "-timers"}),
+		queue:   newDueQueue(),
 	}
 	k.WhenPaused(s.pause)
 	return s
@@ -158,7 +159,7 @@ func (s *Spawner) pause() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, o := range s.objects {
-		o.timers = nil
+		s.dropTimersLocked(o, nil)
 		for _, d := range o.daemons {
 			s.stopDaemonLocked(d, string(reason))
 		}
@@ -175,6 +176,11 @@ func (s *Spawner) Start(ctx context.Context) error {
 	s.log = s.opts.Log.WithName("spawner")
 	s.mu.Lock()
 	s.ctx = ctx
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.queue.dispatch()
+	}()
 	for range s.opts.Workers {
 		s.wg.Add(1)
 		go s.worker()
@@ -202,7 +208,7 @@ func (s *Spawner) Start(ctx context.Context) error {
 		case <-d.abandoned:
 		}
 	}
-	s.queue.ShutDown()
+	s.queue.shutDown()
 	s.wg.Wait()
 	return nil
 }
@@ -225,7 +231,7 @@ func (s *Spawner) Sync(key types.NamespacedName, obj client.Object, essence stri
 		o.changedAt = time.Now()
 		for _, t := range o.timers {
 			if t.reg.Options.Idle > 0 {
-				s.queue.AddAfter(timerKey{key, t.reg.Options.ID}, t.reg.Options.Idle)
+				s.queue.add(t, o.changedAt.Add(t.reg.Options.Idle))
 			}
 		}
 	}
@@ -248,9 +254,9 @@ func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned, obj client.O
 		switch r.Kind {
 		case spec.KindTimer:
 			if o.timer(id) == nil && !o.finished[id] {
-				t := &timerState{reg: r}
+				t := &timerState{key: timerKey{key, id}, slot: queueSlot{index: -1}, reg: r}
 				o.timers = append(o.timers, t)
-				s.schedule(timerKey{key, id}, t, s.initialDelay(r, obj))
+				s.schedule(t, s.initialDelay(r, obj))
 			}
 		case spec.KindDaemon:
 			// Never after a pause began (a reconcile that passed the gate
@@ -260,7 +266,7 @@ func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned, obj client.O
 			}
 		}
 	}
-	o.timers = slices.DeleteFunc(o.timers, func(t *timerState) bool { return !wanted[t.reg.Options.ID] })
+	s.dropTimersLocked(o, func(t *timerState) bool { return !wanted[t.reg.Options.ID] })
 	for id, d := range o.daemons {
 		if !wanted[id] {
 			s.stopDaemonLocked(d, string(handlers.StopFiltersMismatch))
@@ -278,9 +284,16 @@ func (o *spawned) timer(id string) *timerState {
 	return nil
 }
 
-// dropTimer forgets the timer id of the object.
-func (o *spawned) dropTimer(id string) {
-	o.timers = slices.DeleteFunc(o.timers, func(t *timerState) bool { return t.reg.Options.ID == id })
+// dropTimersLocked stops the timers of o that drop says (all when nil),
+// and takes them out of the queue.
+func (s *Spawner) dropTimersLocked(o *spawned, drop func(*timerState) bool) {
+	o.timers = slices.DeleteFunc(o.timers, func(t *timerState) bool {
+		if drop == nil || drop(t) {
+			s.queue.remove(t)
+			return true
+		}
+		return false
+	})
 }
 
 // finish records that the timer or daemon id is done for good with the
@@ -335,7 +348,7 @@ func (s *Spawner) Forget(key types.NamespacedName) {
 
 func (s *Spawner) stopAllLocked(o *spawned, reason string) {
 	o.wanted = nil
-	o.timers = nil
+	s.dropTimersLocked(o, nil)
 	for _, d := range o.daemons {
 		s.stopDaemonLocked(d, reason)
 	}
