@@ -15,7 +15,8 @@ import (
 // NewSpawner makes the spawner of the kind's timers and daemons, running up
 // to workers timers at once.
 func (k *KindController) NewSpawner(workers int) *spawn.Spawner {
-	return spawn.New(k, spawn.Options{Name: k.Name, Log: k.Log, Workers: workers, DefaultBackoff: k.Opts.DefaultBackoff})
+	return spawn.New(k, spawn.Options{Name: k.Name, Log: k.Log, Workers: workers, DefaultBackoff: k.Opts.DefaultBackoff,
+		Reader: k.reader, NewObject: k.NewObject})
 }
 
 // Cause is the cause of a timer's or daemon's call of r on obj.

@@ -45,7 +45,8 @@ func TestADaemonsLogLinesSayWhichRetryItIsAndItsFailuresAreErrors(t *testing.T) 
 		return nil
 	}, handlers.ID("d"))
 	k := &loggingKind{}
-	s := New(k, Options{Name: "configmaps", Log: log, Workers: 1, DefaultBackoff: time.Second})
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "u1"}}
+	s := New(k, configMaps(log, obj))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Start(ctx) }()
@@ -55,7 +56,6 @@ func TestADaemonsLogLinesSayWhichRetryItIsAndItsFailuresAreErrors(t *testing.T) 
 			t.Error(err)
 		}
 	}()
-	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "u1"}}
 	s.Sync(types.NamespacedName{Namespace: "ns", Name: "o"}, obj, "{}", contract.SetOf(reg).Handlers(spec.KindDaemon))
 
 	want := []string{`"retry"=0`, `"retry"=1`, `"retry"=2`}

@@ -14,101 +14,126 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// startDaemonLocked starts one daemon for an object in its own goroutine.
-func (s *Spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *contract.Handler) {
+// startDaemonLocked starts one daemon for an object (obj, as it is now) in
+// its own goroutine.
+func (s *Spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *contract.Handler, obj client.Object) {
 	// The daemon's context ends when gopf cancels it (after the stop signal
 	// and CancellationBackoff), not directly with the manager's, so that a
 	// daemon always learns why it stops.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
-	d := &daemonState{reg: r, cancel: cancel, done: make(chan struct{}), abandoned: make(chan struct{})}
-	latest := func() client.Object {
-		s.mu.Lock()
-		obj := o.latest
-		s.mu.Unlock()
-		typed, err := s.k.ObjectFor(r, obj)
-		if err != nil {
-			return nil
-		}
-		return typed
+	d := &daemonState{reg: r, id: s.identity(obj), cancel: cancel, done: make(chan struct{}), abandoned: make(chan struct{})}
+	d.ctl = spec.NewDaemonControl(s.newCall(r, d.id, 0, time.Now()), func() client.Object { return s.latest(key, d) })
+	if o.daemons == nil {
+		o.daemons = map[string]*daemonState{}
 	}
-	d.ctl = spec.NewDaemonControl(s.newCall(r, o.latest, 0, time.Now()), latest)
 	o.daemons[r.Options.ID] = d
 	metrics.SpawnedRunning.WithLabelValues(s.opts.Name, "daemon").Inc()
 	s.k.AddBusy(1) // a paused operator is busy until its daemons return
-	delay := s.initialDelay(r, o.latest)
+	delay := s.initialDelay(r, obj)
 	go s.runDaemon(ctx, key, o, d, delay)
+}
+
+// latest is the daemon's Object: the newest version of its object in the
+// cache, in the handler's Go type; once the cache no longer holds it (it
+// left a narrowed cache's selector), what the daemon's cause knows of it.
+func (s *Spawner) latest(key types.NamespacedName, d *daemonState) client.Object {
+	obj := s.read(key, d.id.GetUID())
+	if obj == nil {
+		obj = d.id
+	}
+	typed, err := s.k.ObjectFor(d.reg, obj)
+	if err != nil {
+		return nil
+	}
+	return typed
 }
 
 // runDaemon is the daemon's goroutine: it runs the function, again after a
 // temporary error, until the function is done or asked to stop; then it
 // forgets the daemon.
 func (s *Spawner) runDaemon(ctx context.Context, key types.NamespacedName, o *spawned, d *daemonState, delay time.Duration) {
-	defer metrics.SpawnedRunning.WithLabelValues(s.opts.Name, "daemon").Dec()
-	defer s.k.AddBusy(-1)
-	defer close(d.done)
-	defer d.cancel()
-	forGood := s.runDaemonAttempts(ctx, o, d, delay)
+	forGood := s.runDaemonAttempts(ctx, d, delay)
 	s.wakeUp(s.daemonEnded(key, o, d, forGood))
+	d.cancel()
+	close(d.done)
+	s.k.AddBusy(-1)
+	metrics.SpawnedRunning.WithLabelValues(s.opts.Name, "daemon").Dec()
 }
 
 // runDaemonAttempts runs the daemon's function, first after delay and again
 // after each temporary error, until it returns for good or the daemon is
 // asked to stop. It reports whether the daemon is done for good with the
 // object: it returned, or failed permanently, rather than being stopped.
-func (s *Spawner) runDaemonAttempts(ctx context.Context, o *spawned, d *daemonState, delay time.Duration) (forGood bool) {
-	log := d.ctl.Cause.Log
-	var started time.Time
+//
+// Its frame is below the daemon function's for the daemon's whole life, so
+// it keeps nothing but the loop: the work before and after each attempt is
+// in functions of their own, whose frames are gone while the daemon runs.
+// With a small stack below it, a daemon that sleeps uses little enough of
+// its stack for the garbage collector to shrink it to 4 KiB; a frame of a
+// kilobyte here kept each daemon at 8 KiB.
+func (s *Spawner) runDaemonAttempts(ctx context.Context, d *daemonState, delay time.Duration) (forGood bool) {
 	for attempt := 1; ; attempt++ {
 		if !sleepUnlessStopped(delay, d.ctl.Stopping()) {
 			return false
 		}
-		now := time.Now()
-		if attempt == 1 {
-			started = now
-		} else {
-			// The daemon's lines say which retry this is.
-			s.mu.Lock()
-			obj := o.latest
-			s.mu.Unlock()
-			log = s.newCall(d.reg, obj, attempt-1, started).Log
-			d.ctl.Cause.Log = log
+		s.beginDaemonAttempt(d, attempt)
+		err := spec.Protect(d.ctl.Cause.Log, func() error { return d.reg.RunDaemon(ctx, d.ctl) })
+		var ended bool
+		if ended, forGood, delay = s.endDaemonAttempt(d, attempt, err); ended {
+			return forGood
 		}
-		d.ctl.Cause.Retry, d.ctl.Cause.Started, d.ctl.Cause.Runtime = attempt-1, started, now.Sub(started)
-		if d.ctl.Cause.Patch == nil {
-			d.ctl.Cause.Patch = &handlers.Patch{}
-		}
-		err := spec.Protect(log, func() error { return d.reg.RunDaemon(ctx, d.ctl) })
-		if werr := s.applyDaemonPatch(o, d); werr != nil {
-			// Kept for the next attempt, if there is one: a daemon that is
-			// done is not started again only to write its patch.
-			log.Error(werr, "the daemon's patch could not be applied")
-		}
-		if d.ctl.Reason() != "" {
-			log.V(1).Info("daemon stopped", "reason", d.ctl.Reason())
-			return false
-		}
-		v := policy.Judge(d.reg.Options, s.opts.DefaultBackoff, err, attempt, started, time.Now())
-		metrics.HandlerCalls.WithLabelValues(s.opts.Name, d.reg.Options.ID, v.Outcome.String()).Inc()
-		if v.Outcome != policy.Retrying {
-			s.daemonDone(o, d, v)
-			return true
-		}
-		log.Error(v.Err, "daemon failed; it will be started again", "retryIn", v.Delay) // an error, as Kopf logs it
-		delay = v.Delay
 	}
+}
+
+// beginDaemonAttempt readies the daemon's cause for an attempt (1 for the
+// first).
+func (s *Spawner) beginDaemonAttempt(d *daemonState, attempt int) {
+	now := time.Now()
+	if attempt == 1 {
+		d.started = now
+	} else {
+		// The daemon's lines say which retry this is.
+		d.ctl.Cause.Log = s.newCall(d.reg, d.id, attempt-1, d.started).Log
+	}
+	c := d.ctl.Cause
+	c.Retry, c.Started, c.Runtime = attempt-1, d.started, now.Sub(d.started)
+	if c.Patch == nil {
+		c.Patch = &handlers.Patch{}
+	}
+}
+
+// endDaemonAttempt applies the daemon's patch after an attempt that
+// returned err and judges it: the daemon has ended (for good, or stopped),
+// or it runs again after delay.
+func (s *Spawner) endDaemonAttempt(d *daemonState, attempt int, err error) (ended, forGood bool, delay time.Duration) {
+	log := d.ctl.Cause.Log
+	if werr := s.applyDaemonPatch(d); werr != nil {
+		// Kept for the next attempt, if there is one: a daemon that is
+		// done is not started again only to write its patch.
+		log.Error(werr, "the daemon's patch could not be applied")
+	}
+	if d.ctl.Reason() != "" {
+		log.V(1).Info("daemon stopped", "reason", d.ctl.Reason())
+		return true, false, 0
+	}
+	v := policy.Judge(d.reg.Options, s.opts.DefaultBackoff, err, attempt, d.started, time.Now())
+	metrics.HandlerCalls.WithLabelValues(s.opts.Name, d.reg.Options.ID, v.Outcome.String()).Inc()
+	if v.Outcome != policy.Retrying {
+		s.daemonDone(d, v)
+		return true, true, 0
+	}
+	log.Error(v.Err, "daemon failed; it will be started again", "retryIn", v.Delay) // an error, as Kopf logs it
+	return false, false, v.Delay
 }
 
 // daemonDone reports a daemon that is not started again for the object: it
 // returned, failed permanently, or failed with an error that is ignored.
-func (s *Spawner) daemonDone(o *spawned, d *daemonState, v policy.Verdict) {
+func (s *Spawner) daemonDone(d *daemonState, v policy.Verdict) {
 	log := d.ctl.Cause.Log
 	switch {
 	case v.Outcome == policy.Failed:
 		log.Error(v.Err, "daemon failed permanently; it is not started again for this object")
-		s.mu.Lock()
-		obj := o.latest
-		s.mu.Unlock()
-		s.k.FailedForGood(obj, d.reg.Options.ID, v.Err)
+		s.k.FailedForGood(d.id, d.reg.Options.ID, v.Err)
 	case v.Ignored:
 		log.Info("daemon failed; the error is ignored as configured and it is not started again for this object", "error", v.Err.Error())
 	default:
@@ -127,27 +152,30 @@ func (s *Spawner) daemonEnded(key types.NamespacedName, o *spawned, d *daemonSta
 	if o.daemons[id] == d {
 		delete(o.daemons, id)
 		if forGood {
-			o.finished[id] = true
+			o.finish(id)
 		}
 	}
 	if len(o.daemons) == 0 && len(o.wanted) == 0 && s.objects[key] == o {
 		delete(s.objects, key)
 	}
-	return o.latest
+	return d.id
 }
 
 // applyDaemonPatch sends what the daemon put in its Patch during the attempt
 // that just ended, as Kopf applies a daemon's patch after each attempt, and
 // gives the daemon an empty one; an unsent patch stays for the next attempt.
-func (s *Spawner) applyDaemonPatch(o *spawned, d *daemonState) error {
+func (s *Spawner) applyDaemonPatch(d *daemonState) error {
 	p := (*spec.Patch)(d.ctl.Cause.Patch)
 	if p.Empty() {
 		return nil
 	}
-	s.mu.Lock()
-	// A private copy: the write decodes the response into it.
-	obj := o.latest.DeepCopyObject().(client.Object)
-	s.mu.Unlock()
+	// A private copy: the write decodes the response into it. The object
+	// the daemon started for, if the cache no longer holds it: the patch
+	// fails as it would on any version that is gone.
+	obj := s.read(types.NamespacedName{Namespace: d.id.GetNamespace(), Name: d.id.GetName()}, d.id.GetUID())
+	if obj == nil {
+		obj = d.id.DeepCopyObject().(client.Object)
+	}
 	// Applied also when the daemon returns because the operator stops.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), exitPatchTimeout)
 	defer cancel()
@@ -194,7 +222,7 @@ func (s *Spawner) abandon(d *daemonState) {
 	for key, o := range s.objects {
 		if o.daemons[d.reg.Options.ID] == d {
 			delete(o.daemons, d.reg.Options.ID)
-			obj = o.latest
+			obj = d.id
 			if len(o.daemons) == 0 && len(o.wanted) == 0 {
 				delete(s.objects, key)
 			}

@@ -2,12 +2,14 @@ package spawn
 
 import (
 	"context"
+	"hash/maphash"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gopf-dev/gopf/handlers"
@@ -20,19 +22,25 @@ import (
 // manager, so it runs only on the leader and stopping the manager stops
 // every timer and daemon it started.
 //
-// Timers cost no goroutine while they wait: they sit in one delaying queue
-// (a heap served by one goroutine) and run on a fixed pool of workers; the
-// queue never hands one key to two workers, so a timer never overlaps
-// itself. Daemons get a goroutine each, as long-running functions must.
+// Timers cost no goroutine while they wait: they sit in one queue (a heap
+// served by one goroutine, dueQueue) and run on a fixed pool of workers;
+// the queue never hands one timer to two workers, so a timer never
+// overlaps itself. Daemons get a goroutine each, as long-running functions must.
+//
+// The spawner keeps no copy of the objects: a timer's run and a daemon's
+// Object read the object from the cache the reconciles read (Options.Reader),
+// so that what an operator holds per object is the cache's copy and a few
+// fields of bookkeeping, as a reconciler that requeues itself would.
 type Spawner struct {
 	k    Kind
 	opts Options
 	log  logr.Logger
+	seed maphash.Seed // of the essences' hashes
 
 	mu      sync.Mutex
 	ctx     context.Context // set by Start; nil before
 	objects map[types.NamespacedName]*spawned
-	queue   workqueue.TypedDelayingInterface[timerKey]
+	queue   *dueQueue
 	wg      sync.WaitGroup // timer workers and daemon stop escalations
 }
 
@@ -42,19 +50,21 @@ type timerKey struct {
 	id  string
 }
 
-// spawned is what the spawner knows of one object.
+// spawned is what the spawner knows of one object: its identity and its
+// timers' and daemons' bookkeeping, not the object (read from the cache).
 type spawned struct {
 	uid       types.UID
-	latest    client.Object
-	essence   string
+	essence   uint64    // a hash of the essence last synced, to see it change
 	changedAt time.Time // last change of the essence
 	wanted    []*contract.Handler
-	timers    map[string]*timerState
-	daemons   map[string]*daemonState
-	finished  map[string]bool // timers and daemons done for good in this process
+	timers    []*timerState           // few: a slice costs less than a map
+	daemons   map[string]*daemonState // nil while there are none
+	finished  map[string]bool         // timers and daemons done for good in this process; nil while none
 }
 
 type timerState struct {
+	key      timerKey
+	slot     queueSlot // its place in the queue
 	reg      *contract.Handler
 	first    time.Time      // start of the first run, the grid of sharp timers
 	attempts int            // failed attempts of the current run
@@ -66,6 +76,8 @@ type timerState struct {
 
 type daemonState struct {
 	reg       *contract.Handler
+	id        client.Object // the object's identity when the daemon started (Spawner.identity)
+	started   time.Time     // the first attempt's start
 	ctl       *spec.DaemonControl[*handlers.Cause]
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the goroutine returns
@@ -112,16 +124,25 @@ type Options struct {
 	// DefaultBackoff is the delay before retrying a handler whose error did
 	// not say how long to wait.
 	DefaultBackoff time.Duration
+	// Reader reads the kind's objects from the cache the reconciles read,
+	// into objects NewObject makes. Required.
+	Reader    client.Reader
+	NewObject func() client.Object
 }
 
 // New makes the spawner of kind k's timers and daemons. It runs them once
-// added to a manager (Start), on the objects Sync gives it.
+// added to a manager (Start), on the objects Sync gives it. It panics
+// without opts.Reader or opts.NewObject, a mistake of the engine's.
 func New(k Kind, opts Options) *Spawner {
+	if opts.Reader == nil || opts.NewObject == nil {
+		panic("spawn.New: Options.Reader and Options.NewObject are required")
+	}
 	s := &Spawner{
 		k:       k,
 		opts:    opts,
+		seed:    maphash.MakeSeed(),
 		objects: map[types.NamespacedName]*spawned{},
-		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[timerKey]{Name: opts.Name + "-timers"}),
+		queue:   newDueQueue(),
 	}
 	k.WhenPaused(s.pause)
 	return s
@@ -138,9 +159,7 @@ func (s *Spawner) pause() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, o := range s.objects {
-		for id := range o.timers {
-			delete(o.timers, id)
-		}
+		s.dropTimersLocked(o, nil)
 		for _, d := range o.daemons {
 			s.stopDaemonLocked(d, string(reason))
 		}
@@ -157,12 +176,19 @@ func (s *Spawner) Start(ctx context.Context) error {
 	s.log = s.opts.Log.WithName("spawner")
 	s.mu.Lock()
 	s.ctx = ctx
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.queue.dispatch()
+	}()
 	for range s.opts.Workers {
 		s.wg.Add(1)
 		go s.worker()
 	}
 	for key, o := range s.objects {
-		s.spawnLocked(key, o)
+		if obj := s.read(key, o.uid); obj != nil {
+			s.spawnLocked(key, o, obj)
+		}
 	}
 	s.mu.Unlock()
 
@@ -182,15 +208,16 @@ func (s *Spawner) Start(ctx context.Context) error {
 		case <-d.abandoned:
 		}
 	}
-	s.queue.ShutDown()
+	s.queue.shutDown()
 	s.wg.Wait()
 	return nil
 }
 
-// Sync records the newest object and starts the timers and daemons of the
-// selected registrations that are not running; those no longer selected
-// are stopped.
+// Sync records a change of the object's essence and starts the timers and
+// daemons of the selected registrations that are not running; those no
+// longer selected are stopped. It keeps nothing of obj but its identity.
 func (s *Spawner) Sync(key types.NamespacedName, obj client.Object, essence string, selected []*contract.Handler) {
+	hash := maphash.String(s.seed, essence)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.objects[key]
@@ -198,56 +225,84 @@ func (s *Spawner) Sync(key types.NamespacedName, obj client.Object, essence stri
 		if o != nil {
 			s.stopAllLocked(o, string(handlers.StopDeleted))
 		}
-		o = &spawned{uid: obj.GetUID(), timers: map[string]*timerState{}, daemons: map[string]*daemonState{}, finished: map[string]bool{}, changedAt: time.Now()}
+		o = &spawned{uid: obj.GetUID(), essence: hash, changedAt: time.Now()}
 		s.objects[key] = o
-	} else if o.essence != essence {
+	} else if o.essence != hash {
 		o.changedAt = time.Now()
-		for id, t := range o.timers {
+		for _, t := range o.timers {
 			if t.reg.Options.Idle > 0 {
-				s.queue.AddAfter(timerKey{key, id}, t.reg.Options.Idle)
+				s.queue.add(t, o.changedAt.Add(t.reg.Options.Idle))
 			}
 		}
 	}
-	o.latest, o.essence, o.wanted = obj.DeepCopyObject().(client.Object), essence, selected
+	o.essence, o.wanted = hash, selected
 	// Nothing starts before Start, nor once the manager stops: Start has
 	// then stopped the daemons it knew, and one started later would run
 	// on, unstopped (a reconcile still finishing when the manager stops).
 	if s.ctx != nil && s.ctx.Err() == nil {
-		s.spawnLocked(key, o)
+		s.spawnLocked(key, o, obj)
 	}
 }
 
-// spawnLocked starts what o wants and stops what it no longer wants.
-func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned) {
+// spawnLocked starts what o wants and stops what it no longer wants; obj
+// is the object as it is now, for initial delays and daemons' causes.
+func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned, obj client.Object) {
 	wanted := map[string]bool{}
 	for _, r := range o.wanted {
 		id := r.Options.ID
 		wanted[id] = true
 		switch r.Kind {
 		case spec.KindTimer:
-			if o.timers[id] == nil && !o.finished[id] {
-				t := &timerState{reg: r}
-				o.timers[id] = t
-				s.schedule(timerKey{key, id}, t, s.initialDelay(r, o.latest))
+			if o.timer(id) == nil && !o.finished[id] {
+				t := &timerState{key: timerKey{key, id}, slot: queueSlot{index: -1}, reg: r}
+				o.timers = append(o.timers, t)
+				s.schedule(t, s.initialDelay(r, obj))
 			}
 		case spec.KindDaemon:
 			// Never after a pause began (a reconcile that passed the gate
 			// just before), or the pause would not stop it.
 			if o.daemons[id] == nil && !o.finished[id] && s.k.Open() {
-				s.startDaemonLocked(key, o, r)
+				s.startDaemonLocked(key, o, r, obj)
 			}
 		}
 	}
-	for id := range o.timers {
-		if !wanted[id] {
-			delete(o.timers, id)
-		}
-	}
+	s.dropTimersLocked(o, func(t *timerState) bool { return !wanted[t.reg.Options.ID] })
 	for id, d := range o.daemons {
 		if !wanted[id] {
 			s.stopDaemonLocked(d, string(handlers.StopFiltersMismatch))
 		}
 	}
+}
+
+// timer returns the timer id of the object, nil if it has none.
+func (o *spawned) timer(id string) *timerState {
+	for _, t := range o.timers {
+		if t.reg.Options.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// dropTimersLocked stops the timers of o that drop says (all when nil),
+// and takes them out of the queue.
+func (s *Spawner) dropTimersLocked(o *spawned, drop func(*timerState) bool) {
+	o.timers = slices.DeleteFunc(o.timers, func(t *timerState) bool {
+		if drop == nil || drop(t) {
+			s.queue.remove(t)
+			return true
+		}
+		return false
+	})
+}
+
+// finish records that the timer or daemon id is done for good with the
+// object, in this process.
+func (o *spawned) finish(id string) {
+	if o.finished == nil {
+		o.finished = map[string]bool{}
+	}
+	o.finished[id] = true
 }
 
 // NeedsFinalizer reports whether a timer or daemon holds the object: a
@@ -257,7 +312,7 @@ func (s *Spawner) NeedsFinalizer(key types.NamespacedName, selected []*contract.
 	defer s.mu.Unlock()
 	o := s.objects[key]
 	for _, r := range selected {
-		if o == nil || !o.finished[r.Options.ID] {
+		if o == nil || !o.finished[r.Options.ID] { // a nil map has no key
 			return true
 		}
 	}
@@ -293,9 +348,7 @@ func (s *Spawner) Forget(key types.NamespacedName) {
 
 func (s *Spawner) stopAllLocked(o *spawned, reason string) {
 	o.wanted = nil
-	for id := range o.timers {
-		delete(o.timers, id)
-	}
+	s.dropTimersLocked(o, nil)
 	for _, d := range o.daemons {
 		s.stopDaemonLocked(d, reason)
 	}
@@ -314,6 +367,34 @@ func (s *Spawner) initialDelay(r *contract.Handler, obj client.Object) time.Dura
 // wakeUp makes the controller reconcile the object again, e.g. when a daemon
 // has gone and the finalizer may be released.
 func (s *Spawner) wakeUp(obj client.Object) { s.k.WakeUp(s.ctx, obj) }
+
+// read returns a private copy of the object of key from the cache, or nil
+// when the cache does not hold it, or holds another object of that name
+// than the one of uid (deleted and created again): the reconcile that
+// follows stops or replaces what the spawner runs for it. Only once Start
+// has begun.
+func (s *Spawner) read(key types.NamespacedName, uid types.UID) client.Object {
+	obj := s.opts.NewObject()
+	if err := s.opts.Reader.Get(s.ctx, key, obj); err != nil || obj.GetUID() != uid {
+		return nil
+	}
+	return obj
+}
+
+// identity is a copy of obj's metadata that identifies it (kind, name,
+// namespace, UID) and its labels and annotations, without its content:
+// what a daemon's cause keeps of the object it started for.
+func (s *Spawner) identity(obj client.Object) client.Object {
+	id := s.opts.NewObject()
+	id.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	id.SetNamespace(obj.GetNamespace())
+	id.SetName(obj.GetName())
+	id.SetUID(obj.GetUID())
+	id.SetResourceVersion(obj.GetResourceVersion())
+	id.SetLabels(maps.Clone(obj.GetLabels()))
+	id.SetAnnotations(maps.Clone(obj.GetAnnotations()))
+	return id
+}
 
 // newCall builds the call of a timer or daemon run. Its logger gets the
 // object, handler and retry when it first writes a line: most runs write

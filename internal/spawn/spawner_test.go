@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
@@ -38,6 +39,14 @@ func (*kind) WhenPaused(func())                                           {}
 func (*kind) Stopping() bool                                              { return false }
 func (k *kind) AddBusy(delta int64)                                       { k.busy.Add(delta) }
 
+// configMaps is the options of a spawner of ConfigMaps whose cache holds
+// objs.
+func configMaps(log logr.Logger, objs ...client.Object) Options {
+	return Options{Name: "configmaps", Log: log, Workers: 1, DefaultBackoff: time.Second,
+		Reader:    fake.NewClientBuilder().WithObjects(objs...).Build(),
+		NewObject: func() client.Object { return &corev1.ConfigMap{} }}
+}
+
 // A reconcile that finishes after the manager stopped must not start a
 // daemon: Start has already stopped those it knew, and nothing would stop
 // the new one.
@@ -49,7 +58,8 @@ func TestNoDaemonStartsOnceTheManagerStopped(t *testing.T) {
 	}, handlers.ID("d"))
 	daemons := contract.SetOf(reg).Handlers(spec.KindDaemon)
 	k := &kind{}
-	s := New(k, Options{Name: "configmaps", Log: logr.Discard(), Workers: 1, DefaultBackoff: time.Second})
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late", UID: "u1"}}
+	s := New(k, configMaps(logr.Discard(), obj))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Start(ctx) }()
@@ -57,7 +67,6 @@ func TestNoDaemonStartsOnceTheManagerStopped(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "late", UID: "u1"}}
 	s.Sync(types.NamespacedName{Namespace: "ns", Name: "late"}, obj, "{}", daemons)
 	if n := k.busy.Load(); n != 0 {
 		t.Errorf("%d daemons started after the manager stopped", n)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,22 +18,18 @@ import (
 // worker runs due timers until the queue shuts down.
 func (s *Spawner) worker() {
 	defer s.wg.Done()
-	for {
-		key, shutdown := s.queue.Get()
-		if shutdown {
-			return
-		}
-		s.runTimer(key)
-		s.queue.Done(key)
+	for t := range s.queue.work {
+		s.runTimer(t)
+		s.queue.done(t)
 	}
 }
 
 // runTimer runs one due timer (unless it is gone, or its object is not idle
 // long enough yet) and schedules its next run.
-func (s *Spawner) runTimer(key timerKey) {
+func (s *Spawner) runTimer(t *timerState) {
 	s.k.AddBusy(1) // before the gate check, so that a pause can wait for it
 	defer s.k.AddBusy(-1)
-	ctx, run := s.beginTimerRun(key)
+	ctx, run := s.beginTimerRun(t)
 	if run == nil {
 		return
 	}
@@ -51,10 +48,9 @@ func (s *Spawner) runTimer(key timerKey) {
 // timerRun is one run of a timer, as its worker sees it between taking the
 // timer from the queue and recording the outcome.
 type timerRun struct {
-	key       timerKey
 	o         *spawned
 	t         *timerState
-	obj       client.Object // a private copy of the object
+	obj       client.Object // a private copy of the object, read from the cache
 	changedAt time.Time     // the object's last change when the run began
 	attempts  int           // failed attempts before this one
 	started   time.Time     // first attempt of the run
@@ -65,9 +61,8 @@ type timerRun struct {
 
 // writtenResult is a timer's result as a write of the timer left it in
 // status, with the object's resourceVersion after that write. An object
-// copy of an older version does not show it yet: the spawner's copy is
-// refreshed only by reconciles, which lag behind the timer's own writes
-// when the operator is busy.
+// copy of an older version does not show it yet: the cache lags behind the
+// timer's own writes, the more so when the API server is busy.
 type writtenResult struct {
 	value   any
 	version string
@@ -76,22 +71,29 @@ type writtenResult struct {
 // beginTimerRun prepares a run of the timer of key, with the context to run
 // it in; it returns a nil run when the timer is not to run now: it is gone,
 // the spawner stops, the operator is paused, or the object has not been
-// quiet long enough.
-func (s *Spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o := s.objects[key.obj]
-	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.Open() {
+// quiet long enough. A timer whose object the cache does not hold (or
+// holds in another version than the one synced, deleted and created again)
+// tries again after the default backoff, unless the reconcile that follows
+// stops it first.
+func (s *Spawner) beginTimerRun(t *timerState) (context.Context, *timerRun) {
+	uid, ok := s.timerWanted(t)
+	if !ok {
 		return nil, nil
 	}
-	t := o.timers[key.id]
-	if t == nil {
+	// Read without the lock: the reconciles and the other workers need it
+	// meanwhile.
+	obj := s.read(t.key.obj, uid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[t.key.obj]
+	if o == nil || o.uid != uid || o.timer(t.key.id) != t {
+		return nil, nil // stopped meanwhile
+	}
+	if obj == nil {
+		s.schedule(t, s.opts.DefaultBackoff)
 		return nil, nil
 	}
 	now := time.Now()
-	if !s.idleLongEnoughLocked(key, o, t, now) {
-		return nil, nil
-	}
 	if !t.due.IsZero() {
 		metrics.TimerLateness.WithLabelValues(s.opts.Name, t.reg.Options.ID).Observe(now.Sub(t.due).Seconds())
 		t.due = time.Time{}
@@ -103,11 +105,27 @@ func (s *Spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 		t.first = now
 	}
 	// A private copy: the write after the call decodes the response into it.
-	run := &timerRun{key: key, o: o, t: t, obj: o.latest.DeepCopyObject().(client.Object), changedAt: o.changedAt,
+	run := &timerRun{o: o, t: t, obj: obj, changedAt: o.changedAt,
 		attempts: t.attempts, started: t.started, last: t.written}
 	run.c = s.newCall(t.reg, run.obj, t.attempts, t.started)
 	run.c.Patch = &handlers.Patch{}
 	return s.ctx, run
+}
+
+// timerWanted reports whether timer t is to run now, and the UID of its
+// object: the timer is still there, the spawner runs, the operator is not
+// paused, and the object has been quiet long enough.
+func (s *Spawner) timerWanted(t *timerState) (types.UID, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.objects[t.key.obj]
+	if o == nil || s.ctx == nil || s.ctx.Err() != nil || !s.k.Open() {
+		return "", false
+	}
+	if o.timer(t.key.id) != t || !s.idleLongEnoughLocked(o, t, time.Now()) {
+		return "", false
+	}
+	return o.uid, true
 }
 
 // idleLongEnoughLocked reports whether a timer with an idle time may run:
@@ -115,13 +133,13 @@ func (s *Spawner) beginTimerRun(key timerKey) (context.Context, *timerRun) {
 // without an interval) has not run yet in this quiet period; the next
 // change queues it again. A timer queued too early goes back into the queue
 // for when the object will have been quiet long enough.
-func (s *Spawner) idleLongEnoughLocked(key timerKey, o *spawned, t *timerState, now time.Time) bool {
+func (s *Spawner) idleLongEnoughLocked(o *spawned, t *timerState, now time.Time) bool {
 	opts := t.reg.Options
 	if opts.Idle <= 0 {
 		return true
 	}
 	if quiet := now.Sub(o.changedAt); quiet < opts.Idle {
-		s.queue.AddAfter(key, opts.Idle-quiet)
+		s.queue.add(t, now.Add(opts.Idle-quiet))
 		return false
 	}
 	return opts.Interval > 0 || !t.ranFor.Equal(o.changedAt)
@@ -193,7 +211,7 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, t := run.o, run.t
-	if o.timers[run.key.id] != t {
+	if o.timer(t.key.id) != t {
 		return false // stopped while running
 	}
 	if run.wrote != nil {
@@ -203,11 +221,11 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 	case policy.Retrying:
 		t.attempts++
 		run.c.Log.Error(v.Err, "timer failed; it will be retried", "retryIn", v.Delay) // an error, as Kopf logs it
-		s.schedule(run.key, t, v.Delay)
+		s.schedule(t, v.Delay)
 		return false
 	case policy.Failed:
-		delete(o.timers, run.key.id)
-		o.finished[run.key.id] = true
+		s.dropTimersLocked(o, func(other *timerState) bool { return other == t })
+		o.finish(t.key.id)
 		return true
 	}
 	if v.Ignored {
@@ -216,7 +234,7 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 	t.attempts = 0
 	t.ranFor = run.changedAt
 	if t.reg.Options.Interval > 0 {
-		s.schedule(run.key, t, time.Until(t.nextRun(end)))
+		s.schedule(t, time.Until(t.nextRun(end)))
 	}
 	return false
 }
@@ -234,7 +252,7 @@ func (t *timerState) nextRun(end time.Time) time.Time {
 }
 
 // schedule puts a timer's next run in the queue and remembers when it is due.
-func (s *Spawner) schedule(key timerKey, t *timerState, delay time.Duration) {
+func (s *Spawner) schedule(t *timerState, delay time.Duration) {
 	t.due = time.Now().Add(delay)
-	s.queue.AddAfter(key, delay)
+	s.queue.add(t, t.due)
 }

@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,7 +65,7 @@ func (r *run) runPeriodic(ctx context.Context, load *loadGenerator) error {
 		if err := r.mark(p.ticking); err != nil {
 			return err
 		}
-		if err := r.pause(ctx, p.ticking, r.sc.Ticking); err != nil {
+		if err := r.tick(ctx, p.ticking); err != nil {
 			return err
 		}
 	}
@@ -74,3 +75,20 @@ func (r *run) runPeriodic(ctx context.Context, load *loadGenerator) error {
 // isTicking reports whether phase is one where the objects are left to
 // their periodic work, whose lateness is measured.
 func isTicking(phase string) bool { return phase == PhaseTimer || phase == PhaseDaemon }
+
+// tick leaves the objects to their periodic work for Scenario.Ticking, in
+// the phase named. When profiling, the operator writes its heap profile
+// halfway through, with every object's timer or daemon running.
+func (r *run) tick(ctx context.Context, phase string) error {
+	if r.proc.prof.heap == "" {
+		return r.pause(ctx, phase, r.sc.Ticking)
+	}
+	start := time.Now()
+	if err := r.pause(ctx, phase, r.sc.Ticking/2); err != nil {
+		return err
+	}
+	if err := r.proc.profile(syscall.SIGUSR2, r.proc.prof.heap); err != nil {
+		return err
+	}
+	return r.pause(ctx, phase, r.sc.Ticking-time.Since(start))
+}

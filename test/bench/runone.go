@@ -290,6 +290,9 @@ func (r *run) respawn(phase, suffix string, progress bool) error {
 	if r.proc.prof.cpu != "" {
 		prof.cpu = filepath.Join(filepath.Dir(r.proc.prof.cpu), r.id+"-"+suffix+".cpu.pprof")
 	}
+	if r.proc.prof.heap != "" {
+		prof.heap = filepath.Join(filepath.Dir(r.proc.prof.heap), r.id+"-"+suffix+".heap.pprof")
+	}
 	r.proc, err = r.start(r.id+"-"+suffix, prof, progress)
 	return err
 }
