@@ -14,6 +14,8 @@ import (
 // while it exists. A non-nil result goes to status.<id>, written only when it
 // differs from what status holds, so a timer that keeps returning the same
 // value writes nothing. One timer never runs twice at once for one object.
+// Each run gets the object as the operator's cache holds it when the run
+// starts (as Kopf's timers get the latest body).
 //
 // Errors follow the handler error policy: a TemporaryError (or another
 // error, by the error mode) retries the run after its delay instead of the
@@ -90,7 +92,10 @@ type Daemon[T client.Object] struct {
 	ctl *spec.DaemonControl[*Cause]
 }
 
-// Object returns the newest version of the object the operator has seen.
+// Object returns the newest version of the object the operator's cache
+// holds. Once the object has left the cache (possible only where the cache
+// is narrowed to what the handlers select, after the object stopped
+// matching), it returns an object of type T with only its metadata.
 func (d *Daemon[T]) Object() T {
 	obj, _ := d.ctl.Latest().(T)
 	return obj
