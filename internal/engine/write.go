@@ -70,7 +70,7 @@ func (t *Turn) write(ctx context.Context) error {
 	if !t.patch.Empty() {
 		own = memory.ClonePatch(&t.patch)
 	}
-	if own == nil && len(t.results) == 0 && t.onlyQuietRetries() {
+	if own == nil && len(t.results) == 0 && !t.unreadable && t.onlyQuietRetries() {
 		// Kept in memory and stored with the next write (see quietRetry).
 		t.Mem.Unsaved = &memory.Unsaved{St: t.St}
 		return nil
@@ -95,7 +95,8 @@ func (t *Turn) send(ctx context.Context, own bool) error {
 	k := t.K
 	t.mergeResults()
 	showing := t.handledPatched()
-	stateChanged := t.fitState()
+	// Unreadable state is replaced even when the state did not change.
+	stateChanged := t.fitState() || t.unreadable
 	if stateChanged {
 		if err := t.Store.Save(&t.patch, t.Raw, t.St); err != nil {
 			if errors.Is(err, state.ErrTooLarge) {
