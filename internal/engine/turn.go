@@ -44,7 +44,7 @@ type Turn struct {
 	// the turn's write stores the state even if it did not change, which
 	// replaces the unreadable value (see LoadState).
 	unreadable bool
-	requeue  time.Duration  // the soonest retry, 0 for none
+	requeue    time.Duration // the soonest retry, 0 for none
 	// quiet are the handlers whose record changed only by a retry that
 	// need not be stored yet (see quietRetry).
 	quiet map[string]bool

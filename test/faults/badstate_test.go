@@ -77,7 +77,8 @@ func TestUnreadableStateBesideSoundStateIsHealedByOneWrite(t *testing.T) {
 	var cm corev1.ConfigMap
 	g.Expect(k8s.Get(ctx, key(cmName), &cm)).To(Succeed())
 	essence[cmName] = cm.Annotations["gopf.dev/last-handled-configuration"]
-	g.Expect(k8s.Patch(ctx, newExample(ns, "beside-annotations"), annotationJSON(g, map[string]any{"gopf.dev/last-handled-configuration": essence["beside-annotations"]}))).To(Succeed())
+	inAnnotations := annotationJSON(g, map[string]any{"gopf.dev/last-handled-configuration": essence["beside-annotations"]})
+	g.Expect(k8s.Patch(ctx, newExample(ns, "beside-annotations"), inAnnotations)).To(Succeed())
 	g.Expect(k8s.Status().Patch(ctx, newExample(ns, "beside-annotations"), mergePatch(`{"status":{"gopf":"garbage"}}`))).To(Succeed())
 	g.Expect(k8s.Patch(ctx, newExample(ns, "beside-kopf"), annotationJSON(g, map[string]any{"kopf.zalando.org/last-handled-configuration": essence["beside-kopf"]}))).To(Succeed())
 	g.Expect(k8s.Status().Patch(ctx, newExample(ns, "beside-kopf"), mergePatch(`{"status":{"gopf":{"lastHandled":"not json"}}}`))).To(Succeed())
