@@ -38,6 +38,10 @@ const (
 	// EventRefused: a write of the operator about the object did not land
 	// (refused by the API server or the fault proxy, or cut off).
 	EventRefused EventKind = "refused"
+	// EventLost: a write of the operator about the object landed and its
+	// response was lost on the way back (the operator got an error). It
+	// excuses no repeat: the outcome was written.
+	EventLost EventKind = "lost"
 )
 
 // Outcome is how a handler call ended.
