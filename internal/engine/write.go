@@ -96,7 +96,8 @@ func (t *Turn) send(ctx context.Context, own bool) error {
 	t.mergeResults()
 	showing := t.handledPatched()
 	// Unreadable state is replaced even when the state did not change.
-	stateChanged := t.fitState() || t.unreadable
+	changed := t.fitState()
+	stateChanged := changed || t.unreadable
 	if stateChanged {
 		if err := t.Store.Save(&t.patch, t.Raw, t.St); err != nil {
 			if errors.Is(err, state.ErrTooLarge) {
@@ -120,9 +121,13 @@ func (t *Turn) send(ctx context.Context, own bool) error {
 			return err
 		}
 	}
-	if stateChanged || own {
+	if changed || own {
 		// The next reconcile waits for the cache to show this write: the
-		// state, and the object as the handlers' patch left it.
+		// state, and the object as the handlers' patch left it. Not for a
+		// write that only replaces unreadable state, which the storage may
+		// not be able to replace (Kopf's records it cannot parse stay):
+		// a reconcile before the cache shows it decides the same and sends
+		// the same patch again.
 		t.Mem.Wrote(t.St, showing)
 	}
 	return nil
