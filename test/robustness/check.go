@@ -310,6 +310,11 @@ func (o objectHistory) handledBefore(s int) (handled, sure bool) {
 			return false, false
 		}
 	}
+	// The field handler runs for the create too (the watched field is set
+	// at creation): until it is called, the create is not complete.
+	if _, called := last[HandlerField]; !called {
+		return false, false
+	}
 	return created >= 0, created >= 0 && !o.refusedBetween(complete, s)
 }
 

@@ -167,6 +167,17 @@ func TestCheckExcusesNoRepeatAfterALostResponse(t *testing.T) {
 	}
 }
 
+func TestCheckWantsNoResumeBeforeTheFieldHandlerRanForTheCreate(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).
+		stopFirst().start(2).
+		call(2, HandlerField, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 3})
+	if v := Check(h); len(v) > 0 {
+		t.Fatalf("violations in a sound history (the create goes on with the field handler, no resume): %v", v)
+	}
+}
+
 func TestCheckReportsAnUpdateLost(t *testing.T) {
 	// The spec changed while no operator ran; the new process ran the
 	// create handler on the new spec and no update handler.

@@ -104,6 +104,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("write %s: %s", e.Object, e.Versions)
 	case EventRefused:
 		return fmt.Sprintf("refused write on %s: %s", e.Object, e.Detail)
+	case EventLost:
+		return fmt.Sprintf("lost the response of a write on %s: %s", e.Object, e.Detail)
 	}
 	return fmt.Sprintf("%s %s", e.Kind, e.Object)
 }
