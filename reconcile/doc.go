@@ -169,8 +169,11 @@ reported once per object and process with a BadStoredState Warning Event, and
 passed over: readable state in another place (gopf's other place, or the
 state of the Kopf operator gopf takes over from) is used instead; with none,
 the object is handled as new, which runs its create handlers again rather
-than silently skipping a handler. Either way the next write of the state
-replaces the unreadable one.
+than silently skipping a handler. Either way the reconcile that finds it
+writes the state, even when nothing else changed (one patch, and one more
+for a kind with a status subresource whose copy in annotations goes): the
+unreadable value is replaced and the copies elsewhere are removed, so a
+restart finds nothing to report.
 */
 package reconcile
 

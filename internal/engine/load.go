@@ -61,14 +61,17 @@ func (t *Turn) refreshMetadata() {
 // read, which reportBadState reports; the sound state of another place is
 // used instead (gopf's other place, or the state of the Kopf operator gopf
 // takes over from), and with none the object is handled as new: running a
-// handler again is safer than silently skipping one. The next write of the
-// state replaces the unreadable one.
+// handler again is safer than silently skipping one. The turn's write
+// stores the state even when nothing else is written (one patch), which
+// replaces the unreadable value and removes the copies in other places, so
+// that a restart does not find it again.
 //
 // After a failed write that carried a handler's own patch, the turn is to
 // send that write again, alone (see flush).
 func (t *Turn) LoadState() error {
 	loaded, err := state.LoadAll(t.Store, t.Raw)
 	t.Loaded, t.Known = loaded, loaded
+	t.unreadable = err != nil
 	t.takeUnsaved()
 	if t.Known != nil {
 		t.St = t.Known.Clone()
@@ -90,7 +93,7 @@ func (t *Turn) reportBadState(err error) {
 	if t.Loaded != nil {
 		what = "the state found in another place is used"
 	}
-	msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s and the state will be rewritten", err, what)
+	msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s, and this reconcile writes the state in %s, replacing the unreadable value", err, what, t.Store.Where())
 	t.log.Info("WARNING: "+msg, "where", t.Store.Where())
 	t.K.recorder.Eventf(t.Obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", msg)
 }

@@ -40,7 +40,11 @@ type Turn struct {
 	patch    spec.Patch
 	results  map[string]any // handler id → result, merged into status
 	flushing bool           // the turn sends a failed write again (see flush)
-	requeue  time.Duration  // the soonest retry, 0 for none
+	// unreadable says that some place holds state that cannot be read:
+	// the turn's write stores the state even if it did not change, which
+	// replaces the unreadable value (see LoadState).
+	unreadable bool
+	requeue    time.Duration // the soonest retry, 0 for none
 	// quiet are the handlers whose record changed only by a retry that
 	// need not be stored yet (see quietRetry).
 	quiet map[string]bool

@@ -70,7 +70,7 @@ func (t *Turn) write(ctx context.Context) error {
 	if !t.patch.Empty() {
 		own = memory.ClonePatch(&t.patch)
 	}
-	if own == nil && len(t.results) == 0 && t.onlyQuietRetries() {
+	if own == nil && len(t.results) == 0 && !t.unreadable && t.onlyQuietRetries() {
 		// Kept in memory and stored with the next write (see quietRetry).
 		t.Mem.Unsaved = &memory.Unsaved{St: t.St}
 		return nil
@@ -95,7 +95,9 @@ func (t *Turn) send(ctx context.Context, own bool) error {
 	k := t.K
 	t.mergeResults()
 	showing := t.handledPatched()
-	stateChanged := t.fitState()
+	// Unreadable state is replaced even when the state did not change.
+	changed := t.fitState()
+	stateChanged := changed || t.unreadable
 	if stateChanged {
 		if err := t.Store.Save(&t.patch, t.Raw, t.St); err != nil {
 			if errors.Is(err, state.ErrTooLarge) {
@@ -119,9 +121,13 @@ func (t *Turn) send(ctx context.Context, own bool) error {
 			return err
 		}
 	}
-	if stateChanged || own {
+	if changed || own {
 		// The next reconcile waits for the cache to show this write: the
-		// state, and the object as the handlers' patch left it.
+		// state, and the object as the handlers' patch left it. Not for a
+		// write that only replaces unreadable state, which the storage may
+		// not be able to replace (Kopf's records it cannot parse stay):
+		// a reconcile before the cache shows it decides the same and sends
+		// the same patch again.
 		t.Mem.Wrote(t.St, showing)
 	}
 	return nil

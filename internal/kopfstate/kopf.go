@@ -603,7 +603,8 @@ func (s Fallback) Places() []state.Storage {
 // write (the object patch, sent after the status patch). A copy in status
 // goes once storage holds a state: the status patch is sent first, so that
 // removing it in the write that moves the state could lose the state if
-// the object patch then failed.
+// the object patch then failed. A copy in status that cannot be read holds
+// nothing to lose: it goes at once.
 func (s Fallback) Save(p *spec.Patch, obj map[string]any, st *state.State) error {
 	if err := s.Storage.Save(p, obj, st); err != nil {
 		return err
@@ -613,7 +614,9 @@ func (s Fallback) Save(p *spec.Patch, obj map[string]any, st *state.State) error
 	case !s.Other.InStatus():
 		s.Other.Purge(p, obj)
 	default:
-		if held, err := s.Storage.Load(obj); held != nil || err != nil {
+		held, err := s.Storage.Load(obj)
+		_, otherErr := s.Other.Load(obj)
+		if held != nil || err != nil || otherErr != nil {
 			s.Other.Purge(p, obj)
 		}
 	}

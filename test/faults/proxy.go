@@ -41,9 +41,28 @@ type Faults struct {
 	// Delay holds every request Match accepts for this long before it is
 	// forwarded or failed.
 	Delay time.Duration
+	// LoseFraction of the requests Match accepts and Fraction does not
+	// fail, from 0 to 1, are forwarded and their response lost as Loss
+	// says: the API server applied the write, and the client cannot tell.
+	LoseFraction float64
+	// Loss is how a response is lost. Default: LossReset.
+	Loss Loss
 	// Match selects the requests the faults apply to. Default: all.
 	Match func(*http.Request) bool
 }
+
+// Loss is how the proxy loses the response of a request it forwarded.
+type Loss string
+
+// The ways a response is lost.
+const (
+	// LossReset resets the client's connection once the API server has
+	// answered, as a connection dropped on its way back does.
+	LossReset Loss = "reset"
+	// Loss502 answers 502 Bad Gateway instead of the API server's answer,
+	// as a load balancer that lost the upstream connection does.
+	Loss502 Loss = "502"
+)
 
 // Request is one request the proxy saw, as Proxy.Requests reports it.
 type Request struct {
@@ -64,6 +83,9 @@ type Request struct {
 	Status int
 	// Injected is true when the proxy failed the request itself.
 	Injected bool
+	// Lost is true when the API server answered the request with Status
+	// and the proxy lost that answer (Faults.LoseFraction).
+	Lost bool
 }
 
 // Write reports whether the request changes something.
@@ -373,7 +395,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	p.inflight.Add(1)
 	defer p.inflight.Done()
 	r = r.WithContext(context.WithValue(r.Context(), arrivalKey{}, time.Now()))
-	status, delay := p.decide(r)
+	status, delay, loss := p.decide(r)
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {
@@ -384,21 +406,47 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if status != 0 {
+	switch {
+	case status != 0:
 		p.fail(w, r, status)
-		return
+	case loss != "":
+		p.forwardAndLose(w, r, loss)
+	default:
+		p.rp.ServeHTTP(w, r)
 	}
-	p.rp.ServeHTTP(w, r)
 }
 
-// decide draws whether the request fails, and with which status, and how
-// long it waits.
-func (p *Proxy) decide(r *http.Request) (status int, delay time.Duration) {
+// forwardAndLose forwards the request, waits for the API server's answer,
+// and loses it as loss says.
+func (p *Proxy) forwardAndLose(w http.ResponseWriter, r *http.Request, loss Loss) {
+	p.rp.ServeHTTP(&discard{header: http.Header{}}, r.WithContext(context.WithValue(r.Context(), lostKey{}, true)))
+	if loss == LossReset {
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				reset(c)
+				return
+			}
+		}
+	}
+	w.WriteHeader(http.StatusBadGateway)
+}
+
+// discard is a ResponseWriter that drops the response.
+type discard struct{ header http.Header }
+
+func (d *discard) Header() http.Header         { return d.header }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(int)             {}
+func (d *discard) Flush()                      {}
+
+// decide draws whether the request fails, and with which status, or has
+// its response lost, and how long it waits.
+func (p *Proxy) decide(r *http.Request) (status int, delay time.Duration, loss Loss) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := p.faults
 	if f.Match != nil && !f.Match(r) {
-		return 0, 0
+		return 0, 0, ""
 	}
 	if f.Fraction > 0 && p.rng.Float64() < f.Fraction {
 		status = http.StatusInternalServerError
@@ -406,7 +454,13 @@ func (p *Proxy) decide(r *http.Request) (status int, delay time.Duration) {
 			status = f.Statuses[p.rng.IntN(len(f.Statuses))]
 		}
 	}
-	return status, f.Delay
+	if status == 0 && f.LoseFraction > 0 && p.rng.Float64() < f.LoseFraction {
+		loss = f.Loss
+		if loss == "" {
+			loss = LossReset
+		}
+	}
+	return status, f.Delay, loss
 }
 
 // fail answers a request with an injected error, as the API server would.
@@ -490,6 +544,7 @@ func (p *Proxy) describe(r *http.Request, status int) Request {
 	if at, ok := r.Context().Value(arrivalKey{}).(time.Time); ok {
 		req.At = at
 	}
+	req.Lost = status != 0 && r.Context().Value(lostKey{}) != nil
 	return req
 }
 
@@ -531,6 +586,9 @@ func (p *Proxy) connState(c net.Conn, state http.ConnState) {
 
 // arrivalKey keys the arrival time of a request in its context.
 type arrivalKey struct{}
+
+// lostKey marks a request whose response the proxy loses.
+type lostKey struct{}
 
 // listener resets new connections while the proxy is down.
 type listener struct {

@@ -91,6 +91,32 @@ func TestProxyAnswersInjectedFailuresAsTheAPIServerWould(t *testing.T) {
 	g.Expect(injected).To(Equal(2))
 }
 
+func TestProxyLosesTheResponsesOfWritesItForwarded(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	px := newProxy(t, 1)
+	cs, err := kubernetes.NewForConfig(throughProxy(px, -1, 0))
+	g.Expect(err).NotTo(HaveOccurred())
+	ns := newNamespace(t)
+	writes := func(r *http.Request) bool { return r.Method != http.MethodGet }
+	for _, loss := range []faults.Loss{faults.LossReset, faults.Loss502} {
+		px.SetFaults(faults.Faults{LoseFraction: 1, Loss: loss, Match: writes})
+		name := "lost-" + string(loss)
+		_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		g.Expect(err).To(HaveOccurred(), "the client does not get the answer (%s)", loss)
+		// The write landed all the same, and reads are not affected.
+		_, err = cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred(), string(loss))
+	}
+	var lost []int
+	for _, r := range px.Requests() {
+		if r.Lost {
+			lost = append(lost, r.Status)
+		}
+	}
+	g.Expect(lost).To(Equal([]int{http.StatusCreated, http.StatusCreated}))
+}
+
 func TestProxyOutageResetsConnectionsUntilRestored(t *testing.T) {
 	g := NewWithT(t)
 	px := newProxy(t, 1)

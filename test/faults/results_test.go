@@ -55,6 +55,7 @@ var scenarios = []scenario{
 	{"6f", "Admission request that is not JSON", "garbage and a review whose object is a JSON array, posted to the webhook"},
 	{"6g", "Object near the size limit", "a KopfExample whose spec holds 900 KiB (a full copy of the essence in status would double it past etcd's 1.5 MiB)"},
 	{"6h", "Result too large to store", "the create handler returns a 2 MiB result"},
+	{"6i", "Unreadable state beside sound state", "status.gopf garbage beside gopf's annotations, or beside Kopf's; a ConfigMap's state annotation garbage beside Kopf's; the operator restarted twice"},
 	{"7a", "Burst of objects while requests fail", "GOPF_FAULTS_N objects created at once; 20 % of the operator's requests fail (429 with Retry-After 1 s, 500)"},
 	{"7b", "Exactly once while requests fail", "as 7a: create handler calls counted per object"},
 	{"8", "Finalizer webhook down, refusing or slow", "gopf's webhook adds the finalizer at CREATE; a relay in front of it passes, closes connections, answers in plain HTTP, or holds them past the 2 s timeout; 3 creates each"},

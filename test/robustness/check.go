@@ -58,13 +58,15 @@ const (
 //   - the operator's writes about an object stay within the budget of
 //     reconcile/doc.go: WritesPerCall per handler call, one for a
 //     handler's own patch, the finalizer's addition and removal, and one
-//     more for each write refused and each change by another writer.
+//     more for each write refused, each response lost and each change by
+//     another writer.
 //
 // A handler that finished may run again when the write of its outcome did
 // not land: Kopf's promise is at least once then, and so is gopf's. A
 // repeat is excused when a write about the object was refused between the
 // two calls, except an update handler that sees no change after a create
-// handler: that is a patch dropped while its outcome was kept.
+// handler: that is a patch dropped while its outcome was kept. A write
+// whose response was lost landed: it excuses nothing.
 func Check(h History) []Violation {
 	events := slices.Clone(h.Events)
 	sort.SliceStable(events, func(i, j int) bool { return events[i].At.Before(events[j].At) })
@@ -308,6 +310,11 @@ func (o objectHistory) handledBefore(s int) (handled, sure bool) {
 			return false, false
 		}
 	}
+	// The field handler runs for the create too (the watched field is set
+	// at creation): until it is called, the create is not complete.
+	if _, called := last[HandlerField]; !called {
+		return false, false
+	}
 	return created >= 0, created >= 0 && !o.refusedBetween(complete, s)
 }
 
@@ -317,7 +324,7 @@ func (o objectHistory) budget(calls int) int {
 	for _, i := range o.events {
 		e := o.all[i]
 		switch {
-		case e.Kind == EventRefused, e.Kind == EventConflict:
+		case e.Kind == EventRefused, e.Kind == EventConflict, e.Kind == EventLost:
 			n++
 		case e.Kind == EventCall && e.Patched:
 			n++

@@ -147,6 +147,37 @@ func TestCheckExcusesARepeatAfterARefusedWrite(t *testing.T) {
 	}
 }
 
+func TestCheckExcusesNoRepeatAfterALostResponse(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(Event{Kind: EventLost, Detail: "PATCH kopfexamples/status: 200, response lost"}).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 5})
+	got := rules(Check(h))
+	if strings.Join(got, ",") != RuleCreateOnce+","+RuleUpdateSpurious {
+		t.Fatalf("a write whose response was lost landed: want %q and %q violations, got %v", RuleCreateOnce, RuleUpdateSpurious, Check(h))
+	}
+	// Its retry is within the budget.
+	h = newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(Event{Kind: EventLost, Detail: "PATCH kopfexamples/status: 200, response lost"}).
+		final(Final{Exists: true, Versions: v1, Writes: 5})
+	if v := Check(h); len(v) > 0 {
+		t.Fatalf("one more write for a lost response is within the budget; got %v", v)
+	}
+}
+
+func TestCheckWantsNoResumeBeforeTheFieldHandlerRanForTheCreate(t *testing.T) {
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).
+		stopFirst().start(2).
+		call(2, HandlerField, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 3})
+	if v := Check(h); len(v) > 0 {
+		t.Fatalf("violations in a sound history (the create goes on with the field handler, no resume): %v", v)
+	}
+}
+
 func TestCheckReportsAnUpdateLost(t *testing.T) {
 	// The spec changed while no operator ran; the new process ran the
 	// create handler on the new spec and no update handler.
@@ -238,7 +269,7 @@ func TestGenerateGivesTheSameSequenceForTheSameSeed(t *testing.T) {
 	}
 	for seed := uint64(0); seed < 200; seed++ {
 		s := Generate(seed)
-		if last := s[len(s)-1].Kind; last == OpStop || last == OpFaults {
+		if last := s[len(s)-1].Kind; last == OpStop || last == OpFaults || last == OpRestartAfterLost {
 			t.Fatalf("seed %d ends with %s: a run could not settle", seed, last)
 		}
 	}

@@ -8,7 +8,8 @@ A seed gives a sequence of operations (Generate): objects created, their
 spec, a label and a watched field changed, objects deleted; the operator
 stopped and started again, or restarted while a handler runs; a fraction
 of the operator's writes refused by the API server (409, 500, 504) or held
-back; another writer racing gopf's writes; handlers armed to fail for a
+back, or forwarded and their responses lost (and the operator restarted
+right after a loss); another writer racing gopf's writes; handlers armed to fail for a
 while, to fail for good, or to patch their own object. Run carries a
 sequence out on one class of kind (Classes: a CRD whose status keeps
 unknown fields, KopfExample; unstructured handlers on it; CRDs with a
@@ -30,6 +31,7 @@ handlers once per process for every object handled before it started, no
 finalizer of gopf's left on a deleted object, other finalizers kept, and
 the operator's writes within reconcile/doc.go's budget. A handler may run
 again after a write of its outcome was refused: at least once, as in Kopf.
+A write whose response was lost landed, and excuses no repeat.
 
 Two ways to run it:
 

@@ -37,6 +37,10 @@ const (
 	// writes (Fault says how) until OpHeal.
 	OpFaults OpKind = "refuse-writes"
 	OpHeal   OpKind = "heal"
+	// OpRestartAfterLost waits, while responses are lost (FaultLostReset,
+	// FaultLost502), until the response of one of the operator's writes
+	// was lost, then restarts the operator at once.
+	OpRestartAfterLost OpKind = "restart-after-lost-response"
 	// OpSettle waits until the operator has nothing left to do.
 	OpSettle OpKind = "settle"
 )
@@ -65,7 +69,18 @@ const (
 	Fault500     Fault = "500"
 	FaultTimeout Fault = "timeout" // 504, the API server's own timeout
 	FaultSlow    Fault = "slow"    // held for a while, then forwarded
+	// FaultLostReset and FaultLost502 forward the write and lose its
+	// response: the client's connection is reset, or it gets 502. The
+	// write landed; the operator cannot tell.
+	FaultLostReset Fault = "lost-response-reset"
+	FaultLost502   Fault = "lost-response-502"
 )
+
+// AllFaults are the faults of OpFaults, each picked as often.
+var AllFaults = []Fault{Fault409, Fault500, FaultTimeout, FaultSlow, FaultLostReset, FaultLost502}
+
+// Loses reports whether the fault loses responses of writes that landed.
+func (f Fault) Loses() bool { return f == FaultLostReset || f == FaultLost502 }
 
 // Op is one step of a sequence.
 type Op struct {
@@ -85,7 +100,7 @@ func (op Op) String() string {
 			s += fmt.Sprintf(" x%d", op.Times)
 		}
 		return s
-	case OpStop, OpStart, OpRestartInHandler, OpHeal, OpSettle:
+	case OpStop, OpStart, OpRestartInHandler, OpRestartAfterLost, OpHeal, OpSettle:
 		return string(op.Kind)
 	case OpFaults:
 		return fmt.Sprintf("%s %s", op.Kind, op.Fault)
@@ -106,7 +121,8 @@ func (s Sequence) String() string {
 
 // Generate returns the sequence of operations of seed: two to four
 // objects created, changed, deleted, around operator stops and restarts,
-// refused writes, another writer, and handlers armed to fail or patch.
+// refused writes, lost responses (and restarts right after one), another
+// writer, and handlers armed to fail or patch.
 // The same seed gives the same sequence. The sequence ends with the
 // operator running and the faults healed, so a run can settle.
 func Generate(seed uint64) Sequence {
@@ -134,6 +150,7 @@ type generator struct {
 	deleted []bool
 	running bool
 	faulty  bool
+	fault   Fault // in force while faulty
 }
 
 func (g *generator) add(op Op) { g.ops = append(g.ops, op) }
@@ -174,6 +191,10 @@ func (g *generator) step(objects int) {
 	case r < 67:
 		g.add(Op{Kind: OpConflict, Object: live[g.rng.IntN(len(live))]})
 	case r < 80:
+		if g.running && g.faulty && g.fault.Loses() && g.rng.IntN(2) == 0 {
+			g.add(Op{Kind: OpRestartAfterLost})
+			break
+		}
 		if g.running {
 			g.add(Op{Kind: OpStop})
 		} else {
@@ -184,7 +205,8 @@ func (g *generator) step(objects int) {
 		if g.faulty {
 			g.add(Op{Kind: OpHeal})
 		} else {
-			g.add(Op{Kind: OpFaults, Fault: []Fault{Fault409, Fault500, FaultTimeout, FaultSlow}[g.rng.IntN(4)]})
+			g.fault = AllFaults[g.rng.IntN(len(AllFaults))]
+			g.add(Op{Kind: OpFaults, Fault: g.fault})
 		}
 		g.faulty = !g.faulty
 	default:

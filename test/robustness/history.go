@@ -38,6 +38,10 @@ const (
 	// EventRefused: a write of the operator about the object did not land
 	// (refused by the API server or the fault proxy, or cut off).
 	EventRefused EventKind = "refused"
+	// EventLost: a write of the operator about the object landed and its
+	// response was lost on the way back (the operator got an error). It
+	// excuses no repeat: the outcome was written.
+	EventLost EventKind = "lost"
 )
 
 // Outcome is how a handler call ended.
@@ -100,6 +104,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("write %s: %s", e.Object, e.Versions)
 	case EventRefused:
 		return fmt.Sprintf("refused write on %s: %s", e.Object, e.Detail)
+	case EventLost:
+		return fmt.Sprintf("lost the response of a write on %s: %s", e.Object, e.Detail)
 	}
 	return fmt.Sprintf("%s %s", e.Kind, e.Object)
 }

@@ -3,8 +3,10 @@ package robustness_test
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,8 +77,145 @@ func TestSequences(t *testing.T) {
 	}
 }
 
+// lostRuns are the runs `make test` makes of the faults that lose
+// responses: on one class each, the first seed whose sequence, while the
+// fault is in force, has each of the operations listed (writes that
+// create, change and delete objects, so that state writes, finalizer
+// patches and their removal are lost; or a restart right after a lost
+// response).
+var lostRuns = []struct {
+	fault   robustness.Fault
+	class   string
+	storage reconcile.Storage
+	while   []robustness.OpKind
+}{
+	{robustness.FaultLostReset, "KopfExample", reconcile.StorageAuto, []robustness.OpKind{robustness.OpCreate, robustness.OpSpec, robustness.OpDelete}},
+	{robustness.FaultLost502, "ConfigMap", reconcile.StorageAuto, []robustness.OpKind{robustness.OpCreate, robustness.OpLabel, robustness.OpDelete}},
+	{robustness.FaultLost502, "Widget", reconcile.StorageAuto, []robustness.OpKind{robustness.OpRestartAfterLost, robustness.OpDelete}},
+}
+
+// Lost responses hold the contract with no excuse: a write whose response
+// was lost landed, so nothing may run again because of it.
+func TestLostResponses(t *testing.T) {
+	for _, lr := range lostRuns {
+		name := fmt.Sprintf("%s/%s/%s", lr.fault, lr.class, lr.while[0])
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			class, ok := classNamed(lr.class)
+			if !ok {
+				t.Fatalf("no class %q", lr.class)
+			}
+			seed, ok := seedWhere(func(s robustness.Sequence) bool { return faultCovers(s, lr.fault, lr.while) })
+			if !ok {
+				t.Fatalf("no seed below 100000 has %s with %v while it is in force", lr.fault, lr.while)
+			}
+			h := runOne(t, class, lr.storage, seed)
+			lost := 0
+			for _, e := range h.Events {
+				if e.Kind == robustness.EventLost {
+					lost++
+				}
+			}
+			if lost == 0 {
+				t.Errorf("seed %d: no response was lost, so the run did not test the fault", seed)
+			}
+			t.Logf("seed %d: %d operations, %d responses lost", seed, len(robustness.Generate(seed)), lost)
+		})
+	}
+}
+
+// classNamed returns the class of kind called name.
+func classNamed(name string) (robustness.Class, bool) {
+	for _, c := range robustness.Classes {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return robustness.Class{}, false
+}
+
+// seedWhere returns the first seed from 1 whose sequence ok accepts.
+func seedWhere(ok func(robustness.Sequence) bool) (uint64, bool) {
+	for seed := uint64(1); seed < 100000; seed++ {
+		if ok(robustness.Generate(seed)) {
+			return seed, true
+		}
+	}
+	return 0, false
+}
+
+// faultCovers reports whether, while fault f is in force, the sequence has
+// an operation of each kind of while.
+func faultCovers(s robustness.Sequence, f robustness.Fault, while []robustness.OpKind) bool {
+	seen := map[robustness.OpKind]bool{}
+	on := false
+	for _, op := range s {
+		switch {
+		case op.Kind == robustness.OpFaults:
+			on = op.Fault == f
+		case op.Kind == robustness.OpHeal:
+			on = false
+		case on:
+			seen[op.Kind] = true
+		}
+	}
+	for _, k := range while {
+		if !seen[k] {
+			return false
+		}
+	}
+	return true
+}
+
 // totals count what TestRandomSequences ran.
 var sequences, operations atomic.Int64
+
+// faultTally counts, over TestRandomSequences, the fault operations of
+// each kind, the restarts right after a lost response, and the operator's
+// writes refused and whose responses were lost.
+type faultTally struct {
+	mu      sync.Mutex
+	ops     map[string]int
+	lost    int
+	refused int
+}
+
+func (f *faultTally) add(seq robustness.Sequence, h robustness.History) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, op := range seq {
+		switch op.Kind {
+		case robustness.OpFaults:
+			f.ops[string(op.Fault)]++
+		case robustness.OpRestartAfterLost, robustness.OpRestartInHandler, robustness.OpStop:
+			f.ops[string(op.Kind)]++
+		}
+	}
+	for _, e := range h.Events {
+		switch e.Kind {
+		case robustness.EventLost:
+			f.lost++
+		case robustness.EventRefused:
+			f.refused++
+		}
+	}
+}
+
+func (f *faultTally) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	keys := make([]string, 0, len(f.ops))
+	for k := range f.ops {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys)+2)
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, f.ops[k]))
+	}
+	parts = append(parts, fmt.Sprintf("writes refused %d", f.refused), fmt.Sprintf("responses lost %d", f.lost))
+	return strings.Join(parts, ", ")
+}
 
 // Random sequences, with seeds from the clock, for as long as
 // GOPF_ROBUSTNESS_DURATION says (`make robustness`); skipped without it.
@@ -89,6 +228,7 @@ func TestRandomSequences(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GOPF_ROBUSTNESS_DURATION=%q: %v", d, err)
 	}
+	tally := &faultTally{ops: map[string]int{}}
 	began := time.Now()
 	deadline := began.Add(duration)
 	for time.Now().Before(deadline) && !t.Failed() {
@@ -99,19 +239,19 @@ func TestRandomSequences(t *testing.T) {
 			continue
 		}
 		t.Run(fmt.Sprintf("%s/%s/%d", class.Name, storageNames[storage], seed), func(t *testing.T) {
-			runOne(t, class, storage, seed)
+			tally.add(robustness.Generate(seed), runOne(t, class, storage, seed))
 			sequences.Add(1)
 			operations.Add(int64(len(robustness.Generate(seed))))
 		})
 	}
-	t.Logf("ran %d sequences, %d operations, in %s of %s", sequences.Load(), operations.Load(), time.Since(began).Round(time.Second), duration)
-	fmt.Printf("robustness: ran %d sequences, %d operations\n", sequences.Load(), operations.Load())
+	t.Logf("ran %d sequences, %d operations, in %s of %s; %s", sequences.Load(), operations.Load(), time.Since(began).Round(time.Second), duration, tally)
+	fmt.Printf("robustness: ran %d sequences, %d operations; %s\n", sequences.Load(), operations.Load(), tally)
 }
 
 // runOne runs the sequence of seed on class with storage and fails the test
 // with the seed, the sequence, the history and the violations if the
-// checker finds any.
-func runOne(t *testing.T, class robustness.Class, storage reconcile.Storage, seed uint64) {
+// checker finds any. It returns the history.
+func runOne(t *testing.T, class robustness.Class, storage reconcile.Storage, seed uint64) robustness.History {
 	env := envtest.New(t, scheme)
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -130,6 +270,7 @@ func runOne(t *testing.T, class robustness.Class, storage reconcile.Storage, see
 		t.Errorf("seed %d broke the contract:\n%s\nsequence:\n%s\nhistory:\n%s\nreproduce: %s",
 			seed, b.String(), robustness.Generate(seed), h.Format(), reproduce(class, storage, seed))
 	}
+	return h
 }
 
 // reproduce is the command that runs a failing sequence again.

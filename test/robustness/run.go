@@ -278,6 +278,10 @@ func (r *runner) do(op Op) error {
 		}
 		r.stop()
 		return r.start()
+	case OpRestartAfterLost:
+		r.awaitLost()
+		r.stop()
+		return r.start()
 	case OpFaults:
 		r.px.SetFaults(r.faults(op.Fault))
 	case OpHeal:
@@ -325,8 +329,35 @@ func (r *runner) faults(f Fault) faults.Faults {
 		return faults.Faults{Fraction: 0.4, Statuses: []int{http.StatusGatewayTimeout}, Match: match}
 	case FaultSlow:
 		return faults.Faults{Delay: time.Second, Match: match}
+	case FaultLostReset:
+		return faults.Faults{LoseFraction: 0.4, Loss: faults.LossReset, Match: match}
+	case FaultLost502:
+		return faults.Faults{LoseFraction: 0.4, Loss: faults.Loss502, Match: match}
 	}
 	return faults.Faults{Fraction: 0.4, Statuses: []int{http.StatusInternalServerError}, Match: match}
+}
+
+// awaitLost waits until the proxy loses the response of one more of the
+// operator's writes, or for blockTimeout when the operator writes nothing.
+func (r *runner) awaitLost() {
+	lost := func() int {
+		n := 0
+		for _, req := range r.px.Requests() {
+			if req.Lost {
+				n++
+			}
+		}
+		return n
+	}
+	before := lost()
+	deadline := time.Now().Add(blockTimeout)
+	for lost() == before && time.Now().Before(deadline) {
+		select {
+		case <-r.t.Ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // next returns a fresh value with a prefix.
@@ -532,7 +563,16 @@ func (r *runner) history() (History, error) {
 			continue
 		}
 		writes[name]++
-		if req.Injected || req.Status == 0 || req.Status >= 400 {
+		if req.Lost && req.Status < 400 && !(strings.HasSuffix(res, "/status") && r.class.writesPerCall(r.storage) == 2) {
+			// Landed: a lost response excuses no repeat.
+			events = append(events, Event{At: req.At, Kind: EventLost, Object: name, Detail: fmt.Sprintf("%s %s: %d, response lost", req.Method, res, req.Status)})
+			continue
+		}
+		// A lost response of the status patch that carries only results,
+		// where the state goes to annotations after it, is a refused write
+		// of the state: gopf does not send the state after a failed status
+		// patch, and a restart before the retry loses it.
+		if req.Lost || req.Injected || req.Status == 0 || req.Status >= 400 {
 			events = append(events, Event{At: req.At, Kind: EventRefused, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
 		}
 	}
