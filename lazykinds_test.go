@@ -30,7 +30,7 @@ func TestStoppingAnOperatorOfEveryKindWhileItsKindsStartLogsNoError(t *testing.T
 		handlers.ForKinds(func(schema.GroupVersionKind) bool { return true }), handlers.ID("everything"))
 	// A user who may read KopfExamples only: the informers of the other
 	// kinds never sync, so the stop comes while they start.
-	mgr, err := ctrl.NewManager(readOnlyUser(t, env), ctrl.Options{
+	mgr, err := ctrl.NewManager(readOnlyUser(env), ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{env.Namespace: {}}},

@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,26 +24,8 @@ import (
 // readOnlyUser returns the config of a user that may read KopfExamples
 // and nothing else gopf needs, as a project's RBAC that knows nothing of
 // gopf grants.
-func readOnlyUser(t *testing.T, env *envtest.Env) *rest.Config {
-	t.Helper()
-	g := NewWithT(t)
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: "kopfexample-reader-"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{kopfv1.GroupVersion.Group}, Resources: []string{"kopfexamples"}, Verbs: []string{"get", "list", "watch"}},
-	}}
-	g.Expect(env.Client.Create(env.Ctx, role)).To(Succeed())
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: role.Name}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-	}
-	g.Expect(env.Client.Create(env.Ctx, binding)).To(Succeed())
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), binding)
-		_ = env.Client.Delete(context.Background(), role)
-	})
-	user := rest.CopyConfig(cfg)
-	user.Impersonate = rest.ImpersonationConfig{UserName: role.Name}
-	return user
+func readOnlyUser(env *envtest.Env) *rest.Config {
+	return env.UserWith(rbacv1.PolicyRule{APIGroups: []string{kopfv1.GroupVersion.Group}, Resources: []string{"kopfexamples"}, Verbs: []string{"get", "list", "watch"}})
 }
 
 func TestSetupWithManagerLogsThePermissionsTheManagersUserLacks(t *testing.T) {
@@ -52,7 +33,7 @@ func TestSetupWithManagerLogsThePermissionsTheManagersUserLacks(t *testing.T) {
 	env := envtest.New(t, scheme)
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(context.Context, *kopfv1.KopfExample, *handlers.Cause) (any, error) { return "done", nil }, handlers.ID("create"))
-	mgr, err := ctrl.NewManager(readOnlyUser(t, env), ctrl.Options{
+	mgr, err := ctrl.NewManager(readOnlyUser(env), ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{env.Namespace: {}}},

@@ -62,7 +62,12 @@ func TestTheExampleRunsUnderTheRoleControllerGenMakesOfItsMarkers(t *testing.T) 
 	g.Expect(err).NotTo(HaveOccurred(), "--check-rbac refused the role of the example's own markers")
 
 	env := envtest.New(t, newScheme())
-	user := boundTo(t, env, roleFile)
+	data, err := os.ReadFile(roleFile)
+	g.Expect(err).NotTo(HaveOccurred())
+	var role rbacv1.ClusterRole
+	g.Expect(yaml.Unmarshal(data, &role)).To(Succeed())
+	g.Expect(role.Rules).NotTo(BeEmpty())
+	user := env.UserWith(role.Rules...)
 	mgr := runExample(t, env, user)
 	g.Expect(gopf.CheckPermissions(env.Ctx, mgr, registry(), reconcile.Options{Namespaces: []string{env.Namespace}})).To(Succeed(),
 		"the running check refused the role --check-rbac accepts")
@@ -107,34 +112,6 @@ func runExample(t *testing.T, env *envtest.Env, cfg *rest.Config) ctrl.Manager {
 	g.Expect(envtest.WaitFor(ctx, k8s, obj, func(obj *kopfv1.KopfExample) bool { return obj.Status.Extra["create_fn"].Raw != nil })).To(Succeed())
 	g.Expect(string(obj.Status.Extra["create_fn"].Raw)).To(MatchJSON(`{"configmaps":{"settings":"2"}}`))
 	return mgr
-}
-
-// boundTo creates the ClusterRole of roleFile under a name of its own,
-// binds it to a user of that name, and returns the user's config
-// (impersonated by the control plane's administrator).
-func boundTo(t *testing.T, env *envtest.Env, roleFile string) *rest.Config {
-	t.Helper()
-	g := NewWithT(t)
-	data, err := os.ReadFile(roleFile)
-	g.Expect(err).NotTo(HaveOccurred())
-	role := &rbacv1.ClusterRole{}
-	g.Expect(yaml.Unmarshal(data, role)).To(Succeed())
-	g.Expect(role.Rules).NotTo(BeEmpty())
-	role.ObjectMeta = metav1.ObjectMeta{GenerateName: role.Name + "-"}
-	g.Expect(env.Client.Create(env.Ctx, role)).To(Succeed())
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: role.Name}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-	}
-	g.Expect(env.Client.Create(env.Ctx, binding)).To(Succeed())
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), binding)
-		_ = env.Client.Delete(context.Background(), role)
-	})
-	user := rest.CopyConfig(env.ControlPlane.Config)
-	user.Impersonate = rest.ImpersonationConfig{UserName: role.Name}
-	return user
 }
 
 // newest returns the last file of dir matching pattern, by name (the
