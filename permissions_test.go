@@ -25,7 +25,9 @@ import (
 // and nothing else gopf needs, as a project's RBAC that knows nothing of
 // gopf grants.
 func readOnlyUser(env *envtest.Env) *rest.Config {
-	return env.UserWith(rbacv1.PolicyRule{APIGroups: []string{kopfv1.GroupVersion.Group}, Resources: []string{"kopfexamples"}, Verbs: []string{"get", "list", "watch"}})
+	return env.UserWith(rbacv1.PolicyRule{
+		APIGroups: []string{kopfv1.GroupVersion.Group}, Resources: []string{"kopfexamples"}, Verbs: []string{"get", "list", "watch"},
+	})
 }
 
 func TestSetupWithManagerLogsThePermissionsTheManagersUserLacks(t *testing.T) {
