@@ -50,20 +50,13 @@ func TestAWatchThatExpiresDuringAGapRelistsAndHandlesTheGapOnce(t *testing.T) {
 	t.Cleanup(func() { g.Expect(px.Close()).To(Succeed()) })
 	var calls callLog
 	reg := handlers.NewRegistry()
-	for _, id := range []string{"create", "update", "delete"} {
-		fn := func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-			calls.add(c, "")
-			return map[string]any{"field": obj.Spec.Field}, nil
-		}
-		switch id {
-		case "create":
-			handlers.OnCreate(reg, fn, handlers.ID(id))
-		case "update":
-			handlers.OnUpdate(reg, fn, handlers.ID(id))
-		default:
-			handlers.OnDelete(reg, fn, handlers.ID(id))
-		}
+	fn := func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		calls.add(c, "")
+		return map[string]any{"field": obj.Spec.Field}, nil
 	}
+	handlers.OnCreate(reg, fn, handlers.ID("create"))
+	handlers.OnUpdate(reg, fn, handlers.ID("update"))
+	handlers.OnDelete(reg, fn, handlers.ID("delete"))
 	runOperator(t, throughProxy(px, 20, 30), ns, reg)
 
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
