@@ -53,6 +53,9 @@ func TestTheControllerOptionsReachControllerRuntime(t *testing.T) {
 	if _, err := NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, handlers.NewRegistry(), ManagerOptions{ReconciliationTimeout: -time.Second}); err == nil {
 		t.Error("a negative ReconciliationTimeout was accepted")
 	}
+	if _, err := NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, handlers.NewRegistry(), ManagerOptions{WatchServerTimeout: -time.Second}); err == nil {
+		t.Error("a negative WatchServerTimeout was accepted")
+	}
 }
 
 func TestMetricsAreServedOverHTTPSWithAuthorizationUnlessMetricsSecureIsFalse(t *testing.T) {

@@ -108,7 +108,7 @@ type ManagerOptions struct {
 	// Kopf's settings.watching.server_timeout does; the informer then
 	// watches again from the last resourceVersion it saw. Default (0):
 	// client-go's, a random 5 to 10 minutes per watch, which spreads the
-	// renewals of many watches.
+	// renewals of many watches. Negative is an error.
 	WatchServerTimeout time.Duration
 
 	// LeaderElection makes the manager work only while it holds the Lease
@@ -189,6 +189,9 @@ func NewManager(cfg *rest.Config, reg *handlers.Registry, opts ManagerOptions) (
 	}
 	if opts.ReconciliationTimeout < 0 {
 		return nil, errors.New("gopf: ReconciliationTimeout cannot be negative")
+	}
+	if opts.WatchServerTimeout < 0 {
+		return nil, errors.New("gopf: WatchServerTimeout cannot be negative (0 leaves it to client-go)")
 	}
 	if s := opts.Engine.Sharding; s != nil {
 		if opts.LeaderElection {
