@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,6 +69,21 @@ func namedExample(t *testing.T, ns, name, field string) *kopfv1.KopfExample {
 	return obj
 }
 
+// examplesOnBothShards is three named KopfExamples of ns with field, at
+// least one on each of shard-a and shard-b: the ring hashes the namespace,
+// which is random, so fixed names would all land on one shard now and then.
+func examplesOnBothShards(t *testing.T, g Gomega, ns, field string) []*kopfv1.KopfExample {
+	var objs []*kopfv1.KopfExample
+	for i := 1; len(objs) < 3; i++ {
+		obj := namedExample(t, ns, fmt.Sprintf("%s-%d", field, i), field)
+		if len(objs) == 1 && ringChoice(g, obj) == ringChoice(g, objs[0]) {
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	return objs
+}
+
 var exampleKind = schema.GroupKind{Group: "kopf.dev", Kind: "KopfExample"}
 
 // ringChoice is the shard of shard-a and shard-b that the ring puts obj, a
@@ -112,10 +128,7 @@ func TestNewObjectsGetTheirShardAtAdmissionAndACreateCostsOneWrite(t *testing.T)
 		g.Expect(got.Status.Extra).To(HaveKey("create_fn"), "its shard did not handle it")
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 
-	objs := []*kopfv1.KopfExample{
-		namedExample(t, ns, "held-1", "held"), namedExample(t, ns, "held-2", "held"), namedExample(t, ns, "held-3", "held"),
-		namedExample(t, ns, "free-1", "free"), namedExample(t, ns, "free-2", "free"), namedExample(t, ns, "free-3", "free"),
-	}
+	objs := append(examplesOnBothShards(t, g, ns, "held"), examplesOnBothShards(t, g, ns, "free")...)
 	// Both shards are live once the webhook's view of the ring says so:
 	// a dry run goes through the webhook and stores nothing.
 	g.Eventually(func(g Gomega) {
