@@ -59,7 +59,7 @@ var libraryLayers = map[string][]string{
 	"internal/operator": with(engineParts, "internal/assign", "internal/engine"),
 	"reconcile":         with(engineParts, "internal/assign", "internal/engine", "internal/operator"),
 	"internal/plan":     with(engineParts, "internal/assign", "internal/engine", "internal/operator"),
-	"webhook":           {"handlers", "internal/contract", "internal/spec"},
+	"webhook":           {"handlers", "internal/contract", "internal/logs", "internal/spec"},
 	"internal/cli": with(engineParts, "internal/assign", "internal/engine", "internal/operator", "internal/plan", "reconcile", "reconcile/rbac",
 		"webhook"),
 	"": with(engineParts, "internal/assign", "internal/cli", "internal/engine", "internal/operator", "internal/plan", "internal/transport", "reconcile",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/logs"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -92,7 +93,7 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 		add(kindPath(mutating, h.gvk), mutating, h)
 	}
 	for _, path := range paths {
-		mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: byPath[path]})
+		mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: byPath[path], LogConstructor: logs.Admissions})
 	}
 	created, err := serveCreate(mgr, set, srv)
 	if err != nil {
@@ -168,7 +169,7 @@ func serveCreate(mgr manager.Manager, set *contract.Set, srv *Server) ([]*create
 		return nil, err
 	}
 	for _, h := range hooks {
-		mgr.GetWebhookServer().Register(h.path, &admission.Webhook{Handler: h})
+		mgr.GetWebhookServer().Register(h.path, &admission.Webhook{Handler: h, LogConstructor: logs.Admissions})
 	}
 	if s := op.CreateShard(); s != nil && len(hooks) > 0 {
 		srv.runWhileServing(s.Watch)

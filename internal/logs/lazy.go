@@ -16,6 +16,9 @@ func WithValuesLazily(log logr.Logger, kv ...any) logr.Logger {
 	if sink == nil {
 		return log // logging is off
 	}
+	if _, ok := sink.(*lazySink); ok {
+		return log.WithValues(kv...) // lazy already: no second wrapper, no frame more
+	}
 	if cd, ok := sink.(logr.CallDepthLogSink); ok {
 		sink = cd.WithCallDepth(1) // lines are written through lazySink's methods
 	}

@@ -23,10 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlhandler "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/engine"
+	"github.com/gopf-dev/gopf/internal/logs"
 )
 
 // A lazy kind is a kind with handlers that the API server did not serve
@@ -470,6 +472,13 @@ func (lk *lazyKind) wakeAll() {
 	}
 }
 
+// reconcileLog is the LogConstructor of k's controller: the values of
+// controller-runtime's own, added only when a reconcile writes a line.
+func reconcileLog(mgr manager.Manager, k *engine.KindController) func(*reconcile.Request) logr.Logger {
+	base := mgr.GetLogger().WithValues("controller", k.Name, "controllerGroup", k.GVK.Group, "controllerKind", k.GVK.Kind)
+	return logs.Reconciles(base, k.GVK.Kind)
+}
+
 // unmanagedController builds the kind's controller-runtime controller with
 // the same sources as start's builder, for a caller that starts and stops
 // it itself. Its name may repeat (a kind whose CRD came back).
@@ -478,7 +487,7 @@ func unmanagedController(k *engine.KindController, mgr manager.Manager, opts eng
 		Reconciler:              k,
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		SkipNameValidation:      ptr.To(true),
-		Logger:                  mgr.GetLogger().WithValues("controllerGroup", k.GVK.Group, "controllerKind", k.GVK.Kind),
+		LogConstructor:          reconcileLog(mgr, k),
 	}
 	copts.DefaultFromConfig(mgr.GetControllerOptions())
 	c, err := controller.NewUnmanaged(k.Name, copts)

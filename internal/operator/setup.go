@@ -149,7 +149,7 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	k.OfferCreateFinalizer()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(k.Name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, LogConstructor: reconcileLog(mgr, k)})
 	// A shard watches its objects, and their children, in its own cache.
 	sharded := k.Cache != mgr.GetCache()
 	if sharded {
