@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -60,6 +61,7 @@ type Flags struct {
 	logFormat              string
 	watchInactivity        time.Duration
 	watchServer            time.Duration
+	releasePages           bool
 	zap                    zap.Options
 	rbac                   RBACFlags
 	fs                     *flag.FlagSet // to tell the flags given from defaults
@@ -113,6 +115,7 @@ func NewFlags(name string, watch WatchDefaults) (*flag.FlagSet, *Flags) {
 	fs.DurationVar(&f.ShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second, "How long a graceful stop may take before the operator exits anyway.")
 	fs.DurationVar(&f.ReconciliationTimeout, "reconciliation-timeout", 0, "Cancel the context of a reconcile's handlers after this long; they are retried as after an error. 0: no bound.")
 	fs.BoolVar(&f.Warmup, "warmup", false, "With --leader-elect, fill the cache before this replica leads, so that it takes over without listing every object first (costs a standby its cache's memory and watches).")
+	fs.BoolVar(&f.releasePages, "release-startup-pages", runtime.GOOS == "linux", "Once start-up is over, have the kernel drop the pages of the operator's binary that start-up mapped (Linux): about 20 MiB less resident memory; code used afterwards is read back from the file.")
 	fs.BoolVar(&f.KeepManagedFields, "keep-managed-fields", false, "Keep metadata.managedFields on cached objects (by default they are dropped to save memory; handlers that read them need this).")
 	fs.BoolVar(&f.CacheUnselected, "cache-unselected", false, "Cache every object of each handled kind, filtering by the handlers' labels in memory (by default a kind whose handlers all select on labels is watched with that label selector; code that reads other objects of it through the manager's client needs this; see docs/narrowed-cache.md).")
 	fs.StringVar(&f.shardRing, "shard-ring", "", "Make this replica a shard of the ring of this name: the replicas share the objects, each handles those labelled for it (see docs/sharding.md). Not with --leader-elect.")

@@ -73,6 +73,12 @@ func Run(p Program, args []string) error {
 	if err != nil {
 		return f.explain(err)
 	}
+	if f.releasePages {
+		release := pageRelease{cache: mgr.GetCache(), settle: startupSettle, release: releaseBinaryPages, log: ctrl.Log.WithName("gopf")}
+		if err := mgr.Add(release); err != nil {
+			return err
+		}
+	}
 	ctrl.Log.WithName("gopf").Info("starting the operator", "name", p.Name, "namespaces", f.namespaces.String(), "peering", f.peeringName)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
