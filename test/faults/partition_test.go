@@ -198,7 +198,7 @@ func TestAPartitionInTheMiddleOfEveryPhaseIsHandledOnceWithBoundedRetries(t *tes
 	// Events and a loaded machine, and is a quarter of the client's rate
 	// limit (QPS 20), which a retry loop would fill.
 	g.Expect(rate).To(BeNumerically("<=", 5), "requests a second during the partition")
-	record(t, "2f", outcome{Objects: 8, Outcome: partitionOutcome, Figures: fmt.Sprintf(
+	record(t, "2g", outcome{Objects: 8, Outcome: partitionOutcome, Figures: fmt.Sprintf(
 		"cut off for %s: %d requests tried meanwhile, %.1f a second (the busiest second %d, the last 10 s %d; client limit 20/s); "+
 			"the timer's tick due in the partition was called %d times (retry %d to %d; a tick whose result cannot be written is a failed call, "+
 			"retried after the timer's backoff: %s in envtest, 60 s by default); everything handled %s after the API server came back",
