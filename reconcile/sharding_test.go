@@ -96,6 +96,21 @@ func setLabels(g Gomega, key types.NamespacedName, labels map[string]string) {
 	g.Expect(k8s.Patch(context.Background(), obj, patch)).To(Succeed())
 }
 
+// waitRing waits until the shards, and only they, hold Leases of
+// test-ring in ns: members of the ring. An operator runs once its caches
+// have synced, which may be before its shard has taken its Lease.
+func waitRing(g Gomega, ns string, shards ...string) {
+	g.Eventually(func(g Gomega) []string {
+		var leases coordinationv1.LeaseList
+		g.Expect(k8s.List(context.Background(), &leases, client.InNamespace(ns), client.MatchingLabels{ringLabel: "test-ring"})).To(Succeed())
+		var names []string
+		for _, l := range leases.Items {
+			names = append(names, l.Name)
+		}
+		return names
+	}, timeout).Should(ConsistOf(shards), "the shards never all held their Leases")
+}
+
 // Two shards of one ring, with the test acting as the reference design's
 // sharder: each shard holds its Lease and handles only the objects
 // labelled for it; an object being drained while its create handler runs
@@ -114,15 +129,7 @@ func TestShardsHandleTheirOwnObjectsAndHandOverWhenDrained(t *testing.T) {
 	runShard(t, ns, "shard-a", &calls, started, release, stops, external)
 	runShard(t, ns, "shard-b", &calls, started, release, stops, external)
 
-	g.Eventually(func(g Gomega) []string {
-		var leases coordinationv1.LeaseList
-		g.Expect(k8s.List(ctx, &leases, client.InNamespace(ns), client.MatchingLabels{ringLabel: "test-ring"})).To(Succeed())
-		var names []string
-		for _, l := range leases.Items {
-			names = append(names, l.Name)
-		}
-		return names
-	}, timeout).Should(ConsistOf("shard-a", "shard-b"))
+	waitRing(g, ns, "shard-a", "shard-b")
 
 	for name, shard := range map[string]string{"a1": "shard-a", "b1": "shard-b", "none": ""} {
 		obj := newExample(ns, name)
@@ -193,23 +200,39 @@ func TestTheEmbeddedAssignerSpreadsObjectsAndMovesThoseOfAShardThatLeaves(t *tes
 	close(release)
 	a := runShard(t, ns, "shard-a", &calls, started, release, stops, reconcile.Sharding{})
 	runShard(t, ns, "shard-b", &calls, started, release, stops, reconcile.Sharding{})
+	// The assigner spreads objects over the shards in the ring when they
+	// come: objects created before shard-b holds its Lease all go to
+	// shard-a (and half of them move when shard-b joins).
+	waitRing(g, ns, "shard-a", "shard-b")
 
-	const n = 12
+	// The ring hashes names within a random namespace: 24 objects all land
+	// on one of two shards about once in 10^7 runs (12 did once in 1,900).
+	const n = 24
 	var keys []types.NamespacedName
 	for i := range n {
 		obj := newExample(ns, "spread-"+string(rune('a'+i)))
 		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 		keys = append(keys, client.ObjectKeyFromObject(obj))
 	}
-	onShard := map[string]int{}
+	// The assigner learns of shard-b's Lease through its own watch, which
+	// may lag the test's read by a moment under load; an object it placed
+	// on shard-a meanwhile is drained and moved by the pass that follows,
+	// without a second create. So the test waits for every object to be
+	// handled and settled on a shard, not draining.
+	g.Eventually(func(g Gomega) map[string]int {
+		onShard := map[string]int{}
+		for _, key := range keys {
+			g.Expect(statusField(g, key, "gopf", "lastHandled")).NotTo(BeNil(), "%s is not handled", key.Name)
+			obj := &kopfv1.KopfExample{}
+			g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
+			g.Expect(obj.Labels).NotTo(HaveKey(drainLabel), "%s is draining", key.Name)
+			onShard[obj.Labels[shardLabel]]++
+		}
+		return onShard
+	}, timeout).Should(And(HaveLen(2), HaveKey("shard-a"), HaveKey("shard-b")), "the %d objects were not spread over both shards", n)
 	for _, key := range keys {
-		waitHandled(g, key)
-		obj := &kopfv1.KopfExample{}
-		g.Expect(k8s.Get(ctx, key, obj)).To(Succeed())
-		onShard[obj.Labels[shardLabel]]++
-		g.Expect(calls.of(key.Name)).To(Equal([]string{obj.Labels[shardLabel] + " create"}), "%s", key.Name)
+		g.Expect(calls.of(key.Name)).To(ConsistOf(BeElementOf("shard-a create", "shard-b create")), "%s: one create, on either shard", key.Name)
 	}
-	g.Expect(onShard).To(HaveLen(2), "all %d objects went to one shard: %v", n, onShard)
 
 	g.Expect(a.Stop()).To(Succeed())
 	for _, key := range keys {

@@ -75,7 +75,27 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	if err != nil {
 		return err
 	}
+	serveHooks(mgr, hooks)
+	created, err := serveCreate(mgr, set, srv)
+	if err != nil {
+		return err
+	}
 
+	log := ctrl.Log.WithName("gopf").WithName("webhook")
+	if srv == nil || srv.opts.StaticConfigurations {
+		log.Info("serving admission handlers; their webhook configurations are not managed by gopf", "handlers", len(hooks))
+		return nil
+	}
+	cm, err := newConfigManager(mgr, srv, hooks, created)
+	if err != nil {
+		return err
+	}
+	return mgr.Add(cm)
+}
+
+// serveHooks registers the hooks on mgr's webhook server: each at its own
+// path, and with the other hooks of its kind at the kind's path.
+func serveHooks(mgr manager.Manager, hooks []*hook) {
 	byPath := map[string]*reviewer{}
 	var paths []string
 	add := func(path string, mutating bool, h *hook) {
@@ -95,21 +115,6 @@ func Setup(mgr manager.Manager, reg *handlers.Registry) error {
 	for _, path := range paths {
 		mgr.GetWebhookServer().Register(path, &admission.Webhook{Handler: byPath[path], LogConstructor: logs.Admissions})
 	}
-	created, err := serveCreate(mgr, set, srv)
-	if err != nil {
-		return err
-	}
-
-	log := ctrl.Log.WithName("gopf").WithName("webhook")
-	if srv == nil || srv.opts.StaticConfigurations {
-		log.Info("serving admission handlers; their webhook configurations are not managed by gopf", "handlers", len(hooks))
-		return nil
-	}
-	cm, err := newConfigManager(mgr, srv, hooks, created)
-	if err != nil {
-		return err
-	}
-	return mgr.Add(cm)
 }
 
 // SetupFinalizers serves only gopf's create webhooks, which add its

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -126,26 +127,53 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 	if narrowed {
 		k.Log.Info("watching only the objects the handlers' label filters may select", "selector", n.NarrowedBy(k.GVK).String())
 	}
-	if len(k.Events)+len(k.Indexes) > 0 {
-		w := &watcher{k: k, cache: k.Cache, events: k.Events, indexes: k.Indexes}
-		for _, r := range k.Indexes {
-			if k.Shared.Indexes.Get(r.Options.ID) != nil {
-				return fmt.Errorf("gopf: %s: an index of that name exists already", r)
-			}
-			spec.AddIndex(k.Shared.Indexes, r.Options.ID)
-		}
-		if len(k.Indexes) > 0 {
-			k.Shared.Mu.Lock()
-			k.Shared.Watchers = append(k.Shared.Watchers, w)
-			k.Shared.Mu.Unlock()
-		}
-		if err := mgr.Add(w); err != nil {
-			return fmt.Errorf("gopf: watching %s: %w", k.GVK, err)
-		}
+	if err := addWatcher(k, mgr); err != nil {
+		return err
 	}
 	if len(k.Change)+len(k.Level)+len(k.Spawned) == 0 {
 		return nil
 	}
+	if err := addController(k, mgr, opts); err != nil {
+		return err
+	}
+	if narrowed {
+		// with the controller: once per start, after the caches sync
+		if err := mgr.Add(manager.RunnableFunc(k.FindLeft)); err != nil {
+			return fmt.Errorf("gopf: finding the objects of %s that left the selector: %w", k.GVK, err)
+		}
+	}
+	return nil
+}
+
+// addWatcher adds the watcher of the kind's event handlers and indexes to
+// the manager, if it has any, and declares its indexes, whose names are
+// unique across the operator.
+func addWatcher(k *engine.KindController, mgr manager.Manager) error {
+	if len(k.Events)+len(k.Indexes) == 0 {
+		return nil
+	}
+	w := &watcher{k: k, cache: k.Cache, events: k.Events, indexes: k.Indexes}
+	for _, r := range k.Indexes {
+		if k.Shared.Indexes.Get(r.Options.ID) != nil {
+			return fmt.Errorf("gopf: %s: an index of that name exists already", r)
+		}
+		spec.AddIndex(k.Shared.Indexes, r.Options.ID)
+	}
+	if len(k.Indexes) > 0 {
+		k.Shared.Mu.Lock()
+		k.Shared.Watchers = append(k.Shared.Watchers, w)
+		k.Shared.Mu.Unlock()
+	}
+	if err := mgr.Add(w); err != nil {
+		return fmt.Errorf("gopf: watching %s: %w", k.GVK, err)
+	}
+	return nil
+}
+
+// addController adds the kind's controller, which runs its change and
+// level handlers and schedules its timers and daemons, and the spawner that
+// runs those, to the manager.
+func addController(k *engine.KindController, mgr manager.Manager, opts engine.Options) error {
 	k.OfferCreateFinalizer()
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(k.Name).
@@ -164,8 +192,24 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 		}
 	}
 	b = b.WatchesRawSource(source.Channel(k.Wake, &ctrlhandler.EnqueueRequestForObject{}))
+	b = watchRelated(b, k, mgr, sharded)
+	k.Shared.Gate.WhenOpened(func() {
+		if ctx := k.Shared.Context(); ctx != nil {
+			k.WakeAll(ctx)
+		}
+	})
+	if err := b.Complete(k); err != nil {
+		return fmt.Errorf("gopf: starting the controller for %s: %w", k.GVK, err)
+	}
+	return nil
+}
+
+// watchRelated adds to b the objects the kind's level handlers own or
+// watch (options of OnReconcile), each owned type once. A shard watches the
+// owned objects in its own cache, as it does its own.
+func watchRelated(b *builder.Builder, k *engine.KindController, mgr manager.Manager, sharded bool) *builder.Builder {
 	seen := map[string]bool{}
-	for _, r := range k.Level { // Owns and Watches are options of OnReconcile
+	for _, r := range k.Level {
 		for _, owned := range r.Options.Owned {
 			if t := fmt.Sprintf("owns %T", owned); !seen[t] && sharded {
 				seen[t] = true
@@ -180,21 +224,7 @@ func start(k *engine.KindController, mgr manager.Manager, opts engine.Options) e
 			b = b.Watches(w.Object, ctrlhandler.EnqueueRequestsFromMapFunc(mapToRequests(w.Map)))
 		}
 	}
-	k.Shared.Gate.WhenOpened(func() {
-		if ctx := k.Shared.Context(); ctx != nil {
-			k.WakeAll(ctx)
-		}
-	})
-	if err := b.Complete(k); err != nil {
-		return fmt.Errorf("gopf: starting the controller for %s: %w", k.GVK, err)
-	}
-	if narrowed {
-		// with the controller: once per start, after the caches sync
-		if err := mgr.Add(manager.RunnableFunc(k.FindLeft)); err != nil {
-			return fmt.Errorf("gopf: finding the objects of %s that left the selector: %w", k.GVK, err)
-		}
-	}
-	return nil
+	return b
 }
 
 // setupActivities adds the operator-level handlers, the probe endpoints and

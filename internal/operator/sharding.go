@@ -110,38 +110,9 @@ func addAssigner(mgr manager.Manager, op *spec.Operator, kinds []*engine.KindCon
 	if s == nil || s.ExternalAssigner || len(kinds) == 0 {
 		return nil
 	}
-	var ak []assign.Kind
-	seen := map[schema.GroupKind]bool{}
-	add := func(gvk schema.GroupVersionKind, controlled bool) error {
-		if seen[gvk.GroupKind()] {
-			return nil
-		}
-		seen[gvk.GroupKind()] = true
-		m, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return fmt.Errorf("gopf: assigning %s to shards: %w", gvk, err)
-		}
-		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
-		ak = append(ak, assign.Kind{Resource: m.Resource, GroupKind: gvk.GroupKind(), Namespaced: namespaced, Controlled: controlled})
-		return nil
-	}
-	for _, kc := range kinds {
-		if err := add(kc.GVK, false); err != nil {
-			return err
-		}
-	}
-	for _, kc := range kinds {
-		for _, r := range kc.Level {
-			for _, owned := range r.Options.Owned {
-				gvk, err := apiutil.GVKForObject(owned, mgr.GetScheme())
-				if err != nil {
-					return fmt.Errorf("gopf: assigning the children of %s to shards: %w", kc.GVK, err)
-				}
-				if err := add(gvk, true); err != nil {
-					return err
-				}
-			}
-		}
+	ak, err := assignedKinds(mgr, kinds)
+	if err != nil {
+		return err
 	}
 	md, err := metadata.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
@@ -166,4 +137,44 @@ func addAssigner(mgr manager.Manager, op *spec.Operator, kinds []*engine.KindCon
 		return fmt.Errorf("gopf: assigning shards at admission: %w", err)
 	}
 	return mgr.Add(a)
+}
+
+// assignedKinds returns the kinds the assigner assigns to shards: those of
+// the operator's controllers, and the kinds their level handlers own, as
+// Controlled (their objects follow their owners), each once.
+func assignedKinds(mgr manager.Manager, kinds []*engine.KindController) ([]assign.Kind, error) {
+	var ak []assign.Kind
+	seen := map[schema.GroupKind]bool{}
+	add := func(gvk schema.GroupVersionKind, controlled bool) error {
+		if seen[gvk.GroupKind()] {
+			return nil
+		}
+		seen[gvk.GroupKind()] = true
+		m, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("gopf: assigning %s to shards: %w", gvk, err)
+		}
+		namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+		ak = append(ak, assign.Kind{Resource: m.Resource, GroupKind: gvk.GroupKind(), Namespaced: namespaced, Controlled: controlled})
+		return nil
+	}
+	for _, kc := range kinds {
+		if err := add(kc.GVK, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, kc := range kinds {
+		for _, r := range kc.Level {
+			for _, owned := range r.Options.Owned {
+				gvk, err := apiutil.GVKForObject(owned, mgr.GetScheme())
+				if err != nil {
+					return nil, fmt.Errorf("gopf: assigning the children of %s to shards: %w", kc.GVK, err)
+				}
+				if err := add(gvk, true); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return ak, nil
 }

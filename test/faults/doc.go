@@ -29,7 +29,9 @@ in docs/reliability.md is checked against those records after every run
 	go test ./test/faults -run . -update
 
 The load scenario creates GOPF_FAULTS_N objects (default 300); set it to
-5000 for the figure the issue asks for (best without -race). With -short
-only the quick scenarios run.
+5000 for the figure the issue asks for (best without -race). The partition
+scenario cuts the operator off for 30 s; set GOPF_FAULTS_PARTITION (a
+duration, 30s or more) for a longer partition. With -short only the quick
+scenarios run.
 */
 package faults

@@ -155,6 +155,7 @@ type Proxy struct {
 	upstream map[net.Conn]struct{} // to the API server
 	watches  map[*watchBody]struct{}
 	requests []Request
+	refused  []time.Time // connections reset on arrival during an outage
 }
 
 // New starts a proxy on a free port of 127.0.0.1 that forwards to the API
@@ -326,6 +327,16 @@ func (p *Proxy) Requests() []Request {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]Request(nil), p.requests...)
+}
+
+// Refused returns when each connection that arrived during an Outage came
+// (and was reset before a request could be read): Requests cannot list
+// what clients tried meanwhile, but each attempt opens a connection of its
+// own, since the last one was reset, so these are the attempts.
+func (p *Proxy) Refused() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.refused...)
 }
 
 // Close stops the proxy: the listener, every connection, every stream, and
@@ -567,9 +578,14 @@ func (p *Proxy) holding(w *watchBody) (bool, <-chan struct{}) {
 	return (p.stalled || w.silenced) && !p.closed, p.changed
 }
 
-func (p *Proxy) isDown() bool {
+// refuseIfDown reports whether the proxy is down, and then notes a
+// connection refused at now.
+func (p *Proxy) refuseIfDown() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.down {
+		p.refused = append(p.refused, time.Now())
+	}
 	return p.down
 }
 
@@ -602,7 +618,7 @@ func (l *listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.p.isDown() {
+		if l.p.refuseIfDown() {
 			reset(c)
 			continue
 		}

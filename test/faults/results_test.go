@@ -42,6 +42,7 @@ var scenarios = []scenario{
 	{"2d", "Silent watch stall, nothing ends it", "the proxy holds the open watch streams' data back for good (watches opened later pass); the operator's watch inactivity bound is 5 s"},
 	{"2e", "Watch expired during a gap (410 Gone)", "its own control plane serves watches from etcd (no watch cache) and compacts etcd every 2 s; the proxy resets the operator's connections for 6 s while a spec change, a creation, a deletion and 20 other writes happen"},
 	{"2f", "API server restarted, etcd kept", "its own control plane's kube-apiserver is stopped (SIGTERM, SIGKILL 3 s later) and started again with the same flags; the operator reaches it directly; then a spec change, a creation and a deletion"},
+	{"2g", "API server partition in the middle of every phase", "the proxy resets every connection for 30 s (GOPF_FAULTS_PARTITION for longer) while a create, an update and a delete handler are in flight, a timer ticks every 5 s and a daemon runs; meanwhile a creation, a spec change and a deletion; client QPS 20, burst 30"},
 	{"3", "429 and 500 storm", "30 % of the operator's requests fail for 10 s (half 429 with Retry-After 1 s, half 500); client QPS 20, burst 30"},
 	{"4", "Conflicting writer", "another client churns labels, annotations and spec (PUT with resourceVersion), patches status and holds its own finalizer, 8 rounds per object; 10 % of the operator's writes get 409"},
 	{"5a", "Two operators, peering", "priorities 20 and 10 on one KopfPeering, both running"},
