@@ -72,6 +72,7 @@ type timerState struct {
 	ranFor   time.Time      // the change an idle-only timer last ran after
 	due      time.Time      // when the scheduled run is due
 	written  *writtenResult // the last result the timer wrote, nil before
+	unsent   *unsentPatch   // what the last attempt could not write, nil if nothing
 }
 
 type daemonState struct {

@@ -57,6 +57,16 @@ type timerRun struct {
 	c         *handlers.Cause
 	last      *writtenResult // the timer's last write before the run, if any
 	wrote     *writtenResult // this run's write of its result, if any
+	unsent    *unsentPatch   // the patch an earlier attempt of the run could not send; then, the one this attempt could not
+}
+
+// unsentPatch is a timer's patch that could not be sent, with the result
+// it writes, if any. The next attempt of the run sends it again instead of
+// calling the function again: the function ran, and its side effects with
+// it; only its outcome is missing.
+type unsentPatch struct {
+	patch *spec.Patch
+	wrote *writtenResult
 }
 
 // writtenResult is a timer's result as a write of the timer left it in
@@ -106,7 +116,7 @@ func (s *Spawner) beginTimerRun(t *timerState) (context.Context, *timerRun) {
 	}
 	// A private copy: the write after the call decodes the response into it.
 	run := &timerRun{o: o, t: t, obj: obj, changedAt: o.changedAt,
-		attempts: t.attempts, started: t.started, last: t.written}
+		attempts: t.attempts, started: t.started, last: t.written, unsent: t.unsent}
 	run.c = s.newCall(t.reg, run.obj, t.attempts, t.started)
 	run.c.Patch = &handlers.Patch{}
 	return s.ctx, run
@@ -147,31 +157,47 @@ func (s *Spawner) idleLongEnoughLocked(o *spawned, t *timerState, now time.Time)
 
 // callTimer calls the timer's function and sends its patch, with what the
 // function returned stored in status under the timer's id when that
-// changes it. A patch that cannot be sent is a temporary error.
+// changes it; or, when an earlier attempt of the run could not send its
+// patch, sends that one again without calling the function. A patch that
+// cannot be sent is a temporary error, and is kept for the next attempt.
 func (s *Spawner) callTimer(ctx context.Context, run *timerRun) error {
+	out := run.unsent
+	if out == nil {
+		var err error
+		if out, err = s.callTimerFunc(ctx, run); err != nil {
+			return err
+		}
+	}
+	if werr := s.k.SendPatch(ctx, run.obj, out.patch); werr != nil {
+		run.unsent = out
+		return handlers.Temporary(werr, 0)
+	}
+	run.unsent = nil
+	if out.wrote != nil {
+		run.wrote = &writtenResult{value: out.wrote.value, version: run.obj.GetResourceVersion()} // the response's
+	}
+	return nil
+}
+
+// callTimerFunc calls the timer's function and returns the patch to send:
+// the function's own, with its result when that changes what status holds.
+func (s *Spawner) callTimerFunc(ctx context.Context, run *timerRun) (*unsentPatch, error) {
 	reg := run.t.reg
 	version := run.obj.GetResourceVersion() // before the call: the handler may touch its object
 	result, err := s.k.Call(ctx, reg, run.obj, run.c)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var wrote *writtenResult
+	out := &unsentPatch{patch: (*spec.Patch)(run.c.Patch)}
 	if result != nil {
 		status, _ := state.StatusOf(run.obj)
 		stored := newestResult(status[reg.Options.ID], version, run.last)
 		if state.Changes(stored, result) {
-			spec.MergeStatus((*spec.Patch)(run.c.Patch), reg.Options.ID, result)
-			wrote = &writtenResult{value: afterMerge(stored, result)}
+			spec.MergeStatus(out.patch, reg.Options.ID, result)
+			out.wrote = &writtenResult{value: afterMerge(stored, result)}
 		}
 	}
-	if werr := s.k.SendPatch(ctx, run.obj, (*spec.Patch)(run.c.Patch)); werr != nil {
-		return handlers.Temporary(werr, 0)
-	}
-	if wrote != nil {
-		wrote.version = run.obj.GetResourceVersion() // the response's
-		run.wrote = wrote
-	}
-	return nil
+	return out, nil
 }
 
 // newestResult is the timer's result as stored now, as far as gopf knows:
@@ -216,6 +242,10 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 	}
 	if run.wrote != nil {
 		t.written = run.wrote
+	}
+	t.unsent = nil
+	if v.Outcome == policy.Retrying {
+		t.unsent = run.unsent // sent again by the next attempt, if the function ran
 	}
 	switch v.Outcome {
 	case policy.Retrying:

@@ -1,8 +1,21 @@
 package spawn
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
@@ -50,5 +63,65 @@ func TestAfterMergeIsWhatTheAPIServerStores(t *testing.T) {
 	}
 	if got := afterMerge("plain", map[string]any{"a": nil, "b": int64(1)}); !state.SameJSON(got, map[string]any{"b": int64(1)}) {
 		t.Errorf("an object replaces what is not one: %v", got)
+	}
+}
+
+// failingWriteKind is a kind whose timer function counts its calls and
+// whose first writes fail, as in an API server outage.
+type failingWriteKind struct {
+	kind
+	calls    atomic.Int64
+	failures atomic.Int64 // writes still to fail
+	first    atomic.Pointer[spec.Patch]
+	sent     chan *spec.Patch
+}
+
+func (k *failingWriteKind) Call(_ context.Context, _ *contract.Handler, _ client.Object, c *handlers.Cause) (any, error) {
+	if k.calls.Add(1) == 1 {
+		k.first.Store((*spec.Patch)(c.Patch))
+	}
+	return map[string]any{"ticked": true}, nil
+}
+
+func (k *failingWriteKind) SendPatch(_ context.Context, _ client.Object, p *spec.Patch) error {
+	if k.failures.Add(-1) >= 0 {
+		return errors.New("connection refused")
+	}
+	k.sent <- p
+	return nil
+}
+
+// A timer whose patch could not be written has run: its next attempt sends
+// that patch again, and does not call the function again.
+func TestATimerWhosePatchCouldNotBeWrittenSendsItAgainWithoutANewCall(t *testing.T) {
+	reg := handlers.NewRegistry()
+	handlers.OnTimer(reg, time.Hour, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
+		return nil, nil
+	}, handlers.ID("t"), handlers.Backoff(10*time.Millisecond))
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "u1"}}
+	k := &failingWriteKind{sent: make(chan *spec.Patch, 1)}
+	k.failures.Store(3)
+	s := New(k, configMaps(logr.Discard(), obj))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	s.Sync(types.NamespacedName{Namespace: "ns", Name: "o"}, obj, "{}", contract.SetOf(reg).Handlers(spec.KindTimer))
+	var p *spec.Patch
+	select {
+	case p = <-k.sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the timer's patch was never written")
+	}
+	if n := k.calls.Load(); n != 1 {
+		t.Errorf("the timer's function was called %d times for one run whose first three writes failed, want once", n)
+	}
+	if p != k.first.Load() || p.Empty() {
+		t.Error("the patch written is not the first call's, with its result")
 	}
 }
