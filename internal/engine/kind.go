@@ -32,9 +32,9 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	if sh.ShardCache != nil {
 		kc.Cache = sh.ShardCache
 	}
-	kc.reader = kc.Cache
+	kc.reader, kc.live = kc.Cache, mgr.GetAPIReader()
 	if n, ok := kc.Cache.(Narrowed); ok {
-		kc.narrowed, kc.own, kc.live = n.NarrowedBy(gvk), n.Own(), mgr.GetAPIReader()
+		kc.narrowed, kc.own = n.NarrowedBy(gvk), n.Own()
 	}
 	kc.writer = mgr.GetClient()
 	if hc := mgr.GetHTTPClient(); hc != nil { // nil: a manager of a test's making; writes go through its client

@@ -59,7 +59,7 @@ type KindController struct {
 	Memory    *memory.Memories
 	narrowed  labels.Selector // the label selector of the kind's cache (see Narrowed); nil: the cache holds every object
 	own       labels.Selector // the objects that are this replica's (Narrowed.Own); nil: all
-	live      client.Reader   // reads from the API server, for objects that left a narrowed cache
+	live      client.Reader   // reads from the API server: objects that left a narrowed cache, writes whose answer was lost
 	left      []client.Object // objects that left it while the operator was not running (FindLeft); under mu
 	mu        sync.Mutex
 	Store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)

@@ -187,7 +187,10 @@ func (t *Turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final m
 	inStatus := t.Store.InStatus()
 	whole := stateChanged && inStatus && !k.statusKept.Load()
 	if err := k.sendPart(ctx, t.Obj, t.Raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
-		return nil, nil, err
+		if !t.statusLanded(ctx, err, statusPatch, final) {
+			return nil, nil, err
+		}
+		t.log.V(1).Info("the status write's answer was lost, but the write landed; writing the rest", "error", err.Error())
 	}
 	if !stateChanged {
 		return objectPatch, final, nil
@@ -201,6 +204,41 @@ func (t *Turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final m
 		final = state.ApplyMergePatch(final, fallback)
 	}
 	return objectPatch, final, nil
+}
+
+// statusLanded reports whether a status write that failed with err landed
+// all the same, as a write whose answer was lost on its way back does: it
+// reads the object from the API server (into t.Obj) and compares its
+// status with what the write set (statusPatch, or the status of final).
+// The state that follows the status in the object patch would otherwise
+// wait in memory for the next reconcile, and be lost with a process that
+// stops first: its handlers would run again, though their results landed.
+// A definite refusal (conflict, invalid, forbidden, too many requests)
+// did not land.
+func (t *Turn) statusLanded(ctx context.Context, err error, statusPatch, final map[string]any) bool {
+	var st apierrors.APIStatus
+	if t.K.live == nil || errors.As(err, &st) && st.Status().Code > 0 && st.Status().Code < 500 {
+		return false
+	}
+	want := statusPatch
+	if final != nil {
+		want, _ = final["status"].(map[string]any)
+	}
+	uid := t.Obj.GetUID()
+	if err := t.K.live.Get(ctx, client.ObjectKeyFromObject(t.Obj), t.Obj); err != nil || t.Obj.GetUID() != uid {
+		return false
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.Obj)
+	if err != nil {
+		return false
+	}
+	status, _ := raw["status"].(map[string]any)
+	for key, value := range want {
+		if state.Changes(status[key], value) {
+			return false
+		}
+	}
+	return true
 }
 
 // flush sends again, alone, a write that failed with a handler's own
