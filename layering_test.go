@@ -24,7 +24,8 @@ const module = "github.com/gopf-dev/gopf"
 // the contract with handlers' types. The engine's parts know nothing of
 // the engine: internal/state (gopf's stored state and its storages),
 // internal/kopfstate (Kopf's format, over state), internal/memory (what the
-// process remembers), internal/policy, internal/logs, internal/spawn
+// process remembers), internal/decide (what a reconcile does with an
+// object, a pure function), internal/policy, internal/logs, internal/spawn
 // (timers and daemons), internal/peering and reconcile/rbac. Then
 // internal/engine (decide, execute, write), internal/operator (its wiring
 // on the manager) and reconcile, the public face; internal/plan renders the
@@ -50,6 +51,7 @@ var libraryLayers = map[string][]string{
 	"internal/contract":     {"handlers", "internal/spec"},
 	"internal/state":        {"handlers", "internal/shard", "internal/spec"},
 	"internal/policy":       {"handlers", "internal/spec"},
+	"internal/decide":       {"handlers", "internal/contract", "internal/shard", "internal/spec", "internal/state"},
 	"internal/kopfstate":    {"handlers", "internal/shard", "internal/spec", "internal/state"},
 	"internal/peering":      {"handlers", "internal/kopfstate", "internal/scope", "internal/shard", "internal/spec", "internal/state"},
 	"internal/spawn": {"handlers", "internal/contract", "internal/logs", "internal/metrics", "internal/policy", "internal/shard",
@@ -70,7 +72,7 @@ var libraryLayers = map[string][]string{
 
 // engineParts are the packages the engine builds on.
 var engineParts = []string{
-	"handlers", "internal/contract", "internal/gate", "internal/kopfstate", "internal/logs", "internal/memory", "internal/metrics",
+	"handlers", "internal/contract", "internal/decide", "internal/gate", "internal/kopfstate", "internal/logs", "internal/memory", "internal/metrics",
 	"internal/peering", "internal/policy", "internal/scope", "internal/shard", "internal/spawn", "internal/spec", "internal/state",
 }
 

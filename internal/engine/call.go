@@ -16,6 +16,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/logs"
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/policy"
@@ -139,12 +140,12 @@ func nonNil(m map[string]string) map[string]string {
 	return m
 }
 
-func (t *Turn) newCall(e *Entry, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
-	reason := e.cause
+// newCall builds the Cause of a call of the entry for reason.
+func (t *Turn) newCall(e *decide.Entry, reason handlers.Reason, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
 	c, x := t.K.BaseCall(e.Reg, t.Obj, logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", reason, "retry", rec.Retries))
 	x.SubsAllowed = e.Reg.Kind.Reason() != "" // change handlers
 	c.Reason, c.HandlerID, c.Param = reason, e.Opts.ID, e.Opts.Param
-	c.Old, c.New, c.Diff = e.old, e.new, e.diff
+	c.Old, c.New, c.Diff = e.Old, e.New, e.Diff
 	c.Patch = (*handlers.Patch)(&t.patch)
 	x.Result = t.result
 	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.Now.Sub(rec.Started)
@@ -153,8 +154,8 @@ func (t *Turn) newCall(e *Entry, rec *state.Progress) (*handlers.Cause, *contrac
 
 // outcome records what a call's error means for the handler (see judge):
 // success, a retry after a delay, or a failure.
-func (t *Turn) outcome(e *Entry, rec *state.Progress, err error) {
-	log := logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", e.cause, "retry", rec.Retries)
+func (t *Turn) outcome(e *decide.Entry, cause handlers.Reason, rec *state.Progress, err error) {
+	log := logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", cause, "retry", rec.Retries)
 	before := rec.Message
 	rec.Retries++
 	rec.Delayed = nil
@@ -166,14 +167,14 @@ func (t *Turn) outcome(e *Entry, rec *state.Progress, err error) {
 	}
 	switch v.Outcome {
 	case policy.Succeeded:
-		rec.Success, rec.Message, rec.Handled = true, "", e.handled
+		rec.Success, rec.Message, rec.Handled = true, "", e.Handled
 		if v.Ignored {
 			log.Info("handler failed; the error is ignored as configured", "error", v.Err.Error())
 		} else {
 			log.V(1).Info("handler succeeded")
 		}
 	case policy.Failed:
-		rec.Failure, rec.Handled = true, e.handled
+		rec.Failure, rec.Handled = true, e.Handled
 		log.Error(v.Err, "handler failed permanently")
 		t.K.FailedForGood(t.Obj, e.Opts.ID, v.Err)
 	case policy.Retrying:
@@ -195,7 +196,7 @@ func (t *Turn) runLevel(ctx context.Context, level []*contract.Handler, cause ha
 	var res reconcile.Result
 	var errs []error
 	for _, r := range level {
-		c, _ := t.newCall(&Entry{Reg: r, Opts: r.Options, new: t.essenceTree}, &state.Progress{Started: t.Now})
+		c, _ := t.newCall(&decide.Entry{Reg: r, Opts: r.Options, New: t.essenceTree}, "", &state.Progress{Started: t.Now})
 		c.Reason = cause
 		out, err := t.K.callLevel(ctx, r, t.Obj, c)
 		if err != nil {

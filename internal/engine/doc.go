@@ -1,9 +1,9 @@
 // Package engine is gopf's reconcile engine: one controller-runtime
 // controller per watched kind (kindController) whose Reconcile loads the
-// object's stored state, decides what to do (decide, a pure function of the
-// object, its state, the selected registrations and the time), runs the
-// handlers that are due (turn) and writes the outcome in one request
-// (write). Around it: lazy kinds (kinds whose CRD comes and goes), the
+// object's stored state, decides what to do (internal/decide, a pure
+// function of the object, its state, the selected registrations and the
+// process's memory), runs the handlers that are due (turn) and writes the
+// outcome in one request (write). Around it: lazy kinds (kinds whose CRD comes and goes), the
 // operator-level handlers and watchers. Timers and daemons run in
 // internal/spawn, peering in internal/peering; internal/plan renders the
 // same decision for `status` and `plan` without acting on it.

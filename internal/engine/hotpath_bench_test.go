@@ -19,6 +19,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/gate"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/scope"
@@ -352,18 +353,13 @@ func BenchmarkCause(b *testing.B) {
 		b.Fatal(err)
 	}
 	t.Known, t.St = st, st.Clone()
+	o := &decide.Object{Obj: t.Obj, Essence: t.Essence, Tree: t.essenceTree, Known: t.Known, Records: t.St.Progress}
+	mem := decide.Memory{Resumed: true, SpawnHolds: func([]*contract.Handler) bool { return false }}
 	b.ReportAllocs()
 	for range b.N {
-		reason, _ := changeReason(t.Known, t.Essence, true)
-		base := state.DecodeJSON(t.Known.Essence)
-		n := 0
-		for _, r := range k.Change {
-			if e := t.changeEntry(r, reason, base); e != nil {
-				n++
-			}
-		}
-		if reason != handlers.ReasonUpdate || n != 1 {
-			b.Fatalf("cause %q with %d handlers, want update with 1", reason, n)
+		d := decide.Decide(o, k.finalizers(), decide.Selected{Change: k.Change}, mem)
+		if d.Reason != handlers.ReasonUpdate || len(d.Entries) != 1 {
+			b.Fatalf("cause %q with %d handlers, want update with 1", d.Reason, len(d.Entries))
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/metrics"
@@ -125,7 +126,7 @@ func (k *KindController) reconcile(ctx context.Context, req reconcile.Request) (
 		return t.handOver(ctx, s.Ring)
 	}
 	d := t.Decide(k.memoryFacts(req.NamespacedName, t.Mem))
-	if d.Route == RouteIgnore {
+	if d.Route == decide.RouteIgnore {
 		if k.Spawner != nil {
 			k.Spawner.Sync(req.NamespacedName, t.Obj, t.Essence, nil)
 		}
@@ -179,34 +180,34 @@ func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn
 }
 
 // memoryFacts is what the process remembers of an object, for decide.
-func (k *KindController) memoryFacts(key types.NamespacedName, mem *memory.Memory) MemoryFacts {
-	return MemoryFacts{Resumed: mem.Resumed, released: mem.Released, SpawnHolds: func(spawn []*contract.Handler) bool {
+func (k *KindController) memoryFacts(key types.NamespacedName, mem *memory.Memory) decide.Memory {
+	return decide.Memory{Resumed: mem.Resumed, Released: mem.Released, SpawnHolds: func(spawn []*contract.Handler) bool {
 		return k.Spawner.NeedsFinalizer(key, spawn)
 	}}
 }
 
 // execute carries out a decision on the turn's object: the route's steps,
 // then the level handlers, then one write of results and state.
-func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error) {
+func (t *Turn) execute(ctx context.Context, d decide.Decision) (reconcile.Result, error) {
 	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
 	switch d.Route {
-	case routeReleased:
+	case decide.RouteReleased:
 		t.log.V(1).Info("waiting for the cache to show the finalizer's removal")
 		return reconcile.Result{}, nil
-	case RouteDelete:
+	case decide.RouteDelete:
 		if released, err := t.handleDeletion(ctx, d); released || err != nil {
 			return reconcile.Result{}, err
 		}
-	case RouteOthers:
+	case decide.RouteOthers:
 		// Someone else's finalizer holds the object; nothing of ours to do.
 		if k.Spawner != nil {
 			k.Spawner.Stop(key, handlers.StopDeleted)
 		}
-	case RouteLive:
+	case decide.RouteLive:
 		// The finalizer comes before any handler can cause side effects,
 		// and goes when nothing needs it.
-		if d.Finalizer != finalizerKept {
-			if err := k.setFinalizer(ctx, t.Obj, d.Finalizer == FinalizerAdd); err != nil {
+		if d.Finalizer != decide.FinalizerKept {
+			if err := k.setFinalizer(ctx, t.Obj, d.Finalizer == decide.FinalizerAdd); err != nil {
 				return reconcile.Result{}, err
 			}
 			t.refreshMetadata()
@@ -230,7 +231,7 @@ func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error
 // handleDeletion runs the delete handlers of an object gopf's finalizer
 // holds, and releases the finalizer once they are done and the object's
 // daemons are gone. It reports whether the finalizer was released.
-func (t *Turn) handleDeletion(ctx context.Context, d Decision) (bool, error) {
+func (t *Turn) handleDeletion(ctx context.Context, d decide.Decision) (bool, error) {
 	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
 	done := t.deleteCause(ctx, d)
 	gone := k.Spawner == nil || k.Spawner.Stop(key, handlers.StopDeleted)

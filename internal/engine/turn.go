@@ -12,6 +12,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -50,30 +51,9 @@ type Turn struct {
 	quiet map[string]bool
 }
 
-// Entry is one handler (or sub-handler) scheduled in this turn.
-type Entry struct {
-	Reg      *contract.Handler
-	Opts     spec.Options
-	sub      *contract.Handler // a sub-handler of reg, or nil
-	old, new any
-	diff     spec.Diff
-	// handled is what a success is recorded against: the current essence.
-	handled string
-	// cause is the reason the call gets as Cause.Reason (and its log lines
-	// as "cause"); see callReason.
-	cause handlers.Reason
-	// again says that a finished record does not count: a resume handler
-	// runs once per process, and the record of an earlier process's resume
-	// stays while an update of the same cause is unfinished.
-	again bool
-	// fresh says that the entry handles a newer change than the one its
-	// finished record is for: the call starts a new record.
-	fresh bool
-}
-
 // changeCause runs the change handlers of a live object's cause, as
 // decided, and records the cause as handled once all are finished.
-func (t *Turn) changeCause(ctx context.Context, d Decision) {
+func (t *Turn) changeCause(ctx context.Context, d decide.Decision) {
 	if d.Reason == handlers.ReasonCreate {
 		// Objects first handled in this process get no resume.
 		t.Mem.Resumed = true
@@ -104,10 +84,10 @@ func (t *Turn) changeCause(ctx context.Context, d Decision) {
 // handlers, with the records of the field handlers that finished on a
 // newer essence, so that they see only what they have not seen. Without
 // such a change it is the current essence and no records.
-func (t *Turn) createHandled(entries []*Entry) (string, map[string]*state.Progress) {
+func (t *Turn) createHandled(entries []*decide.Entry) (string, map[string]*state.Progress) {
 	handled := t.Essence
 	for _, e := range entries {
-		if rec := t.St.Progress[e.Opts.ID]; e.reason() == handlers.ReasonCreate && rec != nil && rec.Handled != "" && rec.Handled != t.Essence {
+		if rec := t.St.Progress[e.Opts.ID]; e.Reason() == handlers.ReasonCreate && rec != nil && rec.Handled != "" && rec.Handled != t.Essence {
 			handled = rec.Handled
 			break
 		}
@@ -117,7 +97,7 @@ func (t *Turn) createHandled(entries []*Entry) (string, map[string]*state.Progre
 	}
 	var kept map[string]*state.Progress
 	for _, e := range entries {
-		if rec := t.St.Progress[e.Opts.ID]; e.reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
+		if rec := t.St.Progress[e.Opts.ID]; e.Reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
 			if kept == nil {
 				kept = map[string]*state.Progress{}
 			}
@@ -130,9 +110,9 @@ func (t *Turn) createHandled(entries []*Entry) (string, map[string]*state.Progre
 // resumesFinished reports whether the resume entries among entries have
 // finished in records, so that this process does not run them again while
 // the rest of the cause is unfinished.
-func resumesFinished(entries []*Entry, records map[string]*state.Progress) bool {
+func resumesFinished(entries []*decide.Entry, records map[string]*state.Progress) bool {
 	for _, e := range entries {
-		if e.again {
+		if e.Again {
 			if rec := records[e.Opts.ID]; rec == nil || !rec.Finished() {
 				return false
 			}
@@ -144,7 +124,7 @@ func resumesFinished(entries []*Entry, records map[string]*state.Progress) bool 
 // deleteCause runs the delete handlers (and resume handlers that run for
 // deleted objects, on first sight), as decided. It reports whether all are
 // done, so that the finalizer can go.
-func (t *Turn) deleteCause(ctx context.Context, d Decision) bool {
+func (t *Turn) deleteCause(ctx context.Context, d decide.Decision) bool {
 	if len(d.Superseded) > 0 {
 		t.log.Info("deletion supersedes unfinished handlers; they will not run again", "cause", handlers.ReasonDelete, "dropped", d.Superseded)
 	}
@@ -153,7 +133,7 @@ func (t *Turn) deleteCause(ctx context.Context, d Decision) bool {
 
 // runAll runs the entries that are due, records their progress in t.st and
 // reports whether every entry is finished.
-func (t *Turn) runAll(ctx context.Context, reason handlers.Reason, entries []*Entry) bool {
+func (t *Turn) runAll(ctx context.Context, reason handlers.Reason, entries []*decide.Entry) bool {
 	records := map[string]*state.Progress{}
 	done := true
 	for _, e := range entries {
@@ -170,11 +150,11 @@ func (t *Turn) runAll(ctx context.Context, reason handlers.Reason, entries []*En
 
 // runEntry runs one entry if it is due (and then its sub-handlers), keeping
 // its record in records. It reports whether the entry is finished.
-func (t *Turn) runEntry(ctx context.Context, reason handlers.Reason, e *Entry, records map[string]*state.Progress) bool {
+func (t *Turn) runEntry(ctx context.Context, reason handlers.Reason, e *decide.Entry, records map[string]*state.Progress) bool {
 	id := e.Opts.ID
 	rec := e.Record(reason, t.St.Progress)
 	if rec == nil {
-		rec = &state.Progress{Reason: e.reason(), Started: t.Now}
+		rec = &state.Progress{Reason: e.Reason(), Started: t.Now}
 	}
 	records[id] = rec
 	if rec.Finished() || rec.Delayed != nil && rec.Delayed.After(t.Now) {
@@ -183,7 +163,6 @@ func (t *Turn) runEntry(ctx context.Context, reason handlers.Reason, e *Entry, r
 	if ctx.Err() != nil {
 		return false // the operator stops: nothing new starts, and the record stays as it was
 	}
-	e.cause = e.callReason(reason)
 	result, x, waiting, err := t.callEntry(ctx, reason, e, rec, records)
 	if err != nil && ctx.Err() != nil {
 		// The operator stops and cancelled the call: it is not an attempt
@@ -215,7 +194,7 @@ func (t *Turn) runEntry(ctx context.Context, reason handlers.Reason, e *Entry, r
 			}
 		}
 	}
-	t.outcome(e, rec, err)
+	t.outcome(e, e.CallReason(reason), rec, err)
 	if rec.Success {
 		t.keepResult(id, result)
 	}
@@ -243,9 +222,9 @@ func (t *Turn) notDue(id string, rec *state.Progress, records map[string]*state.
 // handler ran sub-handlers through Cause.Execute that are unfinished, when
 // the first of them is due.
 func (t *Turn) callEntry(
-	ctx context.Context, reason handlers.Reason, e *Entry, rec *state.Progress, records map[string]*state.Progress,
+	ctx context.Context, reason handlers.Reason, e *decide.Entry, rec *state.Progress, records map[string]*state.Progress,
 ) (any, *contract.Extras, *time.Time, error) {
-	c, x := t.newCall(e, rec)
+	c, x := t.newCall(e, e.CallReason(reason), rec)
 	var waiting *time.Time
 	if x.SubsAllowed {
 		x.Execute = func(ctx context.Context, subs []*contract.Handler) spec.SubsOutcome {
@@ -258,8 +237,8 @@ func (t *Turn) callEntry(
 	}
 	began := time.Now()
 	h := e.Reg
-	if e.sub != nil {
-		h = e.sub
+	if e.Sub != nil {
+		h = e.Sub
 	}
 	result, err := t.K.Call(ctx, h, t.Obj, c)
 	if err == nil {
@@ -272,12 +251,12 @@ func (t *Turn) callEntry(
 // runSubs runs the sub-handlers of a parent; it reports whether all are
 // finished and, if not, when the first unfinished one is due.
 func (t *Turn) runSubs(
-	ctx context.Context, reason handlers.Reason, parent *Entry, subs []*contract.Handler, records map[string]*state.Progress,
+	ctx context.Context, reason handlers.Reason, parent *decide.Entry, subs []*contract.Handler, records map[string]*state.Progress,
 ) (bool, *time.Time) {
 	done := true
 	var next *time.Time
 	for _, s := range subs {
-		e := &Entry{Reg: parent.Reg, Opts: s.Options, sub: s, old: parent.old, new: parent.new, diff: parent.diff, handled: parent.handled}
+		e := &decide.Entry{Reg: parent.Reg, Opts: s.Options, Sub: s, Old: parent.Old, New: parent.New, Diff: parent.Diff, Handled: parent.Handled}
 		if t.runEntry(ctx, reason, e, records) {
 			continue
 		}
@@ -295,7 +274,7 @@ func (t *Turn) runSubs(
 
 // executeSubs runs the sub-handlers a parent's call gives Cause.Execute,
 // and tells how they stand.
-func (t *Turn) executeSubs(ctx context.Context, reason handlers.Reason, parent *Entry, subs []*contract.Handler,
+func (t *Turn) executeSubs(ctx context.Context, reason handlers.Reason, parent *decide.Entry, subs []*contract.Handler,
 	records map[string]*state.Progress) spec.SubsOutcome {
 	var out spec.SubsOutcome
 	if done, next := t.runSubs(ctx, reason, parent, subs, records); !done {
@@ -319,22 +298,6 @@ func waitsForSubs(err error) bool {
 	var perm *handlers.PermanentError
 	return errors.Is(err, handlers.ErrSubHandlersUnfinished) && !errors.As(err, &perm)
 }
-
-func (e *Entry) reason() handlers.Reason { return ReasonOf(e.Reg) }
-
-// callReason is the Reason a call of the entry gets when the turn handles
-// reason: the handler's own cause, except for field handlers, which run
-// for the object's create or update as Kopf's do; that the field appeared
-// shows in their Diff (one DiffAdd at the field's root, Old nil).
-func (e *Entry) callReason(reason handlers.Reason) handlers.Reason {
-	if e.Reg.Kind == spec.KindField {
-		return reason
-	}
-	return e.reason()
-}
-
-// ReasonOf is the cause a change handler runs for ("" for other kinds).
-func ReasonOf(h *contract.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
 
 func (t *Turn) soon(d time.Duration) {
 	if d <= 0 {
@@ -380,14 +343,4 @@ func (t *Turn) result(id string) (any, bool) {
 	}
 	v, err := state.AsJSON(value)
 	return v, err == nil
-}
-
-// hasUnfinished reports unfinished records of a reason.
-func hasUnfinished(st *state.State, reason handlers.Reason) bool {
-	for _, rec := range st.Progress {
-		if rec.Reason == reason && !rec.Finished() {
-			return true
-		}
-	}
-	return false
 }

@@ -17,6 +17,7 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -67,8 +68,8 @@ type decideCase struct {
 	resumed          bool // the process resumed the object already
 
 	// What decide returns: route, finalizer step, cause, resume, entries.
-	route      engine.Route
-	finalizer  engine.FinalizerStep
+	route      decide.Route
+	finalizer  decide.FinalizerStep
 	reason     handlers.Reason
 	withResume bool
 	entries    []string
@@ -87,37 +88,37 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 	}
 	for name, tc := range map[string]decideCase{
 		"no handler selects it": {labels: map[string]string{"app": "other"},
-			route: engine.RouteIgnore, actions: []string{"nothing:"}},
+			route: decide.RouteIgnore, actions: []string{"nothing:"}},
 		"a new object gets the finalizer, then its create": {labels: demo,
-			route: engine.RouteLive, finalizer: engine.FinalizerAdd, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
+			route: decide.RouteLive, finalizer: decide.FinalizerAdd, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"add-finalizer:", "call:create", "call:field"}},
 		"no handler needs the finalizer any more": {labels: map[string]string{"app": "demo"}, finalizers: gopfFinalizer, handled: true, resumed: true,
-			route: engine.RouteLive, finalizer: engine.FinalizerRemove},
+			route: decide.RouteLive, finalizer: decide.FinalizerRemove},
 		"a handled object on first sight is resumed": {labels: demo, finalizers: gopfFinalizer, handled: true,
-			route: engine.RouteLive, reason: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
+			route: decide.RouteLive, reason: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
 			actions: []string{"call:resume"}},
 		"a handled object seen before needs nothing": {labels: demo, finalizers: gopfFinalizer, handled: true, resumed: true,
-			route: engine.RouteLive},
+			route: decide.RouteLive},
 		"a change is an update of the changed field": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, resumed: true,
-			route: engine.RouteLive, reason: handlers.ReasonUpdate, entries: []string{"update", "field"}},
+			route: decide.RouteLive, reason: handlers.ReasonUpdate, entries: []string{"update", "field"}},
 		"a change made while the operator was down comes with a resume": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true,
-			route: engine.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			route: decide.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"call:update", "call:field", "call:resume"}},
 		// Before decide, the plan took an earlier process's finished resume
 		// record for this process's and said the resume was done, while the
 		// engine ran it again.
 		"an unfinished update resumes again in a new process": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, progress: finishedResume,
-			route: engine.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			route: decide.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"continue:update", "call:field", "call:resume"}},
 		"a create whose handlers all finished is recorded": {labels: demo, finalizers: gopfFinalizer, progress: map[string]*state.Progress{
 			"create": {Reason: handlers.ReasonCreate, Success: true, Retries: 1}, "field": {Reason: handlers.ReasonUpdate, Success: true, Retries: 1}},
-			route: engine.RouteLive, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
+			route: decide.RouteLive, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"record:"}},
 		"a deletion runs the delete handlers, then the finalizer goes": {labels: demo, finalizers: gopfFinalizer, handled: true, deleting: true,
-			route: engine.RouteDelete, reason: handlers.ReasonDelete, entries: []string{"delete"},
+			route: decide.RouteDelete, reason: handlers.ReasonDelete, entries: []string{"delete"},
 			actions: []string{"call:delete", "release-finalizer:"}},
 		"a deletion held by others only": {labels: demo, finalizers: []string{"example.com/other"}, handled: true, deleting: true,
-			route: engine.RouteOthers, actions: []string{"nothing:"}},
+			route: decide.RouteOthers, actions: []string{"nothing:"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			k := decideController(t)
@@ -132,7 +133,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 			if err := tn.LoadState(); err != nil {
 				t.Fatal(err)
 			}
-			d := tn.Decide(engine.MemoryFacts{Resumed: tc.resumed, SpawnHolds: func([]*contract.Handler) bool { return false }})
+			d := tn.Decide(decide.Memory{Resumed: tc.resumed, SpawnHolds: func([]*contract.Handler) bool { return false }})
 			var ids []string
 			for _, e := range d.Entries {
 				ids = append(ids, e.Opts.ID)

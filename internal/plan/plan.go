@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/operator"
 	"github.com/gopf-dev/gopf/internal/peering"
@@ -531,22 +532,22 @@ func (pl *objectPlan) records() {
 // handler stands.
 func (pl *objectPlan) handlers() {
 	t, k := pl.t, pl.t.K
-	d := t.Decide(engine.FreshProcess)
+	d := t.Decide(decide.FreshProcess)
 	pl.selected = len(d.Change)+len(d.Level)+len(d.Spawn) > 0
 	pl.wantsFinalizer = slices.ContainsFunc(d.Change, contract.HoldsObjects) || len(d.Spawn) > 0
 	switch d.Route {
-	case engine.RouteIgnore:
+	case decide.RouteIgnore:
 		pl.do(Action{Do: ActionNothing, Text: "nothing: no handler selects the object"})
-	case engine.RouteDelete:
+	case decide.RouteDelete:
 		pl.deletion(d)
-	case engine.RouteOthers:
+	case decide.RouteOthers:
 		pl.idle(d.Change)
 		pl.do(Action{Do: ActionNothing, Text: "nothing: the object is being deleted and gopf's finalizer is not on it"})
-	case engine.RouteLive:
+	case decide.RouteLive:
 		switch d.Finalizer {
-		case engine.FinalizerAdd:
+		case decide.FinalizerAdd:
 			pl.do(Action{Do: ActionAddFinalizer, Text: "add finalizer " + k.Finalizer})
-		case engine.FinalizerRemove:
+		case decide.FinalizerRemove:
 			pl.do(Action{Do: ActionRemoveFinalizer, Text: "remove finalizer " + k.Finalizer})
 		}
 		pl.change(d)
@@ -567,7 +568,7 @@ func (pl *objectPlan) handlers() {
 
 // spawnAndLevel plans the timers, daemons and level handlers of a live
 // object.
-func (pl *objectPlan) spawnAndLevel(d engine.Decision) {
+func (pl *objectPlan) spawnAndLevel(d decide.Decision) {
 	for _, r := range d.Spawn {
 		h := pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerRunning, Operator: pl.operator})
 		verb := "start daemon "
@@ -583,7 +584,7 @@ func (pl *objectPlan) spawnAndLevel(d engine.Decision) {
 }
 
 // change plans the change handlers of a live object's cause.
-func (pl *objectPlan) change(d engine.Decision) {
+func (pl *objectPlan) change(d decide.Decision) {
 	finished := true
 	for _, e := range d.Entries {
 		if !pl.entry(d.Reason, e) {
@@ -597,7 +598,7 @@ func (pl *objectPlan) change(d engine.Decision) {
 }
 
 // deletion plans the delete path: delete handlers, then the finalizer.
-func (pl *objectPlan) deletion(d engine.Decision) {
+func (pl *objectPlan) deletion(d decide.Decision) {
 	t := pl.t
 	finished, waits := true, false
 	for _, e := range d.Entries {
@@ -665,7 +666,7 @@ func (pl *objectPlan) finalizerOwner(name string) string {
 
 // entry plans one handler of a cause, from its progress record as runEntry
 // reads it; it reports whether the handler is finished.
-func (pl *objectPlan) entry(reason handlers.Reason, e *engine.Entry) bool {
+func (pl *objectPlan) entry(reason handlers.Reason, e *decide.Entry) bool {
 	t, id := pl.t, e.Opts.ID
 	rec := e.Record(reason, t.St.Progress)
 	h := HandlerStatus{ID: id, Kind: e.Reg.Kind.String(), State: HandlerPending, Cause: string(reason), MaxAttempts: e.Opts.Retries}
@@ -699,12 +700,12 @@ func (pl *objectPlan) idle(change []*contract.Handler) {
 			continue
 		}
 		h := HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerIdle}
-		switch engine.ReasonOf(r) {
+		switch decide.ReasonOf(r) {
 		case handlers.ReasonCreate, handlers.ReasonUpdate:
 			if !pl.out.Handled {
 				break
 			}
-			h.State, h.Cause, h.Since = HandlerDone, string(engine.ReasonOf(r)), pl.out.StateWritten
+			h.State, h.Cause, h.Since = HandlerDone, string(decide.ReasonOf(r)), pl.out.StateWritten
 			h.Message = "nothing changed since the last-handled state"
 			if f := pl.lastFailure(h.ID); f != nil {
 				h.State, h.Since, h.Message = HandlerFailed, &f.Time, f.Message
