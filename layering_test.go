@@ -25,7 +25,8 @@ const module = "github.com/gopf-dev/gopf"
 // the engine: internal/state (gopf's stored state and its storages),
 // internal/kopfstate (Kopf's format, over state), internal/memory (what the
 // process remembers), internal/decide (what a reconcile does with an
-// object, a pure function), internal/policy, internal/logs, internal/spawn
+// object, a pure function), internal/patch (how gopf's writes of a kind are
+// sent), internal/policy, internal/logs, internal/spawn
 // (timers and daemons), internal/peering and reconcile/rbac. Then
 // internal/engine (decide, execute, write), internal/operator (its wiring
 // on the manager) and reconcile, the public face; internal/plan renders the
@@ -52,6 +53,7 @@ var libraryLayers = map[string][]string{
 	"internal/state":        {"handlers", "internal/shard", "internal/spec"},
 	"internal/policy":       {"handlers", "internal/spec"},
 	"internal/decide":       {"handlers", "internal/contract", "internal/shard", "internal/spec", "internal/state"},
+	"internal/patch":        {"handlers", "internal/shard", "internal/spec", "internal/state"},
 	"internal/kopfstate":    {"handlers", "internal/shard", "internal/spec", "internal/state"},
 	"internal/peering":      {"handlers", "internal/kopfstate", "internal/scope", "internal/shard", "internal/spec", "internal/state"},
 	"internal/spawn": {"handlers", "internal/contract", "internal/logs", "internal/metrics", "internal/policy", "internal/shard",
@@ -73,7 +75,7 @@ var libraryLayers = map[string][]string{
 // engineParts are the packages the engine builds on.
 var engineParts = []string{
 	"handlers", "internal/contract", "internal/decide", "internal/gate", "internal/kopfstate", "internal/logs", "internal/memory", "internal/metrics",
-	"internal/peering", "internal/policy", "internal/scope", "internal/shard", "internal/spawn", "internal/spec", "internal/state",
+	"internal/patch", "internal/peering", "internal/policy", "internal/scope", "internal/shard", "internal/spawn", "internal/spec", "internal/state",
 }
 
 // with returns base and more, in a new slice.

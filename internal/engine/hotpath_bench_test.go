@@ -22,6 +22,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/gate"
 	"github.com/gopf-dev/gopf/internal/memory"
+	"github.com/gopf-dev/gopf/internal/patch"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -161,7 +162,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	set := contract.SetOf(reg)
 	k := &KindController{
 		Name: "gopf-kopfexample.kopf.dev", GVK: benchGVK, Opts: opts,
-		reader: server, writer: server, HasStatus: true, Finalizer: opts.Prefix + "/finalizer",
+		reader: server, writer: server, out: patch.New(benchGVK, true, server), HasStatus: true, Finalizer: opts.Prefix + "/finalizer",
 		Shared: &Shared{Set: set, Indexes: spec.NewIndexes(), Gate: startedGate(), Scope: sc, Memo: &spec.Memo{}},
 		Log:    logr.Discard(), Memory: memory.New(nil, nil),
 	}

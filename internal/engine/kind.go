@@ -9,6 +9,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/memory"
+	"github.com/gopf-dev/gopf/internal/patch"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,8 +38,9 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		kc.narrowed, kc.own, kc.live = n.NarrowedBy(gvk), n.Own(), mgr.GetAPIReader()
 	}
 	kc.writer = mgr.GetClient()
+	kc.out = patch.New(gvk, kc.HasStatus, kc.writer)
 	if hc := mgr.GetHTTPClient(); hc != nil { // nil: a manager of a test's making; writes go through its client
-		if kc.meta, err = newMetaWriter(mgr.GetConfig(), hc, kc.mapping); err != nil {
+		if err := kc.out.Direct(mgr.GetConfig(), hc, kc.mapping); err != nil {
 			return nil, fmt.Errorf("gopf: a client for %s: %w", gvk, err)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/metrics"
+	"github.com/gopf-dev/gopf/internal/patch"
 	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/internal/spawn"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -52,7 +53,7 @@ type KindController struct {
 	reader    client.Reader // Cache
 	writer    client.Client
 	mapping   *meta.RESTMapping // the kind's, as DescribeKind found it
-	meta      *metaWriter       // gopf's own patches; nil: through writer
+	out       *patch.Sender     // sends gopf's writes through writer
 	recorder  recorder.EventRecorder
 	NewObject func() client.Object
 	HasStatus bool

@@ -8,9 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -47,7 +45,7 @@ func (k *KindController) setFinalizer(ctx context.Context, obj client.Object, on
 	}
 	// Never nil: an empty list is sent as [], not null.
 	body := map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion()}}
-	err := k.sendAs(ctx, obj, types.MergePatchType, body, false, false)
+	err := k.out.Send(ctx, obj, body, false, false)
 	if err != nil && !(apierrors.IsNotFound(err) && !on) {
 		verb := map[bool]string{true: "adding", false: "removing"}[on]
 		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.Finalizer, k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
@@ -106,18 +104,18 @@ func (t *Turn) send(ctx context.Context, own bool) error {
 			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.GVK.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
 		}
 	}
-	final, err := k.transformed(t.Raw, &t.patch)
+	final, err := k.out.Transformed(t.Raw, &t.patch)
 	if err != nil {
 		return err
 	}
-	objectPatch, statusPatch := k.split(&t.patch)
+	objectPatch, statusPatch := k.out.Split(&t.patch)
 	if len(statusPatch) > 0 || final != nil && k.HasStatus {
 		if objectPatch, final, err = t.sendStatus(ctx, statusPatch, objectPatch, final, stateChanged); err != nil {
 			return err
 		}
 	}
 	if len(objectPatch) > 0 || final != nil {
-		if err := k.sendPart(ctx, t.Obj, t.Raw, final, objectPatch, false, false); err != nil {
+		if err := k.out.SendPart(ctx, t.Obj, t.Raw, final, objectPatch, false, false); err != nil {
 			return err
 		}
 	}
@@ -156,7 +154,7 @@ func (t *Turn) handledPatched() string {
 	if obj := spec.ObjectPatch(&t.patch); len(obj) > 0 || len(spec.Transforms(&t.patch)) > 0 {
 		k := t.K
 		after := state.ApplyMergePatch(state.DeepCopyJSON(t.Raw).(map[string]any), obj)
-		if transformed, err := k.transformed(t.Raw, &t.patch); err == nil && transformed != nil {
+		if transformed, err := k.out.Transformed(t.Raw, &t.patch); err == nil && transformed != nil {
 			after = transformed
 		}
 		if data, err := state.Marshal(state.Essence(after, k.Opts.Prefix, k.Extra)); err == nil {
@@ -186,7 +184,7 @@ func (t *Turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final m
 	// server drops gopf's state from status (storageFallback).
 	inStatus := t.Store.InStatus()
 	whole := stateChanged && inStatus && !k.statusKept.Load()
-	if err := k.sendPart(ctx, t.Obj, t.Raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
+	if err := k.out.SendPart(ctx, t.Obj, t.Raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
 		return nil, nil, err
 	}
 	if !stateChanged {
@@ -271,102 +269,7 @@ func (t *Turn) storageFallback() (map[string]any, error) {
 	return spec.ObjectPatch(&p), nil
 }
 
-// split returns the object patch and the status patch to send for p; status
-// goes into the object patch for kinds without a status subresource.
-func (k *KindController) split(p *spec.Patch) (objectPatch, statusPatch map[string]any) {
-	objectPatch, statusPatch = spec.ObjectPatch(p), spec.StatusPatch(p)
-	if len(statusPatch) > 0 && !k.HasStatus {
-		objectPatch = state.MergeInto(objectPatch, map[string]any{"status": statusPatch})
-		statusPatch = nil
-	}
-	return objectPatch, statusPatch
-}
-
 // SendPatch sends a handler patch: at most one status and one object patch.
 func (k *KindController) SendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error {
-	var raw, final map[string]any
-	if len(spec.Transforms(p)) > 0 {
-		var err error
-		if raw, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
-			return err
-		}
-		if final, err = k.transformed(raw, p); err != nil {
-			return err
-		}
-	}
-	objectPatch, statusPatch := k.split(p)
-	if len(statusPatch) > 0 || final != nil && k.HasStatus {
-		if err := k.sendPart(ctx, obj, raw, final, map[string]any{"status": statusPatch}, true, false); err != nil {
-			return err
-		}
-	}
-	if len(objectPatch) > 0 || final != nil {
-		return k.sendPart(ctx, obj, raw, final, objectPatch, false, false)
-	}
-	return nil
-}
-
-// send applies one JSON merge patch, to the status subresource or the main
-// resource; see sendAs for whole.
-func (k *KindController) send(ctx context.Context, obj client.Object, body map[string]any, status, whole bool) error {
-	return k.sendAs(ctx, obj, types.MergePatchType, body, status, whole)
-}
-
-// sendAs sends body as a patch of type pt to the object or its status. With
-// whole, obj is replaced by the response; otherwise only the response's
-// metadata is requested (the API server's PartialObjectMetadata form, far
-// cheaper to decode than the object), through k.meta where the controller
-// has one, and copied into obj, which is what gopf reads after a write.
-func (k *KindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status, whole bool) error {
-	data, err := state.Marshal(body)
-	if err != nil {
-		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	if !whole && k.meta != nil {
-		resp, err := k.meta.patch(ctx, obj.GetNamespace(), obj.GetName(), pt, data, status)
-		if err != nil {
-			return fmt.Errorf("patching %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
-		}
-		copyMetadata(obj, &resp.ObjectMeta)
-		return nil
-	}
-	p := client.RawPatch(pt, data)
-	target := obj
-	var meta *metav1.PartialObjectMetadata
-	if !whole {
-		meta = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
-		meta.SetGroupVersionKind(k.GVK)
-		target = meta
-	}
-	if status {
-		err = k.writer.Status().Patch(ctx, target, p)
-	} else {
-		err = k.writer.Patch(ctx, target, p)
-	}
-	if err != nil {
-		return fmt.Errorf("patching %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	if meta != nil {
-		copyMetadata(obj, &meta.ObjectMeta)
-	}
-	return nil
-}
-
-// copyMetadata sets what a patch's response says of obj's metadata.
-func copyMetadata(obj client.Object, from *metav1.ObjectMeta) {
-	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
-			kept := m.ManagedFields // the cache's choice, not the response's
-			*m = *from
-			m.ManagedFields = kept
-			return
-		}
-	}
-	obj.SetResourceVersion(from.ResourceVersion)
-	obj.SetGeneration(from.Generation)
-	obj.SetFinalizers(from.Finalizers)
-	obj.SetLabels(from.Labels)
-	obj.SetAnnotations(from.Annotations)
-	obj.SetOwnerReferences(from.OwnerReferences)
-	obj.SetDeletionTimestamp(from.DeletionTimestamp)
+	return k.out.SendPatch(ctx, obj, p)
 }
