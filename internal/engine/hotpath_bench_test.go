@@ -161,8 +161,8 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	opts := Options{}.WithDefaults()
 	set := contract.SetOf(reg)
 	k := &KindController{
-		Name: "gopf-kopfexample.kopf.dev", GVK: benchGVK, Opts: opts,
-		reader: server, writer: server, out: patch.New(benchGVK, true, server), HasStatus: true, Finalizer: opts.Prefix + "/finalizer",
+		Name: "gopf-kopfexample.kopf.dev", GVK: benchGVK, opts: opts,
+		reader: server, writer: server, out: patch.New(benchGVK, true, server), hasStatus: true, finalizer: opts.Prefix + "/finalizer",
 		Shared: &Shared{Set: set, Indexes: spec.NewIndexes(), Gate: startedGate(), Scope: sc, Memo: &spec.Memo{}},
 		Log:    logr.Discard(), Memory: memory.New(nil, nil),
 	}
@@ -171,7 +171,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	} else {
 		k.NewObject = func() client.Object { return &kopfv1.KopfExample{} }
 	}
-	if err := k.ChooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
+	if err := k.chooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
 		b.Fatal(err)
 	}
 	for _, r := range set.Handlers(contract.ObjectKinds...) {
@@ -285,13 +285,13 @@ func BenchmarkReconcile(b *testing.B) {
 }
 
 // benchTurn is a turn on a handled KopfExample whose spec.field changed.
-func benchTurn(b *testing.B) (*KindController, *Turn) {
+func benchTurn(b *testing.B) (*KindController, *turn) {
 	k, server := benchSetUp(b, false, "changed")
-	t := &Turn{K: k, log: logr.Discard(), Obj: server.obj, Now: time.Now(), Store: k.Store}
-	if err := t.Refresh(); err != nil {
+	t := &turn{k: k, log: logr.Discard(), obj: server.obj, now: time.Now(), store: k.store}
+	if err := t.refresh(); err != nil {
 		b.Fatal(err)
 	}
-	t.Mem = &memory.Memory{Resumed: true}
+	t.mem = &memory.Memory{Resumed: true}
 	return k, t
 }
 
@@ -301,7 +301,7 @@ func BenchmarkEssence(b *testing.B) {
 	_, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if err := t.Refresh(); err != nil {
+		if err := t.refresh(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -312,7 +312,7 @@ func BenchmarkStateLoad(b *testing.B) {
 	_, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if st, err := t.Store.Load(t.Raw); err != nil || st == nil {
+		if st, err := t.store.Load(t.raw); err != nil || st == nil {
 			b.Fatal(st, err)
 		}
 	}
@@ -321,7 +321,7 @@ func BenchmarkStateLoad(b *testing.B) {
 // BenchmarkStateCompare decides whether the state changed (it did not).
 func BenchmarkStateCompare(b *testing.B) {
 	_, t := benchTurn(b)
-	st, err := t.Store.Load(t.Raw)
+	st, err := t.store.Load(t.raw)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func BenchmarkSelect(b *testing.B) {
 	k, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if got := k.selected(k.Change, t.Obj, t.Raw); len(got) != 3 {
+		if got := k.selected(k.Change, t.obj, t.raw); len(got) != 3 {
 			b.Fatalf("%d handlers selected, want 3", len(got))
 		}
 	}
@@ -349,12 +349,12 @@ func BenchmarkSelect(b *testing.B) {
 // handler's old and new values and diff.
 func BenchmarkCause(b *testing.B) {
 	k, t := benchTurn(b)
-	st, err := t.Store.Load(t.Raw)
+	st, err := t.store.Load(t.raw)
 	if err != nil {
 		b.Fatal(err)
 	}
-	t.Known, t.St = st, st.Clone()
-	o := &decide.Object{Obj: t.Obj, Essence: t.Essence, Tree: t.essenceTree, Known: t.Known, Records: t.St.Progress}
+	t.known, t.st = st, st.Clone()
+	o := &decide.Object{Obj: t.obj, Essence: t.essence, Tree: t.essenceTree, Known: t.known, Records: t.st.Progress}
 	mem := decide.Memory{Resumed: true, SpawnHolds: func([]*contract.Handler) bool { return false }}
 	b.ReportAllocs()
 	for range b.N {

@@ -45,20 +45,20 @@ const (
 // matchStoredForm makes the turn compare essences in the form gopf last
 // stored: when that is compact, the current essence is compacted the same
 // way, so that an unchanged object is not taken for a changed one.
-func (t *Turn) matchStoredForm() {
-	if !state.IsCompactState(t.Known) {
+func (t *turn) matchStoredForm() {
+	if !state.IsCompactState(t.known) {
 		return
 	}
-	t.full = t.Essence
-	t.Essence, t.essenceTree = state.CompactEssence(t.Essence, t.essenceTree, t.K.Extra)
+	t.full = t.essence
+	t.essence, t.essenceTree = state.CompactEssence(t.essence, t.essenceTree, t.k.extra)
 }
 
 // measure returns the object's size as JSON without gopf's stored state,
 // measured once per turn.
-func (t *Turn) measure() int {
+func (t *turn) measure() int {
 	if t.size == 0 {
-		data, _ := state.Marshal(t.Raw)
-		t.size = len(data) - len(t.Loaded.Encode())
+		data, _ := state.Marshal(t.raw)
+		t.size = len(data) - len(t.loaded.Encode())
 	}
 	return t.size
 }
@@ -66,7 +66,7 @@ func (t *Turn) measure() int {
 // checkResult returns a permanent error if handler id's result cannot be
 // stored on the object, with the object's size, the result's and the
 // limit.
-func (t *Turn) checkResult(id string, result any) error {
+func (t *turn) checkResult(id string, result any) error {
 	if result == nil {
 		return nil
 	}
@@ -84,40 +84,40 @@ func (t *Turn) checkResult(id string, result any) error {
 // fits reports whether st can be stored on an object of base bytes (its
 // size without gopf's state, with the results): within the budget, and
 // within the annotations' limit where the state is kept in annotations.
-func (t *Turn) fits(st *state.State, base int) bool {
+func (t *turn) fits(st *state.State, base int) bool {
 	var scratch spec.Patch
-	return base+len(st.Encode()) <= objectSizeBudget && !errors.Is(t.Store.Save(&scratch, t.Raw, st), state.ErrTooLarge)
+	return base+len(st.Encode()) <= objectSizeBudget && !errors.Is(t.store.Save(&scratch, t.raw, st), state.ErrTooLarge)
 }
 
 // fitState puts the state about to be saved in the form that fits (see
 // fitForm) and reports whether it differs from the stored state, that is,
 // whether it is to be written.
-func (t *Turn) fitState() (changed bool) {
-	changed = !state.SameState(t.St, t.Loaded)
-	if !changed && len(t.results) == 0 || t.St.Essence == "" && len(t.St.Progress) == 0 {
+func (t *turn) fitState() (changed bool) {
+	changed = !state.SameState(t.st, t.loaded)
+	if !changed && len(t.results) == 0 || t.st.Essence == "" && len(t.st.Progress) == 0 {
 		return changed // nothing is written, or nothing large: nothing needs to fit
 	}
 	t.fitForm()
-	return !state.SameState(t.St, t.Loaded)
+	return !state.SameState(t.st, t.loaded)
 }
 
 // fitForm makes the state compact when the full form would take the object
 // over the budget, and full again when it fits and the state is written
 // anyway.
-func (t *Turn) fitForm() {
+func (t *turn) fitForm() {
 	results := 0
 	for _, r := range t.results {
 		data, _ := state.Marshal(r)
 		results += len(data)
 	}
 	base := t.measure() + results
-	if state.IsCompactState(t.St) {
-		if t.full == "" || t.St.Encode() == t.Loaded.Encode() {
+	if state.IsCompactState(t.st) {
+		if t.full == "" || t.st.Encode() == t.loaded.Encode() {
 			return // unchanged: no write for the form alone
 		}
-		full := t.St.Clone()
+		full := t.st.Clone()
 		expand := func(s string) string {
-			if s == t.Essence {
+			if s == t.essence {
 				return t.full
 			}
 			return s
@@ -127,11 +127,11 @@ func (t *Turn) fitForm() {
 			rec.Handled = expand(rec.Handled)
 		}
 		if !state.IsCompactState(full) && t.fits(full, base) {
-			t.St = full
+			t.st = full
 		}
 		return
 	}
-	if t.fits(t.St, base) {
+	if t.fits(t.st, base) {
 		return
 	}
 	compacted := map[string]string{}
@@ -142,12 +142,12 @@ func (t *Turn) fitForm() {
 		if c, ok := compacted[s]; ok {
 			return c
 		}
-		c, _ := state.CompactEssence(s, state.DecodeJSON(s), t.K.Extra)
+		c, _ := state.CompactEssence(s, state.DecodeJSON(s), t.k.extra)
 		compacted[s] = c
 		return c
 	}
-	t.St.Essence = compact(t.St.Essence)
-	for _, rec := range t.St.Progress {
+	t.st.Essence = compact(t.st.Essence)
+	for _, rec := range t.st.Progress {
 		rec.Handled = compact(rec.Handled)
 	}
 	t.log.V(1).Info("the object is too large for a full copy of its essence; keeping a digest and the fields handlers name", "bytes", base)
@@ -156,15 +156,15 @@ func (t *Turn) fitForm() {
 // writeTooLarge reports a write that the API server refused for its size:
 // once per object and process, as a Warning Event and a log line. It
 // reports whether err was such a refusal, which is not retried.
-func (t *Turn) writeTooLarge(err error) bool {
+func (t *turn) writeTooLarge(err error) bool {
 	if !state.IsTooLarge(err) {
 		return false
 	}
-	if !t.Mem.TooLarge {
-		t.Mem.TooLarge = true
+	if !t.mem.TooLarge {
+		t.mem.TooLarge = true
 		msg := fmt.Sprintf("gopf's write was refused as too large (%v); it is not retried until the object changes", err)
 		t.log.Info("WARNING: " + msg)
-		t.K.recorder.Eventf(t.Obj, nil, "Warning", "TooLarge", "Reconcile", "%s", msg)
+		t.k.recorder.Eventf(t.obj, nil, "Warning", "TooLarge", "Reconcile", "%s", msg)
 	}
 	return true
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,7 +18,6 @@ import (
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/engine"
-	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -40,13 +38,9 @@ func decideController(t *testing.T) *engine.KindController {
 	if err := reg.Err(); err != nil {
 		t.Fatal(err)
 	}
-	opts := engine.Options{}.WithDefaults()
-	k := &engine.KindController{
-		Name: "gopf-kopfexample.kopf.dev", GVK: kopfv1.GroupVersion.WithKind("KopfExample"), Opts: opts,
-		HasStatus: true, Finalizer: opts.Prefix + "/finalizer", Log: logr.Discard(),
-		NewObject: func() client.Object { return &kopfv1.KopfExample{} },
-	}
-	if err := k.ChooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
+	k, err := engine.DescribeKind(kopfv1.GroupVersion.WithKind("KopfExample"), func() client.Object { return &kopfv1.KopfExample{} },
+		engine.Options{}.WithDefaults(), engine.KindFacts{HasStatus: true, Schema: state.KindSchema{Known: true, Crd: true}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range contract.SetOf(reg).Handlers(contract.ObjectKinds...) {
@@ -55,8 +49,10 @@ func decideController(t *testing.T) *engine.KindController {
 	return k
 }
 
-// decideCase is one object as a reconcile finds it: its labels, finalizers
-// and deletion, gopf's stored state of it, and the process's memory.
+// decideCase is one object as a starting operator finds it: its labels,
+// finalizers and deletion, and gopf's stored state of it. (How the
+// process's memory of an object changes the decision is internal/decide's
+// to test.)
 type decideCase struct {
 	labels     map[string]string
 	finalizers []string
@@ -65,7 +61,6 @@ type decideCase struct {
 	// or, with changed, before spec.field changed.
 	handled, changed bool
 	progress         map[string]*state.Progress
-	resumed          bool // the process resumed the object already
 
 	// What decide returns: route, finalizer step, cause, resume, entries.
 	route      decide.Route
@@ -74,7 +69,7 @@ type decideCase struct {
 	withResume bool
 	entries    []string
 	// actions are what the Planner says a starting operator does, as
-	// verb:handler; only for cases of a fresh process (resumed false).
+	// verb:handler.
 	actions []string
 }
 
@@ -92,15 +87,9 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 		"a new object gets the finalizer, then its create": {labels: demo,
 			route: decide.RouteLive, finalizer: decide.FinalizerAdd, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"add-finalizer:", "call:create", "call:field"}},
-		"no handler needs the finalizer any more": {labels: map[string]string{"app": "demo"}, finalizers: gopfFinalizer, handled: true, resumed: true,
-			route: decide.RouteLive, finalizer: decide.FinalizerRemove},
 		"a handled object on first sight is resumed": {labels: demo, finalizers: gopfFinalizer, handled: true,
 			route: decide.RouteLive, reason: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
 			actions: []string{"call:resume"}},
-		"a handled object seen before needs nothing": {labels: demo, finalizers: gopfFinalizer, handled: true, resumed: true,
-			route: decide.RouteLive},
-		"a change is an update of the changed field": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, resumed: true,
-			route: decide.RouteLive, reason: handlers.ReasonUpdate, entries: []string{"update", "field"}},
 		"a change made while the operator was down comes with a resume": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true,
 			route: decide.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"call:update", "call:field", "call:resume"}},
@@ -123,17 +112,13 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			k := decideController(t)
 			item := decideObject(t, k, tc, now)
-			tn := &engine.Turn{K: k, Obj: k.NewObject(), Now: now, Store: k.Store, Mem: &memory.Memory{}}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, tn.Obj); err != nil {
+			pk := &plannedKind{k: k, desc: k.Describe()}
+			pk.stores = pk.desc.Places
+			in, err := k.Inspect(item, pk.stores)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tn.Refresh(); err != nil {
-				t.Fatal(err)
-			}
-			if err := tn.LoadState(); err != nil {
-				t.Fatal(err)
-			}
-			d := tn.Decide(decide.Memory{Resumed: tc.resumed, SpawnHolds: func([]*contract.Handler) bool { return false }})
+			d := in.Decision
 			var ids []string
 			for _, e := range d.Entries {
 				ids = append(ids, e.Opts.ID)
@@ -143,11 +128,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 			if got != want {
 				t.Errorf("decide: %s\n           want %s", got, want)
 			}
-			if tc.resumed {
-				return // the Planner shows a starting process
-			}
-			p := &Planner{}
-			st, err := p.objectStatus(&plannedKind{k: k, stores: k.Store.Places()}, item, now, "", nil)
+			st, err := (&Planner{}).objectStatus(pk, item, now, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,7 +167,7 @@ func decideObject(t *testing.T, k *engine.KindController, tc decideCase, now tim
 		_ = unstructured.SetNestedField(raw, "after", "spec", "field")
 	}
 	var p spec.Patch
-	if err := k.Store.Save(&p, raw, st); err != nil {
+	if err := k.Describe().Places[0].Save(&p, raw, st); err != nil {
 		t.Fatal(err)
 	}
 	raw = state.ApplyMergePatch(raw, spec.ObjectPatch(&p))
@@ -197,12 +178,12 @@ func decideObject(t *testing.T, k *engine.KindController, tc decideCase, now tim
 // essenceOf is the essence the controller computes for raw.
 func essenceOf(t *testing.T, k *engine.KindController, raw map[string]any) string {
 	t.Helper()
-	data, err := state.Marshal(state.Essence(raw, k.Opts.Prefix, k.Extra))
+	in, err := k.Inspect(&unstructured.Unstructured{Object: raw}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.TrimSpace(string(data)) == "" {
+	if strings.TrimSpace(in.Essence) == "" {
 		t.Fatal("empty essence")
 	}
-	return string(data)
+	return in.Essence
 }
