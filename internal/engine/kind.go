@@ -9,6 +9,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/memory"
+	"github.com/gopf-dev/gopf/internal/outside"
 	"github.com/gopf-dev/gopf/internal/patch"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -38,9 +39,6 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		kc.Cache = sh.ShardCache
 	}
 	kc.reader = kc.Cache
-	if n, ok := kc.Cache.(Narrowed); ok {
-		kc.narrowed, kc.own, kc.live = n.NarrowedBy(gvk), n.Own(), mgr.GetAPIReader()
-	}
 	kc.writer = mgr.GetClient()
 	kc.out = patch.New(gvk, kc.hasStatus, kc.writer)
 	if hc := mgr.GetHTTPClient(); hc != nil { // nil: a manager of a test's making; writes go through its client
@@ -62,6 +60,10 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	}
 	kc.Memory = memory.New(sh.Gate, sh.Memo)
 	sh.operator.AddObjectMemos(gvk, kc.Memory.Find)
+	if n, ok := kc.Cache.(Narrowed); ok && n.NarrowedBy(gvk) != nil && mgr.GetAPIReader() != nil {
+		kc.outside = &outside.Finder{GVK: gvk, NewObject: kc.NewObject, Narrowed: n.NarrowedBy(gvk), Own: n.Own(), Live: mgr.GetAPIReader(),
+			Held: kc.Memory, Holds: kc.holds, Scope: sh.Scope, Log: kc.Log}
+	}
 	return kc, nil
 }
 

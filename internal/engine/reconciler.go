@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -27,6 +26,7 @@ import (
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/metrics"
+	"github.com/gopf-dev/gopf/internal/outside"
 	"github.com/gopf-dev/gopf/internal/patch"
 	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/internal/spawn"
@@ -59,10 +59,7 @@ type KindController struct {
 	hasStatus bool
 	finalizer string
 	Memory    *memory.Memories
-	narrowed  labels.Selector // the label selector of the kind's cache (see Narrowed); nil: the cache holds every object
-	own       labels.Selector // the objects that are this replica's (Narrowed.Own); nil: all
-	live      client.Reader   // reads from the API server, for objects that left a narrowed cache
-	left      []client.Object // objects that left it while the operator was not running (FindLeft); under mu
+	outside   *outside.Finder // the objects that left the kind's narrowed cache (see Narrowed); nil: the cache holds every object
 	mu        sync.Mutex
 	store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
 	kopf      *kopfstate.Store
