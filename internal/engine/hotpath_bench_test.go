@@ -74,7 +74,7 @@ func (s *benchServer) Patch(ctx context.Context, obj client.Object, p client.Pat
 	if err != nil {
 		return err
 	}
-	patch, ok := state.DecodeJSON(string(data)).(map[string]any)
+	changes, ok := state.DecodeJSON(string(data)).(map[string]any)
 	if !ok {
 		return fmt.Errorf("not a merge patch: %s", data)
 	}
@@ -82,7 +82,7 @@ func (s *benchServer) Patch(ctx context.Context, obj client.Object, p client.Pat
 	if err != nil {
 		return err
 	}
-	raw = state.ApplyMergePatch(state.DeepCopyJSON(raw).(map[string]any), patch) // the converter may share maps with s.obj
+	raw = state.ApplyMergePatch(state.DeepCopyJSON(raw).(map[string]any), changes) // the converter may share maps with s.obj
 	out := s.obj.DeepCopyObject().(client.Object)
 	if u, ok := out.(*unstructured.Unstructured); ok {
 		u.Object = raw

@@ -107,11 +107,11 @@ func (s *Sender) SendAs(ctx context.Context, obj client.Object, pt types.PatchTy
 	}
 	p := client.RawPatch(pt, data)
 	target := obj
-	var meta *metav1.PartialObjectMetadata
+	var partial *metav1.PartialObjectMetadata
 	if !whole {
-		meta = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
-		meta.SetGroupVersionKind(s.gvk)
-		target = meta
+		partial = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
+		partial.SetGroupVersionKind(s.gvk)
+		target = partial
 	}
 	if status {
 		err = s.writer.Status().Patch(ctx, target, p)
@@ -121,8 +121,8 @@ func (s *Sender) SendAs(ctx context.Context, obj client.Object, pt types.PatchTy
 	if err != nil {
 		return fmt.Errorf("patching %s %s/%s: %w", s.gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	if meta != nil {
-		copyMetadata(obj, &meta.ObjectMeta)
+	if partial != nil {
+		copyMetadata(obj, &partial.ObjectMeta)
 	}
 	return nil
 }
