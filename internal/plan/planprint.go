@@ -71,52 +71,34 @@ func (p *StatusPrinter) Print(st *ObjectStatus) error {
 	p.n++
 	switch p.format {
 	case formatJSON:
-		return p.printJSON(st)
-	case formatYAML:
-		return p.printYAML(st)
-	}
-	return p.printRow(st)
-}
-
-// printJSON writes one item of the ObjectStatusList, opening the list
-// with the first.
-func (p *StatusPrinter) printJSON(st *ObjectStatus) error {
-	data, err := json.MarshalIndent(st, "    ", "  ")
-	if err != nil {
-		return err
-	}
-	sep := ",\n    "
-	if p.n == 1 {
-		sep = fmt.Sprintf("{\n  \"apiVersion\": %q,\n  \"kind\": \"ObjectStatusList\",\n  \"items\": [\n    ", StatusAPIVersion)
-	}
-	_, err = fmt.Fprintf(p.w, "%s%s", sep, data)
-	return err
-}
-
-// printYAML writes one item of the ObjectStatusList in YAML, opening the
-// list with the first.
-func (p *StatusPrinter) printYAML(st *ObjectStatus) error {
-	data, err := yaml.Marshal(st)
-	if err != nil {
-		return err
-	}
-	if p.n == 1 {
-		if _, err := fmt.Fprintf(p.w, "apiVersion: %s\nkind: ObjectStatusList\nitems:\n", StatusAPIVersion); err != nil {
+		data, err := json.MarshalIndent(st, "    ", "  ")
+		if err != nil {
 			return err
 		}
+		sep := ",\n    "
+		if p.n == 1 {
+			sep = fmt.Sprintf("{\n  \"apiVersion\": %q,\n  \"kind\": \"ObjectStatusList\",\n  \"items\": [\n    ", StatusAPIVersion)
+		}
+		_, err = fmt.Fprintf(p.w, "%s%s", sep, data)
+		return err
+	case formatYAML:
+		data, err := yaml.Marshal(st)
+		if err != nil {
+			return err
+		}
+		if p.n == 1 {
+			if _, err := fmt.Fprintf(p.w, "apiVersion: %s\nkind: ObjectStatusList\nitems:\n", StatusAPIVersion); err != nil {
+				return err
+			}
+		}
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		for i := range lines {
+			lines[i] = "  " + lines[i]
+		}
+		lines[0] = "- " + strings.TrimPrefix(lines[0], "  ")
+		_, err = fmt.Fprintln(p.w, strings.Join(lines, "\n"))
+		return err
 	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	for i := range lines {
-		lines[i] = "  " + lines[i]
-	}
-	lines[0] = "- " + strings.TrimPrefix(lines[0], "  ")
-	_, err = fmt.Fprintln(p.w, strings.Join(lines, "\n"))
-	return err
-}
-
-// printRow writes one line of the table, after its header with the
-// first, and writes the aligned block out every tableBlock lines.
-func (p *StatusPrinter) printRow(st *ObjectStatus) error {
 	if p.n == 1 {
 		header := "KIND\tNAMESPACE\tNAME\tSTATE\tHANDLERS\tFINALIZERS"
 		if p.view == ViewPlan {
