@@ -24,7 +24,10 @@ const module = "github.com/gopf-dev/gopf"
 // the contract with handlers' types. The engine's parts know nothing of
 // the engine: internal/state (gopf's stored state and its storages),
 // internal/kopfstate (Kopf's format, over state), internal/memory (what the
-// process remembers), internal/policy, internal/logs, internal/spawn
+// process remembers), internal/decide (what a reconcile does with an
+// object, a pure function), internal/patch (how gopf's writes of a kind are
+// sent), internal/objsize (the size an object can have), internal/outside
+// (objects that left a narrowed cache), internal/policy, internal/logs, internal/spawn
 // (timers and daemons), internal/peering and reconcile/rbac. Then
 // internal/engine (decide, execute, write), internal/operator (its wiring
 // on the manager) and reconcile, the public face; internal/plan renders the
@@ -50,6 +53,10 @@ var libraryLayers = map[string][]string{
 	"internal/contract":     {"handlers", "internal/spec"},
 	"internal/state":        {"handlers", "internal/shard", "internal/spec"},
 	"internal/policy":       {"handlers", "internal/spec"},
+	"internal/decide":       {"handlers", "internal/contract", "internal/shard", "internal/spec", "internal/state"},
+	"internal/patch":        {"handlers", "internal/shard", "internal/spec", "internal/state"},
+	"internal/objsize":      {"handlers", "internal/shard", "internal/spec", "internal/state"},
+	"internal/outside":      {"internal/scope"},
 	"internal/kopfstate":    {"handlers", "internal/shard", "internal/spec", "internal/state"},
 	"internal/peering":      {"handlers", "internal/kopfstate", "internal/scope", "internal/shard", "internal/spec", "internal/state"},
 	"internal/spawn": {"handlers", "internal/contract", "internal/logs", "internal/metrics", "internal/policy", "internal/shard",
@@ -70,8 +77,9 @@ var libraryLayers = map[string][]string{
 
 // engineParts are the packages the engine builds on.
 var engineParts = []string{
-	"handlers", "internal/contract", "internal/gate", "internal/kopfstate", "internal/logs", "internal/memory", "internal/metrics",
-	"internal/peering", "internal/policy", "internal/scope", "internal/shard", "internal/spawn", "internal/spec", "internal/state",
+	"handlers", "internal/contract", "internal/decide", "internal/gate", "internal/kopfstate", "internal/logs", "internal/memory",
+	"internal/metrics", "internal/objsize", "internal/outside", "internal/patch", "internal/peering", "internal/policy", "internal/scope", "internal/shard",
+	"internal/spawn", "internal/spec", "internal/state",
 }
 
 // with returns base and more, in a new slice.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/logs"
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/policy"
@@ -45,7 +46,7 @@ func (k *KindController) BaseCall(r *contract.Handler, obj client.Object, log lo
 		k.recorder.Eventf(other, obj, eventType, reason, "Handling", "%s", message)
 	}}
 	k.Shared.Set.BindCause(c, x)
-	c.Log = logs.Bridge(log, k.Opts.LogEvents, x.Post)
+	c.Log = logs.Bridge(log, k.opts.LogEvents, x.Post)
 	return c, x
 }
 
@@ -139,45 +140,45 @@ func nonNil(m map[string]string) map[string]string {
 	return m
 }
 
-func (t *Turn) newCall(e *Entry, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
-	reason := e.cause
-	c, x := t.K.BaseCall(e.Reg, t.Obj, logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", reason, "retry", rec.Retries))
+// newCall builds the Cause of a call of the entry for reason.
+func (t *turn) newCall(e *decide.Entry, reason handlers.Reason, rec *state.Progress) (*handlers.Cause, *contract.Extras) {
+	c, x := t.k.BaseCall(e.Reg, t.obj, logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", reason, "retry", rec.Retries))
 	x.SubsAllowed = e.Reg.Kind.Reason() != "" // change handlers
 	c.Reason, c.HandlerID, c.Param = reason, e.Opts.ID, e.Opts.Param
-	c.Old, c.New, c.Diff = e.old, e.new, e.diff
+	c.Old, c.New, c.Diff = e.Old, e.New, e.Diff
 	c.Patch = (*handlers.Patch)(&t.patch)
 	x.Result = t.result
-	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.Now.Sub(rec.Started)
+	c.Retry, c.Started, c.Runtime = rec.Retries, rec.Started, t.now.Sub(rec.Started)
 	return c, x
 }
 
 // outcome records what a call's error means for the handler (see judge):
 // success, a retry after a delay, or a failure.
-func (t *Turn) outcome(e *Entry, rec *state.Progress, err error) {
-	log := logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", e.cause, "retry", rec.Retries)
+func (t *turn) outcome(e *decide.Entry, cause handlers.Reason, rec *state.Progress, err error) {
+	log := logs.WithValuesLazily(t.log, "handler", e.Opts.ID, "cause", cause, "retry", rec.Retries)
 	before := rec.Message
 	rec.Retries++
 	rec.Delayed = nil
-	v := policy.Judge(e.Opts, t.K.Opts.DefaultBackoff, err, rec.Retries, rec.Started, t.Now)
-	metrics.HandlerCalls.WithLabelValues(t.K.Name, e.Opts.ID, v.Outcome.String()).Inc()
+	v := policy.Judge(e.Opts, t.k.opts.DefaultBackoff, err, rec.Retries, rec.Started, t.now)
+	metrics.HandlerCalls.WithLabelValues(t.k.Name, e.Opts.ID, v.Outcome.String()).Inc()
 	rec.Message = ""
 	if v.Err != nil {
 		rec.Message = v.Err.Error()
 	}
 	switch v.Outcome {
 	case policy.Succeeded:
-		rec.Success, rec.Message, rec.Handled = true, "", e.handled
+		rec.Success, rec.Message, rec.Handled = true, "", e.Handled
 		if v.Ignored {
 			log.Info("handler failed; the error is ignored as configured", "error", v.Err.Error())
 		} else {
 			log.V(1).Info("handler succeeded")
 		}
 	case policy.Failed:
-		rec.Failure, rec.Handled = true, e.handled
+		rec.Failure, rec.Handled = true, e.Handled
 		log.Error(v.Err, "handler failed permanently")
-		t.K.FailedForGood(t.Obj, e.Opts.ID, v.Err)
+		t.k.FailedForGood(t.obj, e.Opts.ID, v.Err)
 	case policy.Retrying:
-		next := t.Now.Add(v.Delay)
+		next := t.now.Add(v.Delay)
 		rec.Delayed = &next
 		t.soon(v.Delay)
 		if quietRetry(e.Opts, rec, before) {
@@ -191,13 +192,13 @@ func (t *Turn) outcome(e *Entry, rec *state.Progress, err error) {
 }
 
 // runLevel runs the level handlers on the object.
-func (t *Turn) runLevel(ctx context.Context, level []*contract.Handler, cause handlers.Reason) (reconcile.Result, error) {
+func (t *turn) runLevel(ctx context.Context, level []*contract.Handler, cause handlers.Reason) (reconcile.Result, error) {
 	var res reconcile.Result
 	var errs []error
 	for _, r := range level {
-		c, _ := t.newCall(&Entry{Reg: r, Opts: r.Options, new: t.essenceTree}, &state.Progress{Started: t.Now})
+		c, _ := t.newCall(&decide.Entry{Reg: r, Opts: r.Options, New: t.essenceTree}, "", &state.Progress{Started: t.now})
 		c.Reason = cause
-		out, err := t.K.callLevel(ctx, r, t.Obj, c)
+		out, err := t.k.callLevel(ctx, r, t.obj, c)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -29,12 +29,12 @@ const handOverPoll = time.Second
 // which acknowledges the drain, and the object leaves this shard's cache.
 // Its progress stays on it: the next shard goes on from there, as gopf
 // goes on after a restart.
-func (t *Turn) handOver(ctx context.Context, ring string) (reconcile.Result, error) {
-	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
+func (t *turn) handOver(ctx context.Context, ring string) (reconcile.Result, error) {
+	k, key := t.k, client.ObjectKeyFromObject(t.obj)
 	if t.flushing {
 		return t.flush(ctx)
 	}
-	if t.Mem.Unsaved != nil {
+	if t.mem.Unsaved != nil {
 		// What this process knows is not stored yet (a write failed, or
 		// quiet retries wait for the next one): store it first, or the
 		// next shard would call a handler that finished here again.
@@ -48,13 +48,13 @@ func (t *Turn) handOver(ctx context.Context, ring string) (reconcile.Result, err
 		return reconcile.Result{RequeueAfter: handOverPoll}, nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": t.Obj.GetResourceVersion(),
+		"resourceVersion": t.obj.GetResourceVersion(),
 		"labels":          map[string]any{shard.ShardLabel(ring): nil, shard.DrainLabel(ring): nil},
 	}})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := k.writer.Patch(ctx, t.Obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	if err := k.writer.Patch(ctx, t.obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return reconcile.Result{}, nil
 		}

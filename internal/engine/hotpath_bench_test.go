@@ -19,8 +19,10 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/gate"
 	"github.com/gopf-dev/gopf/internal/memory"
+	"github.com/gopf-dev/gopf/internal/patch"
 	"github.com/gopf-dev/gopf/internal/scope"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -72,7 +74,7 @@ func (s *benchServer) Patch(ctx context.Context, obj client.Object, p client.Pat
 	if err != nil {
 		return err
 	}
-	patch, ok := state.DecodeJSON(string(data)).(map[string]any)
+	changes, ok := state.DecodeJSON(string(data)).(map[string]any)
 	if !ok {
 		return fmt.Errorf("not a merge patch: %s", data)
 	}
@@ -80,7 +82,7 @@ func (s *benchServer) Patch(ctx context.Context, obj client.Object, p client.Pat
 	if err != nil {
 		return err
 	}
-	raw = state.ApplyMergePatch(state.DeepCopyJSON(raw).(map[string]any), patch) // the converter may share maps with s.obj
+	raw = state.ApplyMergePatch(state.DeepCopyJSON(raw).(map[string]any), changes) // the converter may share maps with s.obj
 	out := s.obj.DeepCopyObject().(client.Object)
 	if u, ok := out.(*unstructured.Unstructured); ok {
 		u.Object = raw
@@ -159,8 +161,8 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	opts := Options{}.WithDefaults()
 	set := contract.SetOf(reg)
 	k := &KindController{
-		Name: "gopf-kopfexample.kopf.dev", GVK: benchGVK, Opts: opts,
-		reader: server, writer: server, HasStatus: true, Finalizer: opts.Prefix + "/finalizer",
+		Name: "gopf-kopfexample.kopf.dev", GVK: benchGVK, opts: opts,
+		reader: server, writer: server, out: patch.New(benchGVK, true, server), hasStatus: true, finalizer: opts.Prefix + "/finalizer",
 		Shared: &Shared{Set: set, Indexes: spec.NewIndexes(), Gate: startedGate(), Scope: sc, Memo: &spec.Memo{}},
 		Log:    logr.Discard(), Memory: memory.New(nil, nil),
 	}
@@ -169,7 +171,7 @@ func benchController(b *testing.B, unstructuredObjects bool, server *benchServer
 	} else {
 		k.NewObject = func() client.Object { return &kopfv1.KopfExample{} }
 	}
-	if err := k.ChooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
+	if err := k.chooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
 		b.Fatal(err)
 	}
 	for _, r := range set.Handlers(contract.ObjectKinds...) {
@@ -283,13 +285,13 @@ func BenchmarkReconcile(b *testing.B) {
 }
 
 // benchTurn is a turn on a handled KopfExample whose spec.field changed.
-func benchTurn(b *testing.B) (*KindController, *Turn) {
+func benchTurn(b *testing.B) (*KindController, *turn) {
 	k, server := benchSetUp(b, false, "changed")
-	t := &Turn{K: k, log: logr.Discard(), Obj: server.obj, Now: time.Now(), Store: k.Store}
-	if err := t.Refresh(); err != nil {
+	t := &turn{k: k, log: logr.Discard(), obj: server.obj, now: time.Now(), store: k.store}
+	if err := t.refresh(); err != nil {
 		b.Fatal(err)
 	}
-	t.Mem = &memory.Memory{Resumed: true}
+	t.mem = &memory.Memory{Resumed: true}
 	return k, t
 }
 
@@ -299,7 +301,7 @@ func BenchmarkEssence(b *testing.B) {
 	_, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if err := t.Refresh(); err != nil {
+		if err := t.refresh(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -310,7 +312,7 @@ func BenchmarkStateLoad(b *testing.B) {
 	_, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if st, err := t.Store.Load(t.Raw); err != nil || st == nil {
+		if st, err := t.store.Load(t.raw); err != nil || st == nil {
 			b.Fatal(st, err)
 		}
 	}
@@ -319,7 +321,7 @@ func BenchmarkStateLoad(b *testing.B) {
 // BenchmarkStateCompare decides whether the state changed (it did not).
 func BenchmarkStateCompare(b *testing.B) {
 	_, t := benchTurn(b)
-	st, err := t.Store.Load(t.Raw)
+	st, err := t.store.Load(t.raw)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -337,7 +339,7 @@ func BenchmarkSelect(b *testing.B) {
 	k, t := benchTurn(b)
 	b.ReportAllocs()
 	for range b.N {
-		if got := k.selected(k.Change, t.Obj, t.Raw); len(got) != 3 {
+		if got := k.selected(k.Change, t.obj, t.raw); len(got) != 3 {
 			b.Fatalf("%d handlers selected, want 3", len(got))
 		}
 	}
@@ -347,23 +349,18 @@ func BenchmarkSelect(b *testing.B) {
 // handler's old and new values and diff.
 func BenchmarkCause(b *testing.B) {
 	k, t := benchTurn(b)
-	st, err := t.Store.Load(t.Raw)
+	st, err := t.store.Load(t.raw)
 	if err != nil {
 		b.Fatal(err)
 	}
-	t.Known, t.St = st, st.Clone()
+	t.known, t.st = st, st.Clone()
+	o := &decide.Object{Obj: t.obj, Essence: t.essence, Tree: t.essenceTree, Known: t.known, Records: t.st.Progress}
+	mem := decide.Memory{Resumed: true, SpawnHolds: func([]*contract.Handler) bool { return false }}
 	b.ReportAllocs()
 	for range b.N {
-		reason, _ := changeReason(t.Known, t.Essence, true)
-		base := state.DecodeJSON(t.Known.Essence)
-		n := 0
-		for _, r := range k.Change {
-			if e := t.changeEntry(r, reason, base); e != nil {
-				n++
-			}
-		}
-		if reason != handlers.ReasonUpdate || n != 1 {
-			b.Fatalf("cause %q with %d handlers, want update with 1", reason, n)
+		d := decide.Decide(o, k.finalizers(), decide.Selected{Change: k.Change}, mem)
+		if d.Reason != handlers.ReasonUpdate || len(d.Entries) != 1 {
+			b.Fatalf("cause %q with %d handlers, want update with 1", d.Reason, len(d.Entries))
 		}
 	}
 }

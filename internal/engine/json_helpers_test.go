@@ -3,8 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/gopf-dev/gopf/internal/state"
 )
 
 // FromJSON decodes a JSON object written in a test.
@@ -15,18 +13,4 @@ func fromJSON(t *testing.T, s string) map[string]any {
 		t.Fatalf("bad JSON in the test: %v\n%s", err, s)
 	}
 	return m
-}
-
-// JsonValue decodes a JSON value written in a test; "" stands for nothing
-// (nil), as an absent essence.
-func jsonValue(t *testing.T, s string) any {
-	t.Helper()
-	if s == "" {
-		return nil
-	}
-	v := state.DecodeJSON(s)
-	if v == nil && s != "null" {
-		t.Fatalf("bad JSON in the test: %s", s)
-	}
-	return v
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/memory"
+	"github.com/gopf-dev/gopf/internal/outside"
+	"github.com/gopf-dev/gopf/internal/patch"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,7 +26,11 @@ import (
 // registration for it and decides the Go type objects are read into.
 func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind, proto *contract.Handler,
 	opts Options, sh *Shared) (*KindController, error) {
-	kc, err := DescribeKind(mgr.GetRESTMapper(), disco, gvk, ObjectMaker(gvk, proto), opts)
+	facts, err := DiscoverKind(mgr.GetRESTMapper(), disco, gvk)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := DescribeKind(gvk, ObjectMaker(gvk, proto), opts, facts)
 	if err != nil {
 		return nil, err
 	}
@@ -33,12 +39,10 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 		kc.Cache = sh.ShardCache
 	}
 	kc.reader, kc.live = kc.Cache, mgr.GetAPIReader()
-	if n, ok := kc.Cache.(Narrowed); ok {
-		kc.narrowed, kc.own = n.NarrowedBy(gvk), n.Own()
-	}
 	kc.writer = mgr.GetClient()
+	kc.out = patch.New(gvk, kc.hasStatus, kc.writer)
 	if hc := mgr.GetHTTPClient(); hc != nil { // nil: a manager of a test's making; writes go through its client
-		if kc.meta, err = newMetaWriter(mgr.GetConfig(), hc, kc.mapping); err != nil {
+		if err := kc.out.Direct(mgr.GetConfig(), hc, kc.mapping); err != nil {
 			return nil, fmt.Errorf("gopf: a client for %s: %w", gvk, err)
 		}
 	}
@@ -48,7 +52,7 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	kc.Wake = make(chan event.GenericEvent, 1024)
 	kc.Log = mgr.GetLogger().WithValues("controller", kc.Name)
 	kc.kopf.Log = kc.Log
-	if opts.Storage == StorageAuto && kc.HasStatus && !kc.place.KeepsState() {
+	if opts.Storage == StorageAuto && kc.hasStatus && !kc.place.KeepsState() {
 		kc.Log.Info("keeping gopf's state of this kind in annotations: its status cannot keep it", "reason", kc.place.State)
 	}
 	if !kc.place.Schema.Known {
@@ -56,40 +60,58 @@ func NewKindController(mgr manager.Manager, disco discovery.DiscoveryInterface, 
 	}
 	kc.Memory = memory.New(sh.Gate, sh.Memo)
 	sh.operator.AddObjectMemos(gvk, kc.Memory.Find)
+	if n, ok := kc.Cache.(Narrowed); ok && n.NarrowedBy(gvk) != nil && mgr.GetAPIReader() != nil {
+		kc.outside = &outside.Finder{GVK: gvk, NewObject: kc.NewObject, Narrowed: n.NarrowedBy(gvk), Own: n.Own(), Live: mgr.GetAPIReader(),
+			Held: kc.Memory, Holds: kc.holds, Scope: sh.Scope, Log: kc.Log}
+	}
 	return kc, nil
 }
 
-// DescribeKind is what the controller of a kind knows without a manager:
-// its name, Go type (newObject), finalizer and storage. The planner reads
-// objects through it too, so that it reads stored state exactly as the
-// controller does. It reads the kind's CRD, if it has one, to decide where
-// the state lives (see placement.go).
-func DescribeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind,
-	newObject func() client.Object, opts Options) (*KindController, error) {
+// KindFacts are what the API server says of a kind: its REST mapping,
+// whether it has a status subresource, and what the status of its CRD
+// keeps (see chooseStorage).
+type KindFacts struct {
+	Mapping   *meta.RESTMapping
+	HasStatus bool
+	Schema    state.KindSchema
+}
+
+// DiscoverKind asks the API server for the facts of kind gvk: its mapping,
+// its status subresource, and its CRD, if it has one.
+func DiscoverKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind) (KindFacts, error) {
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, fmt.Errorf("kind %s is not served by the API server: %w", gvk, err)
+		return KindFacts{}, fmt.Errorf("kind %s is not served by the API server: %w", gvk, err)
 	}
 	hasStatus, err := hasStatusSubresource(disco, gvk.GroupVersion(), mapping.Resource.Resource)
 	if err != nil {
-		return nil, err
+		return KindFacts{}, err
 	}
+	s := state.ReadKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)
+	return KindFacts{Mapping: mapping, HasStatus: hasStatus, Schema: s}, nil
+}
+
+// DescribeKind is what the controller of a kind knows without a manager:
+// its name, Go type (newObject), finalizer and storage, which the facts
+// of the kind decide. The planner reads objects through it too (see
+// Inspect), so that it reads stored state exactly as the controller does.
+func DescribeKind(gvk schema.GroupVersionKind, newObject func() client.Object, opts Options, facts KindFacts) (*KindController, error) {
 	kc := &KindController{
 		Name:      "gopf-" + strings.ToLower(gvk.Kind) + nonEmptyDot(gvk.Group),
 		GVK:       gvk,
-		Opts:      opts,
-		HasStatus: hasStatus,
-		Finalizer: opts.Prefix + "/finalizer",
+		opts:      opts,
+		hasStatus: facts.HasStatus,
+		finalizer: opts.Prefix + "/finalizer",
 		NewObject: newObject,
-		mapping:   mapping,
+		mapping:   facts.Mapping,
 	}
-	if err := kc.ChooseStorage(state.ReadKindSchema(context.Background(), disco, gvk, mapping.Resource.Resource)); err != nil {
+	if err := kc.chooseStorage(facts.Schema); err != nil {
 		return nil, err
 	}
 	return kc, nil
 }
 
-// ChooseStorage sets where the controller keeps its state, from its
+// chooseStorage sets where the controller keeps its state, from its
 // options, whether the kind has a status subresource, and what its status
 // keeps (s: the API server's schema; the Go type of k.newObject):
 //
@@ -103,28 +125,28 @@ func DescribeKind(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gv
 //
 // Whatever the place, gopf's other place and Kopf's state are read too
 // (see kopfFallback), so that no object with a history looks new.
-func (k *KindController) ChooseStorage(s state.KindSchema) error {
-	opts := k.Opts
+func (k *KindController) chooseStorage(s state.KindSchema) error {
+	opts := k.opts
 	k.kopf = &kopfstate.Store{Prefix: opts.KopfPrefix, Kind: k.GVK.Kind, EssenceOf: k.essenceText, Log: logr.Discard()}
 	k.place = state.NewStatusPlace(s, k.NewObject, opts.StatusField)
 	inStatus, inAnnotations := state.StatusStorage{Field: opts.StatusField}, state.AnnotationStorage{Prefix: opts.Prefix}
 	switch {
 	case opts.Storage == StorageKopf:
-		k.Store, k.Finalizer = k.kopf, opts.KopfFinalizer
+		k.store, k.finalizer = k.kopf, opts.KopfFinalizer
 	case opts.Storage == StorageStatus && !k.place.KeepsState():
 		return fmt.Errorf("StorageStatus: gopf's state cannot be kept in status.%s of %s: %s; declare the field (an object with x-kubernetes-preserve-unknown-fields) or use StorageAuto",
 			opts.StatusField, k.GVK, k.place.State)
-	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.HasStatus && k.place.KeepsState():
-		k.Store = kopfstate.Fallback{Storage: inStatus, Other: inAnnotations, Kopf: k.kopf}
+	case opts.Storage == StorageStatus, opts.Storage == StorageAuto && k.hasStatus && k.place.KeepsState():
+		k.store = kopfstate.Fallback{Storage: inStatus, Other: inAnnotations, Kopf: k.kopf}
 	default:
-		k.Store = kopfstate.Fallback{Storage: inAnnotations, Other: inStatus, Kopf: k.kopf}
+		k.store = kopfstate.Fallback{Storage: inAnnotations, Other: inStatus, Kopf: k.kopf}
 	}
 	return nil
 }
 
 // essenceText is the essence of obj as gopf stores it.
 func (k *KindController) essenceText(obj map[string]any) string {
-	data, _ := state.Marshal(state.Essence(obj, k.Opts.Prefix, k.Extra))
+	data, _ := state.Marshal(state.Essence(obj, k.opts.Prefix, k.extra))
 	return string(data)
 }
 
@@ -158,7 +180,7 @@ func (k *KindController) Add(r *contract.Handler) {
 		k.kopf.Known(r.Options.ID)
 	}
 	if r.Options.Field != nil {
-		k.Extra = append(k.Extra, r.Options.Field)
+		k.extra = append(k.extra, r.Options.Field)
 	}
 }
 

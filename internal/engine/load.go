@@ -11,24 +11,24 @@ import (
 )
 
 // Refresh re-reads the object's JSON form and essence after obj changed.
-func (t *Turn) Refresh() error {
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.Obj)
+func (t *turn) refresh() error {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
 	if err != nil {
-		return fmt.Errorf("converting %s %s/%s: %w", t.K.GVK.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
+		return fmt.Errorf("converting %s %s/%s: %w", t.k.GVK.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
 	}
-	t.Raw = raw
-	e := state.Essence(raw, t.K.Opts.Prefix, t.K.Extra)
+	t.raw = raw
+	e := state.Essence(raw, t.k.opts.Prefix, t.k.extra)
 	data, err := state.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("encoding the essence of %s %s/%s: %w", t.K.GVK.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
+		return fmt.Errorf("encoding the essence of %s %s/%s: %w", t.k.GVK.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
 	}
-	t.Essence = string(data)
+	t.essence = string(data)
 	// Handlers see the essence as decoded JSON, as the stored one they
 	// are compared with reads.
 	if tree, ok := state.AsDecodedJSON(e); ok {
 		t.essenceTree = tree
 	} else {
-		t.essenceTree = state.DecodeJSON(t.Essence)
+		t.essenceTree = state.DecodeJSON(t.essence)
 	}
 	return nil
 }
@@ -37,14 +37,14 @@ func (t *Turn) Refresh() error {
 // in obj: its finalizers and resourceVersion. That patch is guarded by the
 // resourceVersion, so nothing else changed: the essence stays and the
 // object need not be converted again.
-func (t *Turn) refreshMetadata() {
-	old, _ := t.Raw["metadata"].(map[string]any)
+func (t *turn) refreshMetadata() {
+	old, _ := t.raw["metadata"].(map[string]any)
 	meta := make(map[string]any, len(old)+1)
 	for key, v := range old {
 		meta[key] = v
 	}
-	meta["resourceVersion"] = t.Obj.GetResourceVersion()
-	if finalizers := t.Obj.GetFinalizers(); len(finalizers) > 0 {
+	meta["resourceVersion"] = t.obj.GetResourceVersion()
+	if finalizers := t.obj.GetFinalizers(); len(finalizers) > 0 {
 		list := make([]any, len(finalizers))
 		for i, f := range finalizers {
 			list[i] = f
@@ -53,7 +53,7 @@ func (t *Turn) refreshMetadata() {
 	} else {
 		delete(meta, "finalizers")
 	}
-	t.Raw["metadata"] = meta
+	t.raw["metadata"] = meta
 }
 
 // LoadState reads the stored state from every place gopf and Kopf may have
@@ -68,15 +68,15 @@ func (t *Turn) refreshMetadata() {
 //
 // After a failed write that carried a handler's own patch, the turn is to
 // send that write again, alone (see flush).
-func (t *Turn) LoadState() error {
-	loaded, err := state.LoadAll(t.Store, t.Raw)
-	t.Loaded, t.Known = loaded, loaded
+func (t *turn) loadState() error {
+	loaded, err := state.LoadAll(t.store, t.raw)
+	t.loaded, t.known = loaded, loaded
 	t.unreadable = err != nil
 	t.takeUnsaved()
-	if t.Known != nil {
-		t.St = t.Known.Clone()
+	if t.known != nil {
+		t.st = t.known.Clone()
 	} else {
-		t.St = &state.State{}
+		t.st = &state.State{}
 	}
 	t.matchStoredForm()
 	return err
@@ -84,42 +84,42 @@ func (t *Turn) LoadState() error {
 
 // reportBadState reports state that cannot be read (a log line and a
 // Warning Event, once per object and process).
-func (t *Turn) reportBadState(err error) {
-	if err == nil || t.Mem.Warned {
+func (t *turn) reportBadState(err error) {
+	if err == nil || t.mem.Warned {
 		return
 	}
-	t.Mem.Warned = true
+	t.mem.Warned = true
 	what := "the object is handled as new"
-	if t.Loaded != nil {
+	if t.loaded != nil {
 		what = "the state found in another place is used"
 	}
-	msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s, and this reconcile writes the state in %s, replacing the unreadable value", err, what, t.Store.Where())
-	t.log.Info("WARNING: "+msg, "where", t.Store.Where())
-	t.K.recorder.Eventf(t.Obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", msg)
+	msg := fmt.Sprintf("gopf ignores its stored state, which cannot be read (%v); %s, and this reconcile writes the state in %s, replacing the unreadable value", err, what, t.store.Where())
+	t.log.Info("WARNING: "+msg, "where", t.store.Where())
+	t.k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "BadStoredState", "Reconcile", "%s", msg)
 }
 
 // takeUnsaved takes into the turn what a failed write did not store, or
 // a quiet retry did not (see quietRetry).
-func (t *Turn) takeUnsaved() {
-	u := t.Mem.Unsaved
+func (t *turn) takeUnsaved() {
+	u := t.mem.Unsaved
 	switch {
 	case u == nil:
 	case u.Patch != nil:
 		// A write with a handler's own patch failed: the state
 		// describes the patched object, so the patch goes out again
 		// with it, before anything else (see flush).
-		t.Known, t.flushing = u.St, true
+		t.known, t.flushing = u.St, true
 		t.patch = *memory.ClonePatch(u.Patch)
 		for id, r := range u.Results {
 			t.keepResult(id, r)
 		}
-	case state.SameState(t.Loaded, u.St):
-		t.Mem.Unsaved = nil // stored after all
+	case state.SameState(t.loaded, u.St):
+		t.mem.Unsaved = nil // stored after all
 	default:
 		// A write failed: what gopf knows beats what is stored, so that
 		// a handler that succeeded is not called again; its result is
 		// written with the state.
-		t.Known = u.St
+		t.known = u.St
 		for id, r := range u.Results {
 			t.keepResult(id, r)
 		}

@@ -22,20 +22,20 @@ func quietRetry(o spec.Options, rec *state.Progress, before string) bool {
 
 // onlyQuietRetries reports whether the turn's state differs from what gopf
 // knows only by quiet retries, so that its write can wait.
-func (t *Turn) onlyQuietRetries() bool {
-	if len(t.quiet) == 0 || t.Known == nil || t.St.Essence != t.Known.Essence {
+func (t *turn) onlyQuietRetries() bool {
+	if len(t.quiet) == 0 || t.known == nil || t.st.Essence != t.known.Essence {
 		return false
 	}
-	masked := &state.State{Essence: t.St.Essence, Progress: make(map[string]*state.Progress, len(t.St.Progress))}
-	for id, rec := range t.St.Progress {
+	masked := &state.State{Essence: t.st.Essence, Progress: make(map[string]*state.Progress, len(t.st.Progress))}
+	for id, rec := range t.st.Progress {
 		masked.Progress[id] = rec
 		if t.quiet[id] {
-			known, ok := t.Known.Progress[id]
+			known, ok := t.known.Progress[id]
 			if !ok {
 				return false
 			}
 			masked.Progress[id] = known
 		}
 	}
-	return state.SameState(masked, t.Known)
+	return state.SameState(masked, t.known)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,9 +22,12 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/kopfstate"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/metrics"
+	"github.com/gopf-dev/gopf/internal/outside"
+	"github.com/gopf-dev/gopf/internal/patch"
 	"github.com/gopf-dev/gopf/internal/shard"
 	"github.com/gopf-dev/gopf/internal/spawn"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -35,7 +37,7 @@ import (
 type KindController struct {
 	Name      string
 	GVK       schema.GroupVersionKind
-	Opts      Options
+	opts      Options
 	Change    []*contract.Handler // change handlers, in registration order
 	Level     []*contract.Handler // OnReconcile handlers
 	Spawned   []*contract.Handler // timers and daemons
@@ -47,22 +49,20 @@ type KindController struct {
 	scheme    *runtime.Scheme
 	Wake      chan event.GenericEvent // objects to reconcile again
 	Log       logr.Logger
-	Extra     [][]string    // field paths kept in the essence
+	extra     [][]string    // field paths kept in the essence
 	reader    client.Reader // Cache
 	writer    client.Client
 	mapping   *meta.RESTMapping // the kind's, as DescribeKind found it
-	meta      *metaWriter       // gopf's own patches; nil: through writer
+	out       *patch.Sender     // sends gopf's writes through writer
 	recorder  recorder.EventRecorder
 	NewObject func() client.Object
-	HasStatus bool
-	Finalizer string
+	hasStatus bool
+	finalizer string
 	Memory    *memory.Memories
-	narrowed  labels.Selector // the label selector of the kind's cache (see Narrowed); nil: the cache holds every object
-	own       labels.Selector // the objects that are this replica's (Narrowed.Own); nil: all
-	live      client.Reader   // reads from the API server: objects that left a narrowed cache, writes whose answer was lost
-	left      []client.Object // objects that left it while the operator was not running (FindLeft); under mu
+	outside   *outside.Finder // the objects that left the kind's narrowed cache (see Narrowed); nil: the cache holds every object
+	live      client.Reader   // reads from the API server: the objects of writes whose answer was lost
 	mu        sync.Mutex
-	Store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
+	store     state.Storage // switched to annotations if status stops keeping the state (storageFallback)
 	kopf      *kopfstate.Store
 	place     *state.StatusPlace // what the kind's status keeps
 	// statusKept is set once a response showed the state in status: the
@@ -120,14 +120,14 @@ func (k *KindController) reconcile(ctx context.Context, req reconcile.Request) (
 	if t == nil || err != nil {
 		return reconcile.Result{RequeueAfter: wait}, err
 	}
-	loadErr := t.LoadState()
-	if s := k.Opts.Sharding; s != nil && shard.Draining(t.Obj, s.Ring) {
+	loadErr := t.loadState()
+	if s := k.opts.Sharding; s != nil && shard.Draining(t.obj, s.Ring) {
 		return t.handOver(ctx, s.Ring)
 	}
-	d := t.Decide(k.memoryFacts(req.NamespacedName, t.Mem))
-	if d.Route == RouteIgnore {
+	d := t.decide(k.memoryFacts(req.NamespacedName, t.mem))
+	if d.Route == decide.RouteIgnore {
 		if k.Spawner != nil {
-			k.Spawner.Sync(req.NamespacedName, t.Obj, t.Essence, nil)
+			k.Spawner.Sync(req.NamespacedName, t.obj, t.essence, nil)
 		}
 		return reconcile.Result{}, nil // not ours: no state, no finalizer, no noise
 	}
@@ -142,7 +142,7 @@ func (k *KindController) reconcile(ctx context.Context, req reconcile.Request) (
 // cache are ready for it. A nil turn means there is nothing to do yet: the
 // object is gone, or the reconcile is to be retried after wait (or with
 // the error).
-func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn, time.Duration, error) {
+func (k *KindController) read(ctx context.Context, req reconcile.Request) (*turn, time.Duration, error) {
 	log := logf.FromContext(ctx)
 	obj := k.NewObject()
 	if err := k.reader.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -165,13 +165,13 @@ func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn
 	}
 	mem := k.Memory.Get(req.NamespacedName, obj.GetUID())
 	mem.Held = mem.Held || k.holds(obj) // a view of the cache behind gopf's own write may miss it
-	t := &Turn{K: k, log: log, Obj: obj, Now: time.Now(), Store: k.storage(), Mem: mem}
-	if err := t.Refresh(); err != nil {
+	t := &turn{k: k, log: log, obj: obj, now: time.Now(), store: k.storage(), mem: mem}
+	if err := t.refresh(); err != nil {
 		return nil, 0, err
 	}
 	// Wait (without blocking the worker) for the cache to show our own last
 	// write, so that one change is never handled twice.
-	if wait := t.Mem.ConsistencyWait(t.Store, t.Raw, t.Essence, k.Opts.ConsistencyTimeout); wait > 0 {
+	if wait := t.mem.ConsistencyWait(t.store, t.raw, t.essence, k.opts.ConsistencyTimeout); wait > 0 {
 		log.V(1).Info("waiting for the cache to catch up with gopf's last write", "wait", wait)
 		return nil, wait, nil
 	}
@@ -179,42 +179,42 @@ func (k *KindController) read(ctx context.Context, req reconcile.Request) (*Turn
 }
 
 // memoryFacts is what the process remembers of an object, for decide.
-func (k *KindController) memoryFacts(key types.NamespacedName, mem *memory.Memory) MemoryFacts {
-	return MemoryFacts{Resumed: mem.Resumed, released: mem.Released, SpawnHolds: func(spawn []*contract.Handler) bool {
+func (k *KindController) memoryFacts(key types.NamespacedName, mem *memory.Memory) decide.Memory {
+	return decide.Memory{Resumed: mem.Resumed, Released: mem.Released, SpawnHolds: func(spawn []*contract.Handler) bool {
 		return k.Spawner.NeedsFinalizer(key, spawn)
 	}}
 }
 
 // execute carries out a decision on the turn's object: the route's steps,
 // then the level handlers, then one write of results and state.
-func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error) {
-	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
+func (t *turn) execute(ctx context.Context, d decide.Decision) (reconcile.Result, error) {
+	k, key := t.k, client.ObjectKeyFromObject(t.obj)
 	switch d.Route {
-	case routeReleased:
+	case decide.RouteReleased:
 		t.log.V(1).Info("waiting for the cache to show the finalizer's removal")
 		return reconcile.Result{}, nil
-	case RouteDelete:
+	case decide.RouteDelete:
 		if released, err := t.handleDeletion(ctx, d); released || err != nil {
 			return reconcile.Result{}, err
 		}
-	case RouteOthers:
+	case decide.RouteOthers:
 		// Someone else's finalizer holds the object; nothing of ours to do.
 		if k.Spawner != nil {
 			k.Spawner.Stop(key, handlers.StopDeleted)
 		}
-	case RouteLive:
+	case decide.RouteLive:
 		// The finalizer comes before any handler can cause side effects,
 		// and goes when nothing needs it.
-		if d.Finalizer != finalizerKept {
-			if err := k.setFinalizer(ctx, t.Obj, d.Finalizer == FinalizerAdd); err != nil {
+		if d.Finalizer != decide.FinalizerKept {
+			if err := k.setFinalizer(ctx, t.obj, d.Finalizer == decide.FinalizerAdd); err != nil {
 				return reconcile.Result{}, err
 			}
 			t.refreshMetadata()
-			t.Mem.Held = k.holds(t.Obj)
+			t.mem.Held = k.holds(t.obj)
 		}
 		t.changeCause(ctx, d)
 		if k.Spawner != nil {
-			k.Spawner.Sync(key, t.Obj, t.Essence, d.Spawn)
+			k.Spawner.Sync(key, t.obj, t.essence, d.Spawn)
 		}
 	}
 	res, levelErr := t.runLevel(ctx, d.Level, d.Reason)
@@ -230,19 +230,19 @@ func (t *Turn) execute(ctx context.Context, d Decision) (reconcile.Result, error
 // handleDeletion runs the delete handlers of an object gopf's finalizer
 // holds, and releases the finalizer once they are done and the object's
 // daemons are gone. It reports whether the finalizer was released.
-func (t *Turn) handleDeletion(ctx context.Context, d Decision) (bool, error) {
-	k, key := t.K, client.ObjectKeyFromObject(t.Obj)
+func (t *turn) handleDeletion(ctx context.Context, d decide.Decision) (bool, error) {
+	k, key := t.k, client.ObjectKeyFromObject(t.obj)
 	done := t.deleteCause(ctx, d)
 	gone := k.Spawner == nil || k.Spawner.Stop(key, handlers.StopDeleted)
 	switch {
 	case done && gone:
-		if err := k.setFinalizer(ctx, t.Obj, false); err != nil {
+		if err := k.setFinalizer(ctx, t.obj, false); err != nil {
 			// Remember that the delete handlers are done, so that the
 			// retry removes the finalizer without calling them again.
-			t.Mem.Unsaved = &memory.Unsaved{St: t.St, Results: t.results}
+			t.mem.Unsaved = &memory.Unsaved{St: t.st, Results: t.results}
 			return false, err
 		}
-		t.Mem.Released = true
+		t.mem.Released = true
 		metrics.Causes.WithLabelValues(k.Name, string(handlers.ReasonDelete)).Inc()
 		t.log.Info("deletion handled; finalizer removed")
 		return true, nil
@@ -255,13 +255,13 @@ func (t *Turn) handleDeletion(ctx context.Context, d Decision) (bool, error) {
 func (k *KindController) storage() state.Storage {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.Store
+	return k.store
 }
 
 func (k *KindController) setStorage(s state.Storage) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.Store = s
+	k.store = s
 }
 
 // toJSONValue turns a handler's result into plain JSON values (maps, slices,

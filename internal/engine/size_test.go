@@ -71,13 +71,14 @@ func TestAnEssenceWithAFieldNamedBeforeTheDigestIsStillCompact(t *testing.T) {
 }
 
 // sizeTurn is a turn over obj whose state is about to be saved as st.
-func sizeTurn(obj map[string]any, st *state.State, loaded *state.State) *Turn {
-	return &Turn{
-		K:     &KindController{Extra: [][]string{{"spec", "replicas"}}},
-		log:   logr.Discard(),
-		Raw:   obj,
-		Store: state.StatusStorage{Field: "gopf"},
-		St:    st, Loaded: loaded,
+func sizeTurn(obj map[string]any, st *state.State, loaded *state.State) *turn {
+	return &turn{
+		k:      &KindController{extra: [][]string{{"spec", "replicas"}}},
+		log:    logr.Discard(),
+		raw:    obj,
+		store:  state.StatusStorage{Field: "gopf"},
+		st:     st,
+		loaded: loaded,
 	}
 }
 
@@ -85,8 +86,8 @@ func TestStateOfASmallObjectIsKeptInFull(t *testing.T) {
 	obj, full, _ := bigObject(1000, 1)
 	tr := sizeTurn(obj, &state.State{Essence: full}, nil)
 	tr.fitState()
-	if tr.St.Essence != full {
-		t.Errorf("the state of a small object was compacted: %.100s", tr.St.Essence)
+	if tr.st.Essence != full {
+		t.Errorf("the state of a small object was compacted: %.100s", tr.st.Essence)
 	}
 }
 
@@ -95,10 +96,10 @@ func TestStateOfAnObjectNearTheLimitIsCompacted(t *testing.T) {
 	st := &state.State{Essence: full, Progress: map[string]*state.Progress{"update": {Reason: handlers.ReasonUpdate, Success: true, Handled: full}}}
 	tr := sizeTurn(obj, st, nil)
 	tr.fitState()
-	if !state.IsCompact(tr.St.Essence) || !state.IsCompact(tr.St.Progress["update"].Handled) {
-		t.Fatalf("not compacted: %.100s / %.100s", tr.St.Essence, tr.St.Progress["update"].Handled)
+	if !state.IsCompact(tr.st.Essence) || !state.IsCompact(tr.st.Progress["update"].Handled) {
+		t.Fatalf("not compacted: %.100s / %.100s", tr.st.Essence, tr.st.Progress["update"].Handled)
 	}
-	if n := len(tr.St.Encode()); n > 1024 {
+	if n := len(tr.st.Encode()); n > 1024 {
 		t.Errorf("the compact state is %d bytes", n)
 	}
 }
@@ -111,23 +112,23 @@ func TestACompactStateGoesBackToFullWhenItFitsAndIsWrittenAnyway(t *testing.T) {
 
 	// Handled the change: the new state is the compact current essence.
 	tr := sizeTurn(obj, &state.State{}, loaded)
-	tr.Known = loaded
-	tr.Essence, tr.essenceTree = full, tree
+	tr.known = loaded
+	tr.essence, tr.essenceTree = full, tree
 	tr.matchStoredForm()
-	tr.St.Essence = tr.Essence
+	tr.st.Essence = tr.essence
 	tr.fitState()
-	if tr.St.Essence != full {
-		t.Errorf("a small object's changed state stays compact: %.100s", tr.St.Essence)
+	if tr.st.Essence != full {
+		t.Errorf("a small object's changed state stays compact: %.100s", tr.st.Essence)
 	}
 
 	// Nothing changed: the form alone is no reason to write.
 	tr = sizeTurn(obj, loaded.Clone(), loaded)
-	tr.Known = loaded
-	tr.Essence, tr.essenceTree = full, tree
+	tr.known = loaded
+	tr.essence, tr.essenceTree = full, tree
 	tr.matchStoredForm()
 	tr.fitState()
-	if tr.St.Essence != oldCompact {
-		t.Errorf("an unchanged compact state was rewritten: %.100s", tr.St.Essence)
+	if tr.st.Essence != oldCompact {
+		t.Errorf("an unchanged compact state was rewritten: %.100s", tr.st.Essence)
 	}
 }
 

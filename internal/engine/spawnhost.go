@@ -15,7 +15,7 @@ import (
 // NewSpawner makes the spawner of the kind's timers and daemons, running up
 // to workers timers at once.
 func (k *KindController) NewSpawner(workers int) *spawn.Spawner {
-	return spawn.New(k, spawn.Options{Name: k.Name, Log: k.Log, Workers: workers, DefaultBackoff: k.Opts.DefaultBackoff,
+	return spawn.New(k, spawn.Options{Name: k.Name, Log: k.Log, Workers: workers, DefaultBackoff: k.opts.DefaultBackoff,
 		Reader: k.reader, NewObject: k.NewObject})
 }
 

@@ -37,30 +37,6 @@ func TestProgressIsFinishedOnSuccessOrFailureOnly(t *testing.T) {
 	}
 }
 
-func TestHasUnfinishedLooksAtRecordsOfTheGivenReasonOnly(t *testing.T) {
-	create, update := handlers.ReasonCreate, handlers.ReasonUpdate
-	for _, tc := range []struct {
-		name     string
-		progress map[string]*state.Progress
-		want     bool
-	}{
-		{"no records", nil, false},
-		{"an unfinished record of the purpose", map[string]*state.Progress{"a": {Reason: update}}, true},
-		{"a finished record of the purpose", map[string]*state.Progress{"a": {Reason: update, Success: true}}, false},
-		{"a failed record of the purpose", map[string]*state.Progress{"a": {Reason: update, Failure: true}}, false},
-		{"an unfinished record of another purpose", map[string]*state.Progress{"a": {Reason: create}}, false},
-		{"one unfinished among finished ones", map[string]*state.Progress{
-			"a": {Reason: update, Success: true}, "b": {Reason: update, Delayed: &later}, "c": {Reason: update, Failure: true},
-		}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := hasUnfinished(&state.State{Progress: tc.progress}, update); got != tc.want {
-				t.Errorf("hasUnfinished = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestStateCloneIsIndependentOfTheOriginal(t *testing.T) {
 	orig := func() *state.State {
 		return &state.State{

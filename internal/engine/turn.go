@@ -12,27 +12,28 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/metrics"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
-// Turn is the working set of one reconcile of one object.
-type Turn struct {
-	K     *KindController
+// turn is the working set of one reconcile of one object.
+type turn struct {
+	k     *KindController
 	log   logr.Logger
-	Obj   client.Object
-	Raw   map[string]any
-	Mem   *memory.Memory
-	Store state.Storage
-	Now   time.Time
+	obj   client.Object
+	raw   map[string]any
+	mem   *memory.Memory
+	store state.Storage
+	now   time.Time
 
-	Loaded *state.State // as stored; nil if nothing is
-	Known  *state.State // what gopf knows: the stored state, or a newer one it failed to write
-	St     *state.State // as it will be stored
+	loaded *state.State // as stored; nil if nothing is
+	known  *state.State // what gopf knows: the stored state, or a newer one it failed to write
+	st     *state.State // as it will be stored
 
-	Essence     string // current essence, as JSON (compact if the stored one is: see size.go)
+	essence     string // current essence, as JSON (compact if the stored one is: see size.go)
 	essenceTree any    // the same, decoded
 	full        string // the full essence while essence is compact
 	size        int    // the object's size without gopf's state, once measured (size.go)
@@ -50,49 +51,28 @@ type Turn struct {
 	quiet map[string]bool
 }
 
-// Entry is one handler (or sub-handler) scheduled in this turn.
-type Entry struct {
-	Reg      *contract.Handler
-	Opts     spec.Options
-	sub      *contract.Handler // a sub-handler of reg, or nil
-	old, new any
-	diff     spec.Diff
-	// handled is what a success is recorded against: the current essence.
-	handled string
-	// cause is the reason the call gets as Cause.Reason (and its log lines
-	// as "cause"); see callReason.
-	cause handlers.Reason
-	// again says that a finished record does not count: a resume handler
-	// runs once per process, and the record of an earlier process's resume
-	// stays while an update of the same cause is unfinished.
-	again bool
-	// fresh says that the entry handles a newer change than the one its
-	// finished record is for: the call starts a new record.
-	fresh bool
-}
-
 // changeCause runs the change handlers of a live object's cause, as
 // decided, and records the cause as handled once all are finished.
-func (t *Turn) changeCause(ctx context.Context, d Decision) {
+func (t *turn) changeCause(ctx context.Context, d decide.Decision) {
 	if d.Reason == handlers.ReasonCreate {
 		// Objects first handled in this process get no resume.
-		t.Mem.Resumed = true
+		t.mem.Resumed = true
 	}
 	if d.Reason == "" {
 		return
 	}
 	done := t.runAll(ctx, d.Reason, d.Entries)
-	if d.WithResume && (done || resumesFinished(d.Entries, t.St.Progress)) {
-		t.Mem.Resumed = true
+	if d.WithResume && (done || resumesFinished(d.Entries, t.st.Progress)) {
+		t.mem.Resumed = true
 	}
 	if done {
 		if d.Reason == handlers.ReasonCreate {
-			t.St.Essence, t.St.Progress = t.createHandled(d.Entries)
+			t.st.Essence, t.st.Progress = t.createHandled(d.Entries)
 		} else {
-			t.St.Essence, t.St.Progress = t.Essence, nil
+			t.st.Essence, t.st.Progress = t.essence, nil
 		}
 		if len(d.Entries) > 0 {
-			metrics.Causes.WithLabelValues(t.K.Name, string(d.Reason)).Inc()
+			metrics.Causes.WithLabelValues(t.k.Name, string(d.Reason)).Inc()
 			t.log.Info("cause handled", "cause", d.Reason, "handlers", len(d.Entries))
 		}
 	}
@@ -104,20 +84,20 @@ func (t *Turn) changeCause(ctx context.Context, d Decision) {
 // handlers, with the records of the field handlers that finished on a
 // newer essence, so that they see only what they have not seen. Without
 // such a change it is the current essence and no records.
-func (t *Turn) createHandled(entries []*Entry) (string, map[string]*state.Progress) {
-	handled := t.Essence
+func (t *turn) createHandled(entries []*decide.Entry) (string, map[string]*state.Progress) {
+	handled := t.essence
 	for _, e := range entries {
-		if rec := t.St.Progress[e.Opts.ID]; e.reason() == handlers.ReasonCreate && rec != nil && rec.Handled != "" && rec.Handled != t.Essence {
+		if rec := t.st.Progress[e.Opts.ID]; e.Reason() == handlers.ReasonCreate && rec != nil && rec.Handled != "" && rec.Handled != t.essence {
 			handled = rec.Handled
 			break
 		}
 	}
-	if handled == t.Essence {
+	if handled == t.essence {
 		return handled, nil // field handlers saw any change of their field (createFieldAgain)
 	}
 	var kept map[string]*state.Progress
 	for _, e := range entries {
-		if rec := t.St.Progress[e.Opts.ID]; e.reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
+		if rec := t.st.Progress[e.Opts.ID]; e.Reason() == handlers.ReasonUpdate && rec != nil && rec.Handled != "" && rec.Handled != handled {
 			if kept == nil {
 				kept = map[string]*state.Progress{}
 			}
@@ -130,9 +110,9 @@ func (t *Turn) createHandled(entries []*Entry) (string, map[string]*state.Progre
 // resumesFinished reports whether the resume entries among entries have
 // finished in records, so that this process does not run them again while
 // the rest of the cause is unfinished.
-func resumesFinished(entries []*Entry, records map[string]*state.Progress) bool {
+func resumesFinished(entries []*decide.Entry, records map[string]*state.Progress) bool {
 	for _, e := range entries {
-		if e.again {
+		if e.Again {
 			if rec := records[e.Opts.ID]; rec == nil || !rec.Finished() {
 				return false
 			}
@@ -144,7 +124,7 @@ func resumesFinished(entries []*Entry, records map[string]*state.Progress) bool 
 // deleteCause runs the delete handlers (and resume handlers that run for
 // deleted objects, on first sight), as decided. It reports whether all are
 // done, so that the finalizer can go.
-func (t *Turn) deleteCause(ctx context.Context, d Decision) bool {
+func (t *turn) deleteCause(ctx context.Context, d decide.Decision) bool {
 	if len(d.Superseded) > 0 {
 		t.log.Info("deletion supersedes unfinished handlers; they will not run again", "cause", handlers.ReasonDelete, "dropped", d.Superseded)
 	}
@@ -153,7 +133,7 @@ func (t *Turn) deleteCause(ctx context.Context, d Decision) bool {
 
 // runAll runs the entries that are due, records their progress in t.st and
 // reports whether every entry is finished.
-func (t *Turn) runAll(ctx context.Context, reason handlers.Reason, entries []*Entry) bool {
+func (t *turn) runAll(ctx context.Context, reason handlers.Reason, entries []*decide.Entry) bool {
 	records := map[string]*state.Progress{}
 	done := true
 	for _, e := range entries {
@@ -161,29 +141,28 @@ func (t *Turn) runAll(ctx context.Context, reason handlers.Reason, entries []*En
 			done = false
 		}
 	}
-	t.St.Progress = records
+	t.st.Progress = records
 	if len(records) == 0 {
-		t.St.Progress = nil
+		t.st.Progress = nil
 	}
 	return done
 }
 
 // runEntry runs one entry if it is due (and then its sub-handlers), keeping
 // its record in records. It reports whether the entry is finished.
-func (t *Turn) runEntry(ctx context.Context, reason handlers.Reason, e *Entry, records map[string]*state.Progress) bool {
+func (t *turn) runEntry(ctx context.Context, reason handlers.Reason, e *decide.Entry, records map[string]*state.Progress) bool {
 	id := e.Opts.ID
-	rec := e.Record(reason, t.St.Progress)
+	rec := e.Record(reason, t.st.Progress)
 	if rec == nil {
-		rec = &state.Progress{Reason: e.reason(), Started: t.Now}
+		rec = &state.Progress{Reason: e.Reason(), Started: t.now}
 	}
 	records[id] = rec
-	if rec.Finished() || rec.Delayed != nil && rec.Delayed.After(t.Now) {
+	if rec.Finished() || rec.Delayed != nil && rec.Delayed.After(t.now) {
 		return t.notDue(id, rec, records)
 	}
 	if ctx.Err() != nil {
 		return false // the operator stops: nothing new starts, and the record stays as it was
 	}
-	e.cause = e.callReason(reason)
 	result, x, waiting, err := t.callEntry(ctx, reason, e, rec, records)
 	if err != nil && ctx.Err() != nil {
 		// The operator stops and cancelled the call: it is not an attempt
@@ -215,7 +194,7 @@ func (t *Turn) runEntry(ctx context.Context, reason handlers.Reason, e *Entry, r
 			}
 		}
 	}
-	t.outcome(e, rec, err)
+	t.outcome(e, e.CallReason(reason), rec, err)
 	if rec.Success {
 		t.keepResult(id, result)
 	}
@@ -225,8 +204,8 @@ func (t *Turn) runEntry(ctx context.Context, reason handlers.Reason, e *Entry, r
 // notDue keeps the record of an entry that is not called this time, and
 // its sub-handlers' records as they are; it reports whether the entry is
 // finished, and otherwise asks for a reconcile when it is due.
-func (t *Turn) notDue(id string, rec *state.Progress, records map[string]*state.Progress) bool {
-	for childID, child := range t.St.Progress {
+func (t *turn) notDue(id string, rec *state.Progress, records map[string]*state.Progress) bool {
+	for childID, child := range t.st.Progress {
 		if strings.HasPrefix(childID, id+"/") {
 			records[childID] = child
 		}
@@ -234,7 +213,7 @@ func (t *Turn) notDue(id string, rec *state.Progress, records map[string]*state.
 	if rec.Finished() {
 		return true
 	}
-	t.soon(rec.Delayed.Sub(t.Now))
+	t.soon(rec.Delayed.Sub(t.now))
 	return false
 }
 
@@ -242,15 +221,15 @@ func (t *Turn) notDue(id string, rec *state.Progress, records map[string]*state.
 // returns the call's extras (the sub-handlers it registered) and, if the
 // handler ran sub-handlers through Cause.Execute that are unfinished, when
 // the first of them is due.
-func (t *Turn) callEntry(
-	ctx context.Context, reason handlers.Reason, e *Entry, rec *state.Progress, records map[string]*state.Progress,
+func (t *turn) callEntry(
+	ctx context.Context, reason handlers.Reason, e *decide.Entry, rec *state.Progress, records map[string]*state.Progress,
 ) (any, *contract.Extras, *time.Time, error) {
-	c, x := t.newCall(e, rec)
+	c, x := t.newCall(e, e.CallReason(reason), rec)
 	var waiting *time.Time
 	if x.SubsAllowed {
 		x.Execute = func(ctx context.Context, subs []*contract.Handler) spec.SubsOutcome {
 			out := t.executeSubs(ctx, reason, e, subs, records)
-			if due := t.Now.Add(out.Due); len(out.Unfinished) > 0 && (waiting == nil || due.Before(*waiting)) {
+			if due := t.now.Add(out.Due); len(out.Unfinished) > 0 && (waiting == nil || due.Before(*waiting)) {
 				waiting = &due
 			}
 			return out
@@ -258,31 +237,31 @@ func (t *Turn) callEntry(
 	}
 	began := time.Now()
 	h := e.Reg
-	if e.sub != nil {
-		h = e.sub
+	if e.Sub != nil {
+		h = e.Sub
 	}
-	result, err := t.K.Call(ctx, h, t.Obj, c)
+	result, err := t.k.Call(ctx, h, t.obj, c)
 	if err == nil {
 		err = t.checkResult(e.Opts.ID, result)
 	}
-	metrics.HandlerDuration.WithLabelValues(t.K.Name, e.Opts.ID).Observe(time.Since(began).Seconds())
+	metrics.HandlerDuration.WithLabelValues(t.k.Name, e.Opts.ID).Observe(time.Since(began).Seconds())
 	return result, x, waiting, err
 }
 
 // runSubs runs the sub-handlers of a parent; it reports whether all are
 // finished and, if not, when the first unfinished one is due.
-func (t *Turn) runSubs(
-	ctx context.Context, reason handlers.Reason, parent *Entry, subs []*contract.Handler, records map[string]*state.Progress,
+func (t *turn) runSubs(
+	ctx context.Context, reason handlers.Reason, parent *decide.Entry, subs []*contract.Handler, records map[string]*state.Progress,
 ) (bool, *time.Time) {
 	done := true
 	var next *time.Time
 	for _, s := range subs {
-		e := &Entry{Reg: parent.Reg, Opts: s.Options, sub: s, old: parent.old, new: parent.new, diff: parent.diff, handled: parent.handled}
+		e := &decide.Entry{Reg: parent.Reg, Opts: s.Options, Sub: s, Old: parent.Old, New: parent.New, Diff: parent.Diff, Handled: parent.Handled}
 		if t.runEntry(ctx, reason, e, records) {
 			continue
 		}
 		done = false
-		due := t.Now
+		due := t.now
 		if d := records[s.Options.ID].Delayed; d != nil {
 			due = *d
 		}
@@ -295,11 +274,11 @@ func (t *Turn) runSubs(
 
 // executeSubs runs the sub-handlers a parent's call gives Cause.Execute,
 // and tells how they stand.
-func (t *Turn) executeSubs(ctx context.Context, reason handlers.Reason, parent *Entry, subs []*contract.Handler,
+func (t *turn) executeSubs(ctx context.Context, reason handlers.Reason, parent *decide.Entry, subs []*contract.Handler,
 	records map[string]*state.Progress) spec.SubsOutcome {
 	var out spec.SubsOutcome
 	if done, next := t.runSubs(ctx, reason, parent, subs, records); !done {
-		out.Due = next.Sub(t.Now)
+		out.Due = next.Sub(t.now)
 	}
 	for _, s := range subs {
 		id := s.Options.ID
@@ -320,23 +299,7 @@ func waitsForSubs(err error) bool {
 	return errors.Is(err, handlers.ErrSubHandlersUnfinished) && !errors.As(err, &perm)
 }
 
-func (e *Entry) reason() handlers.Reason { return ReasonOf(e.Reg) }
-
-// callReason is the Reason a call of the entry gets when the turn handles
-// reason: the handler's own cause, except for field handlers, which run
-// for the object's create or update as Kopf's do; that the field appeared
-// shows in their Diff (one DiffAdd at the field's root, Old nil).
-func (e *Entry) callReason(reason handlers.Reason) handlers.Reason {
-	if e.Reg.Kind == spec.KindField {
-		return reason
-	}
-	return e.reason()
-}
-
-// ReasonOf is the cause a change handler runs for ("" for other kinds).
-func ReasonOf(h *contract.Handler) handlers.Reason { return handlers.Reason(h.Kind.Reason()) }
-
-func (t *Turn) soon(d time.Duration) {
+func (t *turn) soon(d time.Duration) {
 	if d <= 0 {
 		d = time.Millisecond
 	}
@@ -345,7 +308,7 @@ func (t *Turn) soon(d time.Duration) {
 	}
 }
 
-func (t *Turn) keepResult(id string, result any) {
+func (t *turn) keepResult(id string, result any) {
 	if result == nil {
 		return
 	}
@@ -358,8 +321,8 @@ func (t *Turn) keepResult(id string, result any) {
 // result is a handler's result as the turn's write will leave it: the
 // pending result, merged over status.<id> as stored, as decoded JSON (its
 // numbers float64, whichever way they came).
-func (t *Turn) result(id string) (any, bool) {
-	status, _ := t.Raw["status"].(map[string]any)
+func (t *turn) result(id string) (any, bool) {
+	status, _ := t.raw["status"].(map[string]any)
 	value, found := status[id]
 	if pending, ok := t.results[id]; ok {
 		patch, err := state.AsJSON(pending)
@@ -380,14 +343,4 @@ func (t *Turn) result(id string) (any, bool) {
 	}
 	v, err := state.AsJSON(value)
 	return v, err == nil
-}
-
-// hasUnfinished reports unfinished records of a reason.
-func hasUnfinished(st *state.State, reason handlers.Reason) bool {
-	for _, rec := range st.Progress {
-		if rec.Reason == reason && !rec.Finished() {
-			return true
-		}
-	}
-	return false
 }

@@ -8,9 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -35,11 +33,11 @@ func (k *KindController) setFinalizer(ctx context.Context, obj client.Object, on
 	defer cancel()
 	finalizers := obj.GetFinalizers()
 	if on {
-		finalizers = append(finalizers[:len(finalizers):len(finalizers)], k.Finalizer)
+		finalizers = append(finalizers[:len(finalizers):len(finalizers)], k.finalizer)
 	} else {
 		kept := make([]string, 0, len(finalizers))
 		for _, f := range finalizers {
-			if f != k.Finalizer && !(f == k.Opts.KopfFinalizer && obj.GetDeletionTimestamp() != nil) {
+			if f != k.finalizer && !(f == k.opts.KopfFinalizer && obj.GetDeletionTimestamp() != nil) {
 				kept = append(kept, f)
 			}
 		}
@@ -47,10 +45,10 @@ func (k *KindController) setFinalizer(ctx context.Context, obj client.Object, on
 	}
 	// Never nil: an empty list is sent as [], not null.
 	body := map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion()}}
-	err := k.sendAs(ctx, obj, types.MergePatchType, body, false, false)
+	err := k.out.Send(ctx, obj, body, false, false)
 	if err != nil && !(apierrors.IsNotFound(err) && !on) {
 		verb := map[bool]string{true: "adding", false: "removing"}[on]
-		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.Finalizer, k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.finalizer, k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }
@@ -63,7 +61,7 @@ func (k *KindController) setFinalizer(ctx context.Context, obj client.Object, on
 // by the next reconcile instead of running the handlers again, and so is
 // the handlers' own patch, which the kept state describes: that reconcile
 // sends it all again before it does anything else (see flush).
-func (t *Turn) write(ctx context.Context) error {
+func (t *turn) write(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	var own *spec.Patch // the handlers' own patch, before results and state join it
@@ -72,15 +70,15 @@ func (t *Turn) write(ctx context.Context) error {
 	}
 	if own == nil && len(t.results) == 0 && !t.unreadable && t.onlyQuietRetries() {
 		// Kept in memory and stored with the next write (see quietRetry).
-		t.Mem.Unsaved = &memory.Unsaved{St: t.St}
+		t.mem.Unsaved = &memory.Unsaved{St: t.st}
 		return nil
 	}
 	err := t.send(ctx, own != nil)
 	switch {
 	case err == nil:
-		t.Mem.Unsaved = nil
-	case own != nil || t.St.Essence != "" || len(t.St.Progress) > 0:
-		t.Mem.Unsaved = &memory.Unsaved{St: t.St, Results: t.results, Patch: own}
+		t.mem.Unsaved = nil
+	case own != nil || t.st.Essence != "" || len(t.st.Progress) > 0:
+		t.mem.Unsaved = &memory.Unsaved{St: t.st, Results: t.results, Patch: own}
 	}
 	if t.writeTooLarge(err) {
 		return nil // reported; retried when the object changes
@@ -91,33 +89,33 @@ func (t *Turn) write(ctx context.Context) error {
 // send builds the write of the turn (see write) and sends it: the status
 // patch, then the object patch. own says that the handlers patched the
 // object themselves.
-func (t *Turn) send(ctx context.Context, own bool) error {
-	k := t.K
+func (t *turn) send(ctx context.Context, own bool) error {
+	k := t.k
 	t.mergeResults()
 	showing := t.handledPatched()
 	// Unreadable state is replaced even when the state did not change.
 	changed := t.fitState()
 	stateChanged := changed || t.unreadable
 	if stateChanged {
-		if err := t.Store.Save(&t.patch, t.Raw, t.St); err != nil {
+		if err := t.store.Save(&t.patch, t.raw, t.st); err != nil {
 			if errors.Is(err, state.ErrTooLarge) {
-				k.recorder.Eventf(t.Obj, nil, corev1.EventTypeWarning, "StateTooLarge", "Reconcile", "%v", err)
+				k.recorder.Eventf(t.obj, nil, corev1.EventTypeWarning, "StateTooLarge", "Reconcile", "%v", err)
 			}
-			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.GVK.Kind, t.Obj.GetNamespace(), t.Obj.GetName(), err)
+			return fmt.Errorf("saving gopf's state on %s %s/%s: %w", k.GVK.Kind, t.obj.GetNamespace(), t.obj.GetName(), err)
 		}
 	}
-	final, err := k.transformed(t.Raw, &t.patch)
+	final, err := k.out.Transformed(t.raw, &t.patch)
 	if err != nil {
 		return err
 	}
-	objectPatch, statusPatch := k.split(&t.patch)
-	if len(statusPatch) > 0 || final != nil && k.HasStatus {
+	objectPatch, statusPatch := k.out.Split(&t.patch)
+	if len(statusPatch) > 0 || final != nil && k.hasStatus {
 		if objectPatch, final, err = t.sendStatus(ctx, statusPatch, objectPatch, final, stateChanged); err != nil {
 			return err
 		}
 	}
 	if len(objectPatch) > 0 || final != nil {
-		if err := k.sendPart(ctx, t.Obj, t.Raw, final, objectPatch, false, false); err != nil {
+		if err := k.out.SendPart(ctx, t.obj, t.raw, final, objectPatch, false, false); err != nil {
 			return err
 		}
 	}
@@ -128,17 +126,17 @@ func (t *Turn) send(ctx context.Context, own bool) error {
 		// not be able to replace (Kopf's records it cannot parse stay):
 		// a reconcile before the cache shows it decides the same and sends
 		// the same patch again.
-		t.Mem.Wrote(t.St, showing)
+		t.mem.Wrote(t.st, showing)
 	}
 	return nil
 }
 
 // mergeResults adds to the patch the handlers' results that differ from
 // status as it is, where status keeps them.
-func (t *Turn) mergeResults() {
-	status, _ := t.Raw["status"].(map[string]any)
+func (t *turn) mergeResults() {
+	status, _ := t.raw["status"].(map[string]any)
 	for id, result := range t.results {
-		if state.Changes(status[id], result) && t.K.keepsResult(t, id) {
+		if state.Changes(status[id], result) && t.k.keepsResult(t, id) {
 			spec.MergeStatus(&t.patch, id, result)
 		}
 	}
@@ -151,27 +149,27 @@ func (t *Turn) mergeResults() {
 // returns the essence the object shows after the write when the state
 // records it as handled (also when a failed write is sent again: see
 // flush), or "".
-func (t *Turn) handledPatched() string {
-	patched := t.Essence
+func (t *turn) handledPatched() string {
+	patched := t.essence
 	if obj := spec.ObjectPatch(&t.patch); len(obj) > 0 || len(spec.Transforms(&t.patch)) > 0 {
-		k := t.K
-		after := state.ApplyMergePatch(state.DeepCopyJSON(t.Raw).(map[string]any), obj)
-		if transformed, err := k.transformed(t.Raw, &t.patch); err == nil && transformed != nil {
+		k := t.k
+		after := state.ApplyMergePatch(state.DeepCopyJSON(t.raw).(map[string]any), obj)
+		if transformed, err := k.out.Transformed(t.raw, &t.patch); err == nil && transformed != nil {
 			after = transformed
 		}
-		if data, err := state.Marshal(state.Essence(after, k.Opts.Prefix, k.Extra)); err == nil {
+		if data, err := state.Marshal(state.Essence(after, k.opts.Prefix, k.extra)); err == nil {
 			patched = string(data)
 		}
 	}
-	for _, rec := range t.St.Progress {
-		if rec.Handled == t.Essence {
+	for _, rec := range t.st.Progress {
+		if rec.Handled == t.essence {
 			rec.Handled = patched
 		}
 	}
-	if t.St.Essence == t.Essence {
-		t.St.Essence = patched
+	if t.st.Essence == t.essence {
+		t.st.Essence = patched
 	}
-	if t.St.Essence != patched {
+	if t.st.Essence != patched {
 		return "" // an older essence: the cache need not show it (createHandled)
 	}
 	return patched
@@ -180,13 +178,13 @@ func (t *Turn) handledPatched() string {
 // sendStatus sends the status patch. When it stores the state in status,
 // it checks that status kept it (storageFallback) and returns the object
 // patch and final form with the annotations that store the state if not.
-func (t *Turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final map[string]any, stateChanged bool) (map[string]any, map[string]any, error) {
-	k := t.K
+func (t *turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final map[string]any, stateChanged bool) (map[string]any, map[string]any, error) {
+	k := t.k
 	// The response is read whole only while it may show that the API
 	// server drops gopf's state from status (storageFallback).
-	inStatus := t.Store.InStatus()
+	inStatus := t.store.InStatus()
 	whole := stateChanged && inStatus && !k.statusKept.Load()
-	if err := k.sendPart(ctx, t.Obj, t.Raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
+	if err := k.out.SendPart(ctx, t.obj, t.raw, final, map[string]any{"status": statusPatch}, true, whole); err != nil {
 		if !t.statusLanded(ctx, err, statusPatch, final) {
 			return nil, nil, err
 		}
@@ -208,27 +206,27 @@ func (t *Turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final m
 
 // statusLanded reports whether a status write that failed with err landed
 // all the same, as a write whose answer was lost on its way back does: it
-// reads the object from the API server (into t.Obj) and compares its
+// reads the object from the API server (into t.obj) and compares its
 // status with what the write set (statusPatch, or the status of final).
 // The state that follows the status in the object patch would otherwise
 // wait in memory for the next reconcile, and be lost with a process that
 // stops first: its handlers would run again, though their results landed.
 // A definite refusal (conflict, invalid, forbidden, too many requests)
 // did not land.
-func (t *Turn) statusLanded(ctx context.Context, err error, statusPatch, final map[string]any) bool {
+func (t *turn) statusLanded(ctx context.Context, err error, statusPatch, final map[string]any) bool {
 	var st apierrors.APIStatus
-	if t.K.live == nil || errors.As(err, &st) && st.Status().Code > 0 && st.Status().Code < 500 {
+	if t.k.live == nil || errors.As(err, &st) && st.Status().Code > 0 && st.Status().Code < 500 {
 		return false
 	}
 	want := statusPatch
 	if final != nil {
 		want, _ = final["status"].(map[string]any)
 	}
-	uid := t.Obj.GetUID()
-	if err := t.K.live.Get(ctx, client.ObjectKeyFromObject(t.Obj), t.Obj); err != nil || t.Obj.GetUID() != uid {
+	uid := t.obj.GetUID()
+	if err := t.k.live.Get(ctx, client.ObjectKeyFromObject(t.obj), t.obj); err != nil || t.obj.GetUID() != uid {
 		return false
 	}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.Obj)
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
 	if err != nil {
 		return false
 	}
@@ -245,7 +243,7 @@ func (t *Turn) statusLanded(ctx context.Context, err error, statusPatch, final m
 // patch in it (see loadState): the state, the results and that patch, on
 // the object as it is now. The reconcile ends there; the object is handled
 // again once the cache shows the write.
-func (t *Turn) flush(ctx context.Context) (reconcile.Result, error) {
+func (t *turn) flush(ctx context.Context) (reconcile.Result, error) {
 	t.log.V(1).Info("sending again the write that failed, with the handlers' own patch")
 	if err := t.write(ctx); err != nil {
 		return reconcile.Result{}, err
@@ -257,7 +255,7 @@ func (t *Turn) flush(ctx context.Context) (reconcile.Result, error) {
 // does not (a typed status, a built-in kind), the result is not sent, and
 // the first such result of each handler is reported with a warning naming
 // the field to declare.
-func (k *KindController) keepsResult(t *Turn, id string) bool {
+func (k *KindController) keepsResult(t *turn, id string) bool {
 	why := k.place.ResultDrops(id)
 	if why == "" {
 		return true
@@ -278,133 +276,38 @@ func (k *KindController) keepsResult(t *Turn, id string) bool {
 // start, which reads the CRD again), with one warning for the kind, and it
 // returns the annotation patch that stores this state. Otherwise it
 // returns nil.
-func (t *Turn) storageFallback() (map[string]any, error) {
-	k := t.K
-	if !t.Store.InStatus() || k.statusKept.Load() {
+func (t *turn) storageFallback() (map[string]any, error) {
+	k := t.k
+	if !t.store.InStatus() || k.statusKept.Load() {
 		return nil, nil
 	}
-	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.Obj)
+	resp, err := runtime.DefaultUnstructuredConverter.ToUnstructured(t.obj)
 	if err != nil {
 		return nil, nil
 	}
-	if state.Saved(t.Store, resp, t.St) || state.HasStatusField(resp, k.Opts.StatusField) {
+	if state.Saved(t.store, resp, t.st) || state.HasStatusField(resp, k.opts.StatusField) {
 		k.statusKept.Store(true)
 		return nil, nil
 	}
-	fallback := kopfstate.Fallback{Storage: state.AnnotationStorage{Prefix: k.Opts.Prefix}, Other: state.StatusStorage{Field: k.Opts.StatusField}, Kopf: k.kopf}
+	fallback := kopfstate.Fallback{Storage: state.AnnotationStorage{Prefix: k.opts.Prefix}, Other: state.StatusStorage{Field: k.opts.StatusField}, Kopf: k.kopf}
 	if !k.fellBack.Swap(true) {
 		who := "the API server's schema dropped it"
-		if !state.TypeKeeps(k.NewObject, []string{"status", k.Opts.StatusField}, state.SampleState()) {
+		if !state.TypeKeeps(k.NewObject, []string{"status", k.opts.StatusField}, state.SampleState()) {
 			who = fmt.Sprintf("the Go type %T dropped it", k.NewObject())
 		}
 		t.log.Info("WARNING: gopf's state did not stay in status ("+who+"); keeping the state of this kind in annotations from now on",
-			"field", "status."+k.Opts.StatusField)
+			"field", "status."+k.opts.StatusField)
 	}
 	k.setStorage(fallback)
-	t.Store = fallback
+	t.store = fallback
 	var p spec.Patch
-	if err := fallback.Save(&p, resp, t.St); err != nil {
+	if err := fallback.Save(&p, resp, t.st); err != nil {
 		return nil, err
 	}
 	return spec.ObjectPatch(&p), nil
 }
 
-// split returns the object patch and the status patch to send for p; status
-// goes into the object patch for kinds without a status subresource.
-func (k *KindController) split(p *spec.Patch) (objectPatch, statusPatch map[string]any) {
-	objectPatch, statusPatch = spec.ObjectPatch(p), spec.StatusPatch(p)
-	if len(statusPatch) > 0 && !k.HasStatus {
-		objectPatch = state.MergeInto(objectPatch, map[string]any{"status": statusPatch})
-		statusPatch = nil
-	}
-	return objectPatch, statusPatch
-}
-
 // SendPatch sends a handler patch: at most one status and one object patch.
 func (k *KindController) SendPatch(ctx context.Context, obj client.Object, p *spec.Patch) error {
-	var raw, final map[string]any
-	if len(spec.Transforms(p)) > 0 {
-		var err error
-		if raw, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
-			return err
-		}
-		if final, err = k.transformed(raw, p); err != nil {
-			return err
-		}
-	}
-	objectPatch, statusPatch := k.split(p)
-	if len(statusPatch) > 0 || final != nil && k.HasStatus {
-		if err := k.sendPart(ctx, obj, raw, final, map[string]any{"status": statusPatch}, true, false); err != nil {
-			return err
-		}
-	}
-	if len(objectPatch) > 0 || final != nil {
-		return k.sendPart(ctx, obj, raw, final, objectPatch, false, false)
-	}
-	return nil
-}
-
-// send applies one JSON merge patch, to the status subresource or the main
-// resource; see sendAs for whole.
-func (k *KindController) send(ctx context.Context, obj client.Object, body map[string]any, status, whole bool) error {
-	return k.sendAs(ctx, obj, types.MergePatchType, body, status, whole)
-}
-
-// sendAs sends body as a patch of type pt to the object or its status. With
-// whole, obj is replaced by the response; otherwise only the response's
-// metadata is requested (the API server's PartialObjectMetadata form, far
-// cheaper to decode than the object), through k.meta where the controller
-// has one, and copied into obj, which is what gopf reads after a write.
-func (k *KindController) sendAs(ctx context.Context, obj client.Object, pt types.PatchType, body any, status, whole bool) error {
-	data, err := state.Marshal(body)
-	if err != nil {
-		return fmt.Errorf("encoding the patch for %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	if !whole && k.meta != nil {
-		resp, err := k.meta.patch(ctx, obj.GetNamespace(), obj.GetName(), pt, data, status)
-		if err != nil {
-			return fmt.Errorf("patching %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
-		}
-		copyMetadata(obj, &resp.ObjectMeta)
-		return nil
-	}
-	p := client.RawPatch(pt, data)
-	target := obj
-	var meta *metav1.PartialObjectMetadata
-	if !whole {
-		meta = &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}}
-		meta.SetGroupVersionKind(k.GVK)
-		target = meta
-	}
-	if status {
-		err = k.writer.Status().Patch(ctx, target, p)
-	} else {
-		err = k.writer.Patch(ctx, target, p)
-	}
-	if err != nil {
-		return fmt.Errorf("patching %s %s/%s: %w", k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
-	}
-	if meta != nil {
-		copyMetadata(obj, &meta.ObjectMeta)
-	}
-	return nil
-}
-
-// copyMetadata sets what a patch's response says of obj's metadata.
-func copyMetadata(obj client.Object, from *metav1.ObjectMeta) {
-	if a, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		if m, ok := a.GetObjectMeta().(*metav1.ObjectMeta); ok {
-			kept := m.ManagedFields // the cache's choice, not the response's
-			*m = *from
-			m.ManagedFields = kept
-			return
-		}
-	}
-	obj.SetResourceVersion(from.ResourceVersion)
-	obj.SetGeneration(from.Generation)
-	obj.SetFinalizers(from.Finalizers)
-	obj.SetLabels(from.Labels)
-	obj.SetAnnotations(from.Annotations)
-	obj.SetOwnerReferences(from.OwnerReferences)
-	obj.SetDeletionTimestamp(from.DeletionTimestamp)
+	return k.out.SendPatch(ctx, obj, p)
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,8 +16,8 @@ import (
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/engine"
-	"github.com/gopf-dev/gopf/internal/memory"
 	"github.com/gopf-dev/gopf/internal/spec"
 	"github.com/gopf-dev/gopf/internal/state"
 )
@@ -39,13 +38,9 @@ func decideController(t *testing.T) *engine.KindController {
 	if err := reg.Err(); err != nil {
 		t.Fatal(err)
 	}
-	opts := engine.Options{}.WithDefaults()
-	k := &engine.KindController{
-		Name: "gopf-kopfexample.kopf.dev", GVK: kopfv1.GroupVersion.WithKind("KopfExample"), Opts: opts,
-		HasStatus: true, Finalizer: opts.Prefix + "/finalizer", Log: logr.Discard(),
-		NewObject: func() client.Object { return &kopfv1.KopfExample{} },
-	}
-	if err := k.ChooseStorage(state.KindSchema{Known: true, Crd: true}); err != nil {
+	k, err := engine.DescribeKind(kopfv1.GroupVersion.WithKind("KopfExample"), func() client.Object { return &kopfv1.KopfExample{} },
+		engine.Options{}.WithDefaults(), engine.KindFacts{HasStatus: true, Schema: state.KindSchema{Known: true, Crd: true}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range contract.SetOf(reg).Handlers(contract.ObjectKinds...) {
@@ -54,8 +49,10 @@ func decideController(t *testing.T) *engine.KindController {
 	return k
 }
 
-// decideCase is one object as a reconcile finds it: its labels, finalizers
-// and deletion, gopf's stored state of it, and the process's memory.
+// decideCase is one object as a starting operator finds it: its labels,
+// finalizers and deletion, and gopf's stored state of it. (How the
+// process's memory of an object changes the decision is internal/decide's
+// to test.)
 type decideCase struct {
 	labels     map[string]string
 	finalizers []string
@@ -64,16 +61,15 @@ type decideCase struct {
 	// or, with changed, before spec.field changed.
 	handled, changed bool
 	progress         map[string]*state.Progress
-	resumed          bool // the process resumed the object already
 
 	// What decide returns: route, finalizer step, cause, resume, entries.
-	route      engine.Route
-	finalizer  engine.FinalizerStep
+	route      decide.Route
+	finalizer  decide.FinalizerStep
 	reason     handlers.Reason
 	withResume bool
 	entries    []string
 	// actions are what the Planner says a starting operator does, as
-	// verb:handler; only for cases of a fresh process (resumed false).
+	// verb:handler.
 	actions []string
 }
 
@@ -87,52 +83,42 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 	}
 	for name, tc := range map[string]decideCase{
 		"no handler selects it": {labels: map[string]string{"app": "other"},
-			route: engine.RouteIgnore, actions: []string{"nothing:"}},
+			route: decide.RouteIgnore, actions: []string{"nothing:"}},
 		"a new object gets the finalizer, then its create": {labels: demo,
-			route: engine.RouteLive, finalizer: engine.FinalizerAdd, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
+			route: decide.RouteLive, finalizer: decide.FinalizerAdd, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"add-finalizer:", "call:create", "call:field"}},
-		"no handler needs the finalizer any more": {labels: map[string]string{"app": "demo"}, finalizers: gopfFinalizer, handled: true, resumed: true,
-			route: engine.RouteLive, finalizer: engine.FinalizerRemove},
 		"a handled object on first sight is resumed": {labels: demo, finalizers: gopfFinalizer, handled: true,
-			route: engine.RouteLive, reason: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
+			route: decide.RouteLive, reason: handlers.ReasonResume, withResume: true, entries: []string{"resume"},
 			actions: []string{"call:resume"}},
-		"a handled object seen before needs nothing": {labels: demo, finalizers: gopfFinalizer, handled: true, resumed: true,
-			route: engine.RouteLive},
-		"a change is an update of the changed field": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, resumed: true,
-			route: engine.RouteLive, reason: handlers.ReasonUpdate, entries: []string{"update", "field"}},
 		"a change made while the operator was down comes with a resume": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true,
-			route: engine.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			route: decide.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"call:update", "call:field", "call:resume"}},
 		// Before decide, the plan took an earlier process's finished resume
 		// record for this process's and said the resume was done, while the
 		// engine ran it again.
 		"an unfinished update resumes again in a new process": {labels: demo, finalizers: gopfFinalizer, handled: true, changed: true, progress: finishedResume,
-			route: engine.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
+			route: decide.RouteLive, reason: handlers.ReasonUpdate, withResume: true, entries: []string{"update", "field", "resume"},
 			actions: []string{"continue:update", "call:field", "call:resume"}},
 		"a create whose handlers all finished is recorded": {labels: demo, finalizers: gopfFinalizer, progress: map[string]*state.Progress{
 			"create": {Reason: handlers.ReasonCreate, Success: true, Retries: 1}, "field": {Reason: handlers.ReasonUpdate, Success: true, Retries: 1}},
-			route: engine.RouteLive, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
+			route: decide.RouteLive, reason: handlers.ReasonCreate, entries: []string{"create", "field"},
 			actions: []string{"record:"}},
 		"a deletion runs the delete handlers, then the finalizer goes": {labels: demo, finalizers: gopfFinalizer, handled: true, deleting: true,
-			route: engine.RouteDelete, reason: handlers.ReasonDelete, entries: []string{"delete"},
+			route: decide.RouteDelete, reason: handlers.ReasonDelete, entries: []string{"delete"},
 			actions: []string{"call:delete", "release-finalizer:"}},
 		"a deletion held by others only": {labels: demo, finalizers: []string{"example.com/other"}, handled: true, deleting: true,
-			route: engine.RouteOthers, actions: []string{"nothing:"}},
+			route: decide.RouteOthers, actions: []string{"nothing:"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			k := decideController(t)
 			item := decideObject(t, k, tc, now)
-			tn := &engine.Turn{K: k, Obj: k.NewObject(), Now: now, Store: k.Store, Mem: &memory.Memory{}}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, tn.Obj); err != nil {
+			pk := &plannedKind{k: k, desc: k.Describe()}
+			pk.stores = pk.desc.Places
+			in, err := k.Inspect(item, pk.stores)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tn.Refresh(); err != nil {
-				t.Fatal(err)
-			}
-			if err := tn.LoadState(); err != nil {
-				t.Fatal(err)
-			}
-			d := tn.Decide(engine.MemoryFacts{Resumed: tc.resumed, SpawnHolds: func([]*contract.Handler) bool { return false }})
+			d := in.Decision
 			var ids []string
 			for _, e := range d.Entries {
 				ids = append(ids, e.Opts.ID)
@@ -142,11 +128,7 @@ func TestDecideAndThePlanTellTheSameStory(t *testing.T) {
 			if got != want {
 				t.Errorf("decide: %s\n           want %s", got, want)
 			}
-			if tc.resumed {
-				return // the Planner shows a starting process
-			}
-			p := &Planner{}
-			st, err := p.objectStatus(&plannedKind{k: k, stores: k.Store.Places()}, item, now, "", nil)
+			st, err := (&Planner{}).objectStatus(pk, item, now, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +167,7 @@ func decideObject(t *testing.T, k *engine.KindController, tc decideCase, now tim
 		_ = unstructured.SetNestedField(raw, "after", "spec", "field")
 	}
 	var p spec.Patch
-	if err := k.Store.Save(&p, raw, st); err != nil {
+	if err := k.Describe().Places[0].Save(&p, raw, st); err != nil {
 		t.Fatal(err)
 	}
 	raw = state.ApplyMergePatch(raw, spec.ObjectPatch(&p))
@@ -196,12 +178,12 @@ func decideObject(t *testing.T, k *engine.KindController, tc decideCase, now tim
 // essenceOf is the essence the controller computes for raw.
 func essenceOf(t *testing.T, k *engine.KindController, raw map[string]any) string {
 	t.Helper()
-	data, err := state.Marshal(state.Essence(raw, k.Opts.Prefix, k.Extra))
+	in, err := k.Inspect(&unstructured.Unstructured{Object: raw}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.TrimSpace(string(data)) == "" {
+	if strings.TrimSpace(in.Essence) == "" {
 		t.Fatal("empty essence")
 	}
-	return string(data)
+	return in.Essence
 }

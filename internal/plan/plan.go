@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gopf-dev/gopf/internal/contract"
+	"github.com/gopf-dev/gopf/internal/decide"
 	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/operator"
 	"github.com/gopf-dev/gopf/internal/peering"
@@ -62,6 +63,7 @@ type Planner struct {
 // plannedKind is one kind the planner lists.
 type plannedKind struct {
 	k        *engine.KindController
+	desc     engine.Description
 	resource schema.GroupVersionResource
 	// stores are where state is looked for, in order: the places the
 	// controller's storage reads (storage.places), with, for a generic
@@ -99,7 +101,7 @@ func NewPlanner(cfg *rest.Config, scheme *runtime.Scheme, reg *handlers.Registry
 	}
 	// Kinds the API server does not serve yet have no objects to plan for.
 	kinds, _, err := operator.KindsOf(reg, scheme, mapper, func(gvk schema.GroupVersionKind, proto *contract.Handler) (*engine.KindController, error) {
-		return engine.DescribeKind(mapper, disco, gvk, engine.ObjectMaker(gvk, proto), p.opts)
+		return p.describe(mapper, disco, gvk, proto)
 	})
 	if err != nil {
 		return nil, err
@@ -134,7 +136,7 @@ func NewGenericPlanner(cfg *rest.Config, kinds []string, opts engine.Options) (*
 		if err != nil {
 			return nil, err
 		}
-		k, err := engine.DescribeKind(mapper, disco, gvk, engine.ObjectMaker(gvk, &contract.Handler{Unstructured: true}), p.opts)
+		k, err := p.describe(mapper, disco, gvk, &contract.Handler{Unstructured: true})
 		if err != nil {
 			return nil, fmt.Errorf("gopf: %w", err)
 		}
@@ -143,6 +145,18 @@ func NewGenericPlanner(cfg *rest.Config, kinds []string, opts engine.Options) (*
 		}
 	}
 	return p, nil
+}
+
+// describe is the controller of kind gvk as the engine would describe it
+// (reading objects into the Go type of proto), from what the API server
+// says of the kind.
+func (p *Planner) describe(mapper meta.RESTMapper, disco discovery.DiscoveryInterface, gvk schema.GroupVersionKind,
+	proto *contract.Handler) (*engine.KindController, error) {
+	facts, err := engine.DiscoverKind(mapper, disco, gvk)
+	if err != nil {
+		return nil, err
+	}
+	return engine.DescribeKind(gvk, engine.ObjectMaker(gvk, proto), p.opts, facts)
 }
 
 // kindNamed resolves a kind named as kubectl names it; mapper knows the
@@ -203,11 +217,12 @@ func newPlanner(cfg *rest.Config, scheme *runtime.Scheme, opts engine.Options) (
 }
 
 func (p *Planner) addKind(mapper meta.RESTMapper, k *engine.KindController) error {
-	mapping, err := mapper.RESTMapping(k.GVK.GroupKind(), k.GVK.Version)
+	desc := k.Describe()
+	mapping, err := mapper.RESTMapping(desc.GVK.GroupKind(), desc.GVK.Version)
 	if err != nil {
-		return fmt.Errorf("gopf: kind %s is not served by the API server: %w", k.GVK, err)
+		return fmt.Errorf("gopf: kind %s is not served by the API server: %w", desc.GVK, err)
 	}
-	pk := &plannedKind{k: k, resource: mapping.Resource, stores: k.Store.Places()}
+	pk := &plannedKind{k: k, desc: desc, resource: mapping.Resource, stores: desc.Places}
 	if p.generic {
 		// gopf's other place goes right after its own, before Kopf's.
 		var other state.Storage = state.StatusStorage{Field: p.opts.StatusField}
@@ -224,7 +239,7 @@ func (p *Planner) addKind(mapper meta.RESTMapper, k *engine.KindController) erro
 func (p *Planner) Kinds() []schema.GroupVersionKind {
 	out := make([]schema.GroupVersionKind, len(p.kinds))
 	for i, pk := range p.kinds {
-		out[i] = pk.k.GVK
+		out[i] = pk.desc.GVK
 	}
 	return out
 }
@@ -232,9 +247,9 @@ func (p *Planner) Kinds() []schema.GroupVersionKind {
 // matches reports whether name is one of the names of the kind.
 func (pk *plannedKind) matches(name string) bool {
 	name = strings.ToLower(name)
-	kind, res := strings.ToLower(pk.k.GVK.Kind), pk.resource.Resource
+	kind, res := strings.ToLower(pk.desc.GVK.Kind), pk.resource.Resource
 	for _, n := range []string{kind, res, strings.TrimSuffix(res, "s")} {
-		if name == n || pk.k.GVK.Group != "" && name == n+"."+pk.k.GVK.Group {
+		if name == n || pk.desc.GVK.Group != "" && name == n+"."+pk.desc.GVK.Group {
 			return true
 		}
 	}
@@ -353,7 +368,7 @@ func (p *Planner) planKind(ctx context.Context, pk *plannedKind, sel Selection, 
 	cont := ""
 	for {
 		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(pk.k.GVK.GroupVersion().WithKind(pk.k.GVK.Kind + "List"))
+		list.SetGroupVersionKind(pk.desc.GVK.GroupVersion().WithKind(pk.desc.GVK.Kind + "List"))
 		if err := p.reader.List(ctx, list, append(listOpts, client.Continue(cont))...); err != nil {
 			return fmt.Errorf("gopf: listing %s: %w", pk.resource.GroupResource(), err)
 		}
@@ -420,20 +435,14 @@ func (p *Planner) ring() string {
 
 // objectStatus works out the status of one listed object.
 func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured, now time.Time, working string, failures []Failure) (*ObjectStatus, error) {
-	k := pk.k
-	obj := k.NewObject()
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.Object = item.Object
-	} else if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, obj); err != nil {
-		return nil, fmt.Errorf("gopf: converting %s %s/%s: %w", k.GVK.Kind, item.GetNamespace(), item.GetName(), err)
-	}
-	t := &engine.Turn{K: k, Obj: obj, Now: now, Store: k.Store}
-	if err := t.Refresh(); err != nil {
+	in, err := pk.k.Inspect(item, pk.stores)
+	if err != nil {
 		return nil, err
 	}
+	obj, gvk := in.Object, pk.desc.GVK
 	out := &ObjectStatus{
-		APIVersion: k.GVK.GroupVersion().String(),
-		Kind:       k.GVK.Kind,
+		APIVersion: gvk.GroupVersion().String(),
+		Kind:       gvk.Kind,
 		Namespace:  obj.GetNamespace(),
 		Name:       obj.GetName(),
 		Failures:   failures,
@@ -444,30 +453,22 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 	if out.Shard = shardStatus(obj, p.ring()); out.Shard != nil && out.Shard.Name != "" {
 		working = out.Shard.Name // the shard runs the object's timers and daemons
 	}
-	for _, s := range pk.stores {
-		loaded, err := s.Load(t.Raw)
-		if err != nil {
-			out.StateError = err.Error()
-			out.StateSource = s.Where()
-			break
-		}
-		if loaded != nil {
-			t.Loaded, t.Store, out.StateSource = loaded, s, s.Where()
-			break
-		}
+	if in.Source != nil {
+		out.StateSource = in.Source.Where()
 	}
-	t.Known = t.Loaded
-	t.St = &state.State{}
-	if t.Known != nil {
-		t.St = t.Known.Clone()
-		out.Handled = t.Known.Essence != ""
-		out.StateWritten = stateWritten(obj, t.Store)
+	if in.StateErr != nil {
+		out.StateError = in.StateErr.Error()
 	}
-	pl := &objectPlan{t: t, out: out, operator: working, byID: map[string]*HandlerStatus{}}
+	pl := &objectPlan{in: in, kind: &pk.desc, now: now, out: out, operator: working, byID: map[string]*HandlerStatus{}}
+	if in.State != nil {
+		pl.progress = in.State.Progress
+		out.Handled = in.State.Essence != ""
+		out.StateWritten = stateWritten(obj, in.Source)
+	}
 	if p.generic {
 		pl.records()
 	} else {
-		out.Changed = out.Handled && t.Known.Essence != t.Essence
+		out.Changed = out.Handled && in.State.Essence != in.Essence
 		pl.handlers()
 	}
 	pl.finalizers(p.generic)
@@ -481,7 +482,10 @@ func (p *Planner) objectStatus(pk *plannedKind, item *unstructured.Unstructured,
 
 // objectPlan is the working set of one object's status.
 type objectPlan struct {
-	t        *engine.Turn
+	in       *engine.Inspection
+	kind     *engine.Description
+	now      time.Time
+	progress map[string]*state.Progress // the stored progress records
 	out      *ObjectStatus
 	operator string
 	byID     map[string]*HandlerStatus
@@ -510,8 +514,8 @@ func (pl *objectPlan) do(a Action) { pl.out.OnStart = append(pl.out.OnStart, a) 
 // records reports every stored progress record as it is, and the
 // failures that came with the last-handled state: the generic view.
 func (pl *objectPlan) records() {
-	for _, id := range sortedIDs(pl.t.St.Progress) {
-		pl.add(recordStatus(id, pl.t.St.Progress[id], pl.t.Now))
+	for _, id := range sortedIDs(pl.progress) {
+		pl.add(recordStatus(id, pl.progress[id], pl.now))
 	}
 	if !pl.out.Handled {
 		return
@@ -530,32 +534,31 @@ func (pl *objectPlan) records() {
 // which handlers select the object, what the cause is, and where each
 // handler stands.
 func (pl *objectPlan) handlers() {
-	t, k := pl.t, pl.t.K
-	d := t.Decide(engine.FreshProcess)
+	d := pl.in.Decision
 	pl.selected = len(d.Change)+len(d.Level)+len(d.Spawn) > 0
 	pl.wantsFinalizer = slices.ContainsFunc(d.Change, contract.HoldsObjects) || len(d.Spawn) > 0
 	switch d.Route {
-	case engine.RouteIgnore:
+	case decide.RouteIgnore:
 		pl.do(Action{Do: ActionNothing, Text: "nothing: no handler selects the object"})
-	case engine.RouteDelete:
+	case decide.RouteDelete:
 		pl.deletion(d)
-	case engine.RouteOthers:
+	case decide.RouteOthers:
 		pl.idle(d.Change)
 		pl.do(Action{Do: ActionNothing, Text: "nothing: the object is being deleted and gopf's finalizer is not on it"})
-	case engine.RouteLive:
+	case decide.RouteLive:
 		switch d.Finalizer {
-		case engine.FinalizerAdd:
-			pl.do(Action{Do: ActionAddFinalizer, Text: "add finalizer " + k.Finalizer})
-		case engine.FinalizerRemove:
-			pl.do(Action{Do: ActionRemoveFinalizer, Text: "remove finalizer " + k.Finalizer})
+		case decide.FinalizerAdd:
+			pl.do(Action{Do: ActionAddFinalizer, Text: "add finalizer " + pl.kind.Finalizers.Own})
+		case decide.FinalizerRemove:
+			pl.do(Action{Do: ActionRemoveFinalizer, Text: "remove finalizer " + pl.kind.Finalizers.Own})
 		}
 		pl.change(d)
 		pl.spawnAndLevel(d)
 	}
 	// Records of handlers the operator does not have (renamed, removed).
-	for _, id := range sortedIDs(t.St.Progress) {
+	for _, id := range sortedIDs(pl.progress) {
 		if pl.byID[id] == nil {
-			h := recordStatus(id, t.St.Progress[id], t.Now)
+			h := recordStatus(id, pl.progress[id], pl.now)
 			h.Message = strings.TrimSpace("not a handler of this operator; " + h.Message)
 			pl.add(h)
 		}
@@ -567,7 +570,7 @@ func (pl *objectPlan) handlers() {
 
 // spawnAndLevel plans the timers, daemons and level handlers of a live
 // object.
-func (pl *objectPlan) spawnAndLevel(d engine.Decision) {
+func (pl *objectPlan) spawnAndLevel(d decide.Decision) {
 	for _, r := range d.Spawn {
 		h := pl.add(HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerRunning, Operator: pl.operator})
 		verb := "start daemon "
@@ -583,7 +586,7 @@ func (pl *objectPlan) spawnAndLevel(d engine.Decision) {
 }
 
 // change plans the change handlers of a live object's cause.
-func (pl *objectPlan) change(d engine.Decision) {
+func (pl *objectPlan) change(d decide.Decision) {
 	finished := true
 	for _, e := range d.Entries {
 		if !pl.entry(d.Reason, e) {
@@ -597,8 +600,7 @@ func (pl *objectPlan) change(d engine.Decision) {
 }
 
 // deletion plans the delete path: delete handlers, then the finalizer.
-func (pl *objectPlan) deletion(d engine.Decision) {
-	t := pl.t
+func (pl *objectPlan) deletion(d decide.Decision) {
 	finished, waits := true, false
 	for _, e := range d.Entries {
 		if !pl.entry(handlers.ReasonDelete, e) {
@@ -614,7 +616,7 @@ func (pl *objectPlan) deletion(d engine.Decision) {
 	}
 	for _, id := range d.Superseded {
 		if pl.byID[id] == nil {
-			h := recordStatus(id, t.St.Progress[id], t.Now)
+			h := recordStatus(id, pl.progress[id], pl.now)
 			h.State, h.Message = HandlerIdle, strings.TrimSpace("superseded by the deletion; "+h.Message)
 			pl.add(h)
 		}
@@ -641,7 +643,7 @@ const (
 // Kopf's, which setFinalizer releases with it.
 func (pl *objectPlan) held() string {
 	var names []string
-	for _, name := range pl.t.Obj.GetFinalizers() {
+	for _, name := range pl.in.Object.GetFinalizers() {
 		switch owner := pl.finalizerOwner(name); owner {
 		case ownerGopf:
 			names = append(names, "finalizer "+name)
@@ -655,9 +657,9 @@ func (pl *objectPlan) held() string {
 // finalizerOwner is FinalizerStatus.Owner of a finalizer of the object.
 func (pl *objectPlan) finalizerOwner(name string) string {
 	switch name {
-	case pl.t.K.Finalizer:
+	case pl.kind.Finalizers.Own:
 		return ownerGopf
-	case pl.t.K.Opts.KopfFinalizer:
+	case pl.kind.Finalizers.Kopf:
 		return ownerKopf
 	}
 	return ownerOther
@@ -665,19 +667,19 @@ func (pl *objectPlan) finalizerOwner(name string) string {
 
 // entry plans one handler of a cause, from its progress record as runEntry
 // reads it; it reports whether the handler is finished.
-func (pl *objectPlan) entry(reason handlers.Reason, e *engine.Entry) bool {
-	t, id := pl.t, e.Opts.ID
-	rec := e.Record(reason, t.St.Progress)
+func (pl *objectPlan) entry(reason handlers.Reason, e *decide.Entry) bool {
+	id := e.Opts.ID
+	rec := e.Record(reason, pl.progress)
 	h := HandlerStatus{ID: id, Kind: e.Reg.Kind.String(), State: HandlerPending, Cause: string(reason), MaxAttempts: e.Opts.Retries}
 	if rec != nil {
-		h = recordStatus(id, rec, t.Now)
+		h = recordStatus(id, rec, pl.now)
 		h.Kind, h.MaxAttempts = e.Reg.Kind.String(), e.Opts.Retries
 	}
 	pl.add(h)
 	switch h.State {
 	case HandlerRetrying:
 		text := fmt.Sprintf("continue %s (retry %d", id, h.Attempts)
-		if h.NextAttempt != nil && h.NextAttempt.After(t.Now) {
+		if h.NextAttempt != nil && h.NextAttempt.After(pl.now) {
 			text += ", due at " + h.NextAttempt.UTC().Format(time.RFC3339)
 		}
 		pl.do(Action{Do: ActionContinue, Handler: id, Retry: h.Attempts, Due: h.NextAttempt, Text: text + ")"})
@@ -699,12 +701,12 @@ func (pl *objectPlan) idle(change []*contract.Handler) {
 			continue
 		}
 		h := HandlerStatus{ID: r.Options.ID, Kind: r.Kind.String(), State: HandlerIdle}
-		switch engine.ReasonOf(r) {
+		switch decide.ReasonOf(r) {
 		case handlers.ReasonCreate, handlers.ReasonUpdate:
 			if !pl.out.Handled {
 				break
 			}
-			h.State, h.Cause, h.Since = HandlerDone, string(engine.ReasonOf(r)), pl.out.StateWritten
+			h.State, h.Cause, h.Since = HandlerDone, string(decide.ReasonOf(r)), pl.out.StateWritten
 			h.Message = "nothing changed since the last-handled state"
 			if f := pl.lastFailure(h.ID); f != nil {
 				h.State, h.Since, h.Message = HandlerFailed, &f.Time, f.Message
@@ -739,7 +741,7 @@ func (pl *objectPlan) lastFailure(id string) *Failure {
 
 // finalizers explains each finalizer on the object.
 func (pl *objectPlan) finalizers(generic bool) {
-	for _, name := range pl.t.Obj.GetFinalizers() {
+	for _, name := range pl.in.Object.GetFinalizers() {
 		f := FinalizerStatus{Name: name, Owner: pl.finalizerOwner(name), Why: "another controller's: gopf leaves it alone"}
 		switch f.Owner {
 		case ownerGopf:
@@ -755,13 +757,12 @@ func (pl *objectPlan) finalizers(generic bool) {
 // whether the finalizer is gopf's, which it removes from a live object that
 // no handler needs, where Kopf's stays until the object is deleted.
 func (pl *objectPlan) finalizerReason(generic, own bool) string {
-	k := pl.t.K
 	if generic {
 		return "held while delete handlers, timers or daemons of the operator need the object"
 	}
 	var why []string
 	for _, h := range pl.out.Handlers {
-		for _, r := range slices.Concat(k.Change, k.Spawned) {
+		for _, r := range pl.kind.Holders {
 			if r.Options.ID != h.ID {
 				continue
 			}

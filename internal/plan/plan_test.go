@@ -151,7 +151,7 @@ func TestTheJSONAndYAMLFormsAreOneListOfEveryDetail(t *testing.T) {
 }
 
 func TestAKindIsFoundByAnyOfItsNames(t *testing.T) {
-	pk := &plannedKind{k: &engine.KindController{GVK: schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}},
+	pk := &plannedKind{desc: engine.Description{GVK: schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}},
 		resource: schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"}}
 	for _, name := range []string{"KopfExample", "kopfexample", "kopfexamples", "kopfexamples.kopf.dev", "KopfExample.kopf.dev"} {
 		if !pk.matches(name) {

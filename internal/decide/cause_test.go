@@ -1,7 +1,8 @@
-package engine
+package decide
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/state"
@@ -33,6 +34,31 @@ func TestChangeReasonDerivesTheCauseFromTheKnownState(t *testing.T) {
 			got, withResume := changeReason(tc.known, now, tc.resumed)
 			if got != tc.want || withResume != tc.withResume {
 				t.Fatalf("changeReason = (%q, resume %v), want (%q, resume %v)", got, withResume, tc.want, tc.withResume)
+			}
+		})
+	}
+}
+
+func TestHasUnfinishedLooksAtRecordsOfTheGivenReasonOnly(t *testing.T) {
+	create, update := handlers.ReasonCreate, handlers.ReasonUpdate
+	later := time.Date(2026, 11, 23, 3, 18, 19, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		progress map[string]*state.Progress
+		want     bool
+	}{
+		{"no records", nil, false},
+		{"an unfinished record of the purpose", map[string]*state.Progress{"a": {Reason: update}}, true},
+		{"a finished record of the purpose", map[string]*state.Progress{"a": {Reason: update, Success: true}}, false},
+		{"a failed record of the purpose", map[string]*state.Progress{"a": {Reason: update, Failure: true}}, false},
+		{"an unfinished record of another purpose", map[string]*state.Progress{"a": {Reason: create}}, false},
+		{"one unfinished among finished ones", map[string]*state.Progress{
+			"a": {Reason: update, Success: true}, "b": {Reason: update, Delayed: &later}, "c": {Reason: update, Failure: true},
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hasUnfinished(&state.State{Progress: tc.progress}, update); got != tc.want {
+				t.Errorf("hasUnfinished = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package engine
+package decide
 
 import (
 	"testing"
@@ -33,10 +33,10 @@ func TestAFieldWithoutAValueSelectsTheObjectsThatHaveItExceptForChangesOfTheFiel
 		{kind: spec.KindUpdate, value: &present, selectsWith: true},
 	} {
 		h := &contract.Handler{Kind: tc.kind, Options: spec.Options{Field: []string{"data", "key"}, Value: tc.value}}
-		if got := selects(h, with, nil, nil); got != tc.selectsWith {
+		if got := Selects(h, with, nil, nil); got != tc.selectsWith {
 			t.Errorf("%s handler (value %v) selects an object with the field: %v, want %v", tc.kind, tc.value, got, tc.selectsWith)
 		}
-		if got := selects(h, without, nil, nil); got != tc.selectsWithout {
+		if got := Selects(h, without, nil, nil); got != tc.selectsWithout {
 			t.Errorf("%s handler (value %v) selects an object without the field: %v, want %v", tc.kind, tc.value, got, tc.selectsWithout)
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package patch
 
 import (
 	"context"
@@ -38,8 +38,8 @@ func (s *metaServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // The kind's REST mapping is looked up when its controller is set up, not
 // at every write: each lookup in the manager's mapper asks every API group
-// the cluster serves. The controller here has a mapping and no client at
-// all, so any write through the client would panic.
+// the cluster serves. The sender here has a mapping and no client at all,
+// so any write through the client would panic.
 func TestGopfsOwnPatchesGoStraightToTheKindsResourceAndReadBackOnlyMetadata(t *testing.T) {
 	s := &metaServer{}
 	srv := httptest.NewServer(s)
@@ -48,17 +48,17 @@ func TestGopfsOwnPatchesGoStraightToTheKindsResourceAndReadBackOnlyMetadata(t *t
 		Resource: schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"},
 		Scope:    meta.RESTScopeNamespace,
 	}
-	w, err := newMetaWriter(&rest.Config{Host: srv.URL}, srv.Client(), mapping)
-	if err != nil {
+	sender := New(kopfv1.GroupVersion.WithKind("KopfExample"), true, nil)
+	if err := sender.Direct(&rest.Config{Host: srv.URL}, srv.Client(), mapping); err != nil {
 		t.Fatal(err)
 	}
-	k := &KindController{GVK: kopfv1.GroupVersion.WithKind("KopfExample"), Finalizer: "kopf.dev/finalizer", meta: w, mapping: mapping}
 	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Name: "kex", Namespace: "ns", ResourceVersion: "7"}}
 
-	if err := k.setFinalizer(context.Background(), obj, true); err != nil {
+	finalizer := map[string]any{"metadata": map[string]any{"finalizers": []string{"kopf.dev/finalizer"}, "resourceVersion": "7"}}
+	if err := sender.Send(context.Background(), obj, finalizer, false, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.send(context.Background(), obj, map[string]any{"status": map[string]any{"x": 1}}, true, false); err != nil {
+	if err := sender.Send(context.Background(), obj, map[string]any{"status": map[string]any{"x": 1}}, true, false); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,4 +1,4 @@
-package engine
+package patch
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ func TestJSONPatchOpsAppendRemoveAndReplaceAsKopfsTransformationsNeed(t *testing
 			`[{"op":"add","path":"/f","value":false},{"op":"add","path":"/z","value":0}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := json.Marshal(state.JSONPatchOps(nil, "", jsonValue(t, tc.from), jsonValue(t, tc.to)))
+			got, err := json.Marshal(state.JSONPatchOps(nil, "", state.DecodeJSON(tc.from), state.DecodeJSON(tc.to)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package engine
+package patch
 
 import (
 	"context"
@@ -18,8 +18,9 @@ import (
 // every request, and the manager's mapper answers by asking every API group
 // it knows: a few kilobytes of garbage per write, more the more groups the
 // cluster serves, which was a twentieth of gopf's CPU at 5,000 objects.
-// The controller resolves the mapping once, when it is set up (DescribeKind),
-// and keeps it, as it keeps what it read of the kind's CRD then.
+// The engine resolves the mapping once, when the kind's controller is set
+// up, and keeps it (see Sender.Direct), as it keeps what it read of the
+// kind's CRD then.
 type metaWriter struct {
 	resource   metadata.Getter
 	namespaced bool

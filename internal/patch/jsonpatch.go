@@ -1,4 +1,4 @@
-package engine
+package patch
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/gopf-dev/gopf/internal/state"
 )
 
-// transformed is the object as a patch leaves it when the patch has
+// Transformed is the object as a patch leaves it when the patch has
 // transformations (Patch.Transform): raw, as decoded JSON, with the patch's
 // merge changes applied and then its transformations, in order. It returns
 // nil when the patch has none: then the write is a merge patch as ever.
-func (k *KindController) transformed(raw map[string]any, p *spec.Patch) (map[string]any, error) {
+func (s *Sender) Transformed(raw map[string]any, p *spec.Patch) (map[string]any, error) {
 	fns := spec.Transforms(p)
 	if len(fns) == 0 {
 		return nil, nil
@@ -38,21 +38,21 @@ func (k *KindController) transformed(raw map[string]any, p *spec.Patch) (map[str
 	obj := state.ApplyMergePatch(base.(map[string]any), changes.(map[string]any))
 	for i, fn := range fns {
 		if err := state.RunTransform(fn, obj); err != nil {
-			return nil, fmt.Errorf("transformation %d of the patch of a %s: %w", i+1, k.GVK.Kind, err)
+			return nil, fmt.Errorf("transformation %d of the patch of a %s: %w", i+1, s.gvk.Kind, err)
 		}
 	}
 	return obj, nil
 }
 
-// sendPart sends one part of a write: body, the merge patch of the object
+// SendPart sends one part of a write: body, the merge patch of the object
 // (status false) or of its status (status true; body is {"status": ...}).
-// With final (what transformed returned: body's changes are in it) it sends
+// With final (what Transformed returned: body's changes are in it) it sends
 // a JSON patch from raw to final for that part instead, guarded by a test of
 // obj's resourceVersion; nothing when the part did not change. whole is
-// as for sendAs.
-func (k *KindController) sendPart(ctx context.Context, obj client.Object, raw, final, body map[string]any, status, whole bool) error {
+// as for SendAs.
+func (s *Sender) SendPart(ctx context.Context, obj client.Object, raw, final, body map[string]any, status, whole bool) error {
 	if final == nil {
-		return k.send(ctx, obj, body, status, whole)
+		return s.Send(ctx, obj, body, status, whole)
 	}
 	base, err := state.AsJSON(raw)
 	if err != nil {
@@ -63,7 +63,7 @@ func (k *KindController) sendPart(ctx context.Context, obj client.Object, raw, f
 		ops = state.JSONPatchOps(ops, "/status", base.(map[string]any)["status"], final["status"])
 	} else {
 		from, to := base.(map[string]any), final
-		if k.HasStatus {
+		if s.hasStatus {
 			from, to = state.Without(from, "status"), state.Without(to, "status")
 		}
 		ops = state.JSONPatchOps(ops, "", from, to)
@@ -72,5 +72,5 @@ func (k *KindController) sendPart(ctx context.Context, obj client.Object, raw, f
 		return nil
 	}
 	ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()}}, ops...)
-	return k.sendAs(ctx, obj, types.JSONPatchType, ops, status, whole)
+	return s.SendAs(ctx, obj, types.JSONPatchType, ops, status, whole)
 }
