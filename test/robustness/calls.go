@@ -52,9 +52,15 @@ func (r *runner) begin(c callReport) (rep callReply, ok bool) {
 
 // end records how call id ended; a call its process's kill cut is
 // recorded already, as killed. A call armed to be killed after it returns
-// has its process killed after the arm's delay.
+// has its process killed after the arm's delay. A second report of a call
+// that ended can only say it was interrupted after all (see interrupted).
 func (r *runner) end(id int, outcome Outcome, patched bool) {
 	r.mu.Lock()
+	if i, ok := r.ended[id]; ok && outcome == Interrupted {
+		r.events[i].Outcome, r.events[i].Patched = Interrupted, false
+		r.mu.Unlock()
+		return
+	}
 	c := r.calls[id]
 	if c == nil {
 		r.mu.Unlock()
@@ -63,6 +69,7 @@ func (r *runner) end(id int, outcome Outcome, patched bool) {
 	delete(r.calls, id)
 	c.event.Outcome, c.event.Patched = outcome, patched
 	r.recordLocked(c.event)
+	r.ended[id] = len(r.events) - 1
 	r.mu.Unlock()
 	if c.arm.behaviour == BehaveKill && c.arm.moment == MomentAfterHandler {
 		r.late.Add(1)
@@ -130,7 +137,7 @@ func (r *runner) awaitKill(op Op) {
 		case <-r.killed: // some kill: look again
 		case <-deadline:
 			r.disarmKills()
-			r.kill(p, fmt.Sprintf("%s: the armed handler was not called within %s", MomentAnytime, blockTimeout))
+			r.kill(p, fmt.Sprintf("%s +%s, as the armed handler was not called", MomentAnytime, blockTimeout))
 			return
 		}
 	}

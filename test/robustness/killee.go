@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
@@ -28,6 +30,12 @@ import (
 // operator process of a run that kills its operators: its TestMain calls
 // RunKillee with the variable's value before anything else.
 const KilleeEnv = "GOPF_ROBUSTNESS_KILLEE"
+
+// LogsEnv, if set in the test's environment, names a folder where each
+// operator process of a run that kills writes its log, to
+// <run>-process-<n>.log (to look into a failure); the log is discarded
+// otherwise.
+const LogsEnv = "GOPF_ROBUSTNESS_LOGS"
 
 // killeeSpec is what an operator process needs to know, as the run gives
 // it in KilleeEnv.
@@ -66,7 +74,13 @@ func runKillee(s killeeSpec) error {
 	if !ok {
 		return fmt.Errorf("no class of kind %q", s.Class)
 	}
-	logf.SetLogger(logr.Discard())
+	logs, err := processLog(s)
+	if err != nil {
+		return err
+	}
+	if logs != nil {
+		defer logs.Close() //nolint:errcheck // a log cut short is still read
+	}
 	term, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	k := &killee{s: s, class: class, http: &http.Client{Timeout: 30 * time.Second}}
@@ -86,6 +100,22 @@ func runKillee(s killeeSpec) error {
 	}
 	<-term.Done()
 	return op.Stop()
+}
+
+// processLog sets the process's logger up as LogsEnv says, and returns
+// the file it writes to, if any.
+func processLog(s killeeSpec) (*os.File, error) {
+	dir := os.Getenv(LogsEnv)
+	if dir == "" {
+		logf.SetLogger(logr.Discard())
+		return nil, nil
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-process-%d.log", s.Run, s.Process)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", LogsEnv, err)
+	}
+	logf.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(f)))
+	return f, nil
 }
 
 // Scheme is the scheme of the suite's kinds: built-in ones, KopfExample and
@@ -120,6 +150,12 @@ func (k *killee) handle(ctx context.Context, handler string, obj map[string]any,
 	outcome, patched, err := behave(ctx, rep, c)
 	if rerr := k.post("/end", endReport{ID: rep.ID, Outcome: outcome, Patched: patched}, nil); rerr != nil {
 		return nil, handlers.Temporary(rerr, retryDelay)
+	}
+	if interrupted(ctx, outcome, err) {
+		if rerr := k.post("/end", endReport{ID: rep.ID, Outcome: Interrupted}, nil); rerr != nil {
+			return nil, handlers.Temporary(rerr, retryDelay)
+		}
+		err = ctx.Err()
 	}
 	return map[string]any{"saw": v.String()}, err
 }
@@ -181,6 +217,16 @@ type endReport struct {
 
 // readyReport says that an operator process has its caches in sync.
 type readyReport struct{ Process int }
+
+// interrupted reports whether a call that ended with outcome and err,
+// already reported, counts as interrupted after all: it failed, and the
+// operator began to stop meanwhile. The engine takes a handler's error
+// returned once the operator stops for a call cut short by the stop, not
+// an attempt, and calls the handler again in the next process; so must
+// the history. Checked as the last thing before the handler returns.
+func interrupted(ctx context.Context, outcome Outcome, err error) bool {
+	return err != nil && outcome != Interrupted && ctx.Err() != nil
+}
 
 // behave carries out a call as rep says, and returns how it ended, whether
 // it patched its object, and the handler's error.

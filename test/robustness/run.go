@@ -67,6 +67,7 @@ func Run(t Target, class Class, storage reconcile.Storage, seed uint64) (History
 		foreign:  map[string]bool{},
 		deleted:  map[string]bool{},
 		calls:    map[int]*openCall{},
+		ended:    map[int]int{},
 		children: map[int]*child{},
 		ready:    map[int]chan struct{}{},
 		gone:     map[int]bool{},
@@ -128,6 +129,7 @@ type runner struct {
 	names    []string // objects created, in order
 	callID   int
 	calls    map[int]*openCall     // handler calls begun and not ended, by id
+	ended    map[int]int           // handler calls ended: their index in events, by id
 	children map[int]*child        // the processes of their own, by number
 	ready    map[int]chan struct{} // closed when the process is ready
 	gone     map[int]bool          // processes killed
@@ -229,6 +231,10 @@ func (r *runner) handle(ctx context.Context, process int, handler string, obj ma
 	rep, _ := r.begin(newCall(process, handler, v, c)) // this process is never killed
 	outcome, patched, err := behave(ctx, rep, c)
 	r.end(rep.ID, outcome, patched)
+	if interrupted(ctx, outcome, err) {
+		r.end(rep.ID, Interrupted, false)
+		err = ctx.Err()
+	}
 	return map[string]any{"saw": v.String()}, err
 }
 
