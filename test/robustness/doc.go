@@ -37,13 +37,16 @@ outcome; and at a random moment. Every handler call reports to the test
 (over HTTP, to a server of the run) before it does anything, which is the
 call's side effect, and again when it is done, before the engine writes
 its outcome; a call that began and never reported its end was killed
-while it ran. Whether the outcome of a call that ended landed before the
+while it ran. (A call that failed as the operator began to stop is
+recorded as interrupted, as the engine takes it: not an attempt.) Whether the outcome of a call that ended landed before the
 kill is read from the proxy's record: a write of gopf's stored state about
 the object that landed (the API server answered it) after the call
 ended and before the kill (EventLanded) carries it, since the engine
 writes a reconcile's outcomes in one request after its handlers ran. The
 suite registers no daemon and no timer, and runs no shards, so it has no
-kill during a daemon or a shard handover.
+kill during a daemon or a shard handover. The processes' logs are
+discarded, or written to a folder GOPF_ROBUSTNESS_LOGS names, one file
+per process.
 
 Check is a pure function of that history and has tests of its own. It
 holds gopf to: create handlers once per object lifetime, update handlers
@@ -66,9 +69,9 @@ Two ways to run it:
 runs one sequence per class of kind and storage, with fixed seeds (three
 of the seven kill), the lost-response runs, and TestKills: the first seed
 that arms kills before a create handler, in a delete handler and after a
-handler returned, in about three minutes with -race on two cores. A failure prints the seed,
-the violations, the sequence, the history, and the command that runs that
-sequence again:
+handler returned, in about three minutes with -race on two cores. A
+failure prints the seed, the violations, the sequence, the history, and
+the command that runs that sequence again:
 
 	GOPF_ROBUSTNESS_SEED=<seed> go test ./test/robustness -run 'TestSequences/<class>/<storage>$'
 
