@@ -226,6 +226,7 @@ type faultTally struct {
 	lost     int
 	refused  int
 	kills    map[string]int // by moment
+	killing  int            // sequences that kill
 	cut      int
 	repeated int
 }
@@ -233,6 +234,9 @@ type faultTally struct {
 func (f *faultTally) add(seq robustness.Sequence, h robustness.History) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if seq.Kills() {
+		f.killing++
+	}
 	for _, op := range seq {
 		switch op.Kind {
 		case robustness.OpFaults:
@@ -279,7 +283,7 @@ func (f *faultTally) String() string {
 		total += f.kills[m]
 		parts = append(parts, fmt.Sprintf("kills %s %d", m, f.kills[m]))
 	}
-	parts = append(parts, fmt.Sprintf("kills %d", total), fmt.Sprintf("calls cut by a kill %d, of them repeated %d", f.cut, f.repeated))
+	parts = append(parts, fmt.Sprintf("kills %d in %d sequences", total, f.killing), fmt.Sprintf("calls cut by a kill %d, of them repeated %d", f.cut, f.repeated))
 	return strings.Join(parts, ", ")
 }
 
