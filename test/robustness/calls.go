@@ -114,13 +114,20 @@ func (r *runner) kill(p int, moment string) {
 }
 
 // awaitKill carries out OpKill on the running process: after op.Delay
-// for MomentAnytime, else once the armed handler had its process killed.
+// for MomentAnytime, once a response was lost (or after blockTimeout) for
+// MomentAfterLostResponse, else once the armed handler had its process
+// killed.
 // An armed handler that is not called within blockTimeout (its change went
 // to another handler's retry) is disarmed, and the process killed then.
 func (r *runner) awaitKill(op Op) {
 	r.mu.Lock()
 	p := r.process
 	r.mu.Unlock()
+	if op.Moment == MomentAfterLostResponse {
+		r.awaitLost()
+		r.kill(p, string(MomentAfterLostResponse))
+		return
+	}
 	if op.Moment == MomentAnytime {
 		select {
 		case <-r.t.Ctx.Done():

@@ -367,11 +367,14 @@ func TestGenerateGivesTheSameSequenceForTheSameSeed(t *testing.T) {
 }
 
 func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
-	killing := 0
+	killing, afterLost := 0, 0
 	for seed := uint64(0); seed < 200; seed++ {
 		s := Generate(seed)
 		if s.Kills() {
 			killing++
+		}
+		if slices.ContainsFunc(s, func(op Op) bool { return op.Kind == OpKill && op.Moment == MomentAfterLostResponse }) {
+			afterLost++
 		}
 		for i, op := range s {
 			if op.Kind == OpArm && op.Behaviour == BehaveKill && (i+2 >= len(s) || s[i+2].Kind != OpKill || s[i+2].Moment != op.Moment) {
@@ -381,5 +384,8 @@ func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
 	}
 	if killing < 60 || killing > 140 {
 		t.Fatalf("%d of 200 sequences kill the operator, want about half", killing)
+	}
+	if afterLost < 3 {
+		t.Fatalf("%d of 200 sequences kill the operator right after a lost response, want a few", afterLost)
 	}
 }

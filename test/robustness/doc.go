@@ -33,7 +33,8 @@ moments (Moment): as an armed handler is called, before its side effect
 (for a create handler: after gopf persisted its finalizer); after its side
 effect, before it returns (a delete handler: during the deletion); a few
 milliseconds after it returned, before, while or after the write of its
-outcome; and at a random moment. Every handler call reports to the test
+outcome; right after the response of one of its writes was lost (the
+write landed, the operator could not tell); and at a random moment. Every handler call reports to the test
 (over HTTP, to a server of the run) before it does anything, which is the
 call's side effect, and again when it is done, before the engine writes
 its outcome; a call that began and never reported its end was killed

@@ -70,6 +70,10 @@ const (
 	MomentAfterHandler Moment = "after-handler"
 	// MomentAnytime: Delay after the operation before, whatever runs.
 	MomentAnytime Moment = "anytime"
+	// MomentAfterLostResponse: while responses are lost, right after the
+	// response of one of the operator's writes was lost (the write landed;
+	// the operator could not tell).
+	MomentAfterLostResponse Moment = "after-lost-response"
 )
 
 // armedMoments are the moments of a kill armed on a handler, each picked
@@ -256,7 +260,11 @@ func (g *generator) step(objects int) {
 		g.add(Op{Kind: OpConflict, Object: live[g.rng.IntN(len(live))]})
 	case r < 80:
 		if g.running && g.faulty && g.fault.Loses() && g.rng.IntN(2) == 0 {
-			g.add(Op{Kind: OpRestartAfterLost})
+			if g.killing && g.kills.IntN(2) == 0 {
+				g.add(Op{Kind: OpKill, Moment: MomentAfterLostResponse})
+			} else {
+				g.add(Op{Kind: OpRestartAfterLost})
+			}
 			break
 		}
 		if g.running {
@@ -277,7 +285,11 @@ func (g *generator) step(objects int) {
 		g.add(Op{Kind: OpSettle})
 	}
 	if g.killing && g.running && g.kills.IntN(100) < 8 {
-		g.add(Op{Kind: OpKill, Moment: MomentAnytime, Delay: time.Duration(g.kills.IntN(500)) * time.Millisecond})
+		op := Op{Kind: OpKill, Moment: MomentAnytime, Delay: time.Duration(g.kills.IntN(500)) * time.Millisecond}
+		if g.faulty && g.fault.Loses() {
+			op = Op{Kind: OpKill, Moment: MomentAfterLostResponse}
+		}
+		g.add(op)
 	}
 }
 
