@@ -53,6 +53,7 @@ func (r *runner) startChild(p int, ready <-chan struct{}) (*child, error) {
 	c := &child{cmd: exec.Command(exe), out: &tail{}, exited: make(chan struct{})}
 	c.cmd.Env = append(os.Environ(), KilleeEnv+"="+string(spec))
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	dieWithParent(c.cmd)
 	if err := c.cmd.Start(); err != nil {
 		return nil, err
 	}
