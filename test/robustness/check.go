@@ -67,6 +67,13 @@ const (
 // two calls, except an update handler that sees no change after a create
 // handler: that is a patch dropped while its outcome was kept. A write
 // whose response was lost landed: it excuses nothing.
+//
+// A SIGKILL cuts the calls whose outcome had not landed: a call running
+// when the process was killed, or one that had returned and no write of
+// the object's stored state (EventLanded, EventLost) landed between its
+// return and the kill. Such a call may run again in the next process, as
+// Kopf's at-least-once allows (Cuts counts them); a call whose outcome
+// landed before the kill is held to exactly once like any other.
 func Check(h History) []Violation {
 	events := slices.Clone(h.Events)
 	sort.SliceStable(events, func(i, j int) bool { return events[i].At.Before(events[j].At) })
@@ -132,17 +139,19 @@ func (o objectHistory) check() []Violation {
 
 // checkCreate checks that the create handler finished once per lifetime
 // (creates are the events where it finished), and at all if the object
-// lived to the end.
+// lived to the end. A call after one that finished must be excused by
+// what happened since the last that finished.
 func (o objectHistory) checkCreate(creates []int, alive bool) []Violation {
 	var out []Violation
-	if len(creates) > 0 {
-		first := creates[0]
-		for _, i := range o.filter(func(e Event) bool { return e.Kind == EventCall && e.Handler == HandlerCreate }) {
-			if i > first && !o.refusedBetween(first, i) {
-				out = append(out, o.violation(RuleCreateOnce,
-					"the create handler ran again after it had finished (event %d, finished at event %d) with no refused write in between", i, first))
-				break
-			}
+	last := -1
+	for _, i := range o.filter(func(e Event) bool { return e.Kind == EventCall && e.Handler == HandlerCreate }) {
+		if last >= 0 && !o.excusedBetween(last, i) {
+			out = append(out, o.violation(RuleCreateOnce,
+				"the create handler ran again after it had finished (event %d, finished at event %d) with no refused write or kill that cut its outcome in between", i, last))
+			break
+		}
+		if o.all[i].Outcome.finished() {
+			last = i
 		}
 	}
 	if alive && len(creates) == 0 {
@@ -159,7 +168,7 @@ func (o objectHistory) checkUpdates(creates []int, alive bool) []Violation {
 		// A create that ran again because its outcome's write was refused
 		// covers the object as its last run saw it.
 		seen := o.all[creates[0]].Versions
-		if last := creates[len(creates)-1]; o.refusedBetween(creates[0], last) {
+		if last := creates[len(creates)-1]; o.excusedBetween(creates[0], last) {
 			seen = o.all[last].Versions
 		}
 		want := o.final.Versions
@@ -178,7 +187,7 @@ func (o objectHistory) checkUpdates(creates []int, alive bool) []Violation {
 		if cur.Handler != HandlerUpdate || cur.Versions != prev.Versions {
 			continue
 		}
-		if prev.Handler == HandlerUpdate && o.refusedBetween(changes[k-1], changes[k]) {
+		if prev.Handler == HandlerUpdate && o.excusedBetween(changes[k-1], changes[k]) {
 			continue
 		}
 		out = append(out, o.violation(RuleUpdateSpurious,
@@ -187,7 +196,7 @@ func (o objectHistory) checkUpdates(creates []int, alive bool) []Violation {
 	fields := o.finished(HandlerField)
 	for k := 1; k < len(fields); k++ {
 		prev, cur := o.all[fields[k-1]], o.all[fields[k]]
-		if cur.Versions.Watched == prev.Versions.Watched && !o.refusedBetween(fields[k-1], fields[k]) {
+		if cur.Versions.Watched == prev.Versions.Watched && !o.excusedBetween(fields[k-1], fields[k]) {
 			out = append(out, o.violation(RuleUpdateSpurious, "the field handler finished twice on %q (events %d and %d)", cur.Versions.Watched, fields[k-1], fields[k]))
 		}
 	}
@@ -204,8 +213,11 @@ func (o objectHistory) checkDelete(deleted bool, calls int) []Violation {
 		return []Violation{o.violation(RuleDeleteOnce, "a delete handler ran for an object that was not deleted")}
 	case deleted && len(deletes) == 0 && calls > 0:
 		return []Violation{o.violation(RuleDeleteOnce, "the object was deleted after handlers had seen it, and no delete handler finished")}
-	case len(deletes) > 1 && !o.refusedBetween(deletes[0], deletes[1]):
-		return []Violation{o.violation(RuleDeleteOnce, "the delete handler finished %d times (events %v) with no refused write in between", len(deletes), deletes)}
+	}
+	for k := 1; k < len(deletes); k++ {
+		if !o.excusedBetween(deletes[k-1], deletes[k]) {
+			return []Violation{o.violation(RuleDeleteOnce, "the delete handler finished %d times (events %v) with no refused write or kill that cut its outcome in between", len(deletes), deletes)}
+		}
 	}
 	return nil
 }
@@ -268,7 +280,7 @@ func (o objectHistory) checkResume() []Violation {
 		switch {
 		case !handled && len(resumes) > 0:
 			add("process %d resumed an object that was not handled before it started (event %d)", p, resumes[0])
-		case len(resumes) > 1 && !o.refusedBetween(resumes[0], resumes[1]):
+		case len(resumes) > 1 && !o.excusedBetween(resumes[0], resumes[1]):
 			add("process %d finished the resume handler %d times (events %v)", p, len(resumes), resumes)
 		case sure && last && !deletedSince && o.final.Exists && len(resumes) == 0:
 			add("the object was handled before process %d started, and that process never resumed it", p)
@@ -315,7 +327,7 @@ func (o objectHistory) handledBefore(s int) (handled, sure bool) {
 	if _, called := last[HandlerField]; !called {
 		return false, false
 	}
-	return created >= 0, created >= 0 && !o.refusedBetween(complete, s)
+	return created >= 0, created >= 0 && !o.excusedBetween(complete, s)
 }
 
 // budget is how many writes about the object the operator may send.
@@ -357,11 +369,32 @@ func (o objectHistory) causeFinished(v Versions) bool {
 	return o.anyFinished(HandlerCreate, same) || o.anyFinished(HandlerUpdate, same) || o.anyFinished(HandlerField, same)
 }
 
-// refusedBetween reports whether a write about the object was refused
-// between events i and j.
-func (o objectHistory) refusedBetween(i, j int) bool {
+// excusedBetween reports whether the call of event i may run again at
+// event j: a write about the object was refused in between, or the call
+// was cut by a kill (cutBefore).
+func (o objectHistory) excusedBetween(i, j int) bool {
 	for _, k := range o.events {
 		if k > i && k < j && o.all[k].Kind == EventRefused {
+			return true
+		}
+	}
+	return o.cutBefore(i, j)
+}
+
+// cutBefore reports whether the process of event i was killed before event
+// j with no write about the object that carries outcomes landed between i
+// and the kill: the outcome of a call at i (finished or not) was lost with
+// the process. A write landed after the call returned carries its outcome,
+// since the engine writes a reconcile's outcomes in one request after its
+// handlers have run; a write whose response was lost landed too.
+func (o objectHistory) cutBefore(i, j int) bool {
+	p := o.all[i].Process
+	for k := i + 1; k < j && k < len(o.all); k++ {
+		e := o.all[k]
+		switch {
+		case e.Object == o.name && (e.Kind == EventLanded || e.Kind == EventLost):
+			return false
+		case e.Kind == EventKill && e.Process == p:
 			return true
 		}
 	}
@@ -385,4 +418,36 @@ func (o objectHistory) index(match func(Event) bool) int {
 		return f[0]
 	}
 	return -1
+}
+
+// Cuts counts the handler calls of a history that a kill cut (see Check),
+// resume handlers aside (they run once per process anyway): the calls
+// killed while they ran, and those that had finished and whose outcome
+// did not land before the kill. Repeated are those of them that ran again
+// on the same object, in a later process.
+func Cuts(h History) (cut, repeated int) {
+	events := slices.Clone(h.Events)
+	sort.SliceStable(events, func(i, j int) bool { return events[i].At.Before(events[j].At) })
+	for _, name := range objectNames(h) {
+		o := objectHistory{name: name, all: events}
+		for i, e := range events {
+			if e.Object == name {
+				o.events = append(o.events, i)
+			}
+		}
+		for _, i := range o.events {
+			e := events[i]
+			if e.Kind != EventCall || e.Handler == HandlerResume {
+				continue
+			}
+			if e.Outcome != Killed && !(e.Outcome.finished() && o.cutBefore(i, len(events))) {
+				continue
+			}
+			cut++
+			if o.index(func(x Event) bool { return x.Kind == EventCall && x.Handler == e.Handler && x.Process > e.Process }) >= 0 {
+				repeated++
+			}
+		}
+	}
+	return cut, repeated
 }

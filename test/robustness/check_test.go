@@ -1,6 +1,7 @@
 package robustness
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func newHistory() *history {
 func (b *history) add(e Event) *history {
 	b.tick = b.tick.Add(time.Millisecond)
 	e.At = b.tick
-	if e.Kind != EventStart && e.Kind != EventStop && e.Object == "" {
+	if e.Kind != EventStart && e.Kind != EventStop && e.Kind != EventKill && e.Object == "" {
 		e.Object = "obj0"
 	}
 	b.h.Events = append(b.h.Events, e)
@@ -29,6 +30,12 @@ func (b *history) add(e Event) *history {
 
 func (b *history) start(p int) *history { return b.add(Event{Kind: EventStart, Process: p}) }
 func (b *history) stopFirst() *history  { return b.add(Event{Kind: EventStop, Process: 1}) }
+func (b *history) kill(p int) *history  { return b.add(Event{Kind: EventKill, Process: p}) }
+
+// landed adds a write of gopf's state about obj0 that landed.
+func (b *history) landed() *history {
+	return b.add(Event{Kind: EventLanded, Detail: "PATCH kopfexamples/status: 200"})
+}
 func (b *history) write(v Versions) *history {
 	return b.add(Event{Kind: EventWrite, Versions: v})
 }
@@ -167,6 +174,90 @@ func TestCheckExcusesNoRepeatAfterALostResponse(t *testing.T) {
 	}
 }
 
+func TestCheckExcusesARepeatOfACallAKillCutBeforeItsOutcomeLanded(t *testing.T) {
+	// The create finished, and the process was killed before the write of
+	// its outcome: the next process runs it again.
+	afterReturn := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		kill(1).start(2).
+		call(2, HandlerCreate, v1).call(2, HandlerField, v1).landed().
+		final(Final{Exists: true, Versions: v1, Writes: 4})
+	// The delete handler was killed while it ran.
+	inHandler := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).landed().
+		add(Event{Kind: EventDelete}).
+		callAs(1, HandlerDelete, v1, Killed).
+		kill(1).start(2).
+		call(2, HandlerDelete, v1).landed().
+		final(Final{Writes: 4})
+	for name, h := range map[string]History{"after return": afterReturn, "in handler": inHandler} {
+		if v := Check(h); len(v) > 0 {
+			t.Errorf("%s: a call cut by a kill may run again; got %v", name, v)
+		}
+	}
+	if cut, repeated := Cuts(afterReturn); cut != 2 || repeated != 2 {
+		t.Errorf("after return: want the create and field calls cut and repeated, got %d cut, %d repeated", cut, repeated)
+	}
+	if cut, repeated := Cuts(inHandler); cut != 1 || repeated != 1 {
+		t.Errorf("in handler: want the delete call cut and repeated, got %d cut, %d repeated", cut, repeated)
+	}
+}
+
+func TestCheckHoldsACallWhoseOutcomeLandedBeforeTheKillToOnce(t *testing.T) {
+	landed := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).landed().
+		kill(1).start(2).
+		call(2, HandlerCreate, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 4})
+	lost := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(Event{Kind: EventLost, Detail: "PATCH kopfexamples/status: 200, response lost"}).
+		kill(1).start(2).
+		call(2, HandlerCreate, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 4})
+	// Process 1 stopped gracefully: the kill of process 2 cuts nothing of
+	// process 1's.
+	otherProcess := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		stopFirst().start(2).kill(2).start(3).
+		call(3, HandlerCreate, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 4})
+	for name, h := range map[string]History{"landed": landed, "response lost": lost, "another process killed": otherProcess} {
+		if got := rules(Check(h)); !slices.Contains(got, RuleCreateOnce) {
+			t.Errorf("%s: want a %q violation, got %v", name, RuleCreateOnce, Check(h))
+		}
+		if cut, repeated := Cuts(h); cut != 0 || repeated != 0 {
+			t.Errorf("%s: want no call cut, got %d cut, %d repeated", name, cut, repeated)
+		}
+	}
+}
+
+func TestCheckExcusesOnlyTheRunAKillCut(t *testing.T) {
+	// The create ran again after a kill cut it, and its second outcome
+	// landed: a third run is a repeat.
+	h := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		kill(1).start(2).
+		call(2, HandlerCreate, v1).call(2, HandlerField, v1).landed().
+		kill(2).start(3).
+		call(3, HandlerCreate, v1).
+		final(Final{Exists: true, Versions: v1, Writes: 5})
+	if got := rules(Check(h)); !slices.Contains(got, RuleCreateOnce) {
+		t.Fatalf("want a %q violation for the third run, got %v", RuleCreateOnce, Check(h))
+	}
+	// The same with delete handlers.
+	h = newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).landed().
+		add(Event{Kind: EventDelete}).
+		call(1, HandlerDelete, v1).kill(1).start(2).
+		call(2, HandlerDelete, v1).landed().kill(2).start(3).
+		call(3, HandlerDelete, v1).
+		final(Final{Writes: 5})
+	if got := rules(Check(h)); !slices.Contains(got, RuleDeleteOnce) {
+		t.Fatalf("want a %q violation for the third run, got %v", RuleDeleteOnce, Check(h))
+	}
+}
+
 func TestCheckWantsNoResumeBeforeTheFieldHandlerRanForTheCreate(t *testing.T) {
 	h := newHistory().start(1).write(v1).
 		call(1, HandlerCreate, v1).
@@ -269,8 +360,32 @@ func TestGenerateGivesTheSameSequenceForTheSameSeed(t *testing.T) {
 	}
 	for seed := uint64(0); seed < 200; seed++ {
 		s := Generate(seed)
-		if last := s[len(s)-1].Kind; last == OpStop || last == OpFaults || last == OpRestartAfterLost {
+		if last := s[len(s)-1].Kind; last == OpStop || last == OpFaults || last == OpRestartAfterLost || last == OpArm {
 			t.Fatalf("seed %d ends with %s: a run could not settle", seed, last)
 		}
+	}
+}
+
+func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
+	killing, afterLost := 0, 0
+	for seed := uint64(0); seed < 200; seed++ {
+		s := Generate(seed)
+		if s.Kills() {
+			killing++
+		}
+		if slices.ContainsFunc(s, func(op Op) bool { return op.Kind == OpKill && op.Moment == MomentAfterLostResponse }) {
+			afterLost++
+		}
+		for i, op := range s {
+			if op.Kind == OpArm && op.Behaviour == BehaveKill && (i+2 >= len(s) || s[i+2].Kind != OpKill || s[i+2].Moment != op.Moment) {
+				t.Fatalf("seed %d: the kill armed at operation %d is not carried out after its trigger:\n%s", seed, i, s)
+			}
+		}
+	}
+	if killing < 60 || killing > 140 {
+		t.Fatalf("%d of 200 sequences kill the operator, want about half", killing)
+	}
+	if afterLost < 3 {
+		t.Fatalf("%d of 200 sequences kill the operator right after a lost response, want a few", afterLost)
 	}
 }

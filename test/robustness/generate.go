@@ -3,7 +3,9 @@ package robustness
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"time"
 )
 
 // OpKind says what an Op does.
@@ -43,7 +45,40 @@ const (
 	OpRestartAfterLost OpKind = "restart-after-lost-response"
 	// OpSettle waits until the operator has nothing left to do.
 	OpSettle OpKind = "settle"
+	// OpKill kills the operator process with SIGKILL (no graceful stop,
+	// no deferred write), at the moment Moment says, and starts a new
+	// one. A sequence with a kill runs its operators as processes of
+	// their own (see Sequence.Kills).
+	OpKill OpKind = "kill"
 )
+
+// Moment is when OpKill kills the operator process.
+type Moment string
+
+// The moments of OpKill. All but MomentAnytime are those of a handler
+// armed with BehaveKill just before the operation that calls it.
+const (
+	// MomentBeforeHandler: as the armed handler is called, before its side
+	// effect; for a create handler, after gopf persisted its finalizer.
+	MomentBeforeHandler Moment = "before-handler"
+	// MomentInHandler: after the armed handler's side effect, before it
+	// returns, so its outcome is never written (a delete handler: during
+	// the deletion).
+	MomentInHandler Moment = "in-handler"
+	// MomentAfterHandler: Delay after the armed handler returned: before,
+	// while or after its outcome is written.
+	MomentAfterHandler Moment = "after-handler"
+	// MomentAnytime: Delay after the operation before, whatever runs.
+	MomentAnytime Moment = "anytime"
+	// MomentAfterLostResponse: while responses are lost, right after the
+	// response of one of the operator's writes was lost (the write landed;
+	// the operator could not tell).
+	MomentAfterLostResponse Moment = "after-lost-response"
+)
+
+// armedMoments are the moments of a kill armed on a handler, each picked
+// as often.
+var armedMoments = []Moment{MomentBeforeHandler, MomentInHandler, MomentAfterHandler}
 
 // Behaviour is what an armed handler does on its next call.
 type Behaviour string
@@ -58,6 +93,9 @@ const (
 	BehavePatch Behaviour = "patch-own-object"
 	// BehaveBlock runs until the operator stops.
 	BehaveBlock Behaviour = "block"
+	// BehaveKill has the operator process killed around the call, at the
+	// arm's Moment; OpKill follows the operation that calls it.
+	BehaveKill Behaviour = "kill"
 )
 
 // Fault is how the API server refuses writes during OpFaults.
@@ -90,16 +128,23 @@ type Op struct {
 	Behaviour Behaviour
 	Times     int
 	Fault     Fault
+	Moment    Moment        // OpKill, and OpArm with BehaveKill
+	Delay     time.Duration // of MomentAfterHandler and MomentAnytime
 }
 
 func (op Op) String() string {
 	switch op.Kind {
 	case OpArm:
 		s := fmt.Sprintf("arm %s on obj%d: %s", op.Handler, op.Object, op.Behaviour)
-		if op.Behaviour == BehaveTemporary {
+		switch op.Behaviour {
+		case BehaveTemporary:
 			s += fmt.Sprintf(" x%d", op.Times)
+		case BehaveKill:
+			s += " " + op.moment()
 		}
 		return s
+	case OpKill:
+		return fmt.Sprintf("%s %s", op.Kind, op.moment())
 	case OpStop, OpStart, OpRestartInHandler, OpRestartAfterLost, OpHeal, OpSettle:
 		return string(op.Kind)
 	case OpFaults:
@@ -108,8 +153,22 @@ func (op Op) String() string {
 	return fmt.Sprintf("%s obj%d", op.Kind, op.Object)
 }
 
+// moment describes the op's Moment, with its Delay where it has one.
+func (op Op) moment() string {
+	if op.Moment == MomentAfterHandler || op.Moment == MomentAnytime {
+		return fmt.Sprintf("%s +%s", op.Moment, op.Delay)
+	}
+	return string(op.Moment)
+}
+
 // Sequence is the operations one seed gives, in order.
 type Sequence []Op
+
+// Kills reports whether the sequence kills the operator: its operators
+// then run as processes of their own, which a SIGKILL can end.
+func (s Sequence) Kills() bool {
+	return slices.ContainsFunc(s, func(op Op) bool { return op.Kind == OpKill })
+}
 
 func (s Sequence) String() string {
 	parts := make([]string, len(s))
@@ -122,11 +181,18 @@ func (s Sequence) String() string {
 // Generate returns the sequence of operations of seed: two to four
 // objects created, changed, deleted, around operator stops and restarts,
 // refused writes, lost responses (and restarts right after one), another
-// writer, and handlers armed to fail or patch.
+// writer, handlers armed to fail or patch, and in half the sequences
+// SIGKILLs of the operator.
 // The same seed gives the same sequence. The sequence ends with the
 // operator running and the faults healed, so a run can settle.
+//
+// Kills are drawn from a generator of their own, so a sequence without
+// kills is the one the seed gave before kills existed, and a sequence
+// with kills is that one with kills put in.
 func Generate(seed uint64) Sequence {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), running: true}
+	g.kills = rand.New(rand.NewPCG(seed^0x4b111, seed))
+	g.killing = g.kills.IntN(2) == 0
 	objects := 2 + g.rng.IntN(3)
 	steps := 10 + g.rng.IntN(10)
 	for len(g.ops) < steps {
@@ -145,6 +211,8 @@ func Generate(seed uint64) Sequence {
 // adds can be carried out.
 type generator struct {
 	rng     *rand.Rand
+	kills   *rand.Rand // draws the kills, apart from the other operations
+	killing bool       // the sequence kills the operator
 	ops     Sequence
 	created []bool // by object number
 	deleted []bool
@@ -192,7 +260,11 @@ func (g *generator) step(objects int) {
 		g.add(Op{Kind: OpConflict, Object: live[g.rng.IntN(len(live))]})
 	case r < 80:
 		if g.running && g.faulty && g.fault.Loses() && g.rng.IntN(2) == 0 {
-			g.add(Op{Kind: OpRestartAfterLost})
+			if g.killing && g.kills.IntN(2) == 0 {
+				g.add(Op{Kind: OpKill, Moment: MomentAfterLostResponse})
+			} else {
+				g.add(Op{Kind: OpRestartAfterLost})
+			}
 			break
 		}
 		if g.running {
@@ -212,12 +284,20 @@ func (g *generator) step(objects int) {
 	default:
 		g.add(Op{Kind: OpSettle})
 	}
+	if g.killing && g.running && g.kills.IntN(100) < 8 {
+		op := Op{Kind: OpKill, Moment: MomentAnytime, Delay: time.Duration(g.kills.IntN(500)) * time.Millisecond}
+		if g.faulty && g.fault.Loses() {
+			op = Op{Kind: OpKill, Moment: MomentAfterLostResponse}
+		}
+		g.add(op)
+	}
 }
 
 // maybeArm arms the handler a trigger will call, now and then. A handler
 // blocks only while the operator runs, as the restart under it needs.
 func (g *generator) maybeArm(obj int, handler string) {
 	if g.rng.IntN(100) >= 35 {
+		g.maybeArmKill(obj, handler)
 		return
 	}
 	behaviours := []Behaviour{BehaveTemporary, BehavePermanent, BehavePatch}
@@ -236,11 +316,31 @@ func (g *generator) maybeArm(obj int, handler string) {
 	g.add(Op{Kind: OpArm, Object: obj, Handler: handler, Behaviour: b, Times: 1 + g.rng.IntN(3)})
 }
 
+// maybeArmKill arms the handler a trigger will call to have the operator
+// killed at one of armedMoments, now and then in a sequence that kills.
+func (g *generator) maybeArmKill(obj int, handler string) {
+	if !g.killing || !g.running || g.kills.IntN(100) >= 30 {
+		return
+	}
+	op := Op{Kind: OpArm, Object: obj, Handler: handler, Behaviour: BehaveKill, Moment: armedMoments[g.kills.IntN(len(armedMoments))]}
+	if op.Moment == MomentAfterHandler {
+		op.Delay = time.Duration(g.kills.IntN(30)) * time.Millisecond
+	}
+	g.add(op)
+}
+
 // afterTrigger restarts the operator under a handler the last arm made
-// block.
+// block, or kills it where the last arm says.
 func (g *generator) afterTrigger() {
-	if n := len(g.ops); n >= 2 && g.ops[n-2].Kind == OpArm && g.ops[n-2].Behaviour == BehaveBlock {
+	n := len(g.ops)
+	if n < 2 || g.ops[n-2].Kind != OpArm {
+		return
+	}
+	switch a := g.ops[n-2]; a.Behaviour {
+	case BehaveBlock:
 		g.add(Op{Kind: OpRestartInHandler})
+	case BehaveKill:
+		g.add(Op{Kind: OpKill, Moment: a.Moment, Delay: a.Delay})
 	}
 }
 

@@ -42,6 +42,13 @@ const (
 	// response was lost on the way back (the operator got an error). It
 	// excuses no repeat: the outcome was written.
 	EventLost EventKind = "lost"
+	// EventLanded: a write of the operator about the object that carries
+	// handler outcomes (gopf's stored state) landed, and the operator got
+	// the answer.
+	EventLanded EventKind = "landed"
+	// EventKill: operator process Process was killed with SIGKILL (Detail
+	// says at which moment); it wrote nothing more.
+	EventKill EventKind = "kill"
 )
 
 // Outcome is how a handler call ended.
@@ -57,6 +64,9 @@ const (
 	Retrying Outcome = "retry"
 	// Interrupted: the operator stopped while the handler ran.
 	Interrupted Outcome = "interrupted"
+	// Killed: the operator process was killed while the handler ran; the
+	// handler's side effect happened, its outcome was never written.
+	Killed Outcome = "killed"
 )
 
 // finished reports whether the call ends the handler's work on its cause.
@@ -77,20 +87,22 @@ type Event struct {
 	Kind    EventKind
 	Object  string // the object's name; "" for operator starts and stops
 	UID     string
-	Process int // the operator process: of EventStart, EventStop, EventCall
+	Process int // the operator process: of EventStart, EventStop, EventKill, EventCall
 
 	Versions Versions // EventWrite, EventCall
 	Handler  string   // EventCall
 	Reason   string   // EventCall: the cause's reason
 	Outcome  Outcome  // EventCall
 	Patched  bool     // EventCall: the handler patched its own object
-	Detail   string   // EventRefused: the request and its status; EventCall: the diff
+	Detail   string   // EventRefused, EventLost, EventLanded: the request and its status; EventCall: the diff; EventKill: the moment
 }
 
 func (e Event) String() string {
 	switch e.Kind {
 	case EventStart, EventStop:
 		return fmt.Sprintf("%s process %d", e.Kind, e.Process)
+	case EventKill:
+		return fmt.Sprintf("kill process %d (%s)", e.Process, e.Detail)
 	case EventCall:
 		s := fmt.Sprintf("call %s(%s) on %s by process %d saw %s: %s", e.Handler, e.Reason, e.Object, e.Process, e.Versions, e.Outcome)
 		if e.Patched {
@@ -106,6 +118,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("refused write on %s: %s", e.Object, e.Detail)
 	case EventLost:
 		return fmt.Sprintf("lost the response of a write on %s: %s", e.Object, e.Detail)
+	case EventLanded:
+		return fmt.Sprintf("landed write on %s: %s", e.Object, e.Detail)
 	}
 	return fmt.Sprintf("%s %s", e.Kind, e.Object)
 }

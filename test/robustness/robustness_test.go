@@ -3,6 +3,7 @@ package robustness_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/envtest"
 	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/test/kinds"
@@ -23,10 +23,14 @@ import (
 
 var (
 	cfg    *rest.Config
-	scheme = envtest.NewScheme(kopfv1.AddToScheme, kinds.AddToScheme)
+	scheme = robustness.Scheme()
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(robustness.KilleeEnv); spec != "" {
+		// An operator process of a run that kills its operators.
+		os.Exit(robustness.RunKillee(spec))
+	}
 	envtest.MainWith(m, envtest.MainOptions{
 		ControlPlane: envtest.Options{CRDDirectoryPaths: []string{"../../config/crd/bases", kinds.CRDDir()}},
 		BeforeTests: func(cp *envtest.ControlPlane) error {
@@ -124,6 +128,49 @@ func TestLostResponses(t *testing.T) {
 	}
 }
 
+// killMoments are the moments the kill run of `make test` covers: a create
+// handler killed before its side effect (after gopf persisted the
+// finalizer), a delete handler killed while it runs, and a handler killed
+// just after it returned, around the write of its outcome.
+var killMoments = []string{"before-handler/create", "in-handler/delete", "after-handler/"}
+
+// SIGKILLs of the operator process cut at most the calls whose outcome had
+// not landed: those may run again, nothing else does. The run is the first
+// seed whose sequence arms kills at every one of killMoments.
+func TestKills(t *testing.T) {
+	seed, ok := seedWhere(func(s robustness.Sequence) bool { return killsAt(s, killMoments) })
+	if !ok {
+		t.Fatalf("no seed below 100000 arms kills at %v", killMoments)
+	}
+	class, _ := classNamed("KopfExample")
+	h := runOne(t, class, reconcile.StorageAuto, seed)
+	kills := 0
+	for _, e := range h.Events {
+		if e.Kind == robustness.EventKill {
+			kills++
+		}
+	}
+	if kills == 0 {
+		t.Errorf("seed %d: no process was killed, so the run did not test kills", seed)
+	}
+	cut, repeated := robustness.Cuts(h)
+	t.Logf("seed %d: %d operations, %d kills, %d calls cut, %d of them repeated", seed, len(robustness.Generate(seed)), kills, cut, repeated)
+}
+
+// killsAt reports whether the sequence arms a kill at each of moments
+// ("<moment>/<handler>", the handler may be left out).
+func killsAt(s robustness.Sequence, moments []string) bool {
+	for _, m := range moments {
+		if !slices.ContainsFunc(s, func(op robustness.Op) bool {
+			return op.Kind == robustness.OpArm && op.Behaviour == robustness.BehaveKill &&
+				strings.HasPrefix(string(op.Moment)+"/"+op.Handler, m)
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
 // classNamed returns the class of kind called name.
 func classNamed(name string) (robustness.Class, bool) {
 	for _, c := range robustness.Classes {
@@ -174,15 +221,22 @@ var sequences, operations atomic.Int64
 // each kind, the restarts right after a lost response, and the operator's
 // writes refused and whose responses were lost.
 type faultTally struct {
-	mu      sync.Mutex
-	ops     map[string]int
-	lost    int
-	refused int
+	mu       sync.Mutex
+	ops      map[string]int
+	lost     int
+	refused  int
+	kills    map[string]int // by moment
+	killing  int            // sequences that kill
+	cut      int
+	repeated int
 }
 
 func (f *faultTally) add(seq robustness.Sequence, h robustness.History) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if seq.Kills() {
+		f.killing++
+	}
 	for _, op := range seq {
 		switch op.Kind {
 		case robustness.OpFaults:
@@ -197,8 +251,13 @@ func (f *faultTally) add(seq robustness.Sequence, h robustness.History) {
 			f.lost++
 		case robustness.EventRefused:
 			f.refused++
+		case robustness.EventKill:
+			f.kills[strings.Fields(e.Detail)[0]]++
 		}
 	}
+	cut, repeated := robustness.Cuts(h)
+	f.cut += cut
+	f.repeated += repeated
 }
 
 func (f *faultTally) String() string {
@@ -214,6 +273,17 @@ func (f *faultTally) String() string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, f.ops[k]))
 	}
 	parts = append(parts, fmt.Sprintf("writes refused %d", f.refused), fmt.Sprintf("responses lost %d", f.lost))
+	moments := make([]string, 0, len(f.kills))
+	for m := range f.kills {
+		moments = append(moments, m)
+	}
+	sort.Strings(moments)
+	total := 0
+	for _, m := range moments {
+		total += f.kills[m]
+		parts = append(parts, fmt.Sprintf("kills %s %d", m, f.kills[m]))
+	}
+	parts = append(parts, fmt.Sprintf("kills %d in %d sequences", total, f.killing), fmt.Sprintf("calls cut by a kill %d, of them repeated %d", f.cut, f.repeated))
 	return strings.Join(parts, ", ")
 }
 
@@ -228,7 +298,7 @@ func TestRandomSequences(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GOPF_ROBUSTNESS_DURATION=%q: %v", d, err)
 	}
-	tally := &faultTally{ops: map[string]int{}}
+	tally := &faultTally{ops: map[string]int{}, kills: map[string]int{}}
 	began := time.Now()
 	deadline := began.Add(duration)
 	for time.Now().Before(deadline) && !t.Failed() {

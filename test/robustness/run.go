@@ -2,7 +2,6 @@ package robustness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -57,6 +56,7 @@ func Run(t Target, class Class, storage reconcile.Storage, seed uint64) (History
 		return History{}, err
 	}
 	defer px.Close() //nolint:errcheck // the run's outcome is what counts
+	seq := Generate(seed)
 	r := &runner{
 		t: t, class: class, storage: storage, px: px,
 		run:      fmt.Sprintf("%s-%d", t.Namespace, seed%100000),
@@ -66,12 +66,26 @@ func Run(t Target, class Class, storage reconcile.Storage, seed uint64) (History
 		versions: map[string]Versions{},
 		foreign:  map[string]bool{},
 		deleted:  map[string]bool{},
+		calls:    map[int]*openCall{},
+		ended:    map[int]int{},
+		children: map[int]*child{},
+		ready:    map[int]chan struct{}{},
+		gone:     map[int]bool{},
+		killed:   make(chan struct{}, 1),
+		separate: seq.Kills(),
 	}
+	if r.separate {
+		if err := r.serveReports(); err != nil {
+			return History{}, err
+		}
+		defer r.reports.Close() //nolint:errcheck // the run's outcome is what counts
+	}
+	defer r.late.Wait()
 	defer r.stop()
 	if err := r.start(); err != nil {
 		return History{}, err
 	}
-	for i, op := range Generate(seed) {
+	for i, op := range seq {
 		if err := r.do(op); err != nil {
 			return History{}, fmt.Errorf("operation %d (%s): %w", i, op, err)
 		}
@@ -92,8 +106,15 @@ type runner struct {
 	px      *faults.Proxy
 	run     string // the value of RunLabel
 
-	op      *envtest.Operator
+	op      operator
 	process int
+
+	// separate: the operators run as processes of their own, which a
+	// SIGKILL can end (the sequence kills), and report their handler calls
+	// to reports.
+	separate bool
+	reports  *reportServer
+	late     sync.WaitGroup // kills after a delay (MomentAfterHandler)
 
 	mu       sync.Mutex
 	events   []Event
@@ -106,12 +127,21 @@ type runner struct {
 	foreign  map[string]bool // the other writer's finalizer is on the object
 	deleted  map[string]bool
 	names    []string // objects created, in order
+	callID   int
+	calls    map[int]*openCall     // handler calls begun and not ended, by id
+	ended    map[int]int           // handler calls ended: their index in events, by id
+	children map[int]*child        // the processes of their own, by number
+	ready    map[int]chan struct{} // closed when the process is ready
+	gone     map[int]bool          // processes killed
+	killed   chan struct{}         // a process was killed
 }
 
 // arm is how an armed handler behaves on its next calls.
 type arm struct {
 	behaviour Behaviour
 	times     int
+	moment    Moment        // BehaveKill
+	delay     time.Duration // BehaveKill at MomentAfterHandler
 }
 
 func (r *runner) record(e Event) {
@@ -141,12 +171,32 @@ func (r *runner) key(name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: r.t.Namespace, Name: name}
 }
 
-// start starts a new operator process through the proxy.
+// start starts a new operator process through the proxy: in this process,
+// or one of its own if the run kills.
 func (r *runner) start() error {
 	r.mu.Lock()
 	r.process++
 	p := r.process
+	ready := make(chan struct{})
+	r.ready[p] = ready
 	r.mu.Unlock()
+	var op operator
+	var err error
+	if r.separate {
+		op, err = r.startChild(p, ready)
+	} else {
+		op, err = r.startHere(p)
+	}
+	if err != nil {
+		return fmt.Errorf("starting operator process %d: %w", p, err)
+	}
+	r.op = op
+	r.record(Event{Kind: EventStart, Process: p})
+	return nil
+}
+
+// startHere starts operator process p in this process.
+func (r *runner) startHere(p int) (operator, error) {
 	reg := handlers.NewRegistry()
 	r.class.register(reg, func(ctx context.Context, handler string, obj map[string]any, c *handlers.Cause) (any, error) {
 		return r.handle(ctx, p, handler, obj, c)
@@ -159,11 +209,9 @@ func (r *runner) start() error {
 	}
 	op, err := envtest.RunOperator(r.t.Ctx, cfg, reg, opts)
 	if err != nil {
-		return fmt.Errorf("starting operator process %d: %w", p, err)
+		return nil, err
 	}
-	r.op = op
-	r.record(Event{Kind: EventStart, Process: p})
-	return nil
+	return op, nil
 }
 
 // stop stops the operator, if one runs, and waits until it has.
@@ -176,60 +224,40 @@ func (r *runner) stop() {
 	r.record(Event{Kind: EventStop, Process: r.process})
 }
 
-// handle is every handler of the suite: it behaves as armed, records the
-// call and returns the values it saw as its result.
+// handle is every handler of the suite in this process: it records the
+// call, behaves as armed, and returns the values it saw as its result.
 func (r *runner) handle(ctx context.Context, process int, handler string, obj map[string]any, c *handlers.Cause) (any, error) {
 	v := r.class.versions(obj)
-	b := r.takeArm(c.Name, handler)
-	e := Event{Kind: EventCall, Object: c.Name, UID: string(c.UID), Process: process, Versions: v,
-		Handler: handler, Reason: string(c.Reason), Outcome: Succeeded, Detail: fmt.Sprint(c.Diff)}
-	var err error
-	switch b {
-	case BehaveTemporary:
-		err, e.Outcome = handlers.Temporary(errors.New("armed to fail for now"), retryDelay), Retrying
-	case BehavePermanent:
-		err, e.Outcome = handlers.Permanent(errors.New("armed to fail for good")), FailedForGood
-	case BehavePatch:
-		r.mu.Lock()
-		r.patches++
-		value := fmt.Sprintf("p%d", r.patches)
-		r.mu.Unlock()
-		c.Patch.SetLabel(PatchedLabel, &value)
-		e.Patched = true
-	case BehaveBlock:
-		select {
-		case r.entered <- struct{}{}:
-		default:
-		}
-		<-ctx.Done()
+	rep, _ := r.begin(newCall(process, handler, v, c)) // this process is never killed
+	outcome, patched, err := behave(ctx, rep, c)
+	r.end(rep.ID, outcome, patched)
+	if interrupted(ctx, outcome, err) {
+		r.end(rep.ID, Interrupted, false)
+		err = ctx.Err()
 	}
-	if ctx.Err() != nil {
-		err, e.Outcome, e.Patched = ctx.Err(), Interrupted, false
-	}
-	r.record(e)
 	return map[string]any{"saw": v.String()}, err
 }
 
 // takeArm returns how the handler behaves on this call, and uses up the
 // arm. A blocking arm stops any change handler of the object.
-func (r *runner) takeArm(name, handler string) Behaviour {
+func (r *runner) takeArm(name, handler string) arm {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := r.arms[name+"/"+handler]
 	if a == nil && handler != HandlerResume {
 		if b := r.arms[name+"/block"]; b != nil {
 			delete(r.arms, name+"/block")
-			return BehaveBlock
+			return arm{behaviour: BehaveBlock}
 		}
 	}
 	if a == nil {
-		return ""
+		return arm{}
 	}
 	a.times--
 	if a.times <= 0 {
 		delete(r.arms, name+"/"+handler)
 	}
-	return a.behaviour
+	return *a
 }
 
 // do carries out one operation.
@@ -255,7 +283,7 @@ func (r *runner) do(op Op) error {
 		if op.Behaviour == BehaveBlock {
 			r.arms[name+"/block"] = &arm{behaviour: BehaveBlock, times: 1}
 		} else {
-			r.arms[name+"/"+op.Handler] = &arm{behaviour: op.Behaviour, times: op.Times}
+			r.arms[name+"/"+op.Handler] = &arm{behaviour: op.Behaviour, times: max(op.Times, 1), moment: op.Moment, delay: op.Delay}
 		}
 		r.mu.Unlock()
 	case OpStop:
@@ -281,6 +309,10 @@ func (r *runner) do(op Op) error {
 	case OpRestartAfterLost:
 		r.awaitLost()
 		r.stop()
+		return r.start()
+	case OpKill:
+		r.awaitKill(op)
+		r.op = nil
 		return r.start()
 	case OpFaults:
 		r.px.SetFaults(r.faults(op.Fault))
@@ -574,6 +606,12 @@ func (r *runner) history() (History, error) {
 		// patch, and a restart before the retry loses it.
 		if req.Lost || req.Injected || req.Status == 0 || req.Status >= 400 {
 			events = append(events, Event{At: req.At, Kind: EventRefused, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
+			continue
+		}
+		// A write that landed carries gopf's stored state, unless it is
+		// the status patch of results where the state goes to annotations.
+		if !(strings.HasSuffix(res, "/status") && r.class.writesPerCall(r.storage) == 2) {
+			events = append(events, Event{At: req.At, Kind: EventLanded, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
 		}
 	}
 	slices.SortStableFunc(events, func(a, b Event) int { return a.At.Compare(b.At) })
