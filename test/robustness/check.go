@@ -336,7 +336,7 @@ func (o objectHistory) budget(calls int) int {
 	for _, i := range o.events {
 		e := o.all[i]
 		switch {
-		case e.Kind == EventRefused, e.Kind == EventConflict, e.Kind == EventLost:
+		case e.Kind == EventRefused, e.Kind == EventConflict, e.Kind == EventLost, e.Kind == EventLostResults:
 			n++
 		case e.Kind == EventCall && e.Patched:
 			n++

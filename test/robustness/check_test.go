@@ -389,3 +389,31 @@ func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
 		t.Fatalf("%d of 200 sequences kill the operator right after a lost response, want a few", afterLost)
 	}
 }
+
+// The status patch of results, where the state goes to annotations after
+// it, carries no state: a kill after its response was lost, before the
+// state landed, cuts the call; without a kill, a repeat is a violation.
+func TestCheckTakesALostResultsPatchAsLandedResultsButNotState(t *testing.T) {
+	lostResults := Event{Kind: EventLostResults, Detail: "PATCH kopfexamples/status: 200, response lost"}
+	killed := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(lostResults).
+		kill(1).start(2).
+		call(2, HandlerCreate, v1).call(2, HandlerField, v1).landed().
+		final(Final{Exists: true, Versions: v1, Writes: 4})
+	if v := Check(killed); len(v) > 0 {
+		t.Errorf("a kill before the state landed cuts the call: got %v", v)
+	}
+	if cut, repeated := Cuts(killed); cut != 2 || repeated != 2 {
+		t.Errorf("want the create and field calls cut and repeated, got %d cut, %d repeated", cut, repeated)
+	}
+	restarted := newHistory().start(1).write(v1).
+		call(1, HandlerCreate, v1).call(1, HandlerField, v1).
+		add(lostResults).
+		stopFirst().start(2).
+		call(2, HandlerCreate, v1).call(2, HandlerField, v1).landed().
+		final(Final{Exists: true, Versions: v1, Writes: 4})
+	if got := rules(Check(restarted)); !slices.Contains(got, RuleCreateOnce) {
+		t.Errorf("a graceful stop after a lost results answer excuses no repeat: want a %q violation, got %v", RuleCreateOnce, Check(restarted))
+	}
+}

@@ -42,6 +42,12 @@ const (
 	// response was lost on the way back (the operator got an error). It
 	// excuses no repeat: the outcome was written.
 	EventLost EventKind = "lost"
+	// EventLostResults: a status patch of handler results landed and its
+	// response was lost, on a kind whose state goes to annotations in the
+	// object patch after it. It excuses no repeat, but it does not carry
+	// the state either: gopf reads the object back and writes the state
+	// next, and a kill before that write cuts the call's outcome.
+	EventLostResults EventKind = "lost-results"
 	// EventLanded: a write of the operator about the object that carries
 	// handler outcomes (gopf's stored state) landed, and the operator got
 	// the answer.
@@ -94,7 +100,7 @@ type Event struct {
 	Reason   string   // EventCall: the cause's reason
 	Outcome  Outcome  // EventCall
 	Patched  bool     // EventCall: the handler patched its own object
-	Detail   string   // EventRefused, EventLost, EventLanded: the request and its status; EventCall: the diff; EventKill: the moment
+	Detail   string   // EventRefused, EventLost, EventLostResults, EventLanded: the request and its status; EventCall: the diff; EventKill: the moment
 }
 
 func (e Event) String() string {
@@ -116,7 +122,7 @@ func (e Event) String() string {
 		return fmt.Sprintf("write %s: %s", e.Object, e.Versions)
 	case EventRefused:
 		return fmt.Sprintf("refused write on %s: %s", e.Object, e.Detail)
-	case EventLost:
+	case EventLost, EventLostResults:
 		return fmt.Sprintf("lost the response of a write on %s: %s", e.Object, e.Detail)
 	case EventLanded:
 		return fmt.Sprintf("landed write on %s: %s", e.Object, e.Detail)

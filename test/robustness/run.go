@@ -595,22 +595,26 @@ func (r *runner) history() (History, error) {
 			continue
 		}
 		writes[name]++
-		if req.Lost && req.Status < 400 && !(strings.HasSuffix(res, "/status") && r.class.writesPerCall(r.storage) == 2) {
-			// Landed: a lost response excuses no repeat.
-			events = append(events, Event{At: req.At, Kind: EventLost, Object: name, Detail: fmt.Sprintf("%s %s: %d, response lost", req.Method, res, req.Status)})
+		resultsOnly := strings.HasSuffix(res, "/status") && r.class.writesPerCall(r.storage) == 2
+		if req.Lost && req.Status < 400 {
+			// Landed: a lost response excuses no repeat. The status patch
+			// of results, where the state goes to annotations after it,
+			// carries no state: gopf reads the object back and sends the
+			// state next, which a kill may cut.
+			kind := EventLost
+			if resultsOnly {
+				kind = EventLostResults
+			}
+			events = append(events, Event{At: req.At, Kind: kind, Object: name, Detail: fmt.Sprintf("%s %s: %d, response lost", req.Method, res, req.Status)})
 			continue
 		}
-		// A lost response of the status patch that carries only results,
-		// where the state goes to annotations after it, is a refused write
-		// of the state: gopf does not send the state after a failed status
-		// patch, and a restart before the retry loses it.
 		if req.Lost || req.Injected || req.Status == 0 || req.Status >= 400 {
 			events = append(events, Event{At: req.At, Kind: EventRefused, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
 			continue
 		}
 		// A write that landed carries gopf's stored state, unless it is
 		// the status patch of results where the state goes to annotations.
-		if !(strings.HasSuffix(res, "/status") && r.class.writesPerCall(r.storage) == 2) {
+		if !resultsOnly {
 			events = append(events, Event{At: req.At, Kind: EventLanded, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
 		}
 	}
