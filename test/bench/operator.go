@@ -183,6 +183,11 @@ func (p *process) stop() (usage, error) {
 	if p.prof.cpu != "" {
 		errs = append(errs, p.profile(syscall.SIGUSR1, p.prof.cpu))
 	}
+	// A process may exit before the first look after SIGTERM: its peak so
+	// far, now. (Not rusage's maxrss, which counts the parent's.)
+	if rss, err := peakRSS(p.cmd.Process.Pid); err == nil {
+		p.peakKiB = max(p.peakKiB, rss)
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		errs = append(errs, err)
 	}

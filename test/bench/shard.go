@@ -467,10 +467,6 @@ func (r *shardRun) stop(rep *replica) {
 		r.b.log("sharded/%s: stopping %s: %v", r.res.Name, rep.name, err)
 		use = exitedUsage(rep.proc)
 	}
-	// A replica that exits before the first look at its VmHWM after
-	// SIGTERM leaves a peak of 0 (seen once at 20,000 objects); its
-	// rusage's maxrss is the same high-water mark.
-	use.peakKiB = max(use.peakKiB, use.rusageMaxRSS)
 	rep.use = use
 	r.dropWebhook(rep, true)
 }
