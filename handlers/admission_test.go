@@ -103,11 +103,11 @@ func TestAdmissionFiltersSelectByLabelsAnnotationsAndWhen(t *testing.T) {
 	handlers.OnValidate(r, allowPod,
 		handlers.Labels{"app": "web", "team": func(v string) bool { return strings.HasPrefix(v, "a") }},
 		handlers.Annotations{"check": handlers.Present},
-		handlers.When(func(p *corev1.Pod) bool { return p.Name != "skip" }),
+		handlers.When(func(p *corev1.Pod, _ *handlers.Cause) bool { return p.Name != "skip" }),
 	)
 	o := onlyAdmission(t, r).Options
 	selects := func(obj *corev1.Pod) bool { // as the webhook engine applies the filters
-		return spec.MatchMetadata(o.Labels, obj.GetLabels(), nil) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations(), nil) && o.When(obj, nil)
+		return spec.MatchMetadata(o.Labels, obj.GetLabels()) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations()) && o.When(obj, nil)
 	}
 	pod := func(name string, labels, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}

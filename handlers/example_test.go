@@ -89,7 +89,7 @@ func ExampleOnReconcile() {
 	reg := handlers.NewRegistry()
 	handlers.OnReconcile(reg, func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (reconcile.Result, error) {
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
-	}, handlers.When(func(d *appsv1.Deployment) bool { return d.Spec.Paused }))
+	}, handlers.When(func(d *appsv1.Deployment, _ *handlers.Cause) bool { return d.Spec.Paused }))
 	fmt.Println(reg.Err())
 	// Output: <nil>
 }
@@ -228,15 +228,15 @@ func ExampleForResource() {
 
 // A filter that reads an index: ConfigMaps are handled only when a Secret
 // names them in its annotation example.com/configmap.
-func ExampleWhenWithIndexes() {
+func ExampleWhen() {
 	reg := handlers.NewRegistry()
 	wanted := handlers.OnIndex(reg, "wanted", func(s *corev1.Secret, _ *handlers.Cause) map[string]string {
 		return map[string]string{s.Annotations["example.com/configmap"]: s.Name}
 	})
 	handlers.OnCreate(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
 		return map[string]any{"namedBy": wanted.Get(c.Indexes, cm.Name)}, nil
-	}, handlers.WhenWithIndexes(func(cm *corev1.ConfigMap, ixs *handlers.Indexes) bool {
-		return len(wanted.Get(ixs, cm.Name)) > 0
+	}, handlers.When(func(cm *corev1.ConfigMap, c *handlers.Cause) bool {
+		return len(wanted.Get(c.Indexes, cm.Name)) > 0
 	}))
 	fmt.Println(reg.Err())
 	// Output: <nil>

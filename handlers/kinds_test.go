@@ -75,8 +75,7 @@ var optionTable = []struct {
 	{"ForResource", handlers.ForResource("pods"), forObjects},
 	{"ForCategory", handlers.ForCategory("all"), "create update delete resume reconcile timer daemon event"},
 	{"ForKinds", handlers.ForKinds(func(schema.GroupVersionKind) bool { return true }), "create update delete resume reconcile timer daemon event"},
-	{"When", handlers.When(func(*corev1.Pod) bool { return true }), forObjects},
-	{"WhenWithIndexes", handlers.WhenWithIndexes(func(*corev1.Pod, *handlers.Indexes) bool { return true }), forObjects},
+	{"When", handlers.When(func(*corev1.Pod, *handlers.Cause) bool { return true }), forObjects},
 	{"Labels", handlers.Labels{}, forObjects},
 	{"Annotations", handlers.Annotations{}, forObjects},
 	{"Field", handlers.Field("spec.a"), forObjects},
@@ -290,9 +289,9 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 			register: func(r *handlers.Registry) {
 				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Annotations{"a": handlers.Func(nil)})
 			}},
-		{name: "nil filter function with indexes", id: "c", want: `label "a": a nil function is not a filter`,
+		{name: "nil filter function", id: "c", want: `label "a": a nil function is not a filter`,
 			register: func(r *handlers.Registry) {
-				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Labels{"a": (func(string, *handlers.Indexes) bool)(nil)})
+				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Labels{"a": (func(string) bool)(nil)})
 			}},
 		{name: "When(nil)", id: "c", want: "When(nil) is not a filter",
 			register: func(r *handlers.Registry) {
@@ -675,7 +674,7 @@ func selectingOptionCases() []optionCase {
 	}, {
 		name: "When, in the handler's Go type",
 		register: func(r *handlers.Registry) {
-			handlers.OnCreate(r, podFn, handlers.When(func(p *corev1.Pod) bool { return p.Name == "yes" }))
+			handlers.OnCreate(r, podFn, handlers.When(func(p *corev1.Pod, _ *handlers.Cause) bool { return p.Name == "yes" }))
 		},
 		check: func(o spec.Options) bool {
 			return o.When(namedPod("yes"), nil) && !o.When(namedPod("no"), nil) && !o.When(&corev1.ConfigMap{}, nil)

@@ -20,7 +20,7 @@ import (
 // CreateOption is an option of OnCreate.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
 // CallTimeout.
 type CreateOption interface {
@@ -31,7 +31,7 @@ type CreateOption interface {
 // UpdateOption is an option of OnUpdate and OnField.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, OldValue, NewValue, Errors, Retries, Timeout,
 // Backoff, CallTimeout.
 type UpdateOption interface {
@@ -42,7 +42,7 @@ type UpdateOption interface {
 // DeleteOption is an option of OnDelete.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Optional,
 // CallTimeout.
 type DeleteOption interface {
@@ -53,7 +53,7 @@ type DeleteOption interface {
 // ResumeOption is an option of OnResume.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Deleted,
 // CallTimeout.
 type ResumeOption interface {
@@ -64,7 +64,7 @@ type ResumeOption interface {
 // ReconcileOption is an option of OnReconcile.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Owns, Watches, CallTimeout.
 type ReconcileOption interface {
 	applyTo(*draft)
@@ -74,7 +74,7 @@ type ReconcileOption interface {
 // TimerOption is an option of OnTimer.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
 // InitialDelay, InitialDelayFunc, Idle, Sharp, CallTimeout.
 type TimerOption interface {
@@ -85,7 +85,7 @@ type TimerOption interface {
 // DaemonOption is an option of OnDaemon.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
 // InitialDelay, InitialDelayFunc, CancellationBackoff, CancellationTimeout.
 type DaemonOption interface {
@@ -96,7 +96,7 @@ type DaemonOption interface {
 // EventOption is an option of OnEvent.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value.
 type EventOption interface {
 	applyTo(*draft)
@@ -105,7 +105,7 @@ type EventOption interface {
 
 // IndexOption is an option of OnIndex.
 //
-// Options: ForKind, ForResource, When, WhenWithIndexes, Labels, Annotations,
+// Options: ForKind, ForResource, When, Labels, Annotations,
 // Field, Value.
 type IndexOption interface {
 	applyTo(*draft)
@@ -132,7 +132,7 @@ type ProbeOption interface {
 // AdmissionOption is an option of OnValidate and OnMutate.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, When, WhenWithIndexes, Labels, Annotations, Field, Value,
+// ForResource, When, Labels, Annotations, Field, Value,
 // Operations, SubResource, Persistent, SideEffects, IgnoreFailures,
 // WebhookTimeout.
 type AdmissionOption interface {

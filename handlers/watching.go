@@ -54,7 +54,7 @@ func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption)
 // names. Index functions run while the indexes fill, so at start another
 // index may still lack objects of its kind; a change of another index does
 // not run the function again for objects that had no event (see
-// WhenWithIndexes). Results, Patch and Events are not for index functions:
+// When). Results, Patch and Events are not for index functions:
 // they run for every watch event and change nothing.
 type IndexFunc[T client.Object, K comparable, V any] func(obj T, c *Cause) map[K]V
 

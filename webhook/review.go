@@ -86,7 +86,7 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 	if err != nil {
 		return nil, nil, err
 	}
-	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj, h.indexes()) {
+	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj) {
 		return nil, nil, nil
 	}
 	mutate := rv.mutating && (op == handlers.OperationCreate || op == handlers.OperationUpdate)
@@ -304,7 +304,7 @@ func reasonFor(code int32) metav1.StatusReason {
 // fieldSelects applies an admission handler's Field and Value filters to
 // the request's object, as Kopf does: without Value, the field must be
 // there; with Value, its value (or its absence) must match.
-func fieldSelects(o spec.Options, obj client.Object, ixs *spec.Indexes) bool {
+func fieldSelects(o spec.Options, obj client.Object) bool {
 	if o.Field == nil {
 		return true
 	}
@@ -317,5 +317,5 @@ func fieldSelects(o spec.Options, obj client.Object, ixs *spec.Indexes) bool {
 	if o.Value == nil {
 		return found
 	}
-	return o.Value.MatchWith(v, found, ixs)
+	return o.Value.Match(v, found)
 }
