@@ -209,8 +209,8 @@ func admissionProblems(o spec.Options) []string {
 	return problems
 }
 
-// AdmissionSetting is an option only OnValidate and OnMutate take.
-type AdmissionSetting struct {
+// admissionSetting is an option only OnValidate and OnMutate take.
+type admissionSetting struct {
 	setting
 	forAdmission
 }
@@ -218,12 +218,14 @@ type AdmissionSetting struct {
 // Operations sets the operations an admission handler is called for, e.g.
 // Operations(OperationCreate, OperationUpdate, OperationDelete). Default:
 // CREATE and UPDATE.
-func Operations(ops ...Operation) AdmissionSetting {
+//
+// Only OnValidate and OnMutate take it.
+func Operations(ops ...Operation) admissionSetting {
 	names := make([]string, len(ops))
 	for i, op := range ops {
 		names[i] = string(op)
 	}
-	return AdmissionSetting{setting: set(func(d *draft) { d.Operations = names })}
+	return admissionSetting{setting: set(func(d *draft) { d.Operations = names })}
 }
 
 // SubResource sets the subresource an admission handler is for: a name
@@ -231,38 +233,48 @@ func Operations(ops ...Operation) AdmissionSetting {
 // subresources. Default: the object itself. The object of a subresource
 // request other than status is usually of another kind (Scale for "scale");
 // register such handlers for *unstructured.Unstructured.
-func SubResource(name string) AdmissionSetting {
+//
+// Only OnValidate and OnMutate take it.
+func SubResource(name string) admissionSetting {
 	if name == "" {
-		return AdmissionSetting{setting: rejected(`SubResource("") is not a subresource; leave the option out for the object itself`)}
+		return admissionSetting{setting: rejected(`SubResource("") is not a subresource; leave the option out for the object itself`)}
 	}
-	return AdmissionSetting{setting: set(func(d *draft) { d.SubResource = name })}
+	return admissionSetting{setting: set(func(d *draft) { d.SubResource = name })}
 }
 
 // Persistent keeps the handler's webhook in the cluster's webhook
 // configuration after the operator stops. By default gopf removes it on a
 // clean shutdown, so that requests are not sent to an operator that is
 // gone.
-func Persistent() AdmissionSetting {
-	return AdmissionSetting{setting: set(func(d *draft) { d.Persistent = true })}
+//
+// Only OnValidate and OnMutate take it.
+func Persistent() admissionSetting {
+	return admissionSetting{setting: set(func(d *draft) { d.Persistent = true })}
 }
 
 // SideEffects declares that the handler has effects outside the object it
 // is given and skips them when AdmissionRequest.DryRun is set (sideEffects:
 // NoneOnDryRun). Default: no side effects (None).
-func SideEffects() AdmissionSetting {
-	return AdmissionSetting{setting: set(func(d *draft) { d.SideEffects = true })}
+//
+// Only OnValidate and OnMutate take it.
+func SideEffects() admissionSetting {
+	return admissionSetting{setting: set(func(d *draft) { d.SideEffects = true })}
 }
 
 // IgnoreFailures lets the API server admit the object when the webhook
 // cannot be reached or fails to answer (failurePolicy: Ignore). A denial is
 // still a denial. Default: such requests fail.
-func IgnoreFailures() AdmissionSetting {
-	return AdmissionSetting{setting: set(func(d *draft) { d.IgnoreFailures = true })}
+//
+// Only OnValidate and OnMutate take it.
+func IgnoreFailures() admissionSetting {
+	return admissionSetting{setting: set(func(d *draft) { d.IgnoreFailures = true })}
 }
 
 // WebhookTimeout sets how long the API server waits for an admission
 // handler's webhook: between 1 and 30 seconds, in whole seconds. Default:
 // 10 seconds, the API server's own default.
-func WebhookTimeout(t time.Duration) AdmissionSetting {
-	return AdmissionSetting{setting: set(func(d *draft) { d.WebhookTimeout = t })}
+//
+// Only OnValidate and OnMutate take it.
+func WebhookTimeout(t time.Duration) admissionSetting {
+	return admissionSetting{setting: set(func(d *draft) { d.WebhookTimeout = t })}
 }

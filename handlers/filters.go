@@ -32,10 +32,10 @@ func Equal(v any) Filter { return Filter{spec.Equal(v)} }
 // operator's indexes) is a When.
 func Func(fn func(value any) bool) Filter { return Filter{spec.Func(fn)} }
 
-// FilterSetting is an option that selects objects. Every handler kind that
+// filterSetting is an option that selects objects. Every handler kind that
 // is for objects takes it; an object no handler of its kind selects is left
 // alone completely: no finalizer, no stored state, no log lines.
-type FilterSetting struct {
+type filterSetting struct {
 	setting
 	forObjects
 }
@@ -47,7 +47,7 @@ type FilterSetting struct {
 // When every handler of a kind selects on such entries, the operator's
 // cache watches the kind with the selector they all imply, and objects
 // outside it never reach the operator (see gopf.ManagerOptions.CacheUnselected).
-// Like a FilterSetting, every handler kind that is for objects takes it.
+// Every registration of objects takes it.
 type Labels map[string]any
 
 // Annotations selects objects by their annotations, like Labels.
@@ -58,7 +58,7 @@ func (a Annotations) applyTo(d *draft) {
 	d.Annotations = mergeFilters(d, "annotation", d.Annotations, a)
 }
 
-// Labels and Annotations are options of the same kinds as FilterSetting.
+// Labels and Annotations are options of the same kinds as When.
 func (Labels) create()         {}
 func (Labels) update()         {}
 func (Labels) delete()         {}
@@ -130,11 +130,13 @@ func mergeFilters(d *draft, what string, into map[string]spec.Filter, from map[s
 //     index changed is matched anew at its next event, such as its next
 //     change or the informer's resync (the cache's SyncPeriod). It then counts as created if it was never
 //     handled, as any object that starts matching.
-func When[T client.Object](fn func(obj T, c *Cause) bool) FilterSetting {
+//
+// Every registration of objects takes it (all but OnStartup, OnCleanup, OnProbe and sub-handlers).
+func When[T client.Object](fn func(obj T, c *Cause) bool) filterSetting {
 	if fn == nil {
-		return FilterSetting{setting: rejected("When(nil) is not a filter")}
+		return filterSetting{setting: rejected("When(nil) is not a filter")}
 	}
-	return FilterSetting{setting: set(func(d *draft) {
+	return filterSetting{setting: set(func(d *draft) {
 		d.When = func(obj client.Object, ixs *spec.Indexes) bool {
 			typed, ok := obj.(T)
 			return ok && fn(typed, filterCause(obj, ixs))
@@ -159,11 +161,11 @@ func filterCause(obj client.Object, ixs *spec.Indexes) *Cause {
 	}
 }
 
-// FieldSetting narrows a handler to one field of its objects. Every handler
+// fieldSetting narrows a handler to one field of its objects. Every handler
 // kind that is for objects takes it. Admission handlers then see only
 // requests whose object (the old one for DELETE) has the field or, with
 // Value, whose field's value matches, as in Kopf.
-type FieldSetting struct {
+type fieldSetting struct {
 	setting
 	forObjects
 }
@@ -185,9 +187,11 @@ type FieldPath interface{ ~string | ~[]string }
 // with an empty segment, and one that goes below a label or an annotation
 // (such as "metadata.labels.app.kubernetes.io/name", which names the key
 // "app" and then keys inside its string value); give such a path as keys.
-func Field[P FieldPath](path P) FieldSetting {
+//
+// Every registration of objects takes it (all but OnStartup, OnCleanup, OnProbe and sub-handlers).
+func Field[P FieldPath](path P) fieldSetting {
 	keys, problem := spec.FieldKeys(path)
-	return FieldSetting{setting: set(func(d *draft) {
+	return fieldSetting{setting: set(func(d *draft) {
 		d.Field = keys
 		if problem != "" {
 			d.problem("%s", problem)
@@ -199,25 +203,31 @@ func Field[P FieldPath](path P) FieldSetting {
 // Absent, a Filter or a func(any) bool): it selects objects by the field's
 // current value. For change handlers either the old or the new value may
 // match.
-func Value(v any) FieldSetting {
-	return FieldSetting{setting: fieldFilter("Value", v, func(d *draft, f *spec.Filter) { d.Value = f })}
+//
+// Every registration of objects takes it (all but OnStartup, OnCleanup, OnProbe and sub-handlers).
+func Value(v any) fieldSetting {
+	return fieldSetting{setting: fieldFilter("Value", v, func(d *draft, f *spec.Filter) { d.Value = f })}
 }
 
-// ChangeSetting filters the change of a field; only OnUpdate and OnField
+// changeSetting filters the change of a field; only OnUpdate and OnField
 // take it.
-type ChangeSetting struct {
+type changeSetting struct {
 	setting
 	forUpdate
 }
 
 // OldValue requires the field's value before the change to match v.
-func OldValue(v any) ChangeSetting {
-	return ChangeSetting{setting: fieldFilter("OldValue", v, func(d *draft, f *spec.Filter) { d.Old = f })}
+//
+// Only OnUpdate and OnField take it.
+func OldValue(v any) changeSetting {
+	return changeSetting{setting: fieldFilter("OldValue", v, func(d *draft, f *spec.Filter) { d.Old = f })}
 }
 
 // NewValue requires the field's value after the change to match v.
-func NewValue(v any) ChangeSetting {
-	return ChangeSetting{setting: fieldFilter("NewValue", v, func(d *draft, f *spec.Filter) { d.New = f })}
+//
+// Only OnUpdate and OnField take it.
+func NewValue(v any) changeSetting {
+	return changeSetting{setting: fieldFilter("NewValue", v, func(d *draft, f *spec.Filter) { d.New = f })}
 }
 
 func fieldFilter(name string, v any, assign func(*draft, *spec.Filter)) setting {

@@ -120,27 +120,31 @@ func (d *Daemon[T]) Sleep(dur time.Duration) bool {
 	}
 }
 
-// SpawnSetting delays the start of timers and daemons; OnTimer and OnDaemon
+// spawnSetting delays the start of timers and daemons; OnTimer and OnDaemon
 // take it.
-type SpawnSetting struct {
+type spawnSetting struct {
 	setting
 	forSpawned
 }
 
 // InitialDelay postpones a timer's or daemon's first run after the object
 // appears.
-func InitialDelay(t time.Duration) SpawnSetting {
-	return SpawnSetting{setting: positive("InitialDelay", t, true, func(d *draft) { d.InitialDelay = t })}
+//
+// OnTimer and OnDaemon take it.
+func InitialDelay(t time.Duration) spawnSetting {
+	return spawnSetting{setting: positive("InitialDelay", t, true, func(d *draft) { d.InitialDelay = t })}
 }
 
 // InitialDelayFunc computes the initial delay from the object, e.g. for
 // jitter so that timers of many objects do not fire together. It wins over
 // InitialDelay.
-func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) SpawnSetting {
+//
+// OnTimer and OnDaemon take it.
+func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) spawnSetting {
 	if fn == nil {
-		return SpawnSetting{setting: rejected("InitialDelayFunc(nil)")}
+		return spawnSetting{setting: rejected("InitialDelayFunc(nil)")}
 	}
-	return SpawnSetting{setting: set(func(d *draft) {
+	return spawnSetting{setting: set(func(d *draft) {
 		d.InitialDelayFunc = func(obj client.Object) time.Duration {
 			typed, ok := obj.(T)
 			if !ok {
@@ -151,38 +155,46 @@ func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) SpawnSettin
 	})}
 }
 
-// TimerSetting is an option only OnTimer takes.
-type TimerSetting struct {
+// timerSetting is an option only OnTimer takes.
+type timerSetting struct {
 	setting
 	forTimer
 }
 
 // Idle makes a timer run only once the object's essence has not changed for
 // t.
-func Idle(t time.Duration) TimerSetting {
-	return TimerSetting{setting: positive("Idle", t, false, func(d *draft) { d.Idle = t })}
+//
+// Only OnTimer takes it.
+func Idle(t time.Duration) timerSetting {
+	return timerSetting{setting: positive("Idle", t, false, func(d *draft) { d.Idle = t })}
 }
 
 // Sharp aligns a timer's runs to multiples of the interval from its first
 // run, instead of sleeping the interval after each run ends.
-func Sharp() TimerSetting { return TimerSetting{setting: set(func(d *draft) { d.Sharp = true })} }
+//
+// Only OnTimer takes it.
+func Sharp() timerSetting { return timerSetting{setting: set(func(d *draft) { d.Sharp = true })} }
 
-// DaemonSetting is an option only OnDaemon takes.
-type DaemonSetting struct {
+// daemonSetting is an option only OnDaemon takes.
+type daemonSetting struct {
 	setting
 	forDaemon
 }
 
 // CancellationBackoff is how long a daemon asked to stop may take before its
 // context is cancelled. Default: 0, cancel at once.
-func CancellationBackoff(t time.Duration) DaemonSetting {
-	return DaemonSetting{setting: positive("CancellationBackoff", t, true, func(d *draft) { d.CancellationBackoff = t })}
+//
+// Only OnDaemon takes it.
+func CancellationBackoff(t time.Duration) daemonSetting {
+	return daemonSetting{setting: positive("CancellationBackoff", t, true, func(d *draft) { d.CancellationBackoff = t })}
 }
 
 // CancellationTimeout is how long gopf waits for a daemon after cancelling
 // its context before it gives up on it: it logs a warning, forgets the
 // goroutine and releases the object's finalizer. Default: 0, wait as long as
 // it takes.
-func CancellationTimeout(t time.Duration) DaemonSetting {
-	return DaemonSetting{setting: positive("CancellationTimeout", t, false, func(d *draft) { d.CancellationTimeout = t })}
+//
+// Only OnDaemon takes it.
+func CancellationTimeout(t time.Duration) daemonSetting {
+	return daemonSetting{setting: positive("CancellationTimeout", t, false, func(d *draft) { d.CancellationTimeout = t })}
 }

@@ -202,7 +202,7 @@ func TestUnserialisableResultsAndPanicsAreReportedAndOthersServed(t *testing.T) 
 	ns := newNamespace(t)
 	var calls callLog
 	reg := handlers.NewRegistry()
-	only := func(name string) handlers.FilterSetting {
+	only := func(name string) handlers.CreateOption {
 		return handlers.When(func(obj *kopfv1.KopfExample, _ *handlers.Cause) bool { return obj.GetName() == name })
 	}
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
