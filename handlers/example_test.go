@@ -125,11 +125,11 @@ func ExampleOnTimer() {
 // stop.
 func ExampleOnDaemon() {
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*appsv1.Deployment]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*appsv1.Deployment], c *handlers.Cause) error {
 		for d.Sleep(30 * time.Second) {
-			d.Log.Info("still here", "replicas", d.Object().Spec.Replicas)
+			c.Log.Info("still here", "replicas", d.Object().Spec.Replicas)
 		}
-		d.Log.Info("stopping", "reason", d.StopReason())
+		c.Log.Info("stopping", "reason", d.StopReason())
 		return nil
 	}, handlers.CancellationTimeout(time.Minute))
 	fmt.Println(reg.Err())

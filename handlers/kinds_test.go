@@ -210,7 +210,7 @@ func activityFn(context.Context, *handlers.Cause) error { return nil }
 
 func indexFn(*corev1.Pod, *handlers.Cause) map[string]any { return nil }
 
-func daemonFn(context.Context, *handlers.Daemon[*corev1.Pod]) error { return nil }
+func daemonFn(context.Context, *handlers.Daemon[*corev1.Pod], *handlers.Cause) error { return nil }
 
 func levelFn(context.Context, *corev1.Pod, *handlers.Cause) (reconcile.Result, error) {
 	return reconcile.Result{}, nil
@@ -577,7 +577,7 @@ func TestDefaultIDsAreGoNamesOrKindFnCountedPerKindAndObjectType(t *testing.T) {
 		{"resume literal", func(r *handlers.Registry) { handlers.OnResume(r, pod) }, "resume_fn"},
 		{"timer literal", func(r *handlers.Registry) { handlers.OnTimer(r, time.Minute, pod) }, "timer_fn"},
 		{"daemon literal", func(r *handlers.Registry) {
-			handlers.OnDaemon(r, func(context.Context, *handlers.Daemon[*corev1.Pod]) error { return nil })
+			handlers.OnDaemon(r, func(context.Context, *handlers.Daemon[*corev1.Pod], *handlers.Cause) error { return nil })
 		}, "daemon_fn"},
 		{"reconcile literal", func(r *handlers.Registry) {
 			handlers.OnReconcile(r, func(context.Context, *corev1.Pod, *handlers.Cause) (reconcile.Result, error) {

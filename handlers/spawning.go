@@ -30,8 +30,10 @@ func OnTimer[T client.Object](r *Registry, interval time.Duration, fn HandlerFun
 	registerCall(r, spec.KindTimer, fn, fn, apply(opts, set(func(d *draft) { d.Interval = interval })))
 }
 
-// DaemonFunc is a long-running function per object; see OnDaemon.
-type DaemonFunc[T client.Object] func(ctx context.Context, d *Daemon[T]) error
+// DaemonFunc is a long-running function per object; see OnDaemon. d is the
+// daemon's lifetime and the newest object; c is the Cause every handler
+// gets, for the whole run of the function.
+type DaemonFunc[T client.Object] func(ctx context.Context, d *Daemon[T], c *Cause) error
 
 // OnDaemon registers fn to run, in its own goroutine, for each selected
 // object from when it appears (or starts matching the filters) until it is
@@ -55,7 +57,7 @@ func OnDaemon[T client.Object](r *Registry, fn DaemonFunc[T], opts ...DaemonOpti
 				var zero T
 				return Permanent(fmt.Errorf("%s: got %T, want %T", h, ctl.Latest(), zero))
 			}
-			return fn(ctx, &Daemon[T]{Cause: ctl.Cause, ctl: ctl})
+			return fn(ctx, &Daemon[T]{ctl: ctl}, ctl.Cause)
 		}
 	}
 	r.add(h, fn, fn == nil, d.problems)
@@ -80,15 +82,14 @@ const (
 	StopOperatorPausing StopReason = "operator pausing"
 )
 
-// Daemon is what a daemon function receives: the Cause fields (name,
-// namespace, log, memo, param, retry, client) and the signals of its
-// lifetime. Its Patch collects changes to the object as a change handler's
-// does; gopf applies them when the daemon function returns (after each
-// attempt, whether it succeeded, failed or was stopped), as Kopf applies a
-// daemon's patch. A daemon that wants changes written while it keeps
-// running writes them itself, through Client.
+// Daemon is what a daemon function receives besides its Cause: the newest
+// object and the signals of its lifetime. The Cause's Patch collects
+// changes to the object as a change handler's does; gopf applies them when
+// the daemon function returns (after each attempt, whether it succeeded,
+// failed or was stopped), as Kopf applies a daemon's patch. A daemon that
+// wants changes written while it keeps running writes them itself, through
+// the Cause's Client.
 type Daemon[T client.Object] struct {
-	*Cause
 	ctl *spec.DaemonControl[*Cause]
 }
 

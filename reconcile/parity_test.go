@@ -139,13 +139,13 @@ func TestDaemonPatchIsAppliedAfterEachAttempt(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
-		d.Patch.SetStatus("daemon", map[string]any{"attempt": d.Retry + 1})
-		if d.Retry == 0 {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
+		c.Patch.SetStatus("daemon", map[string]any{"attempt": c.Retry + 1})
+		if c.Retry == 0 {
 			return handlers.Temporary(errors.New("once more"), time.Millisecond)
 		}
 		value := "ran"
-		d.Patch.SetLabel("daemon", &value)
+		c.Patch.SetLabel("daemon", &value)
 		return nil
 	}, handlers.ID("daemon"))
 	runOperator(t, ns, reg)
