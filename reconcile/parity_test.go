@@ -225,7 +225,7 @@ func TestEventsAboutOtherObjectsWithTheirComponentAndReason(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		c.PostAbout(child, handlers.EventNormal, "ChildMade", "made by "+obj.Name)
-		c.ExceptionAs("Broken", errors.New("something broke"))
+		c.Warn("Broken", "%v", errors.New("something broke"))
 		return nil, nil
 	}, handlers.ID("post"))
 	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) { o.Reconcile.EventComponent = "my-operator" })
