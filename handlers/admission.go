@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -109,31 +108,12 @@ func (a *AdmissionRequest) Warn(message string) {
 	a.x.Warnings = append(a.x.Warnings, message)
 }
 
-// AdmissionError denies an admission request with an HTTP-style status code
-// and a message the client sees. Make one with Deny.
-type AdmissionError struct {
-	// Code is the HTTP status code of the denial, such as 400 or 422. Zero
-	// means 403 Forbidden.
-	Code int
-	// Message says why the object is not admitted.
-	Message string
-}
-
 // Deny returns an error that rejects an admission request with code (an
-// HTTP status code, such as http.StatusBadRequest) and message.
+// HTTP status code, such as http.StatusBadRequest or 422; 0 means 403
+// Forbidden) and message, the text the client sees. The error may be
+// wrapped: gopf finds it in the chain.
 func Deny(code int, message string) error {
-	return &AdmissionError{Code: code, Message: message}
-}
-
-// Error returns the message.
-func (e *AdmissionError) Error() string { return e.Message }
-
-// StatusCode returns Code, or 403 when Code is zero.
-func (e *AdmissionError) StatusCode() int {
-	if e.Code == 0 {
-		return http.StatusForbidden
-	}
-	return e.Code
+	return &spec.AdmissionError{Code: code, Message: message}
 }
 
 // OnValidate registers fn to validate objects of type T as the API server

@@ -204,7 +204,7 @@ func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 	review := &handlers.Extras{}
 	err := h.Review(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}},
 		handlers.RequestWith(r, handlers.OperationUpdate, review))
-	var denied *handlers.AdmissionError
+	var denied *spec.AdmissionError
 	if !errors.As(err, &denied) || denied.StatusCode() != 422 || denied.Message != "no new" {
 		t.Errorf("err = %#v", err)
 	}
@@ -214,7 +214,7 @@ func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 	if err := h.Review(context.Background(), &corev1.ConfigMap{}, nil, &handlers.AdmissionRequest{}); err == nil {
 		t.Error("Review with the wrong type did not fail")
 	}
-	if got := (&handlers.AdmissionError{Message: "x"}).StatusCode(); got != 403 {
+	if got := handlers.Deny(0, "x").(*spec.AdmissionError).StatusCode(); got != 403 {
 		t.Errorf("default code = %d, want 403", got)
 	}
 }

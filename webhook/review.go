@@ -251,7 +251,7 @@ func denial(failures []error) (int32, string) {
 			best, bestRank = err, r
 		}
 	}
-	var denied *handlers.AdmissionError
+	var denied *spec.AdmissionError
 	if errors.As(best, &denied) {
 		return int32(denied.StatusCode()), best.Error()
 	}
@@ -268,7 +268,7 @@ func denial(failures []error) (int32, string) {
 }
 
 func errorRank(err error) int {
-	var denied *handlers.AdmissionError
+	var denied *spec.AdmissionError
 	var permanent *handlers.PermanentError
 	var temporary *handlers.TemporaryError
 	switch {
