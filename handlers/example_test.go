@@ -185,8 +185,8 @@ func ExampleIndexRef() {
 		pods := byApp.Get(c.Indexes, podKey{svc.Namespace, svc.Spec.Selector["app"]}) // []string
 		return map[string]any{"pods": pods}, nil
 	})
-	fmt.Println(byApp.Name(), reg.Err())
-	// Output: pods-by-app <nil>
+	fmt.Println(reg.Err())
+	// Output: <nil>
 }
 
 // Operator-level handlers: a startup handler that fills the operator's

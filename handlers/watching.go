@@ -120,9 +120,6 @@ type IndexRef[K comparable, V any] struct {
 	name string
 }
 
-// Name returns the index's name.
-func (r IndexRef[K, V]) Name() string { return r.name }
-
 // Get returns the values under key in the index of ixs, ordered by the
 // objects that contributed them (namespace/name), or nil.
 func (r IndexRef[K, V]) Get(ixs *Indexes, key K) []V {
