@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -109,31 +108,12 @@ func (a *AdmissionRequest) Warn(message string) {
 	a.x.Warnings = append(a.x.Warnings, message)
 }
 
-// AdmissionError denies an admission request with an HTTP-style status code
-// and a message the client sees. Make one with Deny.
-type AdmissionError struct {
-	// Code is the HTTP status code of the denial, such as 400 or 422. Zero
-	// means 403 Forbidden.
-	Code int
-	// Message says why the object is not admitted.
-	Message string
-}
-
 // Deny returns an error that rejects an admission request with code (an
-// HTTP status code, such as http.StatusBadRequest) and message.
+// HTTP status code, such as http.StatusBadRequest or 422; 0 means 403
+// Forbidden) and message, the text the client sees. The error may be
+// wrapped: gopf finds it in the chain.
 func Deny(code int, message string) error {
-	return &AdmissionError{Code: code, Message: message}
-}
-
-// Error returns the message.
-func (e *AdmissionError) Error() string { return e.Message }
-
-// StatusCode returns Code, or 403 when Code is zero.
-func (e *AdmissionError) StatusCode() int {
-	if e.Code == 0 {
-		return http.StatusForbidden
-	}
-	return e.Code
+	return &spec.AdmissionError{Code: code, Message: message}
 }
 
 // OnValidate registers fn to validate objects of type T as the API server
@@ -209,8 +189,8 @@ func admissionProblems(o spec.Options) []string {
 	return problems
 }
 
-// AdmissionSetting is an option only OnValidate and OnMutate take.
-type AdmissionSetting struct {
+// admissionSetting is an option only OnValidate and OnMutate take.
+type admissionSetting struct {
 	setting
 	forAdmission
 }
@@ -218,12 +198,14 @@ type AdmissionSetting struct {
 // Operations sets the operations an admission handler is called for, e.g.
 // Operations(OperationCreate, OperationUpdate, OperationDelete). Default:
 // CREATE and UPDATE.
-func Operations(ops ...Operation) AdmissionSetting {
+//
+// Only OnValidate and OnMutate take it.
+func Operations(ops ...Operation) admissionSetting {
 	names := make([]string, len(ops))
 	for i, op := range ops {
 		names[i] = string(op)
 	}
-	return AdmissionSetting{setting: set(func(d *draft) { d.Operations = names })}
+	return admissionSetting{setting: set(func(d *draft) { d.Operations = names })}
 }
 
 // SubResource sets the subresource an admission handler is for: a name
@@ -231,38 +213,48 @@ func Operations(ops ...Operation) AdmissionSetting {
 // subresources. Default: the object itself. The object of a subresource
 // request other than status is usually of another kind (Scale for "scale");
 // register such handlers for *unstructured.Unstructured.
-func SubResource(name string) AdmissionSetting {
+//
+// Only OnValidate and OnMutate take it.
+func SubResource(name string) admissionSetting {
 	if name == "" {
-		return AdmissionSetting{setting: rejected(`SubResource("") is not a subresource; leave the option out for the object itself`)}
+		return admissionSetting{setting: rejected(`SubResource("") is not a subresource; leave the option out for the object itself`)}
 	}
-	return AdmissionSetting{setting: set(func(d *draft) { d.SubResource = name })}
+	return admissionSetting{setting: set(func(d *draft) { d.SubResource = name })}
 }
 
 // Persistent keeps the handler's webhook in the cluster's webhook
 // configuration after the operator stops. By default gopf removes it on a
 // clean shutdown, so that requests are not sent to an operator that is
 // gone.
-func Persistent() AdmissionSetting {
-	return AdmissionSetting{setting: set(func(d *draft) { d.Persistent = true })}
+//
+// Only OnValidate and OnMutate take it.
+func Persistent() admissionSetting {
+	return admissionSetting{setting: set(func(d *draft) { d.Persistent = true })}
 }
 
 // SideEffects declares that the handler has effects outside the object it
 // is given and skips them when AdmissionRequest.DryRun is set (sideEffects:
 // NoneOnDryRun). Default: no side effects (None).
-func SideEffects() AdmissionSetting {
-	return AdmissionSetting{setting: set(func(d *draft) { d.SideEffects = true })}
+//
+// Only OnValidate and OnMutate take it.
+func SideEffects() admissionSetting {
+	return admissionSetting{setting: set(func(d *draft) { d.SideEffects = true })}
 }
 
 // IgnoreFailures lets the API server admit the object when the webhook
 // cannot be reached or fails to answer (failurePolicy: Ignore). A denial is
 // still a denial. Default: such requests fail.
-func IgnoreFailures() AdmissionSetting {
-	return AdmissionSetting{setting: set(func(d *draft) { d.IgnoreFailures = true })}
+//
+// Only OnValidate and OnMutate take it.
+func IgnoreFailures() admissionSetting {
+	return admissionSetting{setting: set(func(d *draft) { d.IgnoreFailures = true })}
 }
 
 // WebhookTimeout sets how long the API server waits for an admission
 // handler's webhook: between 1 and 30 seconds, in whole seconds. Default:
 // 10 seconds, the API server's own default.
-func WebhookTimeout(t time.Duration) AdmissionSetting {
-	return AdmissionSetting{setting: set(func(d *draft) { d.WebhookTimeout = t })}
+//
+// Only OnValidate and OnMutate take it.
+func WebhookTimeout(t time.Duration) admissionSetting {
+	return admissionSetting{setting: set(func(d *draft) { d.WebhookTimeout = t })}
 }

@@ -103,11 +103,11 @@ func TestAdmissionFiltersSelectByLabelsAnnotationsAndWhen(t *testing.T) {
 	handlers.OnValidate(r, allowPod,
 		handlers.Labels{"app": "web", "team": func(v string) bool { return strings.HasPrefix(v, "a") }},
 		handlers.Annotations{"check": handlers.Present},
-		handlers.When(func(p *corev1.Pod) bool { return p.Name != "skip" }),
+		handlers.When(func(p *corev1.Pod, _ *handlers.Cause) bool { return p.Name != "skip" }),
 	)
 	o := onlyAdmission(t, r).Options
 	selects := func(obj *corev1.Pod) bool { // as the webhook engine applies the filters
-		return spec.MatchMetadata(o.Labels, obj.GetLabels(), nil) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations(), nil) && o.When(obj, nil)
+		return spec.MatchMetadata(o.Labels, obj.GetLabels()) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations()) && o.When(obj, nil)
 	}
 	pod := func(name string, labels, annotations map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
@@ -204,7 +204,7 @@ func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 	review := &handlers.Extras{}
 	err := h.Review(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}},
 		handlers.RequestWith(r, handlers.OperationUpdate, review))
-	var denied *handlers.AdmissionError
+	var denied *spec.AdmissionError
 	if !errors.As(err, &denied) || denied.StatusCode() != 422 || denied.Message != "no new" {
 		t.Errorf("err = %#v", err)
 	}
@@ -214,7 +214,7 @@ func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 	if err := h.Review(context.Background(), &corev1.ConfigMap{}, nil, &handlers.AdmissionRequest{}); err == nil {
 		t.Error("Review with the wrong type did not fail")
 	}
-	if got := (&handlers.AdmissionError{Message: "x"}).StatusCode(); got != 403 {
+	if got := handlers.Deny(0, "x").(*spec.AdmissionError).StatusCode(); got != 403 {
 		t.Errorf("default code = %d, want 403", got)
 	}
 }

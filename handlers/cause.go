@@ -153,14 +153,11 @@ func (c *Cause) Warn(reason, format string, args ...any) {
 }
 
 // Exception posts a Warning Event with reason "Error" and the error's
-// message.
-func (c *Cause) Exception(err error) { c.ExceptionAs("Error", err) }
-
-// ExceptionAs posts a Warning Event with the given reason and the error's
-// message, as Kopf's kopf.exception(reason=...) does.
-func (c *Cause) ExceptionAs(reason string, err error) {
+// message; a nil error posts nothing. For another reason (Kopf's
+// kopf.exception(reason=...)), use Warn(reason, "%v", err).
+func (c *Cause) Exception(err error) {
 	if err == nil {
 		return
 	}
-	c.Post(EventWarning, reason, err.Error())
+	c.Post(EventWarning, "Error", err.Error())
 }

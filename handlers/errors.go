@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
@@ -52,11 +51,3 @@ func (e *PermanentError) Error() string { return fmt.Sprintf("permanent error: %
 
 // Unwrap returns the cause.
 func (e *PermanentError) Unwrap() error { return e.Err }
-
-// ErrRetriesExhausted and ErrTimeout are the causes of the PermanentError
-// gopf records when a handler runs out of attempts (the Retries option) or
-// time (the Timeout option).
-var (
-	ErrRetriesExhausted = errors.New("no attempts left")
-	ErrTimeout          = errors.New("out of time")
-)

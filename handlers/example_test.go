@@ -89,7 +89,7 @@ func ExampleOnReconcile() {
 	reg := handlers.NewRegistry()
 	handlers.OnReconcile(reg, func(ctx context.Context, d *appsv1.Deployment, c *handlers.Cause) (reconcile.Result, error) {
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
-	}, handlers.When(func(d *appsv1.Deployment) bool { return d.Spec.Paused }))
+	}, handlers.When(func(d *appsv1.Deployment, _ *handlers.Cause) bool { return d.Spec.Paused }))
 	fmt.Println(reg.Err())
 	// Output: <nil>
 }
@@ -125,11 +125,11 @@ func ExampleOnTimer() {
 // stop.
 func ExampleOnDaemon() {
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*appsv1.Deployment]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*appsv1.Deployment], c *handlers.Cause) error {
 		for d.Sleep(30 * time.Second) {
-			d.Log.Info("still here", "replicas", d.Object().Spec.Replicas)
+			c.Log.Info("still here", "replicas", d.Object().Spec.Replicas)
 		}
-		d.Log.Info("stopping", "reason", d.StopReason())
+		c.Log.Info("stopping", "reason", d.StopReason())
 		return nil
 	}, handlers.CancellationTimeout(time.Minute))
 	fmt.Println(reg.Err())
@@ -185,8 +185,8 @@ func ExampleIndexRef() {
 		pods := byApp.Get(c.Indexes, podKey{svc.Namespace, svc.Spec.Selector["app"]}) // []string
 		return map[string]any{"pods": pods}, nil
 	})
-	fmt.Println(byApp.Name(), reg.Err())
-	// Output: pods-by-app <nil>
+	fmt.Println(reg.Err())
+	// Output: <nil>
 }
 
 // Operator-level handlers: a startup handler that fills the operator's
@@ -228,15 +228,15 @@ func ExampleForResource() {
 
 // A filter that reads an index: ConfigMaps are handled only when a Secret
 // names them in its annotation example.com/configmap.
-func ExampleWhenWithIndexes() {
+func ExampleWhen() {
 	reg := handlers.NewRegistry()
 	wanted := handlers.OnIndex(reg, "wanted", func(s *corev1.Secret, _ *handlers.Cause) map[string]string {
 		return map[string]string{s.Annotations["example.com/configmap"]: s.Name}
 	})
 	handlers.OnCreate(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
 		return map[string]any{"namedBy": wanted.Get(c.Indexes, cm.Name)}, nil
-	}, handlers.WhenWithIndexes(func(cm *corev1.ConfigMap, ixs *handlers.Indexes) bool {
-		return len(wanted.Get(ixs, cm.Name)) > 0
+	}, handlers.When(func(cm *corev1.ConfigMap, c *handlers.Cause) bool {
+		return len(wanted.Get(c.Indexes, cm.Name)) > 0
 	}))
 	fmt.Println(reg.Err())
 	// Output: <nil>

@@ -6,6 +6,9 @@ import "github.com/gopf-dev/gopf/internal/spec"
 // if none are given), in registration order, as the engines see them.
 func HandlersOf(r *Registry, kinds ...spec.Kind) []*handler { return r.set.Handlers(kinds...) }
 
+// MatchFilter applies f as the engines do.
+func MatchFilter(f Filter, value any, present bool) bool { return f.f.Match(value, present) }
+
 // Extras are the engine's side of a call, as the tests see it.
 type Extras = extras
 

@@ -4,60 +4,50 @@ import (
 	"sort"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
 // Filter matches one value: of a label, an annotation or a field. Make one
-// with Equal, Func or FuncWithIndexes, or use Present or Absent. The zero
-// Filter matches everything; Match(value, present) applies it, and
-// MatchWith(value, present, ixs) with the operator's indexes.
-type Filter = spec.Filter
+// with Equal or Func, or use Present or Absent; gopf applies it. The zero
+// Filter matches everything.
+type Filter struct{ f spec.Filter }
 
 var (
 	// Present matches any value, as long as there is one (an empty label
 	// value counts as present).
-	Present = spec.Present
+	Present = Filter{spec.Present}
 	// Absent matches only a missing value.
-	Absent = spec.Absent
+	Absent = Filter{spec.Absent}
 )
 
 // Equal matches a value equal to v once both are seen as JSON: Equal(3)
 // matches a field holding 3 or 3.0, Equal("a") a label "a".
-func Equal(v any) Filter { return spec.Equal(v) }
+func Equal(v any) Filter { return Filter{spec.Equal(v)} }
 
 // Func matches the values fn accepts. fn receives nil for a missing value;
 // label and annotation values come as strings, field values as decoded JSON.
-func Func(fn func(value any) bool) Filter { return spec.Func(fn) }
+// A filter that needs more than the value (the object's other labels, the
+// operator's indexes) is a When.
+func Func(fn func(value any) bool) Filter { return Filter{spec.Func(fn)} }
 
-// FuncWithIndexes matches the values fn accepts, as Func, and gives fn the
-// operator's indexes, as Kopf gives its filter callbacks the indexes: a
-// label or a field can be matched against what an index holds. See
-// WhenWithIndexes for what the indexes hold when a filter runs.
-func FuncWithIndexes(fn func(value any, ixs *Indexes) bool) Filter {
-	if fn == nil {
-		return spec.FuncWithIndexes(nil)
-	}
-	return spec.FuncWithIndexes(func(value any, ixs *spec.Indexes) bool { return fn(value, (*Indexes)(ixs)) })
-}
-
-// FilterSetting is an option that selects objects. Every handler kind that
+// filterSetting is an option that selects objects. Every handler kind that
 // is for objects takes it; an object no handler of its kind selects is left
 // alone completely: no finalizer, no stored state, no log lines.
-type FilterSetting struct {
+type filterSetting struct {
 	setting
 	forObjects
 }
 
 // Labels selects objects by their labels. Each value is a string (the exact
-// label value), a Filter (Present, Absent, Equal, Func, FuncWithIndexes), a
-// func(string) bool, or a func(string, *Indexes) bool that also reads the
-// operator's indexes (see WhenWithIndexes). All entries must match. For admission handlers, the
+// label value), a Filter (Present, Absent, Equal, Func) or a func(string)
+// bool. All entries must match. For admission handlers, the
 // entries the API server can evaluate go into the webhook's object selector.
 // When every handler of a kind selects on such entries, the operator's
 // cache watches the kind with the selector they all imply, and objects
 // outside it never reach the operator (see gopf.ManagerOptions.CacheUnselected).
-// Like a FilterSetting, every handler kind that is for objects takes it.
+// Every registration of objects takes it.
 type Labels map[string]any
 
 // Annotations selects objects by their annotations, like Labels.
@@ -68,7 +58,7 @@ func (a Annotations) applyTo(d *draft) {
 	d.Annotations = mergeFilters(d, "annotation", d.Annotations, a)
 }
 
-// Labels and Annotations are options of the same kinds as FilterSetting.
+// Labels and Annotations are options of the same kinds as When.
 func (Labels) create()         {}
 func (Labels) update()         {}
 func (Labels) delete()         {}
@@ -90,9 +80,9 @@ func (Annotations) event()     {}
 func (Annotations) index()     {}
 func (Annotations) admission() {}
 
-func mergeFilters(d *draft, what string, into map[string]Filter, from map[string]any) map[string]Filter {
+func mergeFilters(d *draft, what string, into map[string]spec.Filter, from map[string]any) map[string]spec.Filter {
 	if into == nil {
-		into = map[string]Filter{}
+		into = map[string]spec.Filter{}
 	}
 	keys := make([]string, 0, len(from))
 	for k := range from {
@@ -111,23 +101,20 @@ func mergeFilters(d *draft, what string, into map[string]Filter, from map[string
 }
 
 // When selects objects with a predicate on the whole object, evaluated after
-// the other filters. The object comes in the handler's Go type.
-func When[T client.Object](fn func(obj T) bool) FilterSetting {
-	if fn == nil {
-		return FilterSetting{setting: rejected("When(nil) is not a filter")}
-	}
-	return WhenWithIndexes(func(obj T, _ *Indexes) bool { return fn(obj) })
-}
-
-// WhenWithIndexes is When with the operator's indexes: Kopf's when= callback
-// that reads an index, such as a filter that admits only the objects some
-// other kind's objects name:
+// the other filters: Kopf's when=. The object comes in the handler's Go
+// type, and c is what Kopf gives a when= callback as keyword arguments: the
+// object's identity (c.Name, c.Namespace, c.UID), c.Labels, c.Annotations,
+// c.Log (controller-runtime's logger with the object's namespace and name)
+// and c.Indexes, the operator's indexes. The other fields are zero (c.Memo
+// is nil): a filter runs before any handler, also for objects that are never
+// handled. A filter that admits only the objects some other kind's objects
+// name reads an index:
 //
 //	targets := handlers.OnIndex(reg, "targets", func(s *corev1.Secret, _ *handlers.Cause) map[string]bool {
 //		return map[string]bool{s.Annotations["example.com/target"]: true}
 //	})
-//	handlers.OnUpdate(reg, sync, handlers.WhenWithIndexes(func(cm *corev1.ConfigMap, ixs *handlers.Indexes) bool {
-//		return targets.Len(ixs) > 0 && len(targets.Get(ixs, cm.Name)) > 0
+//	handlers.OnUpdate(reg, sync, handlers.When(func(cm *corev1.ConfigMap, c *handlers.Cause) bool {
+//		return len(targets.Get(c.Indexes, cm.Name)) > 0
 //	}))
 //
 // Filters read the indexes as they are when the filter runs:
@@ -143,23 +130,42 @@ func When[T client.Object](fn func(obj T) bool) FilterSetting {
 //     index changed is matched anew at its next event, such as its next
 //     change or the informer's resync (the cache's SyncPeriod). It then counts as created if it was never
 //     handled, as any object that starts matching.
-func WhenWithIndexes[T client.Object](fn func(obj T, ixs *Indexes) bool) FilterSetting {
+//
+// Every registration of objects takes it (all but OnStartup, OnCleanup, OnProbe and sub-handlers).
+func When[T client.Object](fn func(obj T, c *Cause) bool) filterSetting {
 	if fn == nil {
-		return FilterSetting{setting: rejected("WhenWithIndexes(nil) is not a filter")}
+		return filterSetting{setting: rejected("When(nil) is not a filter")}
 	}
-	return FilterSetting{setting: set(func(d *draft) {
+	return filterSetting{setting: set(func(d *draft) {
 		d.When = func(obj client.Object, ixs *spec.Indexes) bool {
 			typed, ok := obj.(T)
-			return ok && fn(typed, (*Indexes)(ixs))
+			return ok && fn(typed, filterCause(obj, ixs))
 		}
 	})}
 }
 
-// FieldSetting narrows a handler to one field of its objects. Every handler
+// filterCause is the Cause a When predicate gets for obj.
+func filterCause(obj client.Object, ixs *spec.Indexes) *Cause {
+	labels, annotations := obj.GetLabels(), obj.GetAnnotations()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	return &Cause{
+		Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(),
+		Labels: labels, Annotations: annotations,
+		Log:     logf.Log.WithValues("namespace", obj.GetNamespace(), "name", obj.GetName()),
+		Indexes: (*Indexes)(ixs),
+	}
+}
+
+// fieldSetting narrows a handler to one field of its objects. Every handler
 // kind that is for objects takes it. Admission handlers then see only
 // requests whose object (the old one for DELETE) has the field or, with
 // Value, whose field's value matches, as in Kopf.
-type FieldSetting struct {
+type fieldSetting struct {
 	setting
 	forObjects
 }
@@ -181,9 +187,11 @@ type FieldPath interface{ ~string | ~[]string }
 // with an empty segment, and one that goes below a label or an annotation
 // (such as "metadata.labels.app.kubernetes.io/name", which names the key
 // "app" and then keys inside its string value); give such a path as keys.
-func Field[P FieldPath](path P) FieldSetting {
+//
+// Every registration of objects takes it (all but OnStartup, OnCleanup, OnProbe and sub-handlers).
+func Field[P FieldPath](path P) fieldSetting {
 	keys, problem := spec.FieldKeys(path)
-	return FieldSetting{setting: set(func(d *draft) {
+	return fieldSetting{setting: set(func(d *draft) {
 		d.Field = keys
 		if problem != "" {
 			d.problem("%s", problem)
@@ -195,28 +203,34 @@ func Field[P FieldPath](path P) FieldSetting {
 // Absent, a Filter or a func(any) bool): it selects objects by the field's
 // current value. For change handlers either the old or the new value may
 // match.
-func Value(v any) FieldSetting {
-	return FieldSetting{setting: fieldFilter("Value", v, func(d *draft, f *Filter) { d.Value = f })}
+//
+// Every registration of objects takes it (all but OnStartup, OnCleanup, OnProbe and sub-handlers).
+func Value(v any) fieldSetting {
+	return fieldSetting{setting: fieldFilter("Value", v, func(d *draft, f *spec.Filter) { d.Value = f })}
 }
 
-// ChangeSetting filters the change of a field; only OnUpdate and OnField
+// changeSetting filters the change of a field; only OnUpdate and OnField
 // take it.
-type ChangeSetting struct {
+type changeSetting struct {
 	setting
 	forUpdate
 }
 
 // OldValue requires the field's value before the change to match v.
-func OldValue(v any) ChangeSetting {
-	return ChangeSetting{setting: fieldFilter("OldValue", v, func(d *draft, f *Filter) { d.Old = f })}
+//
+// Only OnUpdate and OnField take it.
+func OldValue(v any) changeSetting {
+	return changeSetting{setting: fieldFilter("OldValue", v, func(d *draft, f *spec.Filter) { d.Old = f })}
 }
 
 // NewValue requires the field's value after the change to match v.
-func NewValue(v any) ChangeSetting {
-	return ChangeSetting{setting: fieldFilter("NewValue", v, func(d *draft, f *Filter) { d.New = f })}
+//
+// Only OnUpdate and OnField take it.
+func NewValue(v any) changeSetting {
+	return changeSetting{setting: fieldFilter("NewValue", v, func(d *draft, f *spec.Filter) { d.New = f })}
 }
 
-func fieldFilter(name string, v any, assign func(*draft, *Filter)) setting {
+func fieldFilter(name string, v any, assign func(*draft, *spec.Filter)) setting {
 	return set(func(d *draft) {
 		f, err := parseFilter(v)
 		if err != nil {
@@ -227,20 +241,10 @@ func fieldFilter(name string, v any, assign func(*draft, *Filter)) setting {
 	})
 }
 
-// parseFilter is spec.ParseFilter for a filter value as a user gives it,
-// whose functions with indexes take this package's Indexes.
-func parseFilter(v any) (Filter, error) {
-	switch fn := v.(type) {
-	case func(any, *Indexes) bool:
-		v = (func(any, *spec.Indexes) bool)(nil)
-		if fn != nil {
-			v = func(x any, ixs *spec.Indexes) bool { return fn(x, (*Indexes)(ixs)) }
-		}
-	case func(string, *Indexes) bool:
-		v = (func(string, *spec.Indexes) bool)(nil)
-		if fn != nil {
-			v = func(s string, ixs *spec.Indexes) bool { return fn(s, (*Indexes)(ixs)) }
-		}
+// parseFilter is spec.ParseFilter for a filter value as a user gives it.
+func parseFilter(v any) (spec.Filter, error) {
+	if f, ok := v.(Filter); ok {
+		v = f.f
 	}
 	return spec.ParseFilter(v)
 }

@@ -34,7 +34,7 @@ func TestFiltersMatchLiteralsPresenceAndFunctions(t *testing.T) {
 		{"zero filter", handlers.Filter{}, nil, false, true},
 	}
 	for _, tc := range cases {
-		if got := tc.filter.Match(tc.value, tc.present); got != tc.want {
+		if got := handlers.MatchFilter(tc.filter, tc.value, tc.present); got != tc.want {
 			t.Errorf("%s: Match(%v, %v) = %v, want %v", tc.name, tc.value, tc.present, got, tc.want)
 		}
 	}
@@ -157,38 +157,22 @@ func listed(ixs *handlers.Indexes, name string) bool {
 	return false
 }
 
-func TestFiltersThatReadIndexesSeeTheIndexesTheyAreGiven(t *testing.T) {
+func TestWhenGetsTheObjectsIdentityLabelsAndTheIndexesItIsGiven(t *testing.T) {
 	r := handlers.NewRegistry()
+	var seen *handlers.Cause
 	handlers.OnCreate(r, createFn, handlers.ID("filtered"),
-		handlers.Labels{"app": func(v string, ixs *handlers.Indexes) bool { return listed(ixs, v) }},
-		handlers.Annotations{"team": handlers.FuncWithIndexes(func(v any, ixs *handlers.Indexes) bool { s, _ := v.(string); return listed(ixs, s) })},
-		handlers.WhenWithIndexes(func(p *corev1.Pod, ixs *handlers.Indexes) bool { return listed(ixs, p.Name) }))
+		handlers.When(func(p *corev1.Pod, c *handlers.Cause) bool { seen = c; return listed(c.Indexes, c.Labels["app"]) }))
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
 	o := handlers.HandlersOf(r)[0].Options
-	ixs := listedIn("web", "shop", "pod-1")
 	pod := &corev1.Pod{}
-	pod.Name = "pod-1"
-	if !o.Labels["app"].MatchWith("web", true, ixs) || o.Labels["app"].MatchWith("db", true, ixs) {
-		t.Error("a label function filter does not look the value up in the index")
+	pod.Name, pod.Namespace, pod.UID, pod.Labels = "pod-1", "ns", "uid-1", map[string]string{"app": "web"}
+	if !o.When(pod, listedIn("web")) || o.When(pod, listedIn("db")) {
+		t.Error("When does not look the object's label up in the index")
 	}
-	if !o.Annotations["team"].MatchWith("shop", true, ixs) || o.Annotations["team"].MatchWith("shop", true, listedIn()) {
-		t.Error("FuncWithIndexes does not look the value up in the index")
-	}
-	if o.Labels["app"].Match("web", true) {
-		t.Error("Match, which has no indexes, found a value in them")
-	}
-	if !o.When(pod, ixs) || o.When(pod, listedIn("pod-2")) {
-		t.Error("WhenWithIndexes does not look the object up in the index")
-	}
-}
-
-func TestWhenWithIndexesNilIsABadRegistration(t *testing.T) {
-	r := handlers.NewRegistry()
-	handlers.OnCreate(r, createFn, handlers.WhenWithIndexes[*corev1.Pod](nil))
-	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "WhenWithIndexes(nil) is not a filter") {
-		t.Fatalf("error = %v, want one naming WhenWithIndexes(nil)", err)
+	if seen.Name != "pod-1" || seen.Namespace != "ns" || seen.UID != "uid-1" || seen.Annotations == nil {
+		t.Errorf("When's Cause = %+v, want the pod's identity and non-nil annotations", seen)
 	}
 }
 

@@ -75,8 +75,7 @@ var optionTable = []struct {
 	{"ForResource", handlers.ForResource("pods"), forObjects},
 	{"ForCategory", handlers.ForCategory("all"), "create update delete resume reconcile timer daemon event"},
 	{"ForKinds", handlers.ForKinds(func(schema.GroupVersionKind) bool { return true }), "create update delete resume reconcile timer daemon event"},
-	{"When", handlers.When(func(*corev1.Pod) bool { return true }), forObjects},
-	{"WhenWithIndexes", handlers.WhenWithIndexes(func(*corev1.Pod, *handlers.Indexes) bool { return true }), forObjects},
+	{"When", handlers.When(func(*corev1.Pod, *handlers.Cause) bool { return true }), forObjects},
 	{"Labels", handlers.Labels{}, forObjects},
 	{"Annotations", handlers.Annotations{}, forObjects},
 	{"Field", handlers.Field("spec.a"), forObjects},
@@ -211,7 +210,7 @@ func activityFn(context.Context, *handlers.Cause) error { return nil }
 
 func indexFn(*corev1.Pod, *handlers.Cause) map[string]any { return nil }
 
-func daemonFn(context.Context, *handlers.Daemon[*corev1.Pod]) error { return nil }
+func daemonFn(context.Context, *handlers.Daemon[*corev1.Pod], *handlers.Cause) error { return nil }
 
 func levelFn(context.Context, *corev1.Pod, *handlers.Cause) (reconcile.Result, error) {
 	return reconcile.Result{}, nil
@@ -290,9 +289,9 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 			register: func(r *handlers.Registry) {
 				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Annotations{"a": handlers.Func(nil)})
 			}},
-		{name: "nil filter function with indexes", id: "c", want: `label "a": a nil function is not a filter`,
+		{name: "nil filter function", id: "c", want: `label "a": a nil function is not a filter`,
 			register: func(r *handlers.Registry) {
-				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Labels{"a": (func(string, *handlers.Indexes) bool)(nil)})
+				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Labels{"a": (func(string) bool)(nil)})
 			}},
 		{name: "When(nil)", id: "c", want: "When(nil) is not a filter",
 			register: func(r *handlers.Registry) {
@@ -578,7 +577,7 @@ func TestDefaultIDsAreGoNamesOrKindFnCountedPerKindAndObjectType(t *testing.T) {
 		{"resume literal", func(r *handlers.Registry) { handlers.OnResume(r, pod) }, "resume_fn"},
 		{"timer literal", func(r *handlers.Registry) { handlers.OnTimer(r, time.Minute, pod) }, "timer_fn"},
 		{"daemon literal", func(r *handlers.Registry) {
-			handlers.OnDaemon(r, func(context.Context, *handlers.Daemon[*corev1.Pod]) error { return nil })
+			handlers.OnDaemon(r, func(context.Context, *handlers.Daemon[*corev1.Pod], *handlers.Cause) error { return nil })
 		}, "daemon_fn"},
 		{"reconcile literal", func(r *handlers.Registry) {
 			handlers.OnReconcile(r, func(context.Context, *corev1.Pod, *handlers.Cause) (reconcile.Result, error) {
@@ -675,7 +674,7 @@ func selectingOptionCases() []optionCase {
 	}, {
 		name: "When, in the handler's Go type",
 		register: func(r *handlers.Registry) {
-			handlers.OnCreate(r, podFn, handlers.When(func(p *corev1.Pod) bool { return p.Name == "yes" }))
+			handlers.OnCreate(r, podFn, handlers.When(func(p *corev1.Pod, _ *handlers.Cause) bool { return p.Name == "yes" }))
 		},
 		check: func(o spec.Options) bool {
 			return o.When(namedPod("yes"), nil) && !o.When(namedPod("no"), nil) && !o.When(&corev1.ConfigMap{}, nil)

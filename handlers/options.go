@@ -14,13 +14,17 @@ import (
 // Each registration function takes the options of its own handler kind, as
 // controller-runtime's builder does (ForOption, OwnsOption): an option that
 // a kind does not have does not compile there. Each option interface lists
-// the options it accepts, and the option values below say in their type's
-// documentation which kinds take them.
+// the options it accepts, and the option functions below say in their
+// documentation which kinds take them. The option values' own types are
+// unexported on purpose (revive's unexported-return would flag them; the
+// project does not enable it): users pass options, never name their types,
+// and an option held in a variable is named by its registration's
+// interface (CreateOption, ...).
 
 // CreateOption is an option of OnCreate.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
 // CallTimeout.
 type CreateOption interface {
@@ -31,7 +35,7 @@ type CreateOption interface {
 // UpdateOption is an option of OnUpdate and OnField.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, OldValue, NewValue, Errors, Retries, Timeout,
 // Backoff, CallTimeout.
 type UpdateOption interface {
@@ -42,7 +46,7 @@ type UpdateOption interface {
 // DeleteOption is an option of OnDelete.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Optional,
 // CallTimeout.
 type DeleteOption interface {
@@ -53,7 +57,7 @@ type DeleteOption interface {
 // ResumeOption is an option of OnResume.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff, Deleted,
 // CallTimeout.
 type ResumeOption interface {
@@ -64,7 +68,7 @@ type ResumeOption interface {
 // ReconcileOption is an option of OnReconcile.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Owns, Watches, CallTimeout.
 type ReconcileOption interface {
 	applyTo(*draft)
@@ -74,7 +78,7 @@ type ReconcileOption interface {
 // TimerOption is an option of OnTimer.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
 // InitialDelay, InitialDelayFunc, Idle, Sharp, CallTimeout.
 type TimerOption interface {
@@ -85,7 +89,7 @@ type TimerOption interface {
 // DaemonOption is an option of OnDaemon.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value, Errors, Retries, Timeout, Backoff,
 // InitialDelay, InitialDelayFunc, CancellationBackoff, CancellationTimeout.
 type DaemonOption interface {
@@ -96,7 +100,7 @@ type DaemonOption interface {
 // EventOption is an option of OnEvent.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, ForCategory, ForKinds, When, WhenWithIndexes, Labels,
+// ForResource, ForCategory, ForKinds, When, Labels,
 // Annotations, Field, Value.
 type EventOption interface {
 	applyTo(*draft)
@@ -105,7 +109,7 @@ type EventOption interface {
 
 // IndexOption is an option of OnIndex.
 //
-// Options: ForKind, ForResource, When, WhenWithIndexes, Labels, Annotations,
+// Options: ForKind, ForResource, When, Labels, Annotations,
 // Field, Value.
 type IndexOption interface {
 	applyTo(*draft)
@@ -132,7 +136,7 @@ type ProbeOption interface {
 // AdmissionOption is an option of OnValidate and OnMutate.
 //
 // Options: ID, WithParam, Uses, UsesKind, UsesResource, ForKind,
-// ForResource, When, WhenWithIndexes, Labels, Annotations, Field, Value,
+// ForResource, When, Labels, Annotations, Field, Value,
 // Operations, SubResource, Persistent, SideEffects, IgnoreFailures,
 // WebhookTimeout.
 type AdmissionOption interface {
@@ -237,10 +241,10 @@ type (
 	}
 )
 
-// CommonSetting is an option every handler kind with an id and a Cause
+// commonSetting is an option every handler kind with an id and a Cause
 // takes: all but OnIndex (its name is its id) and sub-handlers (their id is
 // given to Register).
-type CommonSetting struct {
+type commonSetting struct {
 	setting
 	forChanges
 	forSpawned
@@ -267,17 +271,21 @@ type CommonSetting struct {
 // each handler with ID and Kopf's id, e.g. ID("create_fn") for a Go
 // function createFn. gopf logs a warning, once per record, for Kopf
 // progress of a handler it does not have (see docs/migrating-from-kopf.md).
-func ID(id string) CommonSetting {
+//
+// Every registration but OnIndex and sub-handlers takes it.
+func ID(id string) commonSetting {
 	if id == "" {
-		return CommonSetting{setting: rejected(`ID("") is not an id; leave the option out for the default`)}
+		return commonSetting{setting: rejected(`ID("") is not an id; leave the option out for the default`)}
 	}
-	return CommonSetting{setting: set(func(d *draft) { d.ID = id })}
+	return commonSetting{setting: set(func(d *draft) { d.ID = id })}
 }
 
 // WithParam sets the value handed to the handler as Cause.Param, so that
 // one function can be registered several times with different settings.
-func WithParam(param any) CommonSetting {
-	return CommonSetting{setting: set(func(d *draft) { d.Param = param })}
+//
+// Every registration but OnIndex and sub-handlers takes it.
+func WithParam(param any) commonSetting {
+	return commonSetting{setting: set(func(d *draft) { d.Param = param })}
 }
 
 // Uses declares what the handler does through its client (Cause.Client or
@@ -297,9 +305,11 @@ func WithParam(param any) CommonSetting {
 // them, and the API server lets only those who may update the owner's
 // finalizers set Adopt's blockOwnerDeletion: "create" also grants update on
 // <handled kind>/finalizers.
-func Uses(obj client.Object, verbs ...string) CommonSetting {
+//
+// Every registration but OnIndex and sub-handlers takes it.
+func Uses(obj client.Object, verbs ...string) commonSetting {
 	if obj == nil || len(verbs) == 0 {
-		return CommonSetting{setting: rejected("Uses needs an object of the kind and at least one verb")}
+		return commonSetting{setting: rejected("Uses needs an object of the kind and at least one verb")}
 	}
 	return uses("Uses", spec.Use{Object: obj}, verbs)
 }
@@ -307,9 +317,11 @@ func Uses(obj client.Object, verbs ...string) CommonSetting {
 // UsesKind is Uses for a kind named by group, version and kind, as ForKind
 // names one: for kinds chosen by configuration, which have no Go type. Use
 // "" as the group of core kinds.
-func UsesKind(group, version, kind string, verbs ...string) CommonSetting {
+//
+// Every registration but OnIndex and sub-handlers takes it.
+func UsesKind(group, version, kind string, verbs ...string) commonSetting {
 	if version == "" || kind == "" || len(verbs) == 0 {
-		return CommonSetting{setting: rejected("UsesKind needs a version, a kind and at least one verb")}
+		return commonSetting{setting: rejected("UsesKind needs a version, a kind and at least one verb")}
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
@@ -321,22 +333,24 @@ func UsesKind(group, version, kind string, verbs ...string) CommonSetting {
 // by configuration, such as the resource name an unstructured handler is
 // registered with. The name is resolved when the permissions are computed;
 // one that resolves to nothing is an error then.
-func UsesResource(name string, verbs ...string) CommonSetting {
+//
+// Every registration but OnIndex and sub-handlers takes it.
+func UsesResource(name string, verbs ...string) commonSetting {
 	if name == "" || len(verbs) == 0 {
-		return CommonSetting{setting: rejected("UsesResource needs a resource name and at least one verb")}
+		return commonSetting{setting: rejected("UsesResource needs a resource name and at least one verb")}
 	}
 	return uses("UsesResource", spec.Use{Resource: name}, verbs)
 }
 
 // uses checks the verbs of a use and makes it an option.
-func uses(option string, use spec.Use, verbs []string) CommonSetting {
+func uses(option string, use spec.Use, verbs []string) commonSetting {
 	for _, v := range verbs {
 		if !rbacVerbs[v] {
-			return CommonSetting{setting: rejected(fmt.Sprintf("%s: %q is not an RBAC verb of objects (get, list, watch, create, update, patch, delete, deletecollection)", option, v))}
+			return commonSetting{setting: rejected(fmt.Sprintf("%s: %q is not an RBAC verb of objects (get, list, watch, create, update, patch, delete, deletecollection)", option, v))}
 		}
 	}
 	use.Verbs = append([]string(nil), verbs...)
-	return CommonSetting{setting: set(func(d *draft) { d.Uses = append(d.Uses, use) })}
+	return commonSetting{setting: set(func(d *draft) { d.Uses = append(d.Uses, use) })}
 }
 
 // rbacVerbs are the verbs Uses accepts.
@@ -345,9 +359,9 @@ var rbacVerbs = map[string]bool{
 	"patch": true, "delete": true, "deletecollection": true,
 }
 
-// KindSetting names the kind of an unstructured handler's objects. Every
+// kindSetting names the kind of an unstructured handler's objects. Every
 // handler kind that is for objects takes it.
-type KindSetting struct {
+type kindSetting struct {
 	setting
 	forObjects
 }
@@ -355,8 +369,10 @@ type KindSetting struct {
 // ForKind names the kind of an unstructured handler by group, version and
 // kind, e.g. ForKind("kopf.dev", "v1", "KopfExample"). Use "" as the group of
 // core kinds. Typed handlers take their kind from their Go type.
-func ForKind(group, version, kind string) KindSetting {
-	return KindSetting{setting: set(func(d *draft) {
+//
+// Every registration of objects takes it (all but OnStartup, OnCleanup, OnProbe and sub-handlers).
+func ForKind(group, version, kind string) kindSetting {
+	return kindSetting{setting: set(func(d *draft) {
 		d.GVK = schema.GroupVersionKind{Group: group, Version: version, Kind: kind}
 	})}
 }
@@ -368,15 +384,17 @@ func ForKind(group, version, kind string) KindSetting {
 // ends the empty group name). It is resolved with the
 // manager's REST mapper at setup; a name that resolves to nothing is an
 // error then.
-func ForResource(name string) KindSetting {
-	return KindSetting{setting: set(func(d *draft) { d.Resource = name })}
+//
+// Every registration of objects takes it (all but OnStartup, OnCleanup, OnProbe and sub-handlers).
+func ForResource(name string) kindSetting {
+	return kindSetting{setting: set(func(d *draft) { d.Resource = name })}
 }
 
-// KindsSetting makes an unstructured handler a handler of several kinds at
+// kindsSetting makes an unstructured handler a handler of several kinds at
 // once, chosen among the kinds the API server serves. Change, level, timer,
 // daemon and event handlers take it; an index (filled from one kind) and
 // admission handlers (whose webhook rules are written at start) do not.
-type KindsSetting struct {
+type kindsSetting struct {
 	setting
 	forChanges
 	forSpawned
@@ -395,8 +413,10 @@ type KindsSetting struct {
 // *unstructured.Unstructured of that kind. A kind that has handlers of its
 // own (by Go type, ForKind or ForResource) is left to those. Permissions
 // cannot know the kinds; see package reconcile/rbac's Permissions.
-func ForCategory(name string) KindsSetting {
-	return KindsSetting{setting: set(func(d *draft) {
+//
+// Change, level, timer, daemon and event handlers take it; OnIndex and admission handlers do not.
+func ForCategory(name string) kindsSetting {
+	return kindsSetting{setting: set(func(d *draft) {
 		if name == "" {
 			d.problem("ForCategory needs a category name")
 			return
@@ -412,8 +432,10 @@ func ForCategory(name string) KindsSetting {
 // it must be quick and must not block. Otherwise ForKinds is as
 // ForCategory: looked up at start and whenever a CRD changes, one
 // controller per kind, kinds with handlers of their own left to those.
-func ForKinds(match func(schema.GroupVersionKind) bool) KindsSetting {
-	return KindsSetting{setting: set(func(d *draft) {
+//
+// Change, level, timer, daemon and event handlers take it; OnIndex and admission handlers do not.
+func ForKinds(match func(schema.GroupVersionKind) bool) kindsSetting {
+	return kindsSetting{setting: set(func(d *draft) {
 		if match == nil {
 			d.problem("ForKinds needs a non-nil function")
 			return
@@ -422,10 +444,10 @@ func ForKinds(match func(schema.GroupVersionKind) bool) KindsSetting {
 	})}
 }
 
-// ErrorSetting is an option of a handler's error policy. Change handlers,
+// errorSetting is an option of a handler's error policy. Change handlers,
 // timers, daemons, operator-level handlers and sub-handlers take it; the
 // engine applies one policy to all of them (see package reconcile).
-type ErrorSetting struct {
+type errorSetting struct {
 	setting
 	forChanges
 	forSpawned
@@ -450,11 +472,13 @@ const (
 
 // Errors sets how errors other than TemporaryError and PermanentError are
 // treated. Default: ErrorsTemporary.
-func Errors(mode ErrorMode) ErrorSetting {
+//
+// Change handlers, timers, daemons, OnStartup, OnCleanup and sub-handlers take it.
+func Errors(mode ErrorMode) errorSetting {
 	if mode < ErrorsTemporary || mode > ErrorsIgnored {
-		return ErrorSetting{setting: rejected(fmt.Sprintf("unknown error mode %d", int(mode)))}
+		return errorSetting{setting: rejected(fmt.Sprintf("unknown error mode %d", int(mode)))}
 	}
-	return ErrorSetting{setting: set(func(d *draft) { d.Errors = mode })}
+	return errorSetting{setting: set(func(d *draft) { d.Errors = mode })}
 }
 
 // positive is a setting of a duration that must be positive (or, with
@@ -473,31 +497,37 @@ func positive(option string, t time.Duration, zeroOK bool, assign func(*draft)) 
 // Retries limits a handler to n attempts in total for one cause (for a
 // timer: one run; for a daemon: one start), after which it fails
 // permanently. Default: no limit.
-func Retries(n int) ErrorSetting {
+//
+// Change handlers, timers, daemons, OnStartup, OnCleanup and sub-handlers take it.
+func Retries(n int) errorSetting {
 	if n <= 0 {
-		return ErrorSetting{setting: rejected("Retries must be positive")}
+		return errorSetting{setting: rejected("Retries must be positive")}
 	}
-	return ErrorSetting{setting: set(func(d *draft) { d.Retries = n })}
+	return errorSetting{setting: set(func(d *draft) { d.Retries = n })}
 }
 
 // Timeout limits how long after its first attempt a handler may keep
 // retrying for one cause (a timer: one run; a daemon: one start) before it
 // fails permanently. Default: no limit.
-func Timeout(t time.Duration) ErrorSetting {
-	return ErrorSetting{setting: positive("Timeout", t, false, func(d *draft) { d.Timeout = t })}
+//
+// Change handlers, timers, daemons, OnStartup, OnCleanup and sub-handlers take it.
+func Timeout(t time.Duration) errorSetting {
+	return errorSetting{setting: positive("Timeout", t, false, func(d *draft) { d.Timeout = t })}
 }
 
 // Backoff sets the delay before retrying after an error that did not say
 // how long to wait. Default: the engine's default backoff.
-func Backoff(t time.Duration) ErrorSetting {
-	return ErrorSetting{setting: positive("Backoff", t, false, func(d *draft) { d.Backoff = t })}
+//
+// Change handlers, timers, daemons, OnStartup, OnCleanup and sub-handlers take it.
+func Backoff(t time.Duration) errorSetting {
+	return errorSetting{setting: positive("Backoff", t, false, func(d *draft) { d.Backoff = t })}
 }
 
-// CallTimeoutSetting is an option of the handlers gopf calls and waits
+// callTimeoutSetting is an option of the handlers gopf calls and waits
 // for: change handlers, level handlers, timers, operator-level activities
 // and sub-handlers. Daemons, which run until they are stopped, do not take
 // it.
-type CallTimeoutSetting struct {
+type callTimeoutSetting struct {
 	setting
 	forChanges
 	forTimer
@@ -519,32 +549,38 @@ type CallTimeoutSetting struct {
 // honours its context. It costs a timer per call and nothing when unset.
 // Default: no bound (but see the manager's ReconciliationTimeout, which
 // bounds all handlers of one reconcile together).
-func CallTimeout(t time.Duration) CallTimeoutSetting {
-	return CallTimeoutSetting{setting: positive("CallTimeout", t, false, func(d *draft) { d.CallTimeout = t })}
+//
+// Change and level handlers, timers, OnStartup, OnCleanup and sub-handlers take it; daemons do not.
+func CallTimeout(t time.Duration) callTimeoutSetting {
+	return callTimeoutSetting{setting: positive("CallTimeout", t, false, func(d *draft) { d.CallTimeout = t })}
 }
 
-// DeleteSetting is an option only OnDelete takes.
-type DeleteSetting struct {
+// deleteSetting is an option only OnDelete takes.
+type deleteSetting struct {
 	setting
 	forDelete
 }
 
 // Optional makes a delete handler optional: gopf adds no finalizer for it,
 // so it runs only if something else holds the object back.
-func Optional() DeleteSetting {
-	return DeleteSetting{setting: set(func(d *draft) { d.Optional = true })}
+//
+// Only OnDelete takes it.
+func Optional() deleteSetting {
+	return deleteSetting{setting: set(func(d *draft) { d.Optional = true })}
 }
 
-// ResumeSetting is an option only OnResume takes.
-type ResumeSetting struct {
+// resumeSetting is an option only OnResume takes.
+type resumeSetting struct {
 	setting
 	forResume
 }
 
 // Deleted makes a resume handler also run for objects that are already
 // being deleted when first seen.
-func Deleted() ResumeSetting {
-	return ResumeSetting{setting: set(func(d *draft) { d.Deleted = true })}
+//
+// Only OnResume takes it.
+func Deleted() resumeSetting {
+	return resumeSetting{setting: set(func(d *draft) { d.Deleted = true })}
 }
 
 // apply applies options of one kind to a new draft.

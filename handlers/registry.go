@@ -134,9 +134,9 @@ func OnReconcile[T client.Object](r *Registry, fn ReconcileFunc[T], opts ...Reco
 	r.add(h, fn, fn == nil, d.problems)
 }
 
-// ReconcileSetting is an option only OnReconcile takes: the secondary kinds
+// reconcileSetting is an option only OnReconcile takes: the secondary kinds
 // whose changes run the level handlers of their owners again.
-type ReconcileSetting struct {
+type reconcileSetting struct {
 	setting
 	forReconcile
 }
@@ -146,21 +146,25 @@ type ReconcileSetting struct {
 // the owner again, so that its OnReconcile handlers see them. Change
 // handlers of the owner are not called for them: the owner's essence did not
 // change.
-func Owns(obj client.Object) ReconcileSetting {
+//
+// Only OnReconcile takes it.
+func Owns(obj client.Object) reconcileSetting {
 	if obj == nil {
-		return ReconcileSetting{setting: rejected("Owns(nil)")}
+		return reconcileSetting{setting: rejected("Owns(nil)")}
 	}
-	return ReconcileSetting{setting: set(func(d *draft) { d.Owned = append(d.Owned, obj) })}
+	return reconcileSetting{setting: set(func(d *draft) { d.Owned = append(d.Owned, obj) })}
 }
 
 // Watches makes changes of objects of obj's kind reconcile the objects that
 // mapFn names (of the handler's kind), like Owns for relations other than
 // ownership.
-func Watches(obj client.Object, mapFn func(ctx context.Context, obj client.Object) []types.NamespacedName) ReconcileSetting {
+//
+// Only OnReconcile takes it.
+func Watches(obj client.Object, mapFn func(ctx context.Context, obj client.Object) []types.NamespacedName) reconcileSetting {
 	if obj == nil || mapFn == nil {
-		return ReconcileSetting{setting: rejected("Watches needs an object and a mapping function")}
+		return reconcileSetting{setting: rejected("Watches needs an object and a mapping function")}
 	}
-	return ReconcileSetting{setting: set(func(d *draft) { d.Watched = append(d.Watched, spec.Watch{Object: obj, Map: mapFn}) })}
+	return reconcileSetting{setting: set(func(d *draft) { d.Watched = append(d.Watched, spec.Watch{Object: obj, Map: mapFn}) })}
 }
 
 // registerCall registers a handler that is called with an object of type

@@ -30,8 +30,10 @@ func OnTimer[T client.Object](r *Registry, interval time.Duration, fn HandlerFun
 	registerCall(r, spec.KindTimer, fn, fn, apply(opts, set(func(d *draft) { d.Interval = interval })))
 }
 
-// DaemonFunc is a long-running function per object; see OnDaemon.
-type DaemonFunc[T client.Object] func(ctx context.Context, d *Daemon[T]) error
+// DaemonFunc is a long-running function per object; see OnDaemon. d is the
+// daemon's lifetime and the newest object; c is the Cause every handler
+// gets, for the whole run of the function.
+type DaemonFunc[T client.Object] func(ctx context.Context, d *Daemon[T], c *Cause) error
 
 // OnDaemon registers fn to run, in its own goroutine, for each selected
 // object from when it appears (or starts matching the filters) until it is
@@ -55,7 +57,7 @@ func OnDaemon[T client.Object](r *Registry, fn DaemonFunc[T], opts ...DaemonOpti
 				var zero T
 				return Permanent(fmt.Errorf("%s: got %T, want %T", h, ctl.Latest(), zero))
 			}
-			return fn(ctx, &Daemon[T]{Cause: ctl.Cause, ctl: ctl})
+			return fn(ctx, &Daemon[T]{ctl: ctl}, ctl.Cause)
 		}
 	}
 	r.add(h, fn, fn == nil, d.problems)
@@ -80,15 +82,14 @@ const (
 	StopOperatorPausing StopReason = "operator pausing"
 )
 
-// Daemon is what a daemon function receives: the Cause fields (name,
-// namespace, log, memo, param, retry, client) and the signals of its
-// lifetime. Its Patch collects changes to the object as a change handler's
-// does; gopf applies them when the daemon function returns (after each
-// attempt, whether it succeeded, failed or was stopped), as Kopf applies a
-// daemon's patch. A daemon that wants changes written while it keeps
-// running writes them itself, through Client.
+// Daemon is what a daemon function receives besides its Cause: the newest
+// object and the signals of its lifetime. The Cause's Patch collects
+// changes to the object as a change handler's does; gopf applies them when
+// the daemon function returns (after each attempt, whether it succeeded,
+// failed or was stopped), as Kopf applies a daemon's patch. A daemon that
+// wants changes written while it keeps running writes them itself, through
+// the Cause's Client.
 type Daemon[T client.Object] struct {
-	*Cause
 	ctl *spec.DaemonControl[*Cause]
 }
 
@@ -120,27 +121,31 @@ func (d *Daemon[T]) Sleep(dur time.Duration) bool {
 	}
 }
 
-// SpawnSetting delays the start of timers and daemons; OnTimer and OnDaemon
+// spawnSetting delays the start of timers and daemons; OnTimer and OnDaemon
 // take it.
-type SpawnSetting struct {
+type spawnSetting struct {
 	setting
 	forSpawned
 }
 
 // InitialDelay postpones a timer's or daemon's first run after the object
 // appears.
-func InitialDelay(t time.Duration) SpawnSetting {
-	return SpawnSetting{setting: positive("InitialDelay", t, true, func(d *draft) { d.InitialDelay = t })}
+//
+// OnTimer and OnDaemon take it.
+func InitialDelay(t time.Duration) spawnSetting {
+	return spawnSetting{setting: positive("InitialDelay", t, true, func(d *draft) { d.InitialDelay = t })}
 }
 
 // InitialDelayFunc computes the initial delay from the object, e.g. for
 // jitter so that timers of many objects do not fire together. It wins over
 // InitialDelay.
-func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) SpawnSetting {
+//
+// OnTimer and OnDaemon take it.
+func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) spawnSetting {
 	if fn == nil {
-		return SpawnSetting{setting: rejected("InitialDelayFunc(nil)")}
+		return spawnSetting{setting: rejected("InitialDelayFunc(nil)")}
 	}
-	return SpawnSetting{setting: set(func(d *draft) {
+	return spawnSetting{setting: set(func(d *draft) {
 		d.InitialDelayFunc = func(obj client.Object) time.Duration {
 			typed, ok := obj.(T)
 			if !ok {
@@ -151,38 +156,46 @@ func InitialDelayFunc[T client.Object](fn func(obj T) time.Duration) SpawnSettin
 	})}
 }
 
-// TimerSetting is an option only OnTimer takes.
-type TimerSetting struct {
+// timerSetting is an option only OnTimer takes.
+type timerSetting struct {
 	setting
 	forTimer
 }
 
 // Idle makes a timer run only once the object's essence has not changed for
 // t.
-func Idle(t time.Duration) TimerSetting {
-	return TimerSetting{setting: positive("Idle", t, false, func(d *draft) { d.Idle = t })}
+//
+// Only OnTimer takes it.
+func Idle(t time.Duration) timerSetting {
+	return timerSetting{setting: positive("Idle", t, false, func(d *draft) { d.Idle = t })}
 }
 
 // Sharp aligns a timer's runs to multiples of the interval from its first
 // run, instead of sleeping the interval after each run ends.
-func Sharp() TimerSetting { return TimerSetting{setting: set(func(d *draft) { d.Sharp = true })} }
+//
+// Only OnTimer takes it.
+func Sharp() timerSetting { return timerSetting{setting: set(func(d *draft) { d.Sharp = true })} }
 
-// DaemonSetting is an option only OnDaemon takes.
-type DaemonSetting struct {
+// daemonSetting is an option only OnDaemon takes.
+type daemonSetting struct {
 	setting
 	forDaemon
 }
 
 // CancellationBackoff is how long a daemon asked to stop may take before its
 // context is cancelled. Default: 0, cancel at once.
-func CancellationBackoff(t time.Duration) DaemonSetting {
-	return DaemonSetting{setting: positive("CancellationBackoff", t, true, func(d *draft) { d.CancellationBackoff = t })}
+//
+// Only OnDaemon takes it.
+func CancellationBackoff(t time.Duration) daemonSetting {
+	return daemonSetting{setting: positive("CancellationBackoff", t, true, func(d *draft) { d.CancellationBackoff = t })}
 }
 
 // CancellationTimeout is how long gopf waits for a daemon after cancelling
 // its context before it gives up on it: it logs a warning, forgets the
 // goroutine and releases the object's finalizer. Default: 0, wait as long as
 // it takes.
-func CancellationTimeout(t time.Duration) DaemonSetting {
-	return DaemonSetting{setting: positive("CancellationTimeout", t, false, func(d *draft) { d.CancellationTimeout = t })}
+//
+// Only OnDaemon takes it.
+func CancellationTimeout(t time.Duration) daemonSetting {
+	return daemonSetting{setting: positive("CancellationTimeout", t, false, func(d *draft) { d.CancellationTimeout = t })}
 }

@@ -54,7 +54,7 @@ func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption)
 // names. Index functions run while the indexes fill, so at start another
 // index may still lack objects of its kind; a change of another index does
 // not run the function again for objects that had no event (see
-// WhenWithIndexes). Results, Patch and Events are not for index functions:
+// When). Results, Patch and Events are not for index functions:
 // they run for every watch event and change nothing.
 type IndexFunc[T client.Object, K comparable, V any] func(obj T, c *Cause) map[K]V
 
@@ -119,9 +119,6 @@ func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T
 type IndexRef[K comparable, V any] struct {
 	name string
 }
-
-// Name returns the index's name.
-func (r IndexRef[K, V]) Name() string { return r.name }
 
 // Get returns the values under key in the index of ixs, ordered by the
 // objects that contributed them (namespace/name), or nil.

@@ -38,8 +38,8 @@ func TestAFilterThatReadsAnIndexAdmitsOnlyTheObjectsTheIndexNames(t *testing.T) 
 	})
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		return map[string]any{"reason": string(c.Reason), "namedBy": wanted.Get(c.Indexes, obj.Name)}, nil
-	}, handlers.ID("clone"), handlers.WhenWithIndexes(func(obj *kopfv1.KopfExample, ixs *handlers.Indexes) bool {
-		return len(wanted.Get(ixs, obj.Name)) > 0
+	}, handlers.ID("clone"), handlers.When(func(obj *kopfv1.KopfExample, c *handlers.Cause) bool {
+		return len(wanted.Get(c.Indexes, obj.Name)) > 0
 	}))
 	runOperator(t, ns, reg)
 

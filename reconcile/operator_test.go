@@ -236,7 +236,7 @@ func TestAJoiningHigherPriorityWaitsForThePausedOperatorsDaemons(t *testing.T) {
 	peering := newPeeringObject(t)
 	var started, returned atomic.Bool
 	low := handlers.NewRegistry()
-	handlers.OnDaemon(low, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(low, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 		started.Store(true)
 		<-d.Stopping()
 		time.Sleep(time.Second) // cleaning up after the stop signal: still busy

@@ -139,13 +139,13 @@ func TestDaemonPatchIsAppliedAfterEachAttempt(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
-		d.Patch.SetStatus("daemon", map[string]any{"attempt": d.Retry + 1})
-		if d.Retry == 0 {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
+		c.Patch.SetStatus("daemon", map[string]any{"attempt": c.Retry + 1})
+		if c.Retry == 0 {
 			return handlers.Temporary(errors.New("once more"), time.Millisecond)
 		}
 		value := "ran"
-		d.Patch.SetLabel("daemon", &value)
+		c.Patch.SetLabel("daemon", &value)
 		return nil
 	}, handlers.ID("daemon"))
 	runOperator(t, ns, reg)
@@ -225,7 +225,7 @@ func TestEventsAboutOtherObjectsWithTheirComponentAndReason(t *testing.T) {
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		c.PostAbout(child, handlers.EventNormal, "ChildMade", "made by "+obj.Name)
-		c.ExceptionAs("Broken", errors.New("something broke"))
+		c.Warn("Broken", "%v", errors.New("something broke"))
 		return nil, nil
 	}, handlers.ID("post"))
 	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) { o.Reconcile.EventComponent = "my-operator" })

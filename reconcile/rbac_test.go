@@ -145,7 +145,7 @@ func TestPermissionsOfKindsTheClusterDoesNotServeYetGuessTheirNameAndWatchCRDs(t
 
 func TestPermissionsResolveUnstructuredHandlersByKindOrResourceName(t *testing.T) {
 	for name, tc := range map[string]struct {
-		opt  handlers.KindSetting
+		opt  handlers.EventOption
 		want schema.GroupResource
 		err  string
 	}{
@@ -318,7 +318,7 @@ func TestPermissionsAddNoFinalizerRightsForHandlersThatOnlyRead(t *testing.T) {
 }
 
 func TestUsesRejectsWhatIsNotARuleOnObjects(t *testing.T) {
-	for name, opt := range map[string]handlers.CommonSetting{
+	for name, opt := range map[string]handlers.CreateOption{
 		"no object":    handlers.Uses(nil, "get"),
 		"no verb":      handlers.Uses(&corev1.ConfigMap{}),
 		"a wildcard":   handlers.Uses(&corev1.ConfigMap{}, "*"),
@@ -392,7 +392,7 @@ func TestPermissionsGrantWhatHandlersDeclareWithUsesKindAndUsesResource(t *testi
 
 func TestUsesKindAndUsesResourceRejectWhatNamesNoKindOrVerb(t *testing.T) {
 	for name, tc := range map[string]struct {
-		opt  handlers.CommonSetting
+		opt  handlers.CreateOption
 		want string
 	}{
 		"no resource":          {handlers.UsesResource("", "get"), "UsesResource needs a resource name"},

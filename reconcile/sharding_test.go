@@ -67,10 +67,10 @@ func runShard(t *testing.T, ns, name string, calls *shardCalls, started chan<- s
 		calls.add(name, "update", obj.Name)
 		return nil, nil
 	}, handlers.ID("update_fn"))
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
-		calls.add(name, "daemon", d.Name)
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
+		calls.add(name, "daemon", c.Name)
 		<-d.Stopping()
-		stops <- name + " " + d.Name + " " + string(d.StopReason())
+		stops <- name + " " + c.Name + " " + string(d.StopReason())
 		return nil
 	}, handlers.ID("watch"), handlers.Field("spec.field"), handlers.Value("watched"))
 	sharding.Ring, sharding.Shard, sharding.Namespace = "test-ring", name, ns

@@ -87,11 +87,11 @@ func TestDaemonsAreRestartedWithinRetriesAndNotAfterAPermanentError(t *testing.T
 	ns := newNamespace(t)
 	var flaky, broken atomic.Int32
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 		flaky.Add(1)
 		return errors.New("lost the connection")
 	}, handlers.ID("flaky"), handlers.Retries(2), handlers.Backoff(50*time.Millisecond))
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 		broken.Add(1)
 		return handlers.Permanent(errors.New("misconfigured"))
 	}, handlers.ID("broken"), handlers.Backoff(50*time.Millisecond))

@@ -150,7 +150,7 @@ func TestDaemonStopsOnDeletionBeforeTheFinalizerIsReleased(t *testing.T) {
 	reasons := make(chan handlers.StopReason, 1)
 	var returned atomic.Bool
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 		<-d.Stopping()
 		reasons <- d.StopReason()
 		time.Sleep(500 * time.Millisecond) // cleaning up
@@ -176,7 +176,7 @@ func TestStubbornDaemonIsAbandonedAfterItsTimeout(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 		<-release // ignores both the stop signal and its context
 		return nil
 	}, handlers.ID("stubborn"), handlers.CancellationTimeout(500*time.Millisecond))
@@ -196,7 +196,7 @@ func TestDaemonFollowsItsFilters(t *testing.T) {
 	var started atomic.Int32
 	reasons := make(chan handlers.StopReason, 4)
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 		started.Add(1)
 		<-d.Stopping()
 		reasons <- d.StopReason()
@@ -223,11 +223,11 @@ func TestReturnedDaemonIsNotRestartedAndShutdownStopsTheOthers(t *testing.T) {
 	var once atomic.Int32
 	reasons := make(chan handlers.StopReason, 1)
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 		once.Add(1)
 		return nil
 	}, handlers.ID("once"))
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 		<-ctx.Done() // a daemon may just wait for its context
 		reasons <- d.StopReason()
 		return nil

@@ -86,7 +86,7 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 	if err != nil {
 		return nil, nil, err
 	}
-	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj, h.indexes()) {
+	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj) {
 		return nil, nil, nil
 	}
 	mutate := rv.mutating && (op == handlers.OperationCreate || op == handlers.OperationUpdate)
@@ -251,7 +251,7 @@ func denial(failures []error) (int32, string) {
 			best, bestRank = err, r
 		}
 	}
-	var denied *handlers.AdmissionError
+	var denied *spec.AdmissionError
 	if errors.As(best, &denied) {
 		return int32(denied.StatusCode()), best.Error()
 	}
@@ -268,7 +268,7 @@ func denial(failures []error) (int32, string) {
 }
 
 func errorRank(err error) int {
-	var denied *handlers.AdmissionError
+	var denied *spec.AdmissionError
 	var permanent *handlers.PermanentError
 	var temporary *handlers.TemporaryError
 	switch {
@@ -304,7 +304,7 @@ func reasonFor(code int32) metav1.StatusReason {
 // fieldSelects applies an admission handler's Field and Value filters to
 // the request's object, as Kopf does: without Value, the field must be
 // there; with Value, its value (or its absence) must match.
-func fieldSelects(o spec.Options, obj client.Object, ixs *spec.Indexes) bool {
+func fieldSelects(o spec.Options, obj client.Object) bool {
 	if o.Field == nil {
 		return true
 	}
@@ -317,5 +317,5 @@ func fieldSelects(o spec.Options, obj client.Object, ixs *spec.Indexes) bool {
 	if o.Value == nil {
 		return found
 	}
-	return o.Value.MatchWith(v, found, ixs)
+	return o.Value.Match(v, found)
 }

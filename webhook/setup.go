@@ -243,7 +243,7 @@ func (h *hook) handles(op handlers.Operation, subResource string) bool {
 // its When predicate accept obj (given in the handler's Go type).
 func (h *hook) selects(obj client.Object) bool {
 	o, ixs := h.reg.Options, h.indexes()
-	return spec.MatchMetadata(o.Labels, obj.GetLabels(), ixs) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations(), ixs) &&
+	return spec.MatchMetadata(o.Labels, obj.GetLabels()) && spec.MatchMetadata(o.Annotations, obj.GetAnnotations()) &&
 		(o.When == nil || o.When(obj, ixs))
 }
 

@@ -43,8 +43,8 @@ const timeout = 60 * time.Second
 // labelled bad, cleanup_fn holds every ConfigMap with gopf's finalizer.
 func configMapOperator() *handlers.Registry {
 	reg := handlers.NewRegistry()
-	labelled := func(label string) func(*corev1.ConfigMap) bool {
-		return func(cm *corev1.ConfigMap) bool { return cm.Labels[label] == "yes" }
+	labelled := func(label string) func(*corev1.ConfigMap, *handlers.Cause) bool {
+		return func(_ *corev1.ConfigMap, c *handlers.Cause) bool { return c.Labels[label] == "yes" }
 	}
 	handlers.OnCreate(reg, func(ctx context.Context, cm *corev1.ConfigMap, c *handlers.Cause) (any, error) {
 		return nil, nil

@@ -224,9 +224,9 @@ func repair(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (re
 }
 
 // heartbeat counts its beats in the object's memo until asked to stop.
-func (op *operator) heartbeat(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+func (op *operator) heartbeat(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 	for d.Sleep(op.period) {
-		d.Memo.Update("beats", func(old any) any { n, _ := old.(int); return n + 1 })
+		c.Memo.Update("beats", func(old any) any { n, _ := old.(int); return n + 1 })
 	}
 	return nil
 }

@@ -41,11 +41,11 @@ func main() {
 }
 
 // handlers registers the monitor daemon, which looks at its object every
-// period and writes status.monitor with d.Client, the manager's client.
+// period and writes status.monitor with c.Client, the manager's client.
 func registry(period time.Duration) *handlers.Registry {
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
-		if d.Retry == 0 {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
+		if c.Retry == 0 {
 			return handlers.Temporary(errors.New("not ready on the first attempt"), time.Second)
 		}
 		seen := ""
@@ -53,9 +53,9 @@ func registry(period time.Duration) *handlers.Registry {
 			obj := d.Object() // the newest version the operator has seen
 			if obj.Spec.Field != seen {
 				seen = obj.Spec.Field
-				patch := fmt.Sprintf(`{"status":{"monitor":{"field":%q,"attempt":%d}}}`, seen, d.Retry+1)
-				if err := d.Client.Status().Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-					d.Log.Error(err, "cannot write the status")
+				patch := fmt.Sprintf(`{"status":{"monitor":{"field":%q,"attempt":%d}}}`, seen, c.Retry+1)
+				if err := c.Client.Status().Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+					c.Log.Error(err, "cannot write the status")
 				}
 			}
 			if !d.Sleep(period) { // false once the daemon is asked to stop
@@ -66,10 +66,10 @@ func registry(period time.Duration) *handlers.Registry {
 		// time enough to say goodbye.
 		reason := d.StopReason()
 		patch := fmt.Sprintf(`{"status":{"monitor":{"stopped":%q}}}`, reason)
-		if err := d.Client.Status().Patch(ctx, d.Object(), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
-			d.Log.Error(err, "cannot write the status")
+		if err := c.Client.Status().Patch(ctx, d.Object(), client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			c.Log.Error(err, "cannot write the status")
 		}
-		d.Info("MonitorStopped", "the monitor stopped: %s", reason)
+		c.Info("MonitorStopped", "the monitor stopped: %s", reason)
 		return nil
 	}, handlers.ID("monitor"), handlers.Labels{monitorLabel: "true"},
 		handlers.CancellationBackoff(5*time.Second), handlers.CancellationTimeout(10*time.Second))

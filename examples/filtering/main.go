@@ -45,7 +45,9 @@ func registry() *handlers.Registry {
 	handlers.OnCreate(reg, matched, handlers.ID("annotation_func"), handlers.Annotations{"someannotation": func(v any) bool { return v != nil }})
 
 	// A predicate on the whole object, in its Go type.
-	handlers.OnCreate(reg, matched, handlers.ID("when_items"), handlers.When(func(obj *kopfv1.KopfExample) bool { return len(obj.Spec.Items) > 1 }))
+	handlers.OnCreate(reg, matched, handlers.ID("when_items"), handlers.When(func(obj *kopfv1.KopfExample, _ *handlers.Cause) bool {
+		return len(obj.Spec.Items) > 1
+	}))
 
 	// Field values say when a handler runs; labels, annotations and When say
 	// which objects gopf looks after at all. Without a label filter, the two

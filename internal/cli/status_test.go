@@ -47,8 +47,8 @@ var scheme = envtest.NewScheme(kopfv1.AddToScheme)
 // every object with gopf's finalizer.
 func statusRegistry() *handlers.Registry {
 	reg := handlers.NewRegistry()
-	labelled := func(label string) func(*kopfv1.KopfExample) bool {
-		return func(obj *kopfv1.KopfExample) bool { return obj.Labels[label] == "yes" }
+	labelled := func(label string) func(*kopfv1.KopfExample, *handlers.Cause) bool {
+		return func(_ *kopfv1.KopfExample, c *handlers.Cause) bool { return c.Labels[label] == "yes" }
 	}
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		return map[string]any{"message": "created"}, nil

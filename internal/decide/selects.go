@@ -15,9 +15,9 @@ import (
 //
 // raw is obj as a JSON-like map, or nil: then it is converted only if a
 // value filter needs it. ixs are the operator's indexes, which filters may
-// read as they are now (handlers.WhenWithIndexes says when they are full).
+// read as they are now (handlers.When says when they are full).
 func Selects(r *contract.Handler, obj client.Object, raw map[string]any, ixs *spec.Indexes) bool {
-	if !spec.MatchMetadata(r.Options.Labels, obj.GetLabels(), ixs) || !spec.MatchMetadata(r.Options.Annotations, obj.GetAnnotations(), ixs) {
+	if !spec.MatchMetadata(r.Options.Labels, obj.GetLabels()) || !spec.MatchMetadata(r.Options.Annotations, obj.GetAnnotations()) {
 		return false
 	}
 	if o := r.Options; o.Field != nil && (o.Value != nil || !changeOfField(r.Kind)) {
@@ -34,7 +34,7 @@ func Selects(r *contract.Handler, obj client.Object, raw map[string]any, ixs *sp
 			}
 		}
 		v, ok := state.Lookup(raw, o.Field)
-		if o.Value == nil && !ok || o.Value != nil && !o.Value.MatchWith(v, ok, ixs) {
+		if o.Value == nil && !ok || o.Value != nil && !o.Value.Match(v, ok) {
 			return false
 		}
 	}

@@ -38,6 +38,16 @@ type Verdict struct {
 	Ignored bool
 }
 
+// ErrRetriesExhausted and ErrTimeout are the causes of the permanent
+// failure Judge gives a handler that runs out of attempts (the Retries
+// option) or time (the Timeout option). They reach users only as the text
+// of the failure (in logs, Events and stored progress), so they are not part
+// of package handlers.
+var (
+	ErrRetriesExhausted = errors.New("no attempts left")
+	ErrTimeout          = errors.New("out of time")
+)
+
 // Judge is gopf's one error policy, for every handler kind that has one
 // (change handlers, sub-handlers, timers, daemons, startup and cleanup
 // handlers): what an attempt's error means for a handler with options o.
@@ -75,9 +85,9 @@ func Judge(o spec.Options, defaultBackoff time.Duration, err error, attempts int
 	}
 	switch {
 	case o.Retries > 0 && attempts >= o.Retries:
-		return Verdict{Outcome: Failed, Err: handlers.Permanent(fmt.Errorf("%w after %d attempts: %v", handlers.ErrRetriesExhausted, attempts, err))}
+		return Verdict{Outcome: Failed, Err: handlers.Permanent(fmt.Errorf("%w after %d attempts: %v", ErrRetriesExhausted, attempts, err))}
 	case o.Timeout > 0 && now.Add(delay).Sub(started) >= o.Timeout:
-		return Verdict{Outcome: Failed, Err: handlers.Permanent(fmt.Errorf("%w: %s since the first attempt: %v", handlers.ErrTimeout, o.Timeout, err))}
+		return Verdict{Outcome: Failed, Err: handlers.Permanent(fmt.Errorf("%w: %s since the first attempt: %v", ErrTimeout, o.Timeout, err))}
 	}
 	return Verdict{Outcome: Retrying, Delay: delay, Err: err}
 }

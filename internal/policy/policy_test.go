@@ -41,10 +41,10 @@ func TestJudgeDecidesTheOutcomeOfAnAttemptForEveryHandlerKind(t *testing.T) {
 		"ErrorsIgnored does not ignore a permanent error": {
 			opts: spec.Options{Errors: spec.ErrorsIgnored}, err: handlers.Permanent(oops), attempts: 1, want: Failed},
 		"the last allowed attempt fails with ErrRetriesExhausted": {
-			opts: spec.Options{Retries: 3}, err: oops, attempts: 3, want: Failed, wantErr: handlers.ErrRetriesExhausted},
+			opts: spec.Options{Retries: 3}, err: oops, attempts: 3, want: Failed, wantErr: ErrRetriesExhausted},
 		"an attempt before the last retries": {opts: spec.Options{Retries: 3}, err: oops, attempts: 2, want: Retrying, delay: backoff},
 		"a retry that would end past Timeout fails with ErrTimeout": {
-			opts: spec.Options{Timeout: 90 * time.Second}, err: oops, attempts: 1, now: start.Add(31 * time.Second), want: Failed, wantErr: handlers.ErrTimeout},
+			opts: spec.Options{Timeout: 90 * time.Second}, err: oops, attempts: 1, now: start.Add(31 * time.Second), want: Failed, wantErr: ErrTimeout},
 		"a retry that ends before Timeout retries": {
 			opts: spec.Options{Timeout: 90 * time.Second}, err: oops, attempts: 1, now: start.Add(29 * time.Second), want: Retrying, delay: backoff},
 	} {

@@ -37,9 +37,9 @@ func TestADaemonsLogLinesSayWhichRetryItIsAndItsFailuresAreErrors(t *testing.T) 
 		lines = append(lines, args)
 	}, funcr.Options{})
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*corev1.ConfigMap]) error {
-		d.Log.Info("attempt")
-		if d.Retry < 2 {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*corev1.ConfigMap], c *handlers.Cause) error {
+		c.Log.Info("attempt")
+		if c.Retry < 2 {
 			return handlers.Temporary(errors.New("not yet"), time.Millisecond)
 		}
 		return nil

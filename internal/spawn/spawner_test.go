@@ -52,7 +52,7 @@ func configMaps(log logr.Logger, objs ...client.Object) Options {
 // the new one.
 func TestNoDaemonStartsOnceTheManagerStopped(t *testing.T) {
 	reg := handlers.NewRegistry()
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*corev1.ConfigMap]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*corev1.ConfigMap], c *handlers.Cause) error {
 		<-d.Stopping()
 		return nil
 	}, handlers.ID("d"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -176,4 +177,26 @@ func Bounded(ctx context.Context, o *Options, call func(ctx context.Context) err
 		return fmt.Errorf("the call did not finish within its CallTimeout (%s): %w", o.CallTimeout, err)
 	}
 	return err
+}
+
+// AdmissionError is the error of handlers.Deny: it denies an admission
+// request with an HTTP-style status code and a message the client sees.
+// Users make it with Deny and never need to name it; the webhook finds it
+// with errors.As.
+type AdmissionError struct {
+	// Code is the HTTP status code of the denial; zero means 403 Forbidden.
+	Code int
+	// Message says why the object is not admitted.
+	Message string
+}
+
+// Error returns the message.
+func (e *AdmissionError) Error() string { return e.Message }
+
+// StatusCode returns Code, or 403 when Code is zero.
+func (e *AdmissionError) StatusCode() int {
+	if e.Code == 0 {
+		return http.StatusForbidden
+	}
+	return e.Code
 }

@@ -16,7 +16,7 @@ import (
 type Filter struct {
 	kind  filterKind
 	value any
-	fn    func(value any, ixs *Indexes) bool
+	fn    func(value any) bool
 }
 
 type filterKind int
@@ -40,27 +40,11 @@ var (
 func Equal(v any) Filter { return Filter{kind: filterEqual, value: v} }
 
 // Func matches the values fn accepts; fn receives nil for a missing value.
-func Func(fn func(value any) bool) Filter {
-	if fn == nil {
-		return Filter{kind: filterFunc}
-	}
-	return Filter{kind: filterFunc, fn: func(v any, _ *Indexes) bool { return fn(v) }}
-}
-
-// FuncWithIndexes matches the values fn accepts, given the operator's
-// indexes as they are when the filter runs.
-func FuncWithIndexes(fn func(value any, ixs *Indexes) bool) Filter {
-	return Filter{kind: filterFunc, fn: fn}
-}
+func Func(fn func(value any) bool) Filter { return Filter{kind: filterFunc, fn: fn} }
 
 // Match reports whether the filter accepts value; present says whether there
-// is a value at all. A filter made with FuncWithIndexes sees no indexes
-// (every lookup finds nothing); the engines use MatchWith.
-func (f Filter) Match(value any, present bool) bool { return f.MatchWith(value, present, nil) }
-
-// MatchWith is Match with the operator's indexes, for filters that read
-// them.
-func (f Filter) MatchWith(value any, present bool, ixs *Indexes) bool {
+// is a value at all.
+func (f Filter) Match(value any, present bool) bool {
 	switch f.kind {
 	case filterEqual:
 		return present && jsonEqual(f.value, value)
@@ -72,7 +56,7 @@ func (f Filter) MatchWith(value any, present bool, ixs *Indexes) bool {
 		if !present {
 			value = nil
 		}
-		return f.fn(value, ixs)
+		return f.fn(value)
 	}
 	return true
 }
@@ -93,9 +77,8 @@ func (f Filter) String() string {
 }
 
 // ParseFilter turns the shorthand forms of a filter into a Filter: a Filter
-// as it is, a func(any) bool or func(string) bool as Func, a func(any,
-// *Indexes) bool or func(string, *Indexes) bool as FuncWithIndexes, anything
-// else but nil as Equal.
+// as it is, a func(any) bool or func(string) bool as Func, anything else
+// but nil as Equal.
 func ParseFilter(v any) (Filter, error) {
 	switch v := v.(type) {
 	case nil:
@@ -115,16 +98,6 @@ func ParseFilter(v any) (Filter, error) {
 			return Filter{}, fmt.Errorf("a nil function is not a filter")
 		}
 		return Func(func(x any) bool { s, _ := x.(string); return v(s) }), nil
-	case func(any, *Indexes) bool:
-		if v == nil {
-			return Filter{}, fmt.Errorf("a nil function is not a filter")
-		}
-		return FuncWithIndexes(v), nil
-	case func(string, *Indexes) bool:
-		if v == nil {
-			return Filter{}, fmt.Errorf("a nil function is not a filter")
-		}
-		return FuncWithIndexes(func(x any, ixs *Indexes) bool { s, _ := x.(string); return v(s, ixs) }), nil
 	default:
 		if _, err := json.Marshal(v); err != nil {
 			return Filter{}, fmt.Errorf("%v cannot be compared as JSON: %w", v, err)
@@ -151,12 +124,11 @@ func normalize(v any) any {
 }
 
 // MatchMetadata reports whether every filter accepts the value of its key
-// in values (labels or annotations); ixs are the operator's indexes, for
-// the filters that read them.
-func MatchMetadata(filters map[string]Filter, values map[string]string, ixs *Indexes) bool {
+// in values (labels or annotations).
+func MatchMetadata(filters map[string]Filter, values map[string]string) bool {
 	for key, f := range filters {
 		v, ok := values[key]
-		if !f.MatchWith(v, ok, ixs) {
+		if !f.Match(v, ok) {
 			return false
 		}
 	}

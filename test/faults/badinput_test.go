@@ -202,8 +202,8 @@ func TestUnserialisableResultsAndPanicsAreReportedAndOthersServed(t *testing.T) 
 	ns := newNamespace(t)
 	var calls callLog
 	reg := handlers.NewRegistry()
-	only := func(name string) handlers.FilterSetting {
-		return handlers.When(func(obj *kopfv1.KopfExample) bool { return obj.GetName() == name })
+	only := func(name string) handlers.CreateOption {
+		return handlers.When(func(obj *kopfv1.KopfExample, _ *handlers.Cause) bool { return obj.GetName() == name })
 	}
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		calls.add(c, "")

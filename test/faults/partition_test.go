@@ -70,7 +70,7 @@ func partitionHandlers(calls *callLog, inFlight chan<- string, cut <-chan struct
 		calls.add(c, "")
 		return len(calls.of("tick", c.Name)), nil
 	}, handlers.ID("tick"), handlers.Field("spec.field"), handlers.Value("timed"))
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], _ *handlers.Cause) error {
 		started.Add(1)
 		<-d.Stopping()
 		stopped.Add(1)

@@ -28,10 +28,10 @@ func TestACleanStopLogsNoErrorAndAppliesTheDaemonsLastPatch(t *testing.T) {
 		return nil, nil
 	}, handlers.ID("tick"))
 	running := make(chan string, 10)
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
-		running <- d.Name
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
+		running <- c.Name
 		<-d.Stopping()
-		d.Patch.SetStatus("farewell", string(d.StopReason()))
+		c.Patch.SetStatus("farewell", string(d.StopReason()))
 		return nil
 	}, handlers.ID("watcher"))
 	op := runOperator(t, cfg, ns, reg)

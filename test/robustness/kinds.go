@@ -72,8 +72,8 @@ type handlerFunc func(ctx context.Context, handler string, obj map[string]any, c
 // options are the options every handler of a run gets.
 type options struct {
 	labels  handlers.Labels
-	kind    *handlers.KindSetting // for unstructured handlers
-	watched []string              // the field handler's path
+	gvk     *schema.GroupVersionKind // the kind of unstructured handlers
+	watched []string                 // the field handler's path
 }
 
 // The kinds of test/kinds (Widget, ClusterWidget, Gadget) keep the spec
@@ -91,8 +91,8 @@ var Classes = []Class{
 		Name: "Unstructured", GVK: kopfv1.GroupVersion.WithKind("KopfExample"), Resource: "kopfexamples", Status: true,
 		specPath: []string{"spec", "field"}, watchedPath: []string{"spec", "duration"},
 		register: func(reg *handlers.Registry, h handlerFunc, opts options) {
-			k := handlers.ForKind(kopfv1.GroupVersion.Group, kopfv1.GroupVersion.Version, "KopfExample")
-			opts.kind = &k
+			gvk := kopfv1.GroupVersion.WithKind("KopfExample")
+			opts.gvk = &gvk
 			registerTyped[*unstructured.Unstructured](reg, h, opts)
 		},
 	},
@@ -242,8 +242,8 @@ func registerTyped[T client.Object](reg *handlers.Registry, h handlerFunc, opts 
 	field := []handlers.UpdateOption{handlers.ID(HandlerField), opts.labels}
 	del := []handlers.DeleteOption{handlers.ID(HandlerDelete), opts.labels}
 	resume := []handlers.ResumeOption{handlers.ID(HandlerResume), opts.labels}
-	if opts.kind != nil {
-		k := *opts.kind
+	if opts.gvk != nil {
+		k := handlers.ForKind(opts.gvk.Group, opts.gvk.Version, opts.gvk.Kind)
 		create, update, field, del, resume = append(create, k), append(update, k), append(field, k), append(del, k), append(resume, k)
 	}
 	handlers.OnCreate(reg, call(HandlerCreate), create...)

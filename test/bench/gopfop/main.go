@@ -144,9 +144,9 @@ func registerTimer(reg *handlers.Registry, interval time.Duration) {
 // registerDaemon adds a daemon on KopfExample that does the timer's check
 // every interval until it is stopped.
 func registerDaemon(reg *handlers.Registry, interval time.Duration) {
-	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample]) error {
+	handlers.OnDaemon(reg, func(ctx context.Context, d *handlers.Daemon[*kopfv1.KopfExample], c *handlers.Cause) error {
 		for {
-			end := calls.Run(scenario.CauseDaemon, d.Name)
+			end := calls.Run(scenario.CauseDaemon, c.Name)
 			_ = scenario.Check(d.Object()) // unchanged: nothing to write
 			end()
 			if !d.Sleep(interval) {
