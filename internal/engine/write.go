@@ -204,6 +204,9 @@ func (t *turn) sendStatus(ctx context.Context, statusPatch, objectPatch, final m
 	return objectPatch, final, nil
 }
 
+// readBackTimeout bounds statusLanded's read of the object.
+const readBackTimeout = 2 * time.Second
+
 // statusLanded reports whether a status write that failed with err landed
 // all the same, as a write whose answer was lost on its way back does: it
 // reads the object from the API server (into t.obj) and compares its
@@ -223,6 +226,10 @@ func (t *turn) statusLanded(ctx context.Context, err error, statusPatch, final m
 		want, _ = final["status"].(map[string]any)
 	}
 	uid := t.obj.GetUID()
+	// Briefly: when the API server cannot be reached, client-go retries a
+	// read for up to ten seconds, and the state can as well wait in memory.
+	ctx, cancel := context.WithTimeout(ctx, readBackTimeout)
+	defer cancel()
 	if err := t.k.live.Get(ctx, client.ObjectKeyFromObject(t.obj), t.obj); err != nil || t.obj.GetUID() != uid {
 		return false
 	}
