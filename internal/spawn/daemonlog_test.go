@@ -47,15 +47,7 @@ func TestADaemonsLogLinesSayWhichRetryItIsAndItsFailuresAreErrors(t *testing.T) 
 	k := &loggingKind{}
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "u1"}}
 	s := New(k, configMaps(log, obj))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	run(t, s)
 	s.Sync(types.NamespacedName{Namespace: "ns", Name: "o"}, obj, "{}", contract.SetOf(reg).Handlers(spec.KindDaemon))
 
 	want := []string{`"retry"=0`, `"retry"=1`, `"retry"=2`}

@@ -47,6 +47,21 @@ func configMaps(log logr.Logger, objs ...client.Object) Options {
 		NewObject: func() client.Object { return &corev1.ConfigMap{} }}
 }
 
+// run starts s until the test ends, and then checks that it stopped
+// cleanly.
+func run(t *testing.T, s *Spawner) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 // A reconcile that finishes after the manager stopped must not start a
 // daemon: Start has already stopped those it knew, and nothing would stop
 // the new one.

@@ -102,15 +102,7 @@ func TestATimerWhosePatchCouldNotBeWrittenSendsItAgainWithoutANewCall(t *testing
 	k := &failingWriteKind{sent: make(chan *spec.Patch, 1)}
 	k.failures.Store(3)
 	s := New(k, configMaps(logr.Discard(), obj))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	run(t, s)
 	s.Sync(types.NamespacedName{Namespace: "ns", Name: "o"}, obj, "{}", contract.SetOf(reg).Handlers(spec.KindTimer))
 	var p *spec.Patch
 	select {
