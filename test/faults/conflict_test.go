@@ -58,10 +58,7 @@ func TestAnotherWriterLosesNothingAndMakesTheOperatorLoseNothing(t *testing.T) {
 		calls.add(c, "")
 		return map[string]any{"created": true}, nil
 	}, handlers.ID("create"))
-	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		calls.add(c, "")
-		return map[string]any{"field": obj.Spec.Field}, nil
-	}, handlers.ID("update"))
+	handlers.OnUpdate(reg, calls.recording(), handlers.ID("update"))
 	handlers.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		calls.add(c, "")
 		return nil, nil

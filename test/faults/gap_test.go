@@ -37,10 +37,7 @@ func newGap(t *testing.T, g Gomega, ns string, apiServerFlags map[string][]strin
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(admin.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	s := &gap{cp: cp, admin: admin, ns: ns, reg: handlers.NewRegistry()}
-	fn := func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		s.calls.add(c, "")
-		return map[string]any{"field": obj.Spec.Field}, nil
-	}
+	fn := s.calls.recording()
 	handlers.OnCreate(s.reg, fn, handlers.ID("create"))
 	handlers.OnUpdate(s.reg, fn, handlers.ID("update"))
 	handlers.OnDelete(s.reg, fn, handlers.ID("delete"))

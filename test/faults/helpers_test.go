@@ -165,6 +165,15 @@ func (l *callLog) add(c *handlers.Cause, by string) {
 	l.calls = append(l.calls, call{Handler: c.HandlerID, Name: c.Name, Reason: c.Reason, Retry: c.Retry, At: time.Now(), By: by})
 }
 
+// recording is a handler that notes its call in l and returns the
+// object's spec.field as its result.
+func (l *callLog) recording() handlers.HandlerFunc[*kopfv1.KopfExample] {
+	return func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		l.add(c, "")
+		return map[string]any{"field": obj.Spec.Field}, nil
+	}
+}
+
 // of returns the calls of a handler for one object, in order.
 func (l *callLog) of(handler, name string) []call {
 	l.mu.Lock()

@@ -31,10 +31,7 @@ func TestALostStatusAnswerStillStoresTheStateBeforeAStop(t *testing.T) {
 	px := newProxy(t, 7)
 	var calls callLog
 	reg := handlers.NewRegistry()
-	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		calls.add(c, "")
-		return map[string]any{"field": obj.Spec.Field}, nil
-	}, handlers.ID("create"))
+	handlers.OnCreate(reg, calls.recording(), handlers.ID("create"))
 	annotations := func(o *envtest.OperatorOptions) { o.Reconcile.Storage = reconcile.StorageAnnotations }
 	statusPatches := func(r *http.Request) bool {
 		return r.Method == http.MethodPatch && strings.HasSuffix(r.URL.Path, "/status") && strings.Contains(r.URL.Path, "/kopfexamples/")

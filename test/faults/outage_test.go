@@ -35,14 +35,8 @@ func TestTheOperatorRecoversFromAnOutageAndStalledWatchesWithoutARestart(t *test
 	px := newProxy(t, 21)
 	var calls callLog
 	reg := handlers.NewRegistry()
-	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		calls.add(c, "")
-		return map[string]any{"field": obj.Spec.Field}, nil
-	}, handlers.ID("create"))
-	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		calls.add(c, "")
-		return map[string]any{"field": obj.Spec.Field}, nil
-	}, handlers.ID("update"))
+	handlers.OnCreate(reg, calls.recording(), handlers.ID("create"))
+	handlers.OnUpdate(reg, calls.recording(), handlers.ID("update"))
 	handlers.OnDelete(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		calls.add(c, "")
 		return nil, nil
