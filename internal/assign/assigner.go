@@ -26,9 +26,9 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultResyncPeriod is how often the assigner looks at every object
-	// of the ring when no shard comes or goes: the reference sharder's
-	// period for its own resync.
+	// DefaultResyncPeriod is how often the assigner looks again when no
+	// shard comes or goes (see Options.ResyncPeriod): the reference
+	// sharder's period for its own resync.
 	DefaultResyncPeriod = 30 * time.Second
 	// DefaultDrainCheckPeriod is how soon a pass follows one that left
 	// objects waiting for their shard to acknowledge a drain, so that a
@@ -72,8 +72,10 @@ type Options struct {
 	// Lease (see holderOf). Zero means the host name, as for a shard
 	// (shard.MemberOptions.Shard).
 	Shard string
-	// ResyncPeriod is how often every object of the ring is looked at
-	// when the ring does not change. Zero means DefaultResyncPeriod.
+	// ResyncPeriod is how often the assigner looks again when the ring
+	// does not change: at the objects without an available shard while the
+	// ring is settled, at every object every tenth time (see cadence).
+	// Zero means DefaultResyncPeriod.
 	ResyncPeriod time.Duration
 	// DrainCheckPeriod is how soon a pass follows one that left objects
 	// draining. Zero means DefaultDrainCheckPeriod.

@@ -14,7 +14,9 @@
 // shard let go of them after a drain), and makes a pass over the ring's
 // objects whenever the available shards change, and every ResyncPeriod
 // otherwise: the pass moves objects between shards and assigns what the
-// watch missed. A pass lists every kind of the ring, metadata only, and
+// watch missed. While the ring is settled, a resync looks only at the
+// objects without an available shard, and every tenth at all of them
+// (see cadence). A pass lists every kind of the ring, metadata only, and
 // decides each object with Decide: an unassigned object is assigned to the
 // ring's choice; an object of a shard that is gone (dead, orphaned, or no
 // member at all) moves at once; an object whose live shard is no longer
@@ -32,7 +34,7 @@
 // shard before they start on the new one.
 //
 // What it costs the API server: per pass, one LIST of each kind (in each of Namespaces, if given), metadata
-// only, with resourceVersion=0 so that the API server's watch cache serves
+// only (of a narrow resync: selecting the objects without an available shard), with resourceVersion=0 so that the API server's watch cache serves
 // it (or in pages of PageSize); a watch on the ring's few Leases; per kind
 // (and namespace), a metadata watch selecting on the shard label's
 // absence, which carries only objects without a shard, and a LIST of one

@@ -3,7 +3,6 @@ package assign
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -17,8 +16,9 @@ import (
 // lead assigns the ring's objects until ctx is done: it watches the
 // ring's Leases, assigns unassigned objects as they appear
 // (watchUnassigned), claims the Leases of uncertain shards, and runs a
-// pass over every object whenever the available shards change, every
-// ResyncPeriod, and DrainCheckPeriod after a pass that left objects
+// pass whenever the available shards change, every ResyncPeriod (over
+// the objects without an available shard only, while the ring is settled:
+// see cadence), and DrainCheckPeriod after a pass that left objects
 // draining or failed.
 func (a *Assigner) lead(ctx context.Context, log logr.Logger) error {
 	view, err := NewView(a.opts.Leases, a.opts.Namespace, a.opts.Ring)
@@ -32,17 +32,13 @@ func (a *Assigner) lead(ctx context.Context, log logr.Logger) error {
 		return nil
 	}
 	a.watchUnassigned(ctx, log, view, &wg)
-	var (
-		members []string  // the available shards of the last pass
-		due     time.Time // when the next pass is due anyway (zero: now)
-		passed  bool      // whether a pass has run
-	)
+	var every cadence
 	for {
 		now := a.opts.Clock.Now()
 		shards := a.claim(ctx, log, view, now)
 		available := shards.Available()
-		if !passed || !slices.Equal(available, members) || !now.Before(due) {
-			counts, err := a.pass(ctx, view, shards)
+		if due, narrow := every.next(now, available); due {
+			counts, err := a.pass(ctx, view, shards, narrow)
 			switch {
 			case ctx.Err() != nil:
 				return nil
@@ -53,13 +49,9 @@ func (a *Assigner) lead(ctx context.Context, log logr.Logger) error {
 			if a.opts.OnPass != nil {
 				a.opts.OnPass(counts)
 			}
-			members, passed = available, true
-			due = now.Add(a.opts.ResyncPeriod)
-			if err != nil || counts.Draining > 0 || counts.Conflicts > 0 {
-				due = now.Add(a.opts.DrainCheckPeriod)
-			}
+			every.done(now, available, narrow, counts, err, a.opts.ResyncPeriod, a.opts.DrainCheckPeriod)
 		}
-		wake := a.opts.Clock.NewTimer(nextChange(shards, due).Sub(now))
+		wake := a.opts.Clock.NewTimer(nextChange(shards, every.due).Sub(now))
 		select {
 		case <-ctx.Done():
 			wake.Stop()

@@ -10,6 +10,8 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 
@@ -18,6 +20,9 @@ import (
 
 // Counts are what one pass over the ring's objects saw and did.
 type Counts struct {
+	// Narrow is true for a pass that listed only the objects without an
+	// available shard (see cadence).
+	Narrow bool
 	// Listed objects were looked at.
 	Listed int
 	// Assigned, Reassigned and Drained count the patches of each Action
@@ -39,7 +44,7 @@ type Counts struct {
 // log writes the pass's line: at Info if it wrote anything, left objects
 // draining or failed, at V(1) if the ring was already as it should be.
 func (c Counts) log(log logr.Logger, available []string, err error) {
-	kv := []any{"shards", available, "listed", c.Listed, "assigned", c.Assigned, "reassigned", c.Reassigned,
+	kv := []any{"shards", available, "narrow", c.Narrow, "listed", c.Listed, "assigned", c.Assigned, "reassigned", c.Reassigned,
 		"drained", c.Drained, "draining", c.Draining, "skipped", c.Skipped, "conflicts", c.Conflicts, "failed", c.Failed}
 	switch {
 	case err != nil:
@@ -56,6 +61,7 @@ func (c Counts) log(log logr.Logger, available []string, err error) {
 type pass struct {
 	*Assigner
 	view      *View
+	selector  string          // of a narrow pass: the objects without an available shard
 	gen       uint64          // the view's generation at the start
 	available map[string]bool // the shards available at the start
 	ring      *shard.Ring
@@ -74,7 +80,10 @@ type pending struct {
 }
 
 // pass lists every kind of the ring, metadata only, decides each object
-// (Decide) and patches those that move, at most WritesPerSecond. It stops
+// (Decide) and patches those that move, at most WritesPerSecond. A narrow
+// pass lists only the objects whose shard label names no available shard
+// (none, or a shard that is gone): those the ring's change cannot have
+// touched are left out (see cadence). It stops
 // with errStale before a write if the available shards changed since it
 // began: the caller starts over with the new ring rather than finish with
 // an old one.
@@ -86,10 +95,17 @@ type pending struct {
 // from the top) would spend the write budget on the drains at the top of
 // the list again and the new objects at its end would wait for as long as
 // the ring keeps changing.
-func (a *Assigner) pass(ctx context.Context, view *View, shards shard.Shards) (Counts, error) {
+func (a *Assigner) pass(ctx context.Context, view *View, shards shard.Shards, narrow bool) (Counts, error) {
 	p := &pass{Assigner: a, view: view, gen: view.generation(), available: map[string]bool{}, ring: shards.Ring()}
 	for _, s := range shards.Available() {
 		p.available[s] = true
+	}
+	if narrow {
+		unplaced, err := labels.NewRequirement(shard.ShardLabel(a.opts.Ring), selection.NotIn, shards.Available())
+		if err != nil {
+			return p.counts, fmt.Errorf("selecting the objects without an available shard: %w", err)
+		}
+		p.selector, p.counts.Narrow = unplaced.String(), true
 	}
 	var errs []error
 	for _, k := range a.opts.Kinds {
@@ -138,9 +154,9 @@ func (a *Assigner) resources(k Kind) []metadata.ResourceInterface {
 
 // list looks at every object that objects lists, a page at a time.
 func (p *pass) list(ctx context.Context, k Kind, objects metadata.ResourceInterface) error {
-	opts := metav1.ListOptions{ResourceVersion: "0"}
+	opts := metav1.ListOptions{ResourceVersion: "0", LabelSelector: p.selector}
 	if p.opts.PageSize > 0 {
-		opts = metav1.ListOptions{Limit: p.opts.PageSize}
+		opts = metav1.ListOptions{Limit: p.opts.PageSize, LabelSelector: p.selector}
 	}
 	for {
 		list, err := objects.List(ctx, opts)
@@ -262,15 +278,15 @@ func (p *pass) write(ctx context.Context, k Kind, obj *metav1.PartialObjectMetad
 // patch writes d's labels on obj, of kind k, if obj is still at the
 // resourceVersion that d was decided on (see pass.write).
 func (a *Assigner) patch(ctx context.Context, k Kind, obj *metav1.PartialObjectMetadata, d Decision) error {
-	labels := map[string]*string{}
+	set := map[string]*string{}
 	switch d.Action {
 	case Drain:
-		labels[shard.DrainLabel(a.opts.Ring)] = ptrTo("true")
+		set[shard.DrainLabel(a.opts.Ring)] = ptrTo("true")
 	default:
-		labels[shard.ShardLabel(a.opts.Ring)] = ptrTo(d.Shard)
-		labels[shard.DrainLabel(a.opts.Ring)] = nil
+		set[shard.ShardLabel(a.opts.Ring)] = ptrTo(d.Shard)
+		set[shard.DrainLabel(a.opts.Ring)] = nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": obj.ResourceVersion, "labels": labels}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": obj.ResourceVersion, "labels": set}})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,80 @@
+package assign
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gopf-dev/gopf/internal/shard"
+)
+
+func TestResyncsOfASettledRingAreNarrowAndEveryTenthIsWhole(t *testing.T) {
+	g := NewWithT(t)
+	var c cadence
+	now := time.Unix(0, 0)
+	ab := []string{"a", "b"}
+	pass := func(want bool, counts Counts) {
+		t.Helper()
+		due, narrow := c.next(now, ab)
+		g.Expect(due).To(BeTrue(), "at %s", now)
+		g.Expect(narrow).To(Equal(want), "at %s", now)
+		c.done(now, ab, narrow, counts, nil, 30*time.Second, 5*time.Second)
+	}
+	pass(false, Counts{}) // the first pass looks at everything
+	due, _ := c.next(now.Add(29*time.Second), ab)
+	g.Expect(due).To(BeFalse(), "no pass before the resync")
+	for range narrowResyncs {
+		now = now.Add(30 * time.Second)
+		pass(true, Counts{Assigned: 1}) // assigning what the watch missed leaves the ring settled
+	}
+	now = now.Add(30 * time.Second)
+	pass(false, Counts{})
+
+	// A pass that left objects draining is followed by a whole one soon.
+	now = now.Add(30 * time.Second)
+	pass(true, Counts{Draining: 1})
+	g.Expect(c.due).To(Equal(now.Add(5 * time.Second)))
+	now = now.Add(5 * time.Second)
+	pass(false, Counts{})
+
+	// A change of the ring is a whole pass at once; so is a ring with no
+	// shard available, which no selector can name.
+	due, narrow := c.next(now, []string{"a"})
+	g.Expect(due).To(BeTrue())
+	g.Expect(narrow).To(BeFalse())
+	c.done(now, nil, false, Counts{}, nil, 30*time.Second, 5*time.Second)
+	_, narrow = c.next(now.Add(time.Minute), nil)
+	g.Expect(narrow).To(BeFalse())
+}
+
+func TestANarrowPassListsOnlyTheObjectsWithoutAnAvailableShard(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	c.join("a")
+	c.family(5, nil) // ten objects
+	passes := make(chan Counts, 100)
+	c.assigner(500*time.Millisecond, func(o *Options) { o.OnPass = func(n Counts) { passes <- n } })
+	var first Counts
+	g.Eventually(passes, timeout).Should(Receive(&first))
+	g.Expect(first).To(Equal(Counts{Listed: 10, Assigned: 10}))
+
+	// An object of a shard that never joined: no watch of unassigned
+	// objects selects it, a narrow pass does.
+	_, err := c.k8s.CoreV1().ConfigMaps(c.ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: "orphan", Labels: map[string]string{shard.ShardLabel(ring): "gone"}}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		var next Counts
+		g.Expect(passes).To(Receive(&next))
+		g.Expect(next).To(Equal(Counts{Narrow: true, Listed: 1, Reassigned: 1}))
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		var next Counts
+		g.Expect(passes).To(Receive(&next))
+		g.Expect(next).To(Equal(Counts{Narrow: true}), "the ring is settled: nothing is listed")
+	}, timeout).Should(Succeed())
+}
