@@ -638,7 +638,6 @@ func (r *runner) history() (History, error) {
 		Finalizers:    []string{"gopf.dev/finalizer" /* Options.Prefix's default */, reconcile.DefaultKopfFinalizer},
 		Terminating:   r.class.Terminating,
 		WritesPerCall: r.class.writesPerCall(r.storage),
-		Coalesced:     r.storage == reconcile.StorageKopf,
 	}
 	for _, name := range names {
 		u := &unstructured.Unstructured{}
