@@ -158,9 +158,11 @@ A change that arrives while an update handler is still retrying is not hidden
 from handlers that already succeeded: each update handler remembers the
 essence it succeeded for and is called again with just the newer change,
 while the retrying handler's next attempt sees all changes since the
-last-handled essence. Deletion supersedes unfinished create and update
-handlers: they are dropped (with a log line) and the delete handlers run.
-Results of delete handlers are not written: the object is going away.
+last-handled essence. It does with StorageKopf too: its record in Kopf's
+format carries that essence, in a field Kopf does not read. Deletion
+supersedes unfinished create and update handlers: they are dropped (with a
+log line) and the delete handlers run. Results of delete handlers are not
+written: the object is going away.
 
 # Bad stored state
 

@@ -33,9 +33,10 @@ func beforeKopf(t *testing.T, ns, file string) *unstructured.Unstructured {
 }
 
 // kopfRecordsWithoutTimes decodes Kopf's annotations, leaving out the times
-// in progress records, which are when the handlers ran, and the context
-// gopf's messages start with (the handler, the object, the retry): what
-// Kopf writes is the end, the error of the handler itself.
+// in progress records, which are when the handlers ran, the essence gopf's
+// records of finished handlers add (which Kopf does not read), and the
+// context gopf's messages start with (the handler, the object, the retry):
+// what Kopf writes is the end, the error of the handler itself.
 func kopfRecordsWithoutTimes(annotations map[string]string) map[string]any {
 	out := map[string]any{}
 	for k, v := range annotations {
@@ -44,6 +45,7 @@ func kopfRecordsWithoutTimes(annotations map[string]string) map[string]any {
 			delete(rec, "started")
 			delete(rec, "stopped")
 			delete(rec, "delayed")
+			delete(rec, "handled")
 			if msg, ok := rec["message"].(string); ok && strings.Contains(msg, ": ") {
 				rec["message"] = msg[strings.LastIndex(msg, ": ")+2:]
 			}

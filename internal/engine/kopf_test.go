@@ -101,6 +101,76 @@ func TestKopfsProgressLoadsWithItsRetriesStartAndDelay(t *testing.T) {
 	}
 }
 
+func TestAFinishedRecordInKopfsFormatIsReadBackForTheEssenceItFinishedOn(t *testing.T) {
+	s := newKopfStore(kopfExampleIDs, logr.Discard())
+	handled := `{"spec":{"field":"b"}}`
+	st := &state.State{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*state.Progress{
+		"update_fn":           {Reason: handlers.ReasonUpdate, Started: started, Retries: 1, Success: true, Handled: handled},
+		"field_fn/spec.field": {Reason: handlers.ReasonUpdate, Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
+	}}
+	saved := saveAndApply(t, s, fromJSON(t, `{"metadata":{"name":"x"},"spec":{"field":"b"}}`), st.Clone())
+	// The object changes while the field handler retries.
+	changed := state.DeepCopyJSON(saved).(map[string]any)
+	changed["spec"] = map[string]any{"field": "c"}
+	got, err := s.Load(changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := got.Progress["update_fn"]; rec == nil || rec.Handled != handled {
+		t.Errorf("update_fn = %+v; want it finished on %s, not on the object as it is now (%s)", rec, handled, essenceText(changed))
+	}
+	checkLoads(t, s, saved, st)
+	// Saving what was loaded writes nothing.
+	var p spec.Patch
+	if err := s.Save(&p, changed, got); err != nil {
+		t.Fatal(err)
+	}
+	if o := spec.ObjectPatch(&p); len(o) > 0 {
+		t.Errorf("saving the state as loaded patches %v", o)
+	}
+}
+
+func TestFinishedRecordsInKopfsFormatLeaveTheEssenceOutWhereItWouldNotFit(t *testing.T) {
+	s := newKopfStore(kopfExampleIDs, logr.Discard())
+	big := strings.Repeat("x", 130<<10)
+	obj := fromJSON(t, `{"metadata":{"name":"x"},"spec":{"field":"`+big+`"}}`)
+	handled := essenceText(obj)
+	st := &state.State{Essence: `{"spec":{"field":"a"}}`, Progress: map[string]*state.Progress{
+		"update_fn":           {Reason: handlers.ReasonUpdate, Started: started, Retries: 1, Success: true, Handled: handled},
+		"field_fn/spec.field": {Reason: handlers.ReasonUpdate, Started: started, Retries: 1, Success: true, Handled: handled},
+		"flaky_fn":            {Reason: handlers.ReasonUpdate, Started: started, Delayed: &later, Retries: 1, Message: "not yet"},
+	}}
+	saved := saveAndApply(t, s, obj, st.Clone())
+	size := 0
+	for k, v := range kopfAnnotations(saved) {
+		text, _ := v.(string)
+		size += len(k) + len(text)
+		if strings.Contains(text, `"handled"`) {
+			t.Errorf("%s holds a copy of the essence: two of them would exceed Kubernetes' limit on annotations", k)
+		}
+	}
+	if size > state.MaxAnnotationsSize {
+		t.Errorf("the annotations take %d bytes, over the limit of %d", size, state.MaxAnnotationsSize)
+	}
+	// Read back as Kopf's own records: finished on the object as it is.
+	checkLoads(t, s, saved, st)
+}
+
+func TestAFinishedRecordOfKopfsOwnIsTakenForTheObjectAsItIs(t *testing.T) {
+	obj := fromJSON(t, `{"metadata":{"annotations":{
+		"kopf.zalando.org/last-handled-configuration":"{\"spec\":{\"field\":\"a\"}}\n",
+		"kopf.zalando.org/update_fn":"{\"started\":\"2026-11-23T03:08:19+00:00\",\"purpose\":\"update\",\"retries\":1,\"success\":true,\"failure\":false}"}},
+		"spec":{"field":"c"}}`)
+	st, err := newKopfStore(kopfExampleIDs, logr.Discard()).Load(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kopf takes a change made while a cause is unfinished into that cause.
+	if rec := st.Progress["update_fn"]; rec == nil || rec.Handled != essenceText(obj) {
+		t.Errorf("update_fn = %+v; want it finished on the object as it is, %s", rec, essenceText(obj))
+	}
+}
+
 func TestKopfProgressInStatusIsReadWhenNoAnnotationHoldsIt(t *testing.T) {
 	obj := fromJSON(t, `{"metadata":{"annotations":{"kopf.zalando.org/create_fn":"{\"started\":\"2026-11-23T03:08:19+00:00\",\"retries\":2,\"success\":false,\"failure\":false}"}},
 		"status":{"kopf":{"progress":{
@@ -179,6 +249,7 @@ func TestBadKopfStateIsAnErrorNamingWhereItIs(t *testing.T) {
 		`{"kopf.zalando.org/last-handled-configuration":"null"}`,
 		`{"kopf.zalando.org/create_fn":"[1]"}`,
 		`{"kopf.zalando.org/create_fn":"{\"started\":\"yesterday\"}"}`,
+		`{"kopf.zalando.org/create_fn":"{\"success\":true,\"handled\":\"not json\"}"}`,
 	} {
 		obj := fromJSON(t, `{"metadata":{"annotations":`+annotations+`}}`)
 		_, err := newKopfStore(kopfExampleIDs, logr.Discard()).Load(obj)
@@ -213,6 +284,17 @@ func TestKopfFormatWritesTheAnnotationsKopfWrites(t *testing.T) {
 			}
 			after := saveAndApply(t, s, withoutKopf(obj), st.Clone())
 			got, want := kopfAnnotations(after), kopfAnnotations(obj)
+			for k, v := range got {
+				// gopf's records of handlers that finished say on which
+				// essence, after Kopf's fields; here, the object's.
+				text, _ := v.(string)
+				if i := strings.Index(text, `,"handled":`); i >= 0 {
+					got[k] = text[:i] + "}"
+					if handled := text[i+len(`,"handled":`) : len(text)-1]; handled != quoteJSON(t, essenceText(obj)) {
+						t.Errorf("%s: the record says it finished on %s, want the object's essence", k, handled)
+					}
+				}
+			}
 			for k, v := range want {
 				// Kopf's stopped times are when Kopf's handlers stopped;
 				// gopf writes when its own do.

@@ -82,8 +82,10 @@ func (t *turn) changeCause(ctx context.Context, d decide.Decision) {
 // the essence a create handler finished on, so that a change made since
 // (while another handler of the create retried) reaches the update
 // handlers, with the records of the field handlers that finished on a
-// newer essence, so that they see only what they have not seen. Without
-// such a change it is the current essence and no records.
+// newer essence, so that they see only what they have not seen: records
+// of the update that follows, whatever purpose they had (Kopf's format
+// gives every record of an object not handled yet the purpose create).
+// Without such a change it is the current essence and no records.
 func (t *turn) createHandled(entries []*decide.Entry) (string, map[string]*state.Progress) {
 	handled := t.essence
 	for _, e := range entries {
@@ -101,7 +103,9 @@ func (t *turn) createHandled(entries []*decide.Entry) (string, map[string]*state
 			if kept == nil {
 				kept = map[string]*state.Progress{}
 			}
-			kept[e.Opts.ID] = rec
+			r := *rec
+			r.Reason = handlers.ReasonUpdate
+			kept[e.Opts.ID] = &r
 		}
 	}
 	return handled, kept

@@ -28,8 +28,10 @@ const (
 //     compact JSON with metadata last and a trailing newline;
 //   - one progress record per handler of an unfinished cause in
 //     <prefix>/<handler id> (ids mangled and shortened as Kopf does, see
-//     kopfKeys), with Kopf's fields; records in status.kopf.progress (where
-//     Kopf kept them before it moved to annotations) are read too.
+//     kopfKeys), with Kopf's fields, and in the record of a handler that
+//     finished, the essence it finished on (see kopfRecord.Handled);
+//     records in status.kopf.progress (where Kopf kept them before it moved
+//     to annotations) are read too.
 //
 // A Kopf record names a handler only through its mangled id, so the store
 // knows the ids of the kind's handlers; a record of any other handler is
@@ -78,7 +80,13 @@ func (s *Store) InStatus() bool { return false }
 func (s *Store) Places() []state.Storage { return []state.Storage{s} }
 
 // kopfRecord is one handler's progress as Kopf stores it; the field order
-// is Kopf's.
+// is Kopf's. Handled is gopf's alone, last: the essence (as gopf encodes
+// it) that a handler which finished finished on. Kopf's own records say
+// nothing of it, since Kopf takes a change made while a cause is
+// unfinished into that cause; without it, a record read back after such a
+// change would be taken for a handler done with the newer change too, and
+// that change would never reach it. Kopf reads records field by field and
+// leaves this one unread.
 type kopfRecord struct {
 	Started *string  `json:"started,omitempty"`
 	Stopped *string  `json:"stopped,omitempty"`
@@ -89,6 +97,7 @@ type kopfRecord struct {
 	Failure bool     `json:"failure"`
 	Message *string  `json:"message,omitempty"`
 	Subrefs []string `json:"subrefs,omitempty"`
+	Handled *string  `json:"handled,omitempty"`
 }
 
 // found is the Kopf state on one object: the essence text, and each
@@ -312,9 +321,9 @@ func (s *Store) toState(obj map[string]any, f *found) (*state.State, error) {
 		if err != nil {
 			return nil, fmt.Errorf("Kopf's progress record of %q: %w", id, err)
 		}
-		if p.Finished() {
-			// Kopf's records apply to the cause as it stands: a handler that
-			// succeeded is done with the object as it is now.
+		if p.Finished() && p.Handled == "" {
+			// Kopf's own records apply to the cause as it stands: a handler
+			// that finished is done with the object as it is now.
 			if current == "" {
 				current = s.EssenceOf(obj)
 			}
@@ -364,12 +373,19 @@ func (r *kopfRecord) progress(obj map[string]any, handled bool) (*state.Progress
 	if r.Message != nil {
 		p.Message = *r.Message
 	}
+	if r.Handled != nil && p.Finished() {
+		if err := state.ValidEssence(*r.Handled, "handled"); err != nil {
+			return nil, err
+		}
+		p.Handled = *r.Handled
+	}
 	return p, nil
 }
 
 // kopfRecordOf is gopf's record in Kopf's format; stopped is when the
-// handler finished, if it did.
-func kopfRecordOf(p *state.Progress, stopped *time.Time) *kopfRecord {
+// handler finished, if it did, and the record then says on which essence,
+// if withHandled (see handledFits).
+func kopfRecordOf(p *state.Progress, stopped *time.Time, withHandled bool) *kopfRecord {
 	purpose, started := string(p.Reason), formatKopfTime(p.Started)
 	r := &kopfRecord{Started: &started, Purpose: &purpose, Retries: p.Retries, Success: p.Success, Failure: p.Failure}
 	if stopped != nil && p.Finished() {
@@ -382,6 +398,9 @@ func kopfRecordOf(p *state.Progress, stopped *time.Time) *kopfRecord {
 	}
 	if p.Message != "" {
 		r.Message = &p.Message
+	}
+	if withHandled && p.Finished() && p.Handled != "" {
+		r.Handled = &p.Handled
 	}
 	return r
 }
@@ -461,7 +480,7 @@ func (s *Store) saveEssence(w annotationWriter, f *found, essence string, rsd bo
 // a handler that had finished keeps its stopped time; others stop now.
 func (s *Store) saveRecords(w annotationWriter, obj map[string]any, f *found, st *state.State, rsd bool) error {
 	now := time.Now()
-	handled := st.Essence != ""
+	handled, withHandled := st.Essence != "", handledFits(obj, st)
 	for id, rec := range st.Progress {
 		toKopfRecord(rec, handled)
 		stopped := &now
@@ -473,7 +492,7 @@ func (s *Store) saveRecords(w annotationWriter, obj map[string]any, f *found, st
 				stopped = &t
 			}
 		}
-		data, err := state.Marshal(kopfRecordOf(rec, stopped))
+		data, err := state.Marshal(kopfRecordOf(rec, stopped, withHandled))
 		if err != nil {
 			return err
 		}
@@ -509,11 +528,14 @@ func (r *kopfRecord) stoppedTime() (time.Time, bool) {
 	return t, err == nil
 }
 
-// sameRecord compares two records as Kopf stores them (without what
-// gopf alone keeps: the essence a success applies to).
+// sameRecord reports whether record b, to be saved, is the stored record
+// a. A record of Kopf's (a says no essence) stands for the object as it
+// is, as it did when it was read: it stays as Kopf wrote it.
 func sameRecord(a, b *state.Progress) bool {
 	x, y := *a, *b
-	x.Handled, y.Handled = "", ""
+	if x.Handled == "" {
+		y.Handled = ""
+	}
 	return (&state.State{Progress: map[string]*state.Progress{"": &x}}).Encode() == (&state.State{Progress: map[string]*state.Progress{"": &y}}).Encode()
 }
 

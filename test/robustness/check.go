@@ -172,10 +172,10 @@ func (o objectHistory) checkUpdates(creates []int, alive bool) []Violation {
 			seen = o.all[last].Versions
 		}
 		want := o.final.Versions
-		if seen != want && !o.anyFinished(HandlerUpdate, func(v Versions) bool { return v == want }) && !o.causeFinished(want) {
+		if seen != want && !o.anyFinished(HandlerUpdate, func(v Versions) bool { return v == want }) {
 			out = append(out, o.violation(RuleUpdateLost, "the object ended at %s, its create handler saw %s, and no update handler finished on %s", want, seen, want))
 		}
-		if !o.anyFinished(HandlerField, func(v Versions) bool { return v.Watched == want.Watched }) && !o.causeFinished(want) {
+		if !o.anyFinished(HandlerField, func(v Versions) bool { return v.Watched == want.Watched }) {
 			out = append(out, o.violation(RuleUpdateLost, "the watched field ended at %q and no field handler finished on it", want.Watched))
 		}
 	}
@@ -355,18 +355,6 @@ func (o objectHistory) anyFinished(handler string, match func(Versions) bool) bo
 		}
 	}
 	return false
-}
-
-// causeFinished reports, for a storage whose changes coalesce into the
-// unfinished cause (History.Coalesced), whether a change handler (create,
-// update or field) finished on the versions v: the cause that took the
-// change in, whichever of its handlers finished last.
-func (o objectHistory) causeFinished(v Versions) bool {
-	if !o.h.Coalesced {
-		return false
-	}
-	same := func(w Versions) bool { return w == v }
-	return o.anyFinished(HandlerCreate, same) || o.anyFinished(HandlerUpdate, same) || o.anyFinished(HandlerField, same)
 }
 
 // excusedBetween reports whether the call of event i may run again at

@@ -35,6 +35,10 @@ const (
 	// OpRestartInHandler waits until the handler armed with BehaveBlock is
 	// running, then restarts the operator under it.
 	OpRestartInHandler OpKind = "restart-in-handler"
+	// OpAwaitBlock waits until the handler armed with BehaveBlock is
+	// running, and leaves it blocking: the operations after it happen
+	// while it runs (scenarios written by hand; Generate has none).
+	OpAwaitBlock OpKind = "await-block"
 	// OpFaults makes the API server refuse a fraction of the operator's
 	// writes (Fault says how) until OpHeal.
 	OpFaults OpKind = "refuse-writes"
@@ -91,7 +95,9 @@ const (
 	BehavePermanent Behaviour = "fail-for-good"
 	// BehavePatch succeeds and patches its own object (a label).
 	BehavePatch Behaviour = "patch-own-object"
-	// BehaveBlock runs until the operator stops.
+	// BehaveBlock runs until the operator stops. Armed on any change
+	// handler of the object, the first one called blocks (a change may go
+	// to another handler's retry); armed on the resume handler, that one.
 	BehaveBlock Behaviour = "block"
 	// BehaveKill has the operator process killed around the call, at the
 	// arm's Moment; OpKill follows the operation that calls it.
@@ -145,7 +151,7 @@ func (op Op) String() string {
 		return s
 	case OpKill:
 		return fmt.Sprintf("%s %s", op.Kind, op.moment())
-	case OpStop, OpStart, OpRestartInHandler, OpRestartAfterLost, OpHeal, OpSettle:
+	case OpStop, OpStart, OpRestartInHandler, OpAwaitBlock, OpRestartAfterLost, OpHeal, OpSettle:
 		return string(op.Kind)
 	case OpFaults:
 		return fmt.Sprintf("%s %s", op.Kind, op.Fault)

@@ -163,11 +163,6 @@ type History struct {
 	// results and state go out in one request, 2 where state goes to
 	// annotations and results to status.
 	WritesPerCall int
-	// Coalesced: the storage cannot say which version each handler
-	// finished on (Kopf's format keeps no such thing), so a change made
-	// while a cause is unfinished belongs to that cause, as in Kopf: it
-	// is handled once the cause's last handler finishes on it.
-	Coalesced bool
 }
 
 // Format lists the events, one a line, for a failure message.

@@ -322,23 +322,29 @@ func TestRandomSequences(t *testing.T) {
 // with the seed, the sequence, the history and the violations if the
 // checker finds any. It returns the history.
 func runOne(t *testing.T, class robustness.Class, storage reconcile.Storage, seed uint64) robustness.History {
+	return runSequence(t, class, storage, robustness.Generate(seed), seed, fmt.Sprintf("seed %d", seed), reproduce(class, storage, seed))
+}
+
+// runSequence is runOne with a sequence of the caller's, named what in
+// failures, and the command that runs it again.
+func runSequence(t *testing.T, class robustness.Class, storage reconcile.Storage, seq robustness.Sequence, seed uint64, what, again string) robustness.History {
 	env := envtest.New(t, scheme)
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
 	target := robustness.Target{Ctx: env.Ctx, Config: cfg, Client: c, Scheme: scheme, Namespace: env.Namespace}
-	h, err := robustness.Run(target, class, storage, seed)
+	h, err := robustness.RunSequence(target, class, storage, seq, seed)
 	if err != nil {
-		t.Fatalf("seed %d: the run failed: %v\nreproduce: %s", seed, err, reproduce(class, storage, seed))
+		t.Fatalf("%s: the run failed: %v\nreproduce: %s", what, err, again)
 	}
 	if v := robustness.Check(h); len(v) > 0 {
 		var b strings.Builder
 		for _, x := range v {
 			fmt.Fprintf(&b, "  %s\n", x)
 		}
-		t.Errorf("seed %d broke the contract:\n%s\nsequence:\n%s\nhistory:\n%s\nreproduce: %s",
-			seed, b.String(), robustness.Generate(seed), h.Format(), reproduce(class, storage, seed))
+		t.Errorf("%s broke the contract:\n%s\nsequence:\n%s\nhistory:\n%s\nreproduce: %s",
+			what, b.String(), seq, h.Format(), again)
 	}
 	return h
 }

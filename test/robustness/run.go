@@ -47,16 +47,21 @@ type Target struct {
 
 // Run carries out the sequence of seed on objects of class, with the
 // operator keeping its state per storage, and returns what happened: the
-// history for Check, and the number of operations carried out. Errors are
-// of the run itself (the API server refused the test's own request, an
-// operator did not start), not of the operator under test.
+// history for Check. Errors are of the run itself (the API server refused
+// the test's own request, an operator did not start), not of the operator
+// under test.
 func Run(t Target, class Class, storage reconcile.Storage, seed uint64) (History, error) {
+	return RunSequence(t, class, storage, Generate(seed), seed)
+}
+
+// RunSequence is Run with a sequence of the caller's, such as a scenario
+// written out by hand; seed picks the requests the proxy's faults hit.
+func RunSequence(t Target, class Class, storage reconcile.Storage, seq Sequence, seed uint64) (History, error) {
 	px, err := faults.New(t.Config, seed)
 	if err != nil {
 		return History{}, err
 	}
 	defer px.Close() //nolint:errcheck // the run's outcome is what counts
-	seq := Generate(seed)
 	r := &runner{
 		t: t, class: class, storage: storage, px: px,
 		run:      fmt.Sprintf("%s-%d", t.Namespace, seed%100000),
@@ -239,7 +244,8 @@ func (r *runner) handle(ctx context.Context, process int, handler string, obj ma
 }
 
 // takeArm returns how the handler behaves on this call, and uses up the
-// arm. A blocking arm stops any change handler of the object.
+// arm. A blocking arm stops any change handler of the object (one armed
+// on the resume handler, that handler: see BehaveBlock).
 func (r *runner) takeArm(name, handler string) arm {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -280,7 +286,7 @@ func (r *runner) do(op Op) error {
 		return r.conflict(name)
 	case OpArm:
 		r.mu.Lock()
-		if op.Behaviour == BehaveBlock {
+		if op.Behaviour == BehaveBlock && op.Handler != HandlerResume {
 			r.arms[name+"/block"] = &arm{behaviour: BehaveBlock, times: 1}
 		} else {
 			r.arms[name+"/"+op.Handler] = &arm{behaviour: op.Behaviour, times: max(op.Times, 1), moment: op.Moment, delay: op.Delay}
@@ -290,6 +296,13 @@ func (r *runner) do(op Op) error {
 		r.stop()
 	case OpStart:
 		return r.start()
+	case OpAwaitBlock:
+		select {
+		case <-r.entered:
+			return nil
+		case <-time.After(blockTimeout):
+			return fmt.Errorf("no handler armed to block was called within %s", blockTimeout)
+		}
 	case OpRestartInHandler:
 		select {
 		case <-r.entered:
@@ -625,7 +638,6 @@ func (r *runner) history() (History, error) {
 		Finalizers:    []string{"gopf.dev/finalizer" /* Options.Prefix's default */, reconcile.DefaultKopfFinalizer},
 		Terminating:   r.class.Terminating,
 		WritesPerCall: r.class.writesPerCall(r.storage),
-		Coalesced:     r.storage == reconcile.StorageKopf,
 	}
 	for _, name := range names {
 		u := &unstructured.Unstructured{}
