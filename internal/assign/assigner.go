@@ -302,5 +302,6 @@ func (*Assigner) NeedLeaderElection() bool { return false }
 // Leading reports whether this assigner leads now.
 func (a *Assigner) Leading() bool { return a.leading.Load() }
 
-// errStale ends a pass whose ring changed under it.
+// errStale is a write not sent because the ring changed since the
+// object was decided: the pass takes the new ring and decides again.
 var errStale = errors.New("the ring changed during the pass")

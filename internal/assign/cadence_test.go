@@ -78,3 +78,34 @@ func TestANarrowPassListsOnlyTheObjectsWithoutAnAvailableShard(t *testing.T) {
 		g.Expect(next).To(Equal(Counts{Narrow: true}), "the ring is settled: nothing is listed")
 	}, timeout).Should(Succeed())
 }
+
+// A pass whose ring changes goes on with the new ring instead of starting
+// over: with a ring that changes faster than a pass gets through the list,
+// starting over kept every pass on the first objects.
+func TestAPassWhoseRingChangesGoesOnWithTheNewRing(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	c.join("a")
+	keys := c.family(10, nil) // twenty objects, at four writes a second
+	passes := make(chan Counts, 100)
+	c.assigner(time.Hour, func(o *Options) {
+		o.WritesPerSecond, o.WriteBurst = 4, 1
+		o.OnPass = func(n Counts) { passes <- n }
+	})
+	g.Eventually(func(g Gomega) {
+		n := 0
+		for _, meta := range c.labels(g) {
+			if meta.Labels[shard.ShardLabel(ring)] != "" {
+				n++
+			}
+		}
+		g.Expect(n).To(BeNumerically(">", 0))
+	}, timeout, 50*time.Millisecond).Should(Succeed())
+	c.join("b")
+	var first Counts
+	g.Eventually(passes, timeout).Should(Receive(&first))
+	g.Expect(first.Renewed).To(BeNumerically(">=", 1), "%+v", first)
+	g.Expect(first.Listed).To(Equal(20), "%+v", first)
+	g.Expect(first.Assigned).To(Equal(20), "every object got a shard in the pass the ring changed in: %+v", first)
+	g.Eventually(func(g Gomega) { c.placed(g, keys, shard.NewRing("a", "b")) }, timeout).Should(Succeed())
+}

@@ -2,7 +2,6 @@ package assign
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -34,16 +33,13 @@ func (a *Assigner) lead(ctx context.Context, log logr.Logger) error {
 	a.watchUnassigned(ctx, log, view, &wg)
 	var every cadence
 	for {
-		now := a.opts.Clock.Now()
+		now, gen := a.opts.Clock.Now(), view.generation()
 		shards := a.claim(ctx, log, view, now)
 		available := shards.Available()
 		if due, narrow := every.next(now, available); due {
-			counts, err := a.pass(ctx, view, shards, narrow)
-			switch {
-			case ctx.Err() != nil:
+			counts, err := a.pass(ctx, log, view, gen, shards, narrow)
+			if ctx.Err() != nil {
 				return nil
-			case errors.Is(err, errStale):
-				continue
 			}
 			counts.log(log, available, err)
 			if a.opts.OnPass != nil {

@@ -39,17 +39,20 @@ type Counts struct {
 	Conflicts int
 	// Failed patches met another error, logged once per pass.
 	Failed int
+	// Renewed counts the changes of the available shards during the pass,
+	// after which it went on with the new ring (see pass.renew).
+	Renewed int
 }
 
 // log writes the pass's line: at Info if it wrote anything, left objects
 // draining or failed, at V(1) if the ring was already as it should be.
 func (c Counts) log(log logr.Logger, available []string, err error) {
 	kv := []any{"shards", available, "narrow", c.Narrow, "listed", c.Listed, "assigned", c.Assigned, "reassigned", c.Reassigned,
-		"drained", c.Drained, "draining", c.Draining, "skipped", c.Skipped, "conflicts", c.Conflicts, "failed", c.Failed}
+		"drained", c.Drained, "draining", c.Draining, "skipped", c.Skipped, "conflicts", c.Conflicts, "failed", c.Failed, "renewed", c.Renewed}
 	switch {
 	case err != nil:
 		log.Error(err, "pass over the ring's objects", kv...)
-	case c.Assigned+c.Reassigned+c.Drained+c.Draining+c.Conflicts > 0:
+	case c.Assigned+c.Reassigned+c.Drained+c.Draining+c.Conflicts+c.Renewed > 0:
 		log.Info("pass over the ring's objects", kv...)
 	default:
 		log.V(1).Info("pass over the ring's objects", kv...)
@@ -60,10 +63,11 @@ func (c Counts) log(log logr.Logger, available []string, err error) {
 // available shards.
 type pass struct {
 	*Assigner
+	log       logr.Logger
 	view      *View
 	selector  string          // of a narrow pass: the objects without an available shard
-	gen       uint64          // the view's generation at the start
-	available map[string]bool // the shards available at the start
+	gen       uint64          // the view's generation when the ring was taken
+	available map[string]bool // the shards available then
 	ring      *shard.Ring
 	counts    Counts
 	failure   error // the first failed patch
@@ -83,23 +87,17 @@ type pending struct {
 // (Decide) and patches those that move, at most WritesPerSecond. A narrow
 // pass lists only the objects whose shard label names no available shard
 // (none, or a shard that is gone): those the ring's change cannot have
-// touched are left out (see cadence). It stops
-// with errStale before a write if the available shards changed since it
-// began: the caller starts over with the new ring rather than finish with
-// an old one.
+// touched are left out (see cadence). If the available shards change
+// during the pass, it goes on with the new ring (pass.renew).
 //
 // Drains come last, after every object with no shard or a dead one has
 // its shard: a drain only moves an object that a live shard handles, while
 // an unassigned object is handled by no one until it is assigned. Were
-// they written in list order, every change of the ring (a pass starts over
-// from the top) would spend the write budget on the drains at the top of
-// the list again and the new objects at its end would wait for as long as
-// the ring keeps changing.
-func (a *Assigner) pass(ctx context.Context, view *View, shards shard.Shards, narrow bool) (Counts, error) {
-	p := &pass{Assigner: a, view: view, gen: view.generation(), available: map[string]bool{}, ring: shards.Ring()}
-	for _, s := range shards.Available() {
-		p.available[s] = true
-	}
+// they written in list order, the write budget would go to the drains at
+// the top of the list while the new objects at its end wait.
+func (a *Assigner) pass(ctx context.Context, log logr.Logger, view *View, gen uint64, shards shard.Shards, narrow bool) (Counts, error) {
+	p := &pass{Assigner: a, log: log, view: view}
+	p.take(gen, shards)
 	if narrow {
 		unplaced, err := labels.NewRequirement(shard.ShardLabel(a.opts.Ring), selection.NotIn, shards.Available())
 		if err != nil {
@@ -110,7 +108,7 @@ func (a *Assigner) pass(ctx context.Context, view *View, shards shard.Shards, na
 	var errs []error
 	for _, k := range a.opts.Kinds {
 		if err := p.kind(ctx, k); err != nil {
-			if errors.Is(err, errStale) || ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return p.counts, err
 			}
 			errs = append(errs, err)
@@ -119,7 +117,7 @@ func (a *Assigner) pass(ctx context.Context, view *View, shards shard.Shards, na
 	p.draining = true
 	for _, d := range p.drains {
 		if err := p.object(ctx, d.kind, d.obj); err != nil {
-			return p.counts, err // errStale or the context's end
+			return p.counts, err // the context's end
 		}
 	}
 	if p.failure != nil {
@@ -187,8 +185,8 @@ func (p *pass) object(ctx context.Context, k Kind, obj *metav1.PartialObjectMeta
 		p.counts.Skipped++
 		return nil
 	}
-	choice := p.ring.ShardFor(key)
 	for attempt := 0; ; attempt++ {
+		choice := p.ring.ShardFor(key)
 		d := Decide(obj, p.opts.Ring, choice, p.isAvailable)
 		if d.Action == Drain && k.Controlled {
 			// Nothing runs on a child itself: it follows its owner at once.
@@ -208,7 +206,10 @@ func (p *pass) object(ctx context.Context, k Kind, obj *metav1.PartialObjectMeta
 		switch {
 		case err == nil:
 			return nil
-		case errors.Is(err, errStale), ctx.Err() != nil:
+		case errors.Is(err, errStale):
+			p.renew(ctx)
+			attempt-- // decided on an old ring: no attempt was made
+		case ctx.Err() != nil:
 			return err
 		case apierrors.IsNotFound(err):
 			return nil
@@ -296,8 +297,34 @@ func (a *Assigner) patch(ctx context.Context, k Kind, obj *metav1.PartialObjectM
 	return nil
 }
 
+// take makes shards, read at the view's generation gen, the ring the pass
+// decides with.
+func (p *pass) take(gen uint64, shards shard.Shards) {
+	p.gen, p.ring, p.available = gen, shards.Ring(), map[string]bool{}
+	for _, s := range shards.Available() {
+		p.available[s] = true
+	}
+}
+
+// renew takes the ring as it is now, having claimed the Leases of the
+// uncertain shards first (Assigner.claim), as the leader does before a
+// pass: no object leaves a shard that may still work on it. The pass goes
+// on from where it is with the new ring rather than start over from the
+// top of the list: a ring that changes faster than a pass gets through
+// the list (a replica killed every half minute, objects moved at a hundred
+// writes a second) would otherwise keep every pass on the first objects,
+// and those at the end of the list, new ones among them, would never get
+// a shard. What the pass decided before stays; the ring's change brings
+// another pass after this one (cadence.next), which moves what the old
+// ring placed on a shard that has gone since.
+func (p *pass) renew(ctx context.Context) {
+	gen := p.view.generation()
+	p.take(gen, p.claim(ctx, p.log, p.view, p.opts.Clock.Now()))
+	p.counts.Renewed++
+}
+
 // stale reports whether the available shards changed since the pass
-// began.
+// took its ring.
 func (p *pass) stale() bool {
 	if p.view.generation() == p.gen {
 		return false
