@@ -21,12 +21,9 @@ func (s *Spawner) startDaemonLocked(key types.NamespacedName, o *spawned, r *con
 	// and CancellationBackoff), not directly with the manager's, so that a
 	// daemon always learns why it stops.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
-	d := &daemonState{reg: r, id: s.identity(obj), cancel: cancel, done: make(chan struct{}), abandoned: make(chan struct{})}
+	d := &daemonState{reg: r, id: s.identity(obj), cancel: cancel, done: make(chan struct{})}
 	d.ctl = spec.NewDaemonControl(s.newCall(r, d.id, 0, time.Now()), func() client.Object { return s.latest(key, d) })
-	if o.daemons == nil {
-		o.daemons = map[string]*daemonState{}
-	}
-	o.daemons[r.Options.ID] = d
+	o.daemons = append(o.daemons, d)
 	metrics.SpawnedRunning.WithLabelValues(s.opts.Name, "daemon").Inc()
 	s.k.AddBusy(1) // a paused operator is busy until its daemons return
 	delay := s.initialDelay(r, obj)
@@ -149,11 +146,8 @@ func (s *Spawner) daemonEnded(key types.NamespacedName, o *spawned, d *daemonSta
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := d.reg.Options.ID
-	if o.daemons[id] == d {
-		delete(o.daemons, id)
-		if forGood {
-			o.finish(id)
-		}
+	if o.forgetDaemon(d) && forGood {
+		o.finish(id)
 	}
 	if len(o.daemons) == 0 && len(o.wanted) == 0 && s.objects[key] == o {
 		delete(s.objects, key)
@@ -199,6 +193,7 @@ func (s *Spawner) stopDaemonLocked(d *daemonState, reason string) {
 		return
 	}
 	d.escalated = true
+	d.abandoned = make(chan struct{}) // made only now: few daemons ever need it
 	opts := d.reg.Options
 	s.wg.Add(1)
 	go func() {
@@ -220,8 +215,7 @@ func (s *Spawner) abandon(d *daemonState) {
 	s.mu.Lock()
 	var obj client.Object
 	for key, o := range s.objects {
-		if o.daemons[d.reg.Options.ID] == d {
-			delete(o.daemons, d.reg.Options.ID)
+		if o.forgetDaemon(d) {
 			obj = d.id
 			if len(o.daemons) == 0 && len(o.wanted) == 0 {
 				delete(s.objects, key)

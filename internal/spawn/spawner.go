@@ -57,9 +57,9 @@ type spawned struct {
 	essence   uint64    // a hash of the essence last synced, to see it change
 	changedAt time.Time // last change of the essence
 	wanted    []*contract.Handler
-	timers    []*timerState           // few: a slice costs less than a map
-	daemons   map[string]*daemonState // nil while there are none
-	finished  map[string]bool         // timers and daemons done for good in this process; nil while none
+	timers    []*timerState   // few: a slice costs less than a map
+	daemons   []*daemonState  // as few: a slice too
+	finished  map[string]bool // timers and daemons done for good in this process; nil while none
 }
 
 type timerState struct {
@@ -82,7 +82,7 @@ type daemonState struct {
 	ctl       *spec.DaemonControl[*handlers.Cause]
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the goroutine returns
-	abandoned chan struct{} // closed when gopf gives up waiting
+	abandoned chan struct{} // closed when gopf gives up waiting; made when the daemon is asked to stop
 	escalated bool
 }
 
@@ -262,14 +262,14 @@ func (s *Spawner) spawnLocked(key types.NamespacedName, o *spawned, obj client.O
 		case spec.KindDaemon:
 			// Never after a pause began (a reconcile that passed the gate
 			// just before), or the pause would not stop it.
-			if o.daemons[id] == nil && !o.finished[id] && s.k.Open() {
+			if o.daemon(id) == nil && !o.finished[id] && s.k.Open() {
 				s.startDaemonLocked(key, o, r, obj)
 			}
 		}
 	}
 	s.dropTimersLocked(o, func(t *timerState) bool { return !wanted[t.reg.Options.ID] })
-	for id, d := range o.daemons {
-		if !wanted[id] {
+	for _, d := range o.daemons {
+		if !wanted[d.reg.Options.ID] {
 			s.stopDaemonLocked(d, string(handlers.StopFiltersMismatch))
 		}
 	}
@@ -283,6 +283,24 @@ func (o *spawned) timer(id string) *timerState {
 		}
 	}
 	return nil
+}
+
+// daemon returns the daemon id of the object, nil if it has none.
+func (o *spawned) daemon(id string) *daemonState {
+	for _, d := range o.daemons {
+		if d.reg.Options.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// forgetDaemon takes daemon d out of o's, and reports whether it was there
+// (not replaced by another of the same id meanwhile).
+func (o *spawned) forgetDaemon(d *daemonState) bool {
+	n := len(o.daemons)
+	o.daemons = slices.DeleteFunc(o.daemons, func(other *daemonState) bool { return other == d })
+	return len(o.daemons) < n
 }
 
 // dropTimersLocked stops the timers of o that drop says (all when nil),

@@ -49,7 +49,7 @@ func configMaps(log logr.Logger, objs ...client.Object) Options {
 
 // run starts s until the test ends, and then checks that it stopped
 // cleanly.
-func run(t *testing.T, s *Spawner) {
+func run(t testing.TB, s *Spawner) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
