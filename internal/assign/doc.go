@@ -44,8 +44,9 @@
 // objects beyond those lists: it neither watches nor caches them, and
 // holds an unassigned object only until it has written its label. The writes go through a token bucket (WritesPerSecond,
 // WriteBurst), so the rebalance of ten thousand objects when a shard joins
-// spreads over minutes; a pass whose ring changes under it stops before
-// its next write and starts over with the new ring.
+// spreads over minutes; a pass whose ring changes under it decides the
+// object at hand again and goes on down the list with the new ring, and
+// another pass follows it (see pass.renew).
 //
 // Every patch carries the resourceVersion it was decided on, so it
 // applies only to the labels it saw (see pass.write); a refused patch is
