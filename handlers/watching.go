@@ -8,27 +8,14 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// EventType is the kind of watch event an OnEvent handler sees.
-type EventType string
-
-// The watch events.
-const (
-	// EventListed: the object was in the initial list when the operator
-	// started watching.
-	EventListed EventType = "listed"
-	// EventAdded, EventModified, EventDeleted: the object was created,
-	// changed or deleted while the operator watched.
-	EventAdded    EventType = "added"
-	EventModified EventType = "modified"
-	EventDeleted  EventType = "deleted"
-)
-
 // EventFunc is a raw event handler; see OnEvent.
 type EventFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) error
 
 // OnEvent registers fn to be called for every watch event of every selected
 // object — the initial list, additions, modifications and deletions, each
-// with its type in Cause.Event — in the order the informer delivers them.
+// with its type in Cause.Event (Kubernetes' watch.Added, watch.Modified and
+// watch.Deleted; "" for the objects of the initial list, as Kopf's None) —
+// in the order the informer delivers them.
 // It keeps no state, adds no finalizer and is never retried, so it takes no
 // error policy options: its errors and panics are logged, and the next event
 // comes as usual. It sees every event, not the de-duplicated reconcile
