@@ -14,18 +14,6 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// Operation is what an admission request asks the API server to do with an
-// object. The values are those of the AdmissionReview API.
-type Operation string
-
-// The operations an admission handler can be called for.
-const (
-	OperationCreate  Operation = "CREATE"
-	OperationUpdate  Operation = "UPDATE"
-	OperationDelete  Operation = "DELETE"
-	OperationConnect Operation = "CONNECT"
-)
-
 // AdmissionFunc is an admission handler for objects of type T: a validating
 // one (OnValidate) or a mutating one (OnMutate).
 //
@@ -49,9 +37,10 @@ type Admission[T client.Object] struct {
 // AdmissionRequest holds the details of an admission request that do not
 // depend on the handler's Go type. It is valid for one call only.
 type AdmissionRequest struct {
-	// Operation is what the request does. For DELETE the object handed to
-	// the handler is the stored one (the same as Old).
-	Operation Operation
+	// Operation is what the request does: admissionv1.Create, Update,
+	// Delete or Connect (k8s.io/api/admission/v1). For DELETE the object
+	// handed to the handler is the stored one (the same as Old).
+	Operation admissionv1.Operation
 	// SubResource is the subresource the request is for ("status",
 	// "scale", ...), or "" for the object itself.
 	SubResource string
@@ -145,7 +134,7 @@ func OnMutate[T client.Object](r *Registry, fn AdmissionFunc[T], opts ...Admissi
 func registerAdmission[T client.Object](r *Registry, kind spec.Kind, fn AdmissionFunc[T], opts []AdmissionOption) {
 	d := apply(opts)
 	if d.Operations == nil {
-		d.Operations = []string{string(OperationCreate), string(OperationUpdate)}
+		d.Operations = []string{string(admissionv1.Create), string(admissionv1.Update)}
 	}
 	d.problems = append(d.problems, admissionProblems(d.Options)...)
 	h := newHandler[T](kind, d)
@@ -174,8 +163,8 @@ func admissionProblems(o spec.Options) []string {
 		problems = append(problems, "Operations needs at least one operation")
 	}
 	for _, op := range o.Operations {
-		switch Operation(op) {
-		case OperationCreate, OperationUpdate, OperationDelete, OperationConnect:
+		switch admissionv1.Operation(op) {
+		case admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect:
 		default:
 			problems = append(problems, fmt.Sprintf("unknown operation %q (want CREATE, UPDATE, DELETE or CONNECT)", op))
 		}
@@ -195,12 +184,13 @@ type admissionSetting struct {
 	forAdmission
 }
 
-// Operations sets the operations an admission handler is called for, e.g.
-// Operations(OperationCreate, OperationUpdate, OperationDelete). Default:
-// CREATE and UPDATE.
+// Operations sets the operations an admission handler is called for,
+// Kubernetes' own admissionv1.Operation values (k8s.io/api/admission/v1),
+// e.g. Operations(admissionv1.Create, admissionv1.Update,
+// admissionv1.Delete). Default: CREATE and UPDATE.
 //
 // Only OnValidate and OnMutate take it.
-func Operations(ops ...Operation) admissionSetting {
+func Operations(ops ...admissionv1.Operation) admissionSetting {
 	names := make([]string, len(ops))
 	for i, op := range ops {
 		names[i] = string(op)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -55,7 +56,7 @@ func TestAdmissionHandlersRunForCreateAndUpdateOfTheObjectItselfByDefault(t *tes
 
 func TestAMutatingHandlerRunsForDeleteOnlyWhenAsked(t *testing.T) {
 	r := handlers.NewRegistry()
-	handlers.OnMutate(r, allowPod, handlers.Operations(handlers.OperationDelete))
+	handlers.OnMutate(r, allowPod, handlers.Operations(admissionv1.Delete))
 	if got := onlyAdmission(t, r).Options.Operations; strings.Join(got, ",") != "DELETE" {
 		t.Errorf("operations = %v, want DELETE only", got)
 	}
@@ -194,7 +195,7 @@ func TestAdmissionHandlersAreNotChangeHandlers(t *testing.T) {
 func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 	r := handlers.NewRegistry()
 	var sawOld string
-	var sawOp handlers.Operation
+	var sawOp admissionv1.Operation
 	handlers.OnValidate(r, func(ctx context.Context, pod *corev1.Pod, a *handlers.Admission[*corev1.Pod]) error {
 		sawOld, sawOp = a.Old.Name, a.Operation
 		a.Warn("careful")
@@ -203,12 +204,12 @@ func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 	h := onlyAdmission(t, r)
 	review := &handlers.Extras{}
 	err := h.Review(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}},
-		handlers.RequestWith(r, handlers.OperationUpdate, review))
+		handlers.RequestWith(r, admissionv1.Update, review))
 	var denied *spec.AdmissionError
 	if !errors.As(err, &denied) || denied.StatusCode() != 422 || denied.Message != "no new" {
 		t.Errorf("err = %#v", err)
 	}
-	if sawOld != "old" || sawOp != handlers.OperationUpdate || strings.Join(review.Warnings, ",") != "careful" {
+	if sawOld != "old" || sawOp != admissionv1.Update || strings.Join(review.Warnings, ",") != "careful" {
 		t.Errorf("old = %q, operation = %q, warnings = %v", sawOld, sawOp, review.Warnings)
 	}
 	if err := h.Review(context.Background(), &corev1.ConfigMap{}, nil, &handlers.AdmissionRequest{}); err == nil {

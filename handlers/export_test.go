@@ -1,6 +1,10 @@
 package handlers
 
-import "github.com/gopf-dev/gopf/internal/spec"
+import (
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/gopf-dev/gopf/internal/spec"
+)
 
 // HandlersOf returns the valid handlers of r of the given kinds (all kinds
 // if none are given), in registration order, as the engines see them.
@@ -21,7 +25,7 @@ func CauseWith(r *Registry, handlerID string, x *Extras) *Cause {
 
 // RequestWith returns an AdmissionRequest for op bound to x, as the engine
 // makes it.
-func RequestWith(r *Registry, op Operation, x *Extras) *AdmissionRequest {
+func RequestWith(r *Registry, op admissionv1.Operation, x *Extras) *AdmissionRequest {
 	a := &AdmissionRequest{Operation: op}
 	r.engineSet().BindRequest(a, x)
 	return a

@@ -29,7 +29,7 @@ func TestAdmissionHandlersGetTheObjectsMemoOrACopyOfTheOperatorsAndTheIndexes(t 
 		calls = append(calls, seen{memo: (*spec.Memo)(a.Memo), client: a.Client, region: a.Memo.Get("region"), values: a.Indexes.Get("by_port").Get(8080)})
 		a.Memo.Set("region", "set by "+string(a.Operation))
 		return nil
-	}, handlers.Operations(handlers.OperationCreate, handlers.OperationUpdate))
+	}, handlers.Operations(admissionv1.Create, admissionv1.Update))
 	rv := reviewerFor(t, reg, false)
 
 	set := contract.SetOf(reg)

@@ -8,21 +8,20 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/gopf-dev/gopf/internal/contract"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -43,9 +42,9 @@ var _ admission.Handler = (*reviewer)(nil)
 // If any handler fails, the request is denied with the failure that ranks
 // highest (see denial). Warnings of all handlers are returned either way.
 func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission.Response {
-	op := handlers.Operation(req.Operation)
+	op := req.Operation
 	original := req.Object.Raw
-	if op == handlers.OperationDelete {
+	if op == admissionv1.Delete {
 		original = req.OldObject.Raw
 	}
 	current := original
@@ -81,7 +80,7 @@ func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission
 // CREATE or UPDATE, it returns the object with the handler's changes, or
 // nil when the handler changed nothing or was not called.
 func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, current []byte, memo *spec.Memo) ([]byte, []string, error) {
-	op := handlers.Operation(req.Operation)
+	op := req.Operation
 	obj, old, err := decodeObjects(h, req, current)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +88,7 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj) {
 		return nil, nil, nil
 	}
-	mutate := rv.mutating && (op == handlers.OperationCreate || op == handlers.OperationUpdate)
+	mutate := rv.mutating && (op == admissionv1.Create || op == admissionv1.Update)
 	var before []byte
 	if mutate {
 		if before, err = json.Marshal(obj); err != nil {
@@ -113,12 +112,12 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 // DELETE, the request's old object, as h's kind. On CONNECT the object is
 // an empty one with the request's name and namespace.
 func decodeObjects(h *hook, req *admissionv1.AdmissionRequest, current []byte) (obj, old client.Object, err error) {
-	op := handlers.Operation(req.Operation)
+	op := req.Operation
 	// Objects decode as the API server decodes them, keys case-sensitively:
 	// encoding/json would let a "Spec" or "dAtA" the API server ignores
 	// decide what the handler sees.
 	obj = h.reg.NewObject()
-	if op == handlers.OperationConnect {
+	if op == admissionv1.Connect {
 		// The request's object is the options of the connection, of another
 		// kind; the handler finds it in AdmissionRequest.Raw.
 		obj.SetName(req.Name)
@@ -126,7 +125,7 @@ func decodeObjects(h *hook, req *admissionv1.AdmissionRequest, current []byte) (
 	} else if err := utiljson.Unmarshal(current, obj); err != nil {
 		return nil, nil, fmt.Errorf("%s: decoding the object: %w", h.reg, err)
 	}
-	if (op == handlers.OperationUpdate || op == handlers.OperationDelete) && len(req.OldObject.Raw) > 0 {
+	if (op == admissionv1.Update || op == admissionv1.Delete) && len(req.OldObject.Raw) > 0 {
 		old = h.reg.NewObject()
 		if err := utiljson.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return nil, nil, fmt.Errorf("%s: decoding the old object: %w", h.reg, err)
@@ -138,7 +137,7 @@ func decodeObjects(h *hook, req *admissionv1.AdmissionRequest, current []byte) (
 // admissionRequest is what handler h is given of req.
 func admissionRequest(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, memo *spec.Memo) *handlers.AdmissionRequest {
 	areq := &handlers.AdmissionRequest{
-		Operation:   handlers.Operation(req.Operation),
+		Operation:   req.Operation,
 		SubResource: req.SubResource,
 		DryRun:      req.DryRun != nil && *req.DryRun,
 		UserInfo:    req.UserInfo,
@@ -195,10 +194,10 @@ type requestMemos struct {
 func memosOf(req *admissionv1.AdmissionRequest, raw []byte) *requestMemos {
 	ms := &requestMemos{
 		key:   types.NamespacedName{Namespace: req.Namespace, Name: req.Name},
-		fresh: handlers.Operation(req.Operation) == handlers.OperationCreate,
+		fresh: req.Operation == admissionv1.Create,
 		byGVK: map[schema.GroupVersionKind]*spec.Memo{},
 	}
-	if handlers.Operation(req.Operation) != handlers.OperationConnect {
+	if req.Operation != admissionv1.Connect {
 		var meta struct {
 			Metadata struct {
 				UID types.UID `json:"uid"`

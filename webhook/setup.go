@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -234,7 +235,7 @@ func resolveHooks(mgr manager.Manager, set *contract.Set, regs []*contract.Handl
 
 // handles reports whether the handler is for requests with this operation
 // and subresource ("" for the object itself).
-func (h *hook) handles(op handlers.Operation, subResource string) bool {
+func (h *hook) handles(op admissionv1.Operation, subResource string) bool {
 	o := h.reg.Options
 	return slices.Contains(o.Operations, string(op)) && (o.SubResource == "*" || o.SubResource == subResource)
 }
