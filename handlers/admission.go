@@ -77,9 +77,10 @@ type AdmissionRequest struct {
 	// copy of the operator memo that lasts for this request only, as in
 	// Kopf. All handlers of one request share it.
 	Memo *Memo
-	// Indexes are the operator's indexes, by name; see OnIndex. Unlike
-	// object handlers, admission handlers may be called before the indexes
-	// have seen their initial lists.
+	// Indexes are the operator's indexes, read through the Index that
+	// OnIndex or OnFlatIndex returns. Unlike object handlers, admission
+	// handlers may be called before the indexes have seen their initial
+	// lists.
 	Indexes *Indexes
 	// Client is the manager's client: reads come from its cache, writes go
 	// to the API server.

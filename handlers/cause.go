@@ -93,7 +93,8 @@ type Cause struct {
 	// for other handlers.
 	Event watch.EventType
 
-	// Indexes are the operator's indexes, by name; see OnIndex.
+	// Indexes are the operator's indexes, read through the Index that
+	// OnIndex or OnFlatIndex returns.
 	Indexes *Indexes
 
 	x *extras // the engine's side of the call: Events, sub-handlers

@@ -148,8 +148,11 @@ func listedIn(names ...string) *spec.Indexes {
 	return ixs
 }
 
+// listedNames reads the index of listedIn.
+var listedNames = handlers.OnIndex(handlers.NewRegistry(), "listed", func(*corev1.Pod, *handlers.Cause) map[string]string { return nil })
+
 func listed(ixs *handlers.Indexes, name string) bool {
-	for _, v := range ixs.Get("listed").Get("names") {
+	for _, v := range listedNames.Get(ixs, "names") {
 		if v == name {
 			return true
 		}
@@ -181,7 +184,7 @@ func TestIndexFunctionsThatReadIndexesGetTheOperatorsIndexes(t *testing.T) {
 	handlers.OnIndex(r, "named", func(p *corev1.Pod, c *handlers.Cause) map[string]bool {
 		return map[string]bool{p.Name: listed(c.Indexes, p.Name)}
 	})
-	handlers.OnFlatIndex(r, "flat", func(_ *corev1.Pod, c *handlers.Cause) int { return c.Indexes.Get("listed").Len() })
+	handlers.OnFlatIndex(r, "flat", func(_ *corev1.Pod, c *handlers.Cause) int { return listedNames.Len(c.Indexes) })
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -48,16 +48,17 @@ type IndexFunc[T client.Object, K comparable, V any] func(obj T, c *Cause) map[K
 // OnIndex registers an in-memory index named name over the selected objects
 // of type T: for every key, the values all objects contributed under it. It
 // is kept up to date on every event, and an object's entries go when the
-// object goes or stops matching the filters. Handlers of every kind —
-// change, timer, daemon, event and index handlers, admission handlers, and
-// the operator-level OnStartup, OnCleanup and OnProbe — read it as
-// c.Indexes.Get(name) (a.Indexes for admission handlers), or typed through
-// the IndexRef that OnIndex returns. No object handler runs before every
-// index has seen the initial list of its kind; operator-level and admission
-// handlers get no such promise (startup handlers run while the indexes
-// fill). An index function cannot fail; a panic in it is logged and leaves
-// the object's entries as they were.
-func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn IndexFunc[T, K, V], opts ...IndexOption) IndexRef[K, V] {
+// object goes or stops matching the filters. OnIndex returns the Index that
+// reads it: handlers of every kind — change, timer, daemon, event and index
+// handlers, admission handlers, and the operator-level OnStartup, OnCleanup
+// and OnProbe — call its Get with the indexes they are given (c.Indexes,
+// a.Indexes for admission handlers), as Kopf passes an index by its name
+// as a keyword argument. No object handler runs before every index has seen
+// the initial list of its kind; operator-level and admission handlers get no
+// such promise (startup handlers run while the indexes fill). An index
+// function cannot fail; a panic in it is logged and leaves the object's
+// entries as they were.
+func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn IndexFunc[T, K, V], opts ...IndexOption) Index[K, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(_ context.Context, obj T, c *Cause) (any, error) {
@@ -73,17 +74,17 @@ func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn 
 		}
 	}
 	registerCall(r, spec.KindIndex, fn, call, apply(opts, set(func(d *draft) { d.ID = name })))
-	return IndexRef[K, V]{name: name}
+	return Index[K, V]{name: name}
 }
 
 // OnFlatIndex registers an in-memory index named name that collects one
 // value per selected object of type T, with no keys to look them up by:
 // Kopf's index of an index function that returns something other than a
-// dict. Its one key is nil, so c.Indexes.Get(name).Get(nil) (or the
-// returned IndexRef's Get with nil) lists every object's value. fn gets the
+// dict. Its one key is nil, so the returned Index's Get(c.Indexes, nil)
+// lists every object's value. fn gets the
 // Cause an IndexFunc gets. It behaves as OnIndex otherwise; to leave an
 // object out, filter it out.
-func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T, c *Cause) V, opts ...IndexOption) IndexRef[any, V] {
+func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T, c *Cause) V, opts ...IndexOption) Index[any, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(_ context.Context, obj T, c *Cause) (any, error) {
@@ -91,26 +92,29 @@ func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T
 		}
 	}
 	registerCall(r, spec.KindIndex, fn, call, apply(opts, set(func(d *draft) { d.ID = name })))
-	return IndexRef[any, V]{name: name}
+	return Index[any, V]{name: name}
 }
 
-// IndexRef names an index registered by OnIndex or OnFlatIndex and reads
-// it with the key and value types of its index function, so that no type
-// assertions are needed:
+// Index is an index registered by OnIndex or OnFlatIndex: the handle
+// through which handlers read it, with the key and value types of its index
+// function, so that no type assertions are needed. It reads the operator's
+// indexes a handler is given (Cause.Indexes, or Admission's Indexes):
 //
 //	podsByNode := handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod, _ *handlers.Cause) map[string]string {
 //		return map[string]string{pod.Spec.NodeName: pod.Name}
 //	})
 //	...
 //	names := podsByNode.Get(c.Indexes, node.Name) // []string
-type IndexRef[K comparable, V any] struct {
+//
+// An Index is a small value; copy it into the handlers that read it.
+type Index[K comparable, V any] struct {
 	name string
 }
 
-// Get returns the values under key in the index of ixs, ordered by the
-// objects that contributed them (namespace/name), or nil.
-func (r IndexRef[K, V]) Get(ixs *Indexes, key K) []V {
-	values := ixs.Get(r.name).Get(key)
+// Get returns the values under key in the index, ordered by the objects
+// that contributed them (namespace/name), or nil.
+func (ix Index[K, V]) Get(ixs *Indexes, key K) []V {
+	values := ix.of(ixs).Get(key)
 	if values == nil {
 		return nil
 	}
@@ -121,10 +125,11 @@ func (r IndexRef[K, V]) Get(ixs *Indexes, key K) []V {
 	return out
 }
 
-// Keys returns the keys that have values in the index of ixs, in the order
-// of Index.Keys.
-func (r IndexRef[K, V]) Keys(ixs *Indexes) []K {
-	keys := ixs.Get(r.name).Keys()
+// Keys returns the keys that have values in the index, sorted by how fmt
+// prints them (%v), and by type where two print alike; string keys sort as
+// strings.
+func (ix Index[K, V]) Keys(ixs *Indexes) []K {
+	keys := ix.of(ixs).Keys()
 	if keys == nil {
 		return nil
 	}
@@ -135,5 +140,8 @@ func (r IndexRef[K, V]) Keys(ixs *Indexes) []K {
 	return out
 }
 
-// Len returns the number of keys that have values in the index of ixs.
-func (r IndexRef[K, V]) Len(ixs *Indexes) int { return ixs.Get(r.name).Len() }
+// Len returns the number of keys that have values in the index.
+func (ix Index[K, V]) Len(ixs *Indexes) int { return ix.of(ixs).Len() }
+
+// of finds the index in ixs; a missing one (nil) reads as empty.
+func (ix Index[K, V]) of(ixs *Indexes) *spec.Index { return (*spec.Indexes)(ixs).Get(ix.name) }

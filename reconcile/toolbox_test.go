@@ -66,14 +66,14 @@ func TestIndexesAreReadyBeforeHandlersAndFollowTheirObjects(t *testing.T) {
 	ns := newNamespace(t)
 	createPods(g, ns, "db", "db", "web")
 	reg := handlers.NewRegistry()
-	handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[string]any {
-		return map[string]any{pod.Labels["app"]: pod.Name}
+	podsByApp := handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[string]string {
+		return map[string]string{pod.Labels["app"]: pod.Name}
 	}, handlers.Labels{"app": handlers.Present})
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		return map[string]any{"db": len(c.Indexes.Get("pods_by_app").Get("db"))}, nil
+		return map[string]any{"db": len(podsByApp.Get(c.Indexes, "db"))}, nil
 	}, handlers.ID("count"))
 	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		return map[string]any{"db": len(c.Indexes.Get("pods_by_app").Get("db")), "keys": c.Indexes.Get("pods_by_app").Keys()}, nil
+		return map[string]any{"db": len(podsByApp.Get(c.Indexes, "db")), "keys": podsByApp.Keys(c.Indexes)}, nil
 	}, handlers.ID("recount"))
 	op := runOperator(t, ns, reg)
 	_ = op
