@@ -14,15 +14,6 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// AdmissionFunc is an admission handler for objects of type T: a validating
-// one (OnValidate) or a mutating one (OnMutate).
-//
-// A nil error admits the object. Deny rejects it with a code and a message;
-// any other error rejects it with code 500 and the error's text, and so does
-// a panic. A mutating handler changes obj in place, or records changes in
-// a.Patch, or both; gopf sends the API server the difference as a JSON patch.
-type AdmissionFunc[T client.Object] func(ctx context.Context, obj T, a *Admission[T]) error
-
 // Admission is what an admission handler receives besides the object: the
 // request's details (through the embedded AdmissionRequest) and the object
 // as stored before the request, in the handler's Go type.
@@ -113,11 +104,15 @@ func Deny(code int, message string) error {
 // SubResource. Several validating handlers of one kind all run; the API
 // server rejects the request if any of them denies it.
 //
+// A nil error from fn admits the object. Deny rejects it with a code and a
+// message; any other error rejects it with code 500 and the error's text,
+// and so does a panic.
+//
 // Label filters are passed to the API server as the webhook's object
 // selector where they can be expressed as one (exact values, Present,
 // Absent), so that unselected objects cost no webhook call at all; function
 // filters, annotation filters and When are applied by gopf.
-func OnValidate[T client.Object](r *Registry, fn AdmissionFunc[T], opts ...AdmissionOption) {
+func OnValidate[T client.Object](r *Registry, fn func(ctx context.Context, obj T, a *Admission[T]) error, opts ...AdmissionOption) {
 	registerAdmission(r, spec.KindValidate, fn, opts)
 }
 
@@ -126,13 +121,15 @@ func OnValidate[T client.Object](r *Registry, fn AdmissionFunc[T], opts ...Admis
 // default it is called for CREATE and UPDATE of the object itself; a
 // mutating handler is never called for DELETE unless Operations names it.
 // Several mutating handlers of one kind run in registration order, each
-// seeing the changes of those before it. Options and filters are as for
+// seeing the changes of those before it. fn changes obj in place, or
+// records changes in a.Patch, or both; gopf sends the API server the
+// difference as a JSON patch. Options and filters are as for
 // OnValidate.
-func OnMutate[T client.Object](r *Registry, fn AdmissionFunc[T], opts ...AdmissionOption) {
+func OnMutate[T client.Object](r *Registry, fn func(ctx context.Context, obj T, a *Admission[T]) error, opts ...AdmissionOption) {
 	registerAdmission(r, spec.KindMutate, fn, opts)
 }
 
-func registerAdmission[T client.Object](r *Registry, kind spec.Kind, fn AdmissionFunc[T], opts []AdmissionOption) {
+func registerAdmission[T client.Object](r *Registry, kind spec.Kind, fn func(ctx context.Context, obj T, a *Admission[T]) error, opts []AdmissionOption) {
 	d := apply(opts)
 	if d.Operations == nil {
 		d.Operations = []string{string(admissionv1.Create), string(admissionv1.Update)}

@@ -60,11 +60,6 @@ func (r *Registry) Err() error { return r.set.Err() }
 // error means the handler is done for this cause.
 type HandlerFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (any, error)
 
-// ReconcileFunc is a level-based handler: it is called on every reconcile of
-// every selected object, after the change handlers, like a plain
-// controller-runtime Reconciler that receives the object.
-type ReconcileFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (reconcile.Result, error)
-
 // OnCreate registers fn to run once for each object of type T that gopf has
 // not handled before: an object created while the operator runs, one created
 // while it was down, or one that starts matching the handler's filters.
@@ -115,11 +110,12 @@ func OnField[T client.Object, P FieldPath](r *Registry, path P, fn HandlerFunc[T
 
 // OnReconcile registers a level-based handler: fn runs on every reconcile
 // of every selected object (including resyncs), after the change handlers,
-// with the same Cause and Patch. Its Result and error are those of a
+// with the same Cause and Patch, like a plain controller-runtime Reconciler
+// that receives the object. Its Result and error are those of a
 // controller-runtime Reconciler: they requeue the object, and its errors
 // are not subject to the handler error policy (they go to controller-runtime's
 // rate-limited requeue).
-func OnReconcile[T client.Object](r *Registry, fn ReconcileFunc[T], opts ...ReconcileOption) {
+func OnReconcile[T client.Object](r *Registry, fn func(ctx context.Context, obj T, c *Cause) (reconcile.Result, error), opts ...ReconcileOption) {
 	d := apply(opts)
 	h := newHandler[T](spec.KindReconcile, d)
 	if fn != nil {

@@ -8,9 +8,6 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// EventFunc is a raw event handler; see OnEvent.
-type EventFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) error
-
 // OnEvent registers fn to be called for every watch event of every selected
 // object — the initial list, additions, modifications and deletions, each
 // with its type in Cause.Event (Kubernetes' watch.Added, watch.Modified and
@@ -20,30 +17,13 @@ type EventFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) error
 // error policy options: its errors and panics are logged, and the next event
 // comes as usual. It sees every event, not the de-duplicated reconcile
 // requests a Reconciler sees.
-func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption) {
+func OnEvent[T client.Object](r *Registry, fn func(ctx context.Context, obj T, c *Cause) error, opts ...EventOption) {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(ctx context.Context, obj T, c *Cause) (any, error) { return nil, fn(ctx, obj, c) }
 	}
 	registerCall(r, spec.KindEvent, fn, call, apply(opts))
 }
-
-// IndexFunc maps an object to index entries: for each key, the value this
-// object contributes under it. Keys are of any comparable type (strings,
-// numbers, structs of them, as Kopf's any hashable key); a nil or empty map
-// puts the object in no key.
-//
-// c is what Kopf gives index functions as keyword arguments: the object's
-// identity, labels and annotations, c.Log (the object's logger), c.Memo (the
-// object's memo, the one its handlers share) and c.Indexes, the operator's
-// indexes: other indexes, or this one as it is before the object's entries
-// are replaced, for example for an index of the objects some other index
-// names. Index functions run while the indexes fill, so at start another
-// index may still lack objects of its kind; a change of another index does
-// not run the function again for objects that had no event (see
-// When). Results, Patch and Events are not for index functions:
-// they run for every watch event and change nothing.
-type IndexFunc[T client.Object, K comparable, V any] func(obj T, c *Cause) map[K]V
 
 // OnIndex registers an in-memory index named name over the selected objects
 // of type T: for every key, the values all objects contributed under it. It
@@ -58,7 +38,21 @@ type IndexFunc[T client.Object, K comparable, V any] func(obj T, c *Cause) map[K
 // such promise (startup handlers run while the indexes fill). An index
 // function cannot fail; a panic in it is logged and leaves the object's
 // entries as they were.
-func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn IndexFunc[T, K, V], opts ...IndexOption) Index[K, V] {
+//
+// fn maps an object to index entries: for each key, the value this object
+// contributes under it. Keys are of any comparable type (strings, numbers,
+// structs of them, as Kopf's any hashable key); a nil or empty map puts the
+// object in no key. Its c is what Kopf gives index functions as keyword
+// arguments: the object's identity, labels and annotations, c.Log (the
+// object's logger), c.Memo (the object's memo, the one its handlers share)
+// and c.Indexes, the operator's indexes: other indexes, or this one as it
+// is before the object's entries are replaced, for example for an index of
+// the objects some other index names. Index functions run while the indexes
+// fill, so at start another index may still lack objects of its kind; a
+// change of another index does not run the function again for objects that
+// had no event (see When). Results, Patch and Events are not for index
+// functions: they run for every watch event and change nothing.
+func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn func(obj T, c *Cause) map[K]V, opts ...IndexOption) Index[K, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(_ context.Context, obj T, c *Cause) (any, error) {
@@ -81,9 +75,8 @@ func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn 
 // value per selected object of type T, with no keys to look them up by:
 // Kopf's index of an index function that returns something other than a
 // dict. Its one key is nil, so the returned Index's Get(c.Indexes, nil)
-// lists every object's value. fn gets the
-// Cause an IndexFunc gets. It behaves as OnIndex otherwise; to leave an
-// object out, filter it out.
+// lists every object's value. fn gets the Cause OnIndex's function gets. It
+// behaves as OnIndex otherwise; to leave an object out, filter it out.
 func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T, c *Cause) V, opts ...IndexOption) Index[any, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
