@@ -78,7 +78,7 @@ func TestLabelFiltersBecomeAnObjectSelectorWhereTheyCan(t *testing.T) {
 		"legacy":   handlers.Absent,
 		"computed": func(v string) bool { return v != "" },
 		"weird":    "not a label value!",
-		"number":   handlers.Equal(3),
+		"number":   3,
 	})
 	got := spec.ObjectSelector(onlyAdmission(t, r).Options.Labels)
 	want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{

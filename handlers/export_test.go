@@ -10,8 +10,12 @@ import (
 // if none are given), in registration order, as the engines see them.
 func HandlersOf(r *Registry, kinds ...spec.Kind) []*handler { return r.set.Handlers(kinds...) }
 
-// MatchFilter applies f as the engines do.
-func MatchFilter(f Filter, value any, present bool) bool { return f.f.Match(value, present) }
+// MatchFilter applies f, a filter value as Labels and Value take it, as the
+// engines do; a value that is no filter matches nothing.
+func MatchFilter(f any, value any, present bool) bool {
+	parsed, err := parseFilter(f)
+	return err == nil && parsed.Match(value, present)
+}
 
 // Extras are the engine's side of a call, as the tests see it.
 type Extras = extras

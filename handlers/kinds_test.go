@@ -286,9 +286,9 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 			}},
 		{name: "nil label value", id: "c", want: `label "a": nil is not a filter (use Absent for a missing value)`,
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Labels{"a": nil}) }},
-		{name: "Func(nil) annotation", id: "c", want: `annotation "a": Func(nil) is not a filter`,
+		{name: "nil function annotation", id: "c", want: `annotation "a": a nil function is not a filter`,
 			register: func(r *handlers.Registry) {
-				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Annotations{"a": handlers.Func(nil)})
+				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Annotations{"a": (func(any) bool)(nil)})
 			}},
 		{name: "nil filter function", id: "c", want: `label "a": a nil function is not a filter`,
 			register: func(r *handlers.Registry) {

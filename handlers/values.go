@@ -63,9 +63,6 @@ func (p *Patch) SetStatus(key string, value any) { (*spec.Patch)(p).SetStatus(ke
 // should change only the map it gets. A nil fn is an error.
 func (p *Patch) Transform(fn func(obj map[string]any)) error { return (*spec.Patch)(p).Transform(fn) }
 
-// Empty reports whether the patch changes nothing.
-func (p *Patch) Empty() bool { return (*spec.Patch)(p).Empty() }
-
 // Memo is a per-object scratchpad kept in the operator's memory (never
 // stored on the object), with Get, Set and Update: every handler of one
 // object sees the same Memo until the object is gone or the operator
