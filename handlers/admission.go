@@ -15,19 +15,9 @@ import (
 )
 
 // Admission is what an admission handler receives besides the object: the
-// request's details (through the embedded AdmissionRequest) and the object
-// as stored before the request, in the handler's Go type.
+// request's details and the object as stored before the request, in the
+// handler's Go type. It is valid for one call only.
 type Admission[T client.Object] struct {
-	*AdmissionRequest
-
-	// Old is the stored object for UPDATE and DELETE requests, and nil for
-	// CREATE and CONNECT.
-	Old T
-}
-
-// AdmissionRequest holds the details of an admission request that do not
-// depend on the handler's Go type. It is valid for one call only.
-type AdmissionRequest struct {
 	// Operation is what the request does: admissionv1.Create, Update,
 	// Delete or Connect (k8s.io/api/admission/v1). For DELETE the object
 	// handed to the handler is the stored one (the same as Old).
@@ -45,6 +35,9 @@ type AdmissionRequest struct {
 	// the object asks for a generated name.
 	Name      string
 	Namespace string
+	// Old is the stored object for UPDATE and DELETE requests, and nil for
+	// CREATE and CONNECT.
+	Old T
 
 	// HandlerID is the id of the running handler.
 	HandlerID string
@@ -77,16 +70,32 @@ type AdmissionRequest struct {
 	// to the API server.
 	Client client.Client
 
-	x *extras // the engine's side of the call: the warnings
+	call *spec.AdmissionCall // the webhook's side: the warnings
+}
+
+// newAdmission gives the handler what the webhook's call holds, with the
+// request's details taken from the request itself.
+func newAdmission[T client.Object](call *spec.AdmissionCall) *Admission[T] {
+	a := &Admission[T]{
+		HandlerID: call.HandlerID, Param: call.Param, Log: call.Log, Raw: call.Raw,
+		Patch: (*Patch)(call.Patch), Memo: (*Memo)(call.Memo), Indexes: (*Indexes)(call.Indexes), Client: call.Client,
+		call: call,
+	}
+	if req := call.Raw; req != nil {
+		a.Operation, a.SubResource, a.UserInfo = req.Operation, req.SubResource, req.UserInfo
+		a.DryRun = req.DryRun != nil && *req.DryRun
+		a.Name, a.Namespace = req.Name, req.Namespace
+	}
+	return a
 }
 
 // Warn adds a warning to the response. The API server passes warnings on to
 // the client (kubectl prints them), whether the object is admitted or not.
-func (a *AdmissionRequest) Warn(message string) {
-	if a.x == nil {
-		a.x = &extras{}
+func (a *Admission[T]) Warn(message string) {
+	if a.call == nil {
+		a.call = &spec.AdmissionCall{}
 	}
-	a.x.Warnings = append(a.x.Warnings, message)
+	a.call.Warnings = append(a.call.Warnings, message)
 }
 
 // Deny returns an error that rejects an admission request with code (an
@@ -137,12 +146,12 @@ func registerAdmission[T client.Object](r *Registry, kind spec.Kind, fn func(ctx
 	d.problems = append(d.problems, admissionProblems(d.Options)...)
 	h := newHandler[T](kind, d)
 	if fn != nil {
-		h.Review = func(ctx context.Context, obj, old client.Object, req *AdmissionRequest) error {
+		h.Review = func(ctx context.Context, obj, old client.Object, call *spec.AdmissionCall) error {
 			typed, err := as[T](h, obj)
 			if err != nil {
 				return err
 			}
-			a := &Admission[T]{AdmissionRequest: req}
+			a := newAdmission[T](call)
 			if old != nil {
 				if a.Old, err = as[T](h, old); err != nil {
 					return fmt.Errorf("the old object: %w", err)
@@ -221,7 +230,7 @@ func Persistent() admissionSetting {
 }
 
 // SideEffects declares that the handler has effects outside the object it
-// is given and skips them when AdmissionRequest.DryRun is set (sideEffects:
+// is given and skips them when Admission.DryRun is set (sideEffects:
 // NoneOnDryRun). Default: no side effects (None).
 //
 // Only OnValidate and OnMutate take it.

@@ -21,7 +21,7 @@ func allowPod(ctx context.Context, pod *corev1.Pod, a *handlers.Admission[*corev
 	return nil
 }
 
-func onlyAdmission(t *testing.T, r *handlers.Registry) *spec.Handler[*handlers.Cause, *handlers.AdmissionRequest] {
+func onlyAdmission(t *testing.T, r *handlers.Registry) *spec.Handler[*handlers.Cause] {
 	t.Helper()
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
@@ -202,9 +202,8 @@ func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 		return handlers.Deny(422, "no "+pod.Name)
 	})
 	h := onlyAdmission(t, r)
-	review := &handlers.Extras{}
-	err := h.Review(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}},
-		handlers.RequestWith(r, admissionv1.Update, review))
+	review := handlers.CallFor(admissionv1.Update)
+	err := h.Review(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}}, review)
 	var denied *spec.AdmissionError
 	if !errors.As(err, &denied) || denied.StatusCode() != 422 || denied.Message != "no new" {
 		t.Errorf("err = %#v", err)
@@ -212,7 +211,7 @@ func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 	if sawOld != "old" || sawOp != admissionv1.Update || strings.Join(review.Warnings, ",") != "careful" {
 		t.Errorf("old = %q, operation = %q, warnings = %v", sawOld, sawOp, review.Warnings)
 	}
-	if err := h.Review(context.Background(), &corev1.ConfigMap{}, nil, &handlers.AdmissionRequest{}); err == nil {
+	if err := h.Review(context.Background(), &corev1.ConfigMap{}, nil, handlers.CallFor(admissionv1.Create)); err == nil {
 		t.Error("Review with the wrong type did not fail")
 	}
 	if got := handlers.Deny(0, "x").(*spec.AdmissionError).StatusCode(); got != 403 {

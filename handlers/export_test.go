@@ -27,10 +27,8 @@ func CauseWith(r *Registry, handlerID string, x *Extras) *Cause {
 	return c
 }
 
-// RequestWith returns an AdmissionRequest for op bound to x, as the engine
-// makes it.
-func RequestWith(r *Registry, op admissionv1.Operation, x *Extras) *AdmissionRequest {
-	a := &AdmissionRequest{Operation: op}
-	r.engineSet().BindRequest(a, x)
-	return a
+// CallFor returns the webhook's call of an admission handler for a request
+// of op, as the webhook makes it.
+func CallFor(op admissionv1.Operation) *spec.AdmissionCall {
+	return &spec.AdmissionCall{Raw: &admissionv1.AdmissionRequest{Operation: op}}
 }

@@ -22,27 +22,26 @@ import (
 // Registry collects handler registrations. A Registry is safe for concurrent
 // registration, but is meant to be filled before the operator starts.
 type Registry struct {
-	set  spec.Set[*Cause, *AdmissionRequest]
+	set  spec.Set[*Cause]
 	bind sync.Once // sets set's binders, for the engines
 }
 
 // handler and extras are the engine contract's types for this package's
-// Cause and AdmissionRequest.
+// Cause.
 type (
-	handler = spec.Handler[*Cause, *AdmissionRequest]
-	extras  = spec.Extras[*Cause, *AdmissionRequest]
+	handler = spec.Handler[*Cause]
+	extras  = spec.Extras[*Cause]
 )
 
 func init() {
 	spec.ExposeSets(func(r any) any { return r.(*Registry).engineSet() })
 }
 
-// engineSet is the registry's Set as the engines use it: with the binders
-// that give a Cause or an AdmissionRequest the extras of its call.
-func (r *Registry) engineSet() *spec.Set[*Cause, *AdmissionRequest] {
+// engineSet is the registry's Set as the engines use it: with the binder
+// that gives a Cause the extras of its call.
+func (r *Registry) engineSet() *spec.Set[*Cause] {
 	r.bind.Do(func() {
 		r.set.BindCause = func(c *Cause, x *extras) { c.x = x }
-		r.set.BindRequest = func(a *AdmissionRequest, x *extras) { a.x = x }
 	})
 	return &r.set
 }

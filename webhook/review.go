@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gopf-dev/gopf/handlers"
-	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
@@ -95,17 +94,15 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 			return nil, nil, fmt.Errorf("%s: encoding the object: %w", h.reg, err)
 		}
 	}
-	areq := admissionRequest(ctx, h, req, memo)
-	review := &contract.Extras{}
-	h.set.BindRequest(areq, review)
-	if err := call(ctx, h, obj, old, areq); err != nil {
-		return nil, review.Warnings, err
+	hc := admissionCall(ctx, h, req, memo)
+	if err := call(ctx, h, obj, old, hc); err != nil {
+		return nil, hc.Warnings, err
 	}
 	if !mutate {
-		return nil, review.Warnings, nil
+		return nil, hc.Warnings, nil
 	}
-	next, err := mutated(h, current, before, obj, areq.Patch)
-	return next, review.Warnings, err
+	next, err := mutated(h, current, before, obj, hc.Patch)
+	return next, hc.Warnings, err
 }
 
 // decodeObjects decodes the object current (JSON) and, on UPDATE and
@@ -119,7 +116,7 @@ func decodeObjects(h *hook, req *admissionv1.AdmissionRequest, current []byte) (
 	obj = h.reg.NewObject()
 	if op == admissionv1.Connect {
 		// The request's object is the options of the connection, of another
-		// kind; the handler finds it in AdmissionRequest.Raw.
+		// kind; the handler finds it in Admission.Raw.
 		obj.SetName(req.Name)
 		obj.SetNamespace(req.Namespace)
 	} else if err := utiljson.Unmarshal(current, obj); err != nil {
@@ -134,36 +131,30 @@ func decodeObjects(h *hook, req *admissionv1.AdmissionRequest, current []byte) (
 	return obj, old, nil
 }
 
-// admissionRequest is what handler h is given of req.
-func admissionRequest(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, memo *spec.Memo) *handlers.AdmissionRequest {
-	areq := &handlers.AdmissionRequest{
-		Operation:   req.Operation,
-		SubResource: req.SubResource,
-		DryRun:      req.DryRun != nil && *req.DryRun,
-		UserInfo:    req.UserInfo,
-		Name:        req.Name,
-		Namespace:   req.Namespace,
-		HandlerID:   h.reg.Options.ID,
-		Param:       h.reg.Options.Param,
-		Log:         logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID),
-		Patch:       &handlers.Patch{},
-		Raw:         req,
-		Memo:        (*handlers.Memo)(memo),
-		Client:      h.client,
+// admissionCall is what handler h is given of req.
+func admissionCall(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, memo *spec.Memo) *spec.AdmissionCall {
+	hc := &spec.AdmissionCall{
+		Raw:       req,
+		HandlerID: h.reg.Options.ID,
+		Param:     h.reg.Options.Param,
+		Log:       logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID),
+		Patch:     &spec.Patch{},
+		Memo:      memo,
+		Client:    h.client,
 	}
 	if h.op != nil {
-		areq.Indexes = (*handlers.Indexes)(h.op.Indexes)
+		hc.Indexes = h.op.Indexes
 	}
-	return areq
+	return hc
 }
 
 // mutated returns the object current (JSON) with the changes a mutator made:
 // to obj, which was before (JSON) when it was called, and in patch. It
 // returns nil when the mutator changed nothing.
-func mutated(h *hook, current, before []byte, obj client.Object, patch *handlers.Patch) ([]byte, error) {
+func mutated(h *hook, current, before []byte, obj client.Object, patch *spec.Patch) ([]byte, error) {
 	after, err := json.Marshal(obj)
 	if err == nil {
-		after, err = mergePatch(after, (*spec.Patch)(patch))
+		after, err = mergePatch(after, patch)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)
@@ -230,8 +221,8 @@ func (ms *requestMemos) get(h *hook) *spec.Memo {
 }
 
 // call runs the handler, turning a panic into an error.
-func call(ctx context.Context, h *hook, obj, old client.Object, req *handlers.AdmissionRequest) error {
-	err := spec.Protect(req.Log, func() error { return h.reg.Review(ctx, obj, old, req) })
+func call(ctx context.Context, h *hook, obj, old client.Object, hc *spec.AdmissionCall) error {
+	err := spec.Protect(hc.Log, func() error { return h.reg.Review(ctx, obj, old, hc) })
 	if p := (*spec.PanicError)(nil); errors.As(err, &p) {
 		return fmt.Errorf("admission handler %q panicked: %v", h.reg.Options.ID, p.Value)
 	}

@@ -31,7 +31,7 @@ func reviewerFor(t *testing.T, reg *handlers.Registry, mutating bool) *reviewer 
 	}
 	rv := &reviewer{mutating: mutating}
 	for _, r := range contract.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate) {
-		rv.hooks = append(rv.hooks, &hook{reg: r, set: contract.SetOf(reg)})
+		rv.hooks = append(rv.hooks, &hook{reg: r})
 	}
 	return rv
 }

@@ -26,7 +26,6 @@ import (
 // hook is one admission handler, resolved against the API server.
 type hook struct {
 	reg        *contract.Handler
-	set        *contract.Set  // the registry's, which binds a request to its extras
 	op         *spec.Operator // memos and indexes shared with the reconcile engine
 	client     client.Client  // the manager's
 	gvk        schema.GroupVersionKind
@@ -209,7 +208,6 @@ func resolveHooks(mgr manager.Manager, set *contract.Set, regs []*contract.Handl
 		}
 		h := &hook{
 			reg:        r,
-			set:        set,
 			op:         set.OperatorOf(mgr),
 			client:     mgr.GetClient(),
 			gvk:        gvk,
