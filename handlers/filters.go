@@ -9,18 +9,17 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// Filter matches one value: of a label, an annotation or a field. It is the
-// type of Present and Absent (Kopf's kopf.PRESENT and kopf.ABSENT); other
-// values are given as they are, literals or functions (see Labels and
-// Value). The zero Filter matches everything.
-type Filter struct{ f spec.Filter }
+// presence is the type of Present and Absent (Kopf's kopf.PRESENT and
+// kopf.ABSENT); other filter values are given as they are, literals or
+// functions (see Labels and Value).
+type presence struct{ f spec.Filter }
 
 var (
 	// Present matches any value, as long as there is one (an empty label
 	// value counts as present).
-	Present = Filter{spec.Present}
+	Present = presence{spec.Present}
 	// Absent matches only a missing value.
-	Absent = Filter{spec.Absent}
+	Absent = presence{spec.Absent}
 )
 
 // filterSetting is an option that selects objects. Every handler kind that
@@ -238,7 +237,7 @@ func fieldFilter(name string, v any, assign func(*draft, *spec.Filter)) setting 
 
 // parseFilter is spec.ParseFilter for a filter value as a user gives it.
 func parseFilter(v any) (spec.Filter, error) {
-	if f, ok := v.(Filter); ok {
+	if f, ok := v.(presence); ok {
 		v = f.f
 	}
 	return spec.ParseFilter(v)

@@ -120,7 +120,7 @@ func (ix Index[K, V]) Get(ixs *Indexes, key K) []V {
 
 // Keys returns the keys that have values in the index, sorted by how fmt
 // prints them (%v), and by type where two print alike; string keys sort as
-// strings.
+// strings. Its length is Kopf's len() of the index.
 func (ix Index[K, V]) Keys(ixs *Indexes) []K {
 	keys := ix.of(ixs).Keys()
 	if keys == nil {
@@ -132,9 +132,6 @@ func (ix Index[K, V]) Keys(ixs *Indexes) []K {
 	}
 	return out
 }
-
-// Len returns the number of keys that have values in the index.
-func (ix Index[K, V]) Len(ixs *Indexes) int { return ix.of(ixs).Len() }
 
 // of finds the index in ixs; a missing one (nil) reads as empty.
 func (ix Index[K, V]) of(ixs *Indexes) *spec.Index { return (*spec.Indexes)(ixs).Get(ix.name) }
