@@ -57,10 +57,10 @@ func TestObjectMemosStartAsCopiesOfTheOperatorMemoThatStartupFilled(t *testing.T
 	})
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
 		seen := map[string]any{
-			"region":  c.Memo.Get("region"),
-			"base":    c.Memo.Get("base"),
-			"db":      byApp.Get(c.Indexes, appKey{ns, "db"}),
-			"names":   names.Get(c.Indexes, nil),
+			"region": c.Memo.Get("region"),
+			"base":   c.Memo.Get("base"),
+			"db":     byApp.Get(c.Indexes, appKey{ns, "db"}),
+			"names":  names.Get(c.Indexes, nil),
 		}
 		c.Memo.Set("region", obj.Name) // the object's own; no other memo sees it
 		c.Memo.Get("shared").(*atomic.Int32).Add(1)
