@@ -14,6 +14,7 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/cli"
+	"github.com/gopf-dev/gopf/internal/transport"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
@@ -42,8 +43,8 @@ type MainOptions struct {
 	Engine reconcile.Options
 	// WatchInactivityTimeout is the default of --watch-inactivity-timeout:
 	// see ManagerOptions.WatchInactivityTimeout, whose zero and negative
-	// values it shares (0: DefaultWatchInactivityTimeout; negative: no
-	// bound). Kopf's settings.watching.inactivity_timeout.
+	// values it shares (0: 2 minutes; negative: no bound). Kopf's
+	// settings.watching.inactivity_timeout.
 	WatchInactivityTimeout time.Duration
 	// WatchServerTimeout is the default of --watch-server-timeout: see
 	// ManagerOptions.WatchServerTimeout (0: client-go's 5 to 10 minutes).
@@ -84,7 +85,7 @@ func watchDefaults(opts MainOptions) cli.WatchDefaults {
 	inactivity := opts.WatchInactivityTimeout
 	switch {
 	case inactivity == 0:
-		inactivity = DefaultWatchInactivityTimeout
+		inactivity = transport.DefaultWatchInactivityTimeout
 	case inactivity < 0:
 		inactivity = 0
 	}

@@ -11,11 +11,12 @@ import (
 
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/cli"
+	"github.com/gopf-dev/gopf/internal/transport"
 	"github.com/gopf-dev/gopf/reconcile"
 )
 
 func TestMainsFlagsBecomeTheManagerOptions(t *testing.T) {
-	fs, f := cli.NewFlags("op", cli.WatchDefaults{Inactivity: DefaultWatchInactivityTimeout})
+	fs, f := cli.NewFlags("op", cli.WatchDefaults{Inactivity: transport.DefaultWatchInactivityTimeout})
 	err := fs.Parse([]string{
 		"--namespace", "app-*,!app-pr-*", "--kube-api-qps", "20", "--kube-api-burst", "30",
 		"--metrics-bind-address", ":8443", "--health-probe-bind-address", ":8081",
@@ -67,7 +68,7 @@ func TestMetricsAreServedOverHTTPSWithAuthorizationUnlessMetricsSecureIsFalse(t 
 		"--metrics-secure=false": {args: []string{"--metrics-secure=false"}, secure: false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			fs, f := cli.NewFlags("op", cli.WatchDefaults{Inactivity: DefaultWatchInactivityTimeout})
+			fs, f := cli.NewFlags("op", cli.WatchDefaults{Inactivity: transport.DefaultWatchInactivityTimeout})
 			if err := fs.Parse(append([]string{"--metrics-bind-address", ":8443"}, tc.args...)); err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +95,7 @@ func TestTheWatchTimeoutsOfMainOptionsAreTheFlagsDefaults(t *testing.T) {
 		args                    []string
 		inactivity, serverLimit time.Duration
 	}{
-		{MainOptions{}, nil, DefaultWatchInactivityTimeout, 0},
+		{MainOptions{}, nil, transport.DefaultWatchInactivityTimeout, 0},
 		{MainOptions{}, []string{"--watch-inactivity-timeout=30s", "--watch-server-timeout=90s"}, 30 * time.Second, 90 * time.Second},
 		{MainOptions{}, []string{"--watch-inactivity-timeout=0"}, -1, 0}, // no bound
 		{MainOptions{WatchInactivityTimeout: time.Minute, WatchServerTimeout: 5 * time.Minute}, nil, time.Minute, 5 * time.Minute},

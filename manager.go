@@ -31,17 +31,6 @@ import (
 	"github.com/gopf-dev/gopf/webhook"
 )
 
-// DefaultWatchInactivityTimeout is how long a watch stream may deliver
-// nothing, not even a bookmark, before gopf ends it and the informer
-// watches again from the last resourceVersion it saw. A busy kind's watch
-// never comes near it. The API server's watch cache sends idle watches a
-// bookmark only when the cluster's resourceVersion has moved on as far as
-// the cache knows, so a kind nobody writes to may get nothing for longer:
-// its watch is then opened again once per timeout, one request from the
-// last resourceVersion and never a list (measured in envtest: one WATCH in
-// 150 s of idleness).
-const DefaultWatchInactivityTimeout = transport.DefaultWatchInactivityTimeout
-
 // ManagerOptions configure NewManager. The zero value gives the manager that
 // Main builds when no flags are given, except that the metrics and health
 // probe servers are off.
@@ -94,11 +83,13 @@ type ManagerOptions struct {
 	// load balancer that lost its way to the API server but keeps the
 	// connection) leaves the operator blind, as Kopf's
 	// settings.watching.inactivity_timeout does. Watches that deliver
-	// events or bookmarks cost nothing more; a watch of a kind that stays
-	// idle for longer than the bound, with no bookmark, is opened again
-	// once per bound (one request, from the last resourceVersion, never a
-	// list). Default (0):
-	// DefaultWatchInactivityTimeout, 2 minutes. Negative: no bound; a
+	// events or bookmarks cost nothing more. The API server's watch cache
+	// sends idle watches a bookmark only when the cluster's resourceVersion
+	// has moved on as far as the cache knows, so a watch of a kind nobody
+	// writes to may get nothing for longer than the bound: it is then
+	// opened again once per bound (one request, from the last
+	// resourceVersion, never a list; measured in envtest: one WATCH in
+	// 150 s of idleness). Default (0): 2 minutes. Negative: no bound; a
 	// silent stream then lasts until the API server ends the watch (client-go
 	// asks for 5 to 10 minutes).
 	WatchInactivityTimeout time.Duration
@@ -256,7 +247,7 @@ func clientConfig(cfg *rest.Config, opts ManagerOptions) *rest.Config {
 	}
 	inactivity := opts.WatchInactivityTimeout
 	if inactivity == 0 {
-		inactivity = DefaultWatchInactivityTimeout
+		inactivity = transport.DefaultWatchInactivityTimeout
 	}
 	transport.BoundWatches(cfg, inactivity, opts.WatchServerTimeout)
 	return cfg

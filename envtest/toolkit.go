@@ -16,6 +16,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -278,7 +279,7 @@ func Events(ctx context.Context, r client.Reader, obj client.Object) ([]eventsv1
 type Call struct {
 	Handler   string
 	Reason    handlers.Reason
-	Event     handlers.EventType
+	Event     watch.EventType
 	Namespace string
 	Name      string
 	Retry     int

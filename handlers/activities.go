@@ -8,19 +8,12 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// ActivityFunc is an operator-level handler: OnStartup or OnCleanup. Its
-// Cause carries the operator's memo, indexes and client, and no object.
-type ActivityFunc func(ctx context.Context, c *Cause) error
-
-// ProbeFunc contributes one entry to the operator's probe results; see
-// OnProbe.
-type ProbeFunc func(ctx context.Context, c *Cause) (any, error)
-
 // OnStartup registers fn to run once when the operator starts, before any
-// object is handled. Errors follow the handler error policy (a temporary
+// object is handled. Its Cause, as for every operator-level handler, carries
+// the operator's memo, indexes and client, and no object. Errors follow the handler error policy (a temporary
 // error is retried within Retries and Timeout); a permanent failure stops
 // the operator with the error.
-func OnStartup(r *Registry, fn ActivityFunc, opts ...ActivityOption) {
+func OnStartup(r *Registry, fn func(ctx context.Context, c *Cause) error, opts ...ActivityOption) {
 	registerActivity(r, spec.KindStartup, fn, fn == nil, func(ctx context.Context, c *Cause) (any, error) { return nil, fn(ctx, c) }, apply(opts))
 }
 
@@ -28,7 +21,7 @@ func OnStartup(r *Registry, fn ActivityFunc, opts ...ActivityOption) {
 // after the handling of objects has stopped. It is not run when the process
 // is killed. Errors follow the handler error policy, bounded by the
 // engine's cleanup timeout.
-func OnCleanup(r *Registry, fn ActivityFunc, opts ...ActivityOption) {
+func OnCleanup(r *Registry, fn func(ctx context.Context, c *Cause) error, opts ...ActivityOption) {
 	registerActivity(r, spec.KindCleanup, fn, fn == nil, func(ctx context.Context, c *Cause) (any, error) { return nil, fn(ctx, c) }, apply(opts))
 }
 
@@ -37,7 +30,7 @@ func OnCleanup(r *Registry, fn ActivityFunc, opts ...ActivityOption) {
 // health check fail. Results are cached for a short time, so frequent
 // health checks do not call fn each time. A probe is not retried (the next
 // health check calls it again), so it takes no error policy options.
-func OnProbe(r *Registry, fn ProbeFunc, opts ...ProbeOption) {
+func OnProbe(r *Registry, fn func(ctx context.Context, c *Cause) (any, error), opts ...ProbeOption) {
 	registerActivity(r, spec.KindProbe, fn, fn == nil, fn, apply(opts))
 }
 

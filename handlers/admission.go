@@ -14,44 +14,14 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// Operation is what an admission request asks the API server to do with an
-// object. The values are those of the AdmissionReview API.
-type Operation string
-
-// The operations an admission handler can be called for.
-const (
-	OperationCreate  Operation = "CREATE"
-	OperationUpdate  Operation = "UPDATE"
-	OperationDelete  Operation = "DELETE"
-	OperationConnect Operation = "CONNECT"
-)
-
-// AdmissionFunc is an admission handler for objects of type T: a validating
-// one (OnValidate) or a mutating one (OnMutate).
-//
-// A nil error admits the object. Deny rejects it with a code and a message;
-// any other error rejects it with code 500 and the error's text, and so does
-// a panic. A mutating handler changes obj in place, or records changes in
-// a.Patch, or both; gopf sends the API server the difference as a JSON patch.
-type AdmissionFunc[T client.Object] func(ctx context.Context, obj T, a *Admission[T]) error
-
 // Admission is what an admission handler receives besides the object: the
-// request's details (through the embedded AdmissionRequest) and the object
-// as stored before the request, in the handler's Go type.
+// request's details and the object as stored before the request, in the
+// handler's Go type. It is valid for one call only.
 type Admission[T client.Object] struct {
-	*AdmissionRequest
-
-	// Old is the stored object for UPDATE and DELETE requests, and nil for
-	// CREATE and CONNECT.
-	Old T
-}
-
-// AdmissionRequest holds the details of an admission request that do not
-// depend on the handler's Go type. It is valid for one call only.
-type AdmissionRequest struct {
-	// Operation is what the request does. For DELETE the object handed to
-	// the handler is the stored one (the same as Old).
-	Operation Operation
+	// Operation is what the request does: admissionv1.Create, Update,
+	// Delete or Connect (k8s.io/api/admission/v1). For DELETE the object
+	// handed to the handler is the stored one (the same as Old).
+	Operation admissionv1.Operation
 	// SubResource is the subresource the request is for ("status",
 	// "scale", ...), or "" for the object itself.
 	SubResource string
@@ -65,6 +35,9 @@ type AdmissionRequest struct {
 	// the object asks for a generated name.
 	Name      string
 	Namespace string
+	// Old is the stored object for UPDATE and DELETE requests, and nil for
+	// CREATE and CONNECT.
+	Old T
 
 	// HandlerID is the id of the running handler.
 	HandlerID string
@@ -88,24 +61,41 @@ type AdmissionRequest struct {
 	// copy of the operator memo that lasts for this request only, as in
 	// Kopf. All handlers of one request share it.
 	Memo *Memo
-	// Indexes are the operator's indexes, by name; see OnIndex. Unlike
-	// object handlers, admission handlers may be called before the indexes
-	// have seen their initial lists.
+	// Indexes are the operator's indexes, read through the Index that
+	// OnIndex or OnFlatIndex returns. Unlike object handlers, admission
+	// handlers may be called before the indexes have seen their initial
+	// lists.
 	Indexes *Indexes
 	// Client is the manager's client: reads come from its cache, writes go
 	// to the API server.
 	Client client.Client
 
-	x *extras // the engine's side of the call: the warnings
+	call *spec.AdmissionCall // the webhook's side: the warnings
+}
+
+// newAdmission gives the handler what the webhook's call holds, with the
+// request's details taken from the request itself.
+func newAdmission[T client.Object](call *spec.AdmissionCall) *Admission[T] {
+	a := &Admission[T]{
+		HandlerID: call.HandlerID, Param: call.Param, Log: call.Log, Raw: call.Raw,
+		Patch: (*Patch)(call.Patch), Memo: (*Memo)(call.Memo), Indexes: (*Indexes)(call.Indexes), Client: call.Client,
+		call: call,
+	}
+	if req := call.Raw; req != nil {
+		a.Operation, a.SubResource, a.UserInfo = req.Operation, req.SubResource, req.UserInfo
+		a.DryRun = req.DryRun != nil && *req.DryRun
+		a.Name, a.Namespace = req.Name, req.Namespace
+	}
+	return a
 }
 
 // Warn adds a warning to the response. The API server passes warnings on to
 // the client (kubectl prints them), whether the object is admitted or not.
-func (a *AdmissionRequest) Warn(message string) {
-	if a.x == nil {
-		a.x = &extras{}
+func (a *Admission[T]) Warn(message string) {
+	if a.call == nil {
+		a.call = &spec.AdmissionCall{}
 	}
-	a.x.Warnings = append(a.x.Warnings, message)
+	a.call.Warnings = append(a.call.Warnings, message)
 }
 
 // Deny returns an error that rejects an admission request with code (an
@@ -123,11 +113,15 @@ func Deny(code int, message string) error {
 // SubResource. Several validating handlers of one kind all run; the API
 // server rejects the request if any of them denies it.
 //
+// A nil error from fn admits the object. Deny rejects it with a code and a
+// message; any other error rejects it with code 500 and the error's text,
+// and so does a panic.
+//
 // Label filters are passed to the API server as the webhook's object
 // selector where they can be expressed as one (exact values, Present,
 // Absent), so that unselected objects cost no webhook call at all; function
 // filters, annotation filters and When are applied by gopf.
-func OnValidate[T client.Object](r *Registry, fn AdmissionFunc[T], opts ...AdmissionOption) {
+func OnValidate[T client.Object](r *Registry, fn func(ctx context.Context, obj T, a *Admission[T]) error, opts ...AdmissionOption) {
 	registerAdmission(r, spec.KindValidate, fn, opts)
 }
 
@@ -136,26 +130,28 @@ func OnValidate[T client.Object](r *Registry, fn AdmissionFunc[T], opts ...Admis
 // default it is called for CREATE and UPDATE of the object itself; a
 // mutating handler is never called for DELETE unless Operations names it.
 // Several mutating handlers of one kind run in registration order, each
-// seeing the changes of those before it. Options and filters are as for
+// seeing the changes of those before it. fn changes obj in place, or
+// records changes in a.Patch, or both; gopf sends the API server the
+// difference as a JSON patch. Options and filters are as for
 // OnValidate.
-func OnMutate[T client.Object](r *Registry, fn AdmissionFunc[T], opts ...AdmissionOption) {
+func OnMutate[T client.Object](r *Registry, fn func(ctx context.Context, obj T, a *Admission[T]) error, opts ...AdmissionOption) {
 	registerAdmission(r, spec.KindMutate, fn, opts)
 }
 
-func registerAdmission[T client.Object](r *Registry, kind spec.Kind, fn AdmissionFunc[T], opts []AdmissionOption) {
+func registerAdmission[T client.Object](r *Registry, kind spec.Kind, fn func(ctx context.Context, obj T, a *Admission[T]) error, opts []AdmissionOption) {
 	d := apply(opts)
 	if d.Operations == nil {
-		d.Operations = []string{string(OperationCreate), string(OperationUpdate)}
+		d.Operations = []string{string(admissionv1.Create), string(admissionv1.Update)}
 	}
 	d.problems = append(d.problems, admissionProblems(d.Options)...)
 	h := newHandler[T](kind, d)
 	if fn != nil {
-		h.Review = func(ctx context.Context, obj, old client.Object, req *AdmissionRequest) error {
+		h.Review = func(ctx context.Context, obj, old client.Object, call *spec.AdmissionCall) error {
 			typed, err := as[T](h, obj)
 			if err != nil {
 				return err
 			}
-			a := &Admission[T]{AdmissionRequest: req}
+			a := newAdmission[T](call)
 			if old != nil {
 				if a.Old, err = as[T](h, old); err != nil {
 					return fmt.Errorf("the old object: %w", err)
@@ -174,8 +170,8 @@ func admissionProblems(o spec.Options) []string {
 		problems = append(problems, "Operations needs at least one operation")
 	}
 	for _, op := range o.Operations {
-		switch Operation(op) {
-		case OperationCreate, OperationUpdate, OperationDelete, OperationConnect:
+		switch admissionv1.Operation(op) {
+		case admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect:
 		default:
 			problems = append(problems, fmt.Sprintf("unknown operation %q (want CREATE, UPDATE, DELETE or CONNECT)", op))
 		}
@@ -195,12 +191,13 @@ type admissionSetting struct {
 	forAdmission
 }
 
-// Operations sets the operations an admission handler is called for, e.g.
-// Operations(OperationCreate, OperationUpdate, OperationDelete). Default:
-// CREATE and UPDATE.
+// Operations sets the operations an admission handler is called for,
+// Kubernetes' own admissionv1.Operation values (k8s.io/api/admission/v1),
+// e.g. Operations(admissionv1.Create, admissionv1.Update,
+// admissionv1.Delete). Default: CREATE and UPDATE.
 //
 // Only OnValidate and OnMutate take it.
-func Operations(ops ...Operation) admissionSetting {
+func Operations(ops ...admissionv1.Operation) admissionSetting {
 	names := make([]string, len(ops))
 	for i, op := range ops {
 		names[i] = string(op)
@@ -233,7 +230,7 @@ func Persistent() admissionSetting {
 }
 
 // SideEffects declares that the handler has effects outside the object it
-// is given and skips them when AdmissionRequest.DryRun is set (sideEffects:
+// is given and skips them when Admission.DryRun is set (sideEffects:
 // NoneOnDryRun). Default: no side effects (None).
 //
 // Only OnValidate and OnMutate take it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -40,13 +41,13 @@ func ExampleOnMutate() {
 		if pod.Spec.PriorityClassName == "" {
 			pod.Spec.PriorityClassName = "standard"
 		}
-		if a.Operation == handlers.OperationCreate {
+		if a.Operation == admissionv1.Create {
 			if err := a.Patch.Set("metadata.annotations.created-by", a.UserInfo.Username); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, handlers.Operations(handlers.OperationCreate))
+	}, handlers.Operations(admissionv1.Create))
 
 	fmt.Println(reg.Err())
 	// Output: <nil>

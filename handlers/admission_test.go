@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,7 +21,7 @@ func allowPod(ctx context.Context, pod *corev1.Pod, a *handlers.Admission[*corev
 	return nil
 }
 
-func onlyAdmission(t *testing.T, r *handlers.Registry) *spec.Handler[*handlers.Cause, *handlers.AdmissionRequest] {
+func onlyAdmission(t *testing.T, r *handlers.Registry) *spec.Handler[*handlers.Cause] {
 	t.Helper()
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func TestAdmissionHandlersRunForCreateAndUpdateOfTheObjectItselfByDefault(t *tes
 
 func TestAMutatingHandlerRunsForDeleteOnlyWhenAsked(t *testing.T) {
 	r := handlers.NewRegistry()
-	handlers.OnMutate(r, allowPod, handlers.Operations(handlers.OperationDelete))
+	handlers.OnMutate(r, allowPod, handlers.Operations(admissionv1.Delete))
 	if got := onlyAdmission(t, r).Options.Operations; strings.Join(got, ",") != "DELETE" {
 		t.Errorf("operations = %v, want DELETE only", got)
 	}
@@ -77,7 +78,7 @@ func TestLabelFiltersBecomeAnObjectSelectorWhereTheyCan(t *testing.T) {
 		"legacy":   handlers.Absent,
 		"computed": func(v string) bool { return v != "" },
 		"weird":    "not a label value!",
-		"number":   handlers.Equal(3),
+		"number":   3,
 	})
 	got := spec.ObjectSelector(onlyAdmission(t, r).Options.Labels)
 	want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
@@ -194,24 +195,23 @@ func TestAdmissionHandlersAreNotChangeHandlers(t *testing.T) {
 func TestCallHandsTheHandlerTypedObjectsAndCollectsWarnings(t *testing.T) {
 	r := handlers.NewRegistry()
 	var sawOld string
-	var sawOp handlers.Operation
+	var sawOp admissionv1.Operation
 	handlers.OnValidate(r, func(ctx context.Context, pod *corev1.Pod, a *handlers.Admission[*corev1.Pod]) error {
 		sawOld, sawOp = a.Old.Name, a.Operation
 		a.Warn("careful")
 		return handlers.Deny(422, "no "+pod.Name)
 	})
 	h := onlyAdmission(t, r)
-	review := &handlers.Extras{}
-	err := h.Review(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}},
-		handlers.RequestWith(r, handlers.OperationUpdate, review))
+	review := handlers.CallFor(admissionv1.Update)
+	err := h.Review(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "old"}}, review)
 	var denied *spec.AdmissionError
 	if !errors.As(err, &denied) || denied.StatusCode() != 422 || denied.Message != "no new" {
 		t.Errorf("err = %#v", err)
 	}
-	if sawOld != "old" || sawOp != handlers.OperationUpdate || strings.Join(review.Warnings, ",") != "careful" {
+	if sawOld != "old" || sawOp != admissionv1.Update || strings.Join(review.Warnings, ",") != "careful" {
 		t.Errorf("old = %q, operation = %q, warnings = %v", sawOld, sawOp, review.Warnings)
 	}
-	if err := h.Review(context.Background(), &corev1.ConfigMap{}, nil, &handlers.AdmissionRequest{}); err == nil {
+	if err := h.Review(context.Background(), &corev1.ConfigMap{}, nil, handlers.CallFor(admissionv1.Create)); err == nil {
 		t.Error("Review with the wrong type did not fail")
 	}
 	if got := handlers.Deny(0, "x").(*spec.AdmissionError).StatusCode(); got != 403 {

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -84,11 +86,15 @@ type Cause struct {
 	// Param is the value given with the WithParam option at registration.
 	Param any
 
-	// Event is the watch event an OnEvent handler is called for; "" for
-	// other handlers.
-	Event EventType
+	// Event is the watch event an OnEvent handler is called for:
+	// watch.Added, watch.Modified or watch.Deleted for changes while the
+	// operator watches, and "" for the objects of the initial list (Kopf's
+	// event type None: the informer lists them, no watch event happened), as
+	// for other handlers.
+	Event watch.EventType
 
-	// Indexes are the operator's indexes, by name; see OnIndex.
+	// Indexes are the operator's indexes, read through the Index that
+	// OnIndex or OnFlatIndex returns.
 	Indexes *Indexes
 
 	x *extras // the engine's side of the call: Events, sub-handlers
@@ -113,16 +119,10 @@ func (c *Cause) Result(id string) (any, bool) {
 	return c.x.Result(id)
 }
 
-// Kubernetes event types, for Cause.Post.
-const (
-	EventNormal  = "Normal"
-	EventWarning = "Warning"
-)
-
 // Post posts a Kubernetes Event about the object, through the manager's event
-// recorder (which aggregates repeated events). eventType is EventNormal or
-// EventWarning; messages over 1024 bytes are cut. Posting is asynchronous
-// and never fails the handler. Operator-level handlers have no object: for
+// recorder (which aggregates repeated events). eventType is Kubernetes'
+// corev1.EventTypeNormal or corev1.EventTypeWarning; messages over 1024
+// bytes are cut. Posting is asynchronous and never fails the handler. Operator-level handlers have no object: for
 // them Post does nothing.
 func (c *Cause) Post(eventType, reason, message string) {
 	if c.x == nil || c.x.Post == nil {
@@ -144,12 +144,12 @@ func (c *Cause) PostAbout(obj client.Object, eventType, reason, message string) 
 
 // Info posts a Normal Event about the object.
 func (c *Cause) Info(reason, format string, args ...any) {
-	c.Post(EventNormal, reason, fmt.Sprintf(format, args...))
+	c.Post(corev1.EventTypeNormal, reason, fmt.Sprintf(format, args...))
 }
 
 // Warn posts a Warning Event about the object.
 func (c *Cause) Warn(reason, format string, args ...any) {
-	c.Post(EventWarning, reason, fmt.Sprintf(format, args...))
+	c.Post(corev1.EventTypeWarning, reason, fmt.Sprintf(format, args...))
 }
 
 // Exception posts a Warning Event with reason "Error" and the error's
@@ -159,5 +159,5 @@ func (c *Cause) Exception(err error) {
 	if err == nil {
 		return
 	}
-	c.Post(EventWarning, "Error", err.Error())
+	c.Post(corev1.EventTypeWarning, "Error", err.Error())
 }

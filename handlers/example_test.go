@@ -148,21 +148,22 @@ func ExampleOnEvent() {
 	// Output: <nil>
 }
 
-// An index of pods by node, read by another handler through c.Indexes.
+// An index of pods by node, read by another handler through the Index
+// that OnIndex returns and the indexes in its Cause.
 func ExampleOnIndex() {
 	reg := handlers.NewRegistry()
-	handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod, _ *handlers.Cause) map[string]any {
-		return map[string]any{pod.Spec.NodeName: pod.Name}
+	podsByNode := handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod, _ *handlers.Cause) map[string]string {
+		return map[string]string{pod.Spec.NodeName: pod.Name}
 	})
 	handlers.OnCreate(reg, func(ctx context.Context, node *corev1.Node, c *handlers.Cause) (any, error) {
-		return map[string]any{"pods": len(c.Indexes.Get("pods-by-node").Get(node.Name))}, nil
+		return map[string]any{"pods": podsByNode.Get(c.Indexes, node.Name)}, nil // []string
 	})
 	fmt.Println(reg.Err())
 	// Output: <nil>
 }
 
 // A flat index collects one value per object, with no keys: its one key
-// is nil. The IndexRef that OnFlatIndex returns reads it typed.
+// is nil. The Index that OnFlatIndex returns reads it typed.
 func ExampleOnFlatIndex() {
 	reg := handlers.NewRegistry()
 	nodeNames := handlers.OnFlatIndex(reg, "node-names", func(node *corev1.Node, _ *handlers.Cause) string { return node.Name })
@@ -173,9 +174,9 @@ func ExampleOnFlatIndex() {
 	// Output: <nil>
 }
 
-// Index keys of any comparable type, read typed through the IndexRef that
+// Index keys of any comparable type, read typed through the Index that
 // OnIndex returns.
-func ExampleIndexRef() {
+func ExampleIndex() {
 	type podKey struct{ Namespace, App string }
 	reg := handlers.NewRegistry()
 	byApp := handlers.OnIndex(reg, "pods-by-app", func(pod *corev1.Pod, _ *handlers.Cause) map[podKey]string {

@@ -1,13 +1,21 @@
 package handlers
 
-import "github.com/gopf-dev/gopf/internal/spec"
+import (
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/gopf-dev/gopf/internal/spec"
+)
 
 // HandlersOf returns the valid handlers of r of the given kinds (all kinds
 // if none are given), in registration order, as the engines see them.
 func HandlersOf(r *Registry, kinds ...spec.Kind) []*handler { return r.set.Handlers(kinds...) }
 
-// MatchFilter applies f as the engines do.
-func MatchFilter(f Filter, value any, present bool) bool { return f.f.Match(value, present) }
+// MatchFilter applies f, a filter value as Labels and Value take it, as the
+// engines do; a value that is no filter matches nothing.
+func MatchFilter(f any, value any, present bool) bool {
+	parsed, err := parseFilter(f)
+	return err == nil && parsed.Match(value, present)
+}
 
 // Extras are the engine's side of a call, as the tests see it.
 type Extras = extras
@@ -19,10 +27,8 @@ func CauseWith(r *Registry, handlerID string, x *Extras) *Cause {
 	return c
 }
 
-// RequestWith returns an AdmissionRequest for op bound to x, as the engine
-// makes it.
-func RequestWith(r *Registry, op Operation, x *Extras) *AdmissionRequest {
-	a := &AdmissionRequest{Operation: op}
-	r.engineSet().BindRequest(a, x)
-	return a
+// CallFor returns the webhook's call of an admission handler for a request
+// of op, as the webhook makes it.
+func CallFor(op admissionv1.Operation) *spec.AdmissionCall {
+	return &spec.AdmissionCall{Raw: &admissionv1.AdmissionRequest{Operation: op}}
 }

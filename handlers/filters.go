@@ -9,28 +9,18 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// Filter matches one value: of a label, an annotation or a field. Make one
-// with Equal or Func, or use Present or Absent; gopf applies it. The zero
-// Filter matches everything.
-type Filter struct{ f spec.Filter }
+// presence is the type of Present and Absent (Kopf's kopf.PRESENT and
+// kopf.ABSENT); other filter values are given as they are, literals or
+// functions (see Labels and Value).
+type presence struct{ f spec.Filter }
 
 var (
 	// Present matches any value, as long as there is one (an empty label
 	// value counts as present).
-	Present = Filter{spec.Present}
+	Present = presence{spec.Present}
 	// Absent matches only a missing value.
-	Absent = Filter{spec.Absent}
+	Absent = presence{spec.Absent}
 )
-
-// Equal matches a value equal to v once both are seen as JSON: Equal(3)
-// matches a field holding 3 or 3.0, Equal("a") a label "a".
-func Equal(v any) Filter { return Filter{spec.Equal(v)} }
-
-// Func matches the values fn accepts. fn receives nil for a missing value;
-// label and annotation values come as strings, field values as decoded JSON.
-// A filter that needs more than the value (the object's other labels, the
-// operator's indexes) is a When.
-func Func(fn func(value any) bool) Filter { return Filter{spec.Func(fn)} }
 
 // filterSetting is an option that selects objects. Every handler kind that
 // is for objects takes it; an object no handler of its kind selects is left
@@ -41,12 +31,14 @@ type filterSetting struct {
 }
 
 // Labels selects objects by their labels. Each value is a string (the exact
-// label value), a Filter (Present, Absent, Equal, Func) or a func(string)
-// bool. All entries must match. For admission handlers, the
-// entries the API server can evaluate go into the webhook's object selector.
-// When every handler of a kind selects on such entries, the operator's
-// cache watches the kind with the selector they all imply, and objects
-// outside it never reach the operator (see gopf.ManagerOptions.CacheUnselected).
+// label value), Present, Absent, or a func(string) bool (or func(any) bool,
+// which gets nil for a missing label). All entries must match. A filter
+// that needs more than the value (the object's other labels, the operator's
+// indexes) is a When. For admission handlers, the entries the API server
+// can evaluate go into the webhook's object selector. When every handler of
+// a kind selects on such entries, the operator's cache watches the kind
+// with the selector they all imply, and objects outside it never reach the
+// operator (see gopf.ManagerOptions.CacheUnselected).
 // Every registration of objects takes it.
 type Labels map[string]any
 
@@ -199,9 +191,11 @@ func Field[P FieldPath](path P) fieldSetting {
 	})}
 }
 
-// Value requires the field named with Field to match v (a literal, Present,
-// Absent, a Filter or a func(any) bool): it selects objects by the field's
-// current value. For change handlers either the old or the new value may
+// Value requires the field named with Field to match v: a literal, equal
+// once both are seen as JSON (3 matches a field holding 3 or 3.0), Present,
+// Absent, or a func(any) bool, which gets the field's value as decoded JSON
+// or nil when it is missing. It selects objects by the field's current
+// value. For change handlers either the old or the new value may
 // match.
 //
 // Every registration of objects takes it (all but OnStartup, OnCleanup, OnProbe and sub-handlers).
@@ -243,7 +237,7 @@ func fieldFilter(name string, v any, assign func(*draft, *spec.Filter)) setting 
 
 // parseFilter is spec.ParseFilter for a filter value as a user gives it.
 func parseFilter(v any) (spec.Filter, error) {
-	if f, ok := v.(Filter); ok {
+	if f, ok := v.(presence); ok {
 		v = f.f
 	}
 	return spec.ParseFilter(v)

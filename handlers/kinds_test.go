@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -97,7 +98,7 @@ var optionTable = []struct {
 	{"Sharp", handlers.Sharp(), "timer"},
 	{"CancellationBackoff", handlers.CancellationBackoff(time.Second), "daemon"},
 	{"CancellationTimeout", handlers.CancellationTimeout(time.Second), "daemon"},
-	{"Operations", handlers.Operations(handlers.OperationCreate), "admission"},
+	{"Operations", handlers.Operations(admissionv1.Create), "admission"},
 	{"SubResource", handlers.SubResource("status"), "admission"},
 	{"Persistent", handlers.Persistent(), "admission"},
 	{"SideEffects", handlers.SideEffects(), "admission"},
@@ -285,9 +286,9 @@ func TestBadOptionsAreRegistrationErrorsNamingTheProblemTheHandlerAndThePlace(t 
 			}},
 		{name: "nil label value", id: "c", want: `label "a": nil is not a filter (use Absent for a missing value)`,
 			register: func(r *handlers.Registry) { handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Labels{"a": nil}) }},
-		{name: "Func(nil) annotation", id: "c", want: `annotation "a": Func(nil) is not a filter`,
+		{name: "nil function annotation", id: "c", want: `annotation "a": a nil function is not a filter`,
 			register: func(r *handlers.Registry) {
-				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Annotations{"a": handlers.Func(nil)})
+				handlers.OnCreate(r, podFn, handlers.ID("c"), handlers.Annotations{"a": (func(any) bool)(nil)})
 			}},
 		{name: "nil filter function", id: "c", want: `label "a": a nil function is not a filter`,
 			register: func(r *handlers.Registry) {
@@ -767,7 +768,7 @@ func runningOptionCases() []optionCase {
 	}, {
 		name: "admission settings",
 		register: func(r *handlers.Registry) {
-			handlers.OnMutate(r, admitPodFn, handlers.Operations(handlers.OperationCreate), handlers.SubResource("status"), handlers.Persistent(),
+			handlers.OnMutate(r, admitPodFn, handlers.Operations(admissionv1.Create), handlers.SubResource("status"), handlers.Persistent(),
 				handlers.SideEffects(), handlers.IgnoreFailures(), handlers.WebhookTimeout(5*time.Second), handlers.ID("require-owner"), handlers.Labels{"app": "shop"})
 		},
 		check: func(o spec.Options) bool {

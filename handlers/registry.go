@@ -22,27 +22,26 @@ import (
 // Registry collects handler registrations. A Registry is safe for concurrent
 // registration, but is meant to be filled before the operator starts.
 type Registry struct {
-	set  spec.Set[*Cause, *AdmissionRequest]
+	set  spec.Set[*Cause]
 	bind sync.Once // sets set's binders, for the engines
 }
 
 // handler and extras are the engine contract's types for this package's
-// Cause and AdmissionRequest.
+// Cause.
 type (
-	handler = spec.Handler[*Cause, *AdmissionRequest]
-	extras  = spec.Extras[*Cause, *AdmissionRequest]
+	handler = spec.Handler[*Cause]
+	extras  = spec.Extras[*Cause]
 )
 
 func init() {
 	spec.ExposeSets(func(r any) any { return r.(*Registry).engineSet() })
 }
 
-// engineSet is the registry's Set as the engines use it: with the binders
-// that give a Cause or an AdmissionRequest the extras of its call.
-func (r *Registry) engineSet() *spec.Set[*Cause, *AdmissionRequest] {
+// engineSet is the registry's Set as the engines use it: with the binder
+// that gives a Cause the extras of its call.
+func (r *Registry) engineSet() *spec.Set[*Cause] {
 	r.bind.Do(func() {
 		r.set.BindCause = func(c *Cause, x *extras) { c.x = x }
-		r.set.BindRequest = func(a *AdmissionRequest, x *extras) { a.x = x }
 	})
 	return &r.set
 }
@@ -59,11 +58,6 @@ func (r *Registry) Err() error { return r.set.Err() }
 // non-nil result is merged into status.<handler id> of the object. A nil
 // error means the handler is done for this cause.
 type HandlerFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (any, error)
-
-// ReconcileFunc is a level-based handler: it is called on every reconcile of
-// every selected object, after the change handlers, like a plain
-// controller-runtime Reconciler that receives the object.
-type ReconcileFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) (reconcile.Result, error)
 
 // OnCreate registers fn to run once for each object of type T that gopf has
 // not handled before: an object created while the operator runs, one created
@@ -115,11 +109,12 @@ func OnField[T client.Object, P FieldPath](r *Registry, path P, fn HandlerFunc[T
 
 // OnReconcile registers a level-based handler: fn runs on every reconcile
 // of every selected object (including resyncs), after the change handlers,
-// with the same Cause and Patch. Its Result and error are those of a
+// with the same Cause and Patch, like a plain controller-runtime Reconciler
+// that receives the object. Its Result and error are those of a
 // controller-runtime Reconciler: they requeue the object, and its errors
 // are not subject to the handler error policy (they go to controller-runtime's
 // rate-limited requeue).
-func OnReconcile[T client.Object](r *Registry, fn ReconcileFunc[T], opts ...ReconcileOption) {
+func OnReconcile[T client.Object](r *Registry, fn func(ctx context.Context, obj T, c *Cause) (reconcile.Result, error), opts ...ReconcileOption) {
 	d := apply(opts)
 	h := newHandler[T](spec.KindReconcile, d)
 	if fn != nil {

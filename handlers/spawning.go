@@ -30,14 +30,11 @@ func OnTimer[T client.Object](r *Registry, interval time.Duration, fn HandlerFun
 	registerCall(r, spec.KindTimer, fn, fn, apply(opts, set(func(d *draft) { d.Interval = interval })))
 }
 
-// DaemonFunc is a long-running function per object; see OnDaemon. d is the
-// daemon's lifetime and the newest object; c is the Cause every handler
-// gets, for the whole run of the function.
-type DaemonFunc[T client.Object] func(ctx context.Context, d *Daemon[T], c *Cause) error
-
-// OnDaemon registers fn to run, in its own goroutine, for each selected
-// object from when it appears (or starts matching the filters) until it is
-// deleted, stops matching, or the operator stops. fn should return when
+// OnDaemon registers fn, a long-running function, to run in its own
+// goroutine for each selected object from when it appears (or starts
+// matching the filters) until it is deleted, stops matching, or the
+// operator stops. Its d is the daemon's lifetime and the newest object; c
+// is the Cause every handler gets, for the whole run of the function. fn should return when
 // d.Stopping() is closed; ctx is cancelled CancellationBackoff later. On
 // deletion gopf's finalizer holds the object until the daemon has returned
 // (or, with CancellationTimeout, until gopf gives up on it and logs a
@@ -48,7 +45,7 @@ type DaemonFunc[T client.Object] func(ctx context.Context, d *Daemon[T], c *Caus
 // another error, by the error mode) starts it again after the delay, within
 // Retries and Timeout; a PermanentError, or running out of attempts or time,
 // ends it for that object in this process.
-func OnDaemon[T client.Object](r *Registry, fn DaemonFunc[T], opts ...DaemonOption) {
+func OnDaemon[T client.Object](r *Registry, fn func(ctx context.Context, d *Daemon[T], c *Cause) error, opts ...DaemonOption) {
 	d := apply(opts)
 	h := newHandler[T](spec.KindDaemon, d)
 	if fn != nil {

@@ -12,12 +12,6 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// SubFunc is a sub-handler: one step of a change handler with its own id
-// (<parent-id>/<id>), progress, retries and result (in status.<parent-id>/<id>).
-// Its Cause is its own: the parent's object and cause, with its own
-// HandlerID, Retry and Started.
-type SubFunc func(ctx context.Context, c *Cause) (any, error)
-
 // Register adds a sub-handler for this call: a function run after the
 // calling handler returns, with its own id (<parent-id>/<id>), its own
 // progress and retries, and its result in status.<parent-id>/<id>. The
@@ -25,10 +19,11 @@ type SubFunc func(ctx context.Context, c *Cause) (any, error)
 // unfinished, so it must register the same sub-handlers every time and do
 // nothing else with side effects. A sub-handler runs for the same object and
 // cause as its parent, so it takes no filters; it takes the error policy
-// options. Register is for change handlers only: elsewhere it logs an error
-// and the sub-handler does not run. To run sub-handlers within the call
-// instead, see Execute.
-func (c *Cause) Register(id string, fn SubFunc, opts ...SubOption) {
+// options. fn's Cause is its own: the parent's object and cause, with its
+// own HandlerID, Retry and Started. Register is for change handlers only:
+// elsewhere it logs an error and the sub-handler does not run. To run
+// sub-handlers within the call instead, see Execute.
+func (c *Cause) Register(id string, fn func(ctx context.Context, c *Cause) (any, error), opts ...SubOption) {
 	if c.x == nil {
 		c.x = &extras{SubsAllowed: true}
 	}
@@ -45,7 +40,7 @@ var errSubsOnlyForChanges = errors.New("Cause.Register is for change handlers on
 // SubHandler is a sub-handler for Execute; Sub makes one.
 type SubHandler struct {
 	id     string
-	fn     SubFunc
+	fn     func(ctx context.Context, c *Cause) (any, error)
 	opts   []SubOption
 	source string // where Sub was called
 }
@@ -54,8 +49,9 @@ type SubHandler struct {
 // (<parent-id>/<id>), which keys its progress and result, so it must be
 // the same on every call of the parent and unique among the parent's
 // sub-handlers; opts are the error policy options (Errors, Retries,
-// Timeout, Backoff, WithParam).
-func Sub(id string, fn SubFunc, opts ...SubOption) SubHandler {
+// Timeout, Backoff, WithParam). fn gets a Cause of its own, as a
+// registered sub-handler's (see Register).
+func Sub(id string, fn func(ctx context.Context, c *Cause) (any, error), opts ...SubOption) SubHandler {
 	return SubHandler{id: id, fn: fn, opts: opts, source: callerSource()}
 }
 

@@ -16,7 +16,7 @@ import (
 func executing(out spec.SubsOutcome) (*handlers.Cause, *handlers.Extras, *[][]string) {
 	given := &[][]string{}
 	x := &handlers.Extras{SubsAllowed: true}
-	x.Execute = func(ctx context.Context, subs []*spec.Handler[*handlers.Cause, *handlers.AdmissionRequest]) spec.SubsOutcome {
+	x.Execute = func(ctx context.Context, subs []*spec.Handler[*handlers.Cause]) spec.SubsOutcome {
 		var ids []string
 		for _, h := range subs {
 			ids = append(ids, h.Options.ID)

@@ -63,9 +63,6 @@ func (p *Patch) SetStatus(key string, value any) { (*spec.Patch)(p).SetStatus(ke
 // should change only the map it gets. A nil fn is an error.
 func (p *Patch) Transform(fn func(obj map[string]any)) error { return (*spec.Patch)(p).Transform(fn) }
 
-// Empty reports whether the patch changes nothing.
-func (p *Patch) Empty() bool { return (*spec.Patch)(p).Empty() }
-
 // Memo is a per-object scratchpad kept in the operator's memory (never
 // stored on the object), with Get, Set and Update: every handler of one
 // object sees the same Memo until the object is gone or the operator
@@ -121,29 +118,7 @@ const (
 	DiffRemove = spec.DiffRemove
 )
 
-// Indexes are the operator's indexes, by name: Get(name) returns one (nil if
-// there is no index of that name; a nil Index reads as empty). See OnIndex,
-// and IndexRef for typed access.
+// Indexes are the operator's indexes, as a handler is given them
+// (Cause.Indexes, or Admission's Indexes): read one through the Index that
+// OnIndex or OnFlatIndex returned for it.
 type Indexes spec.Indexes
-
-// Get returns the index of that name, or nil if there is none.
-func (s *Indexes) Get(name string) *Index { return (*Index)((*spec.Indexes)(s).Get(name)) }
-
-// Index maps keys to the values objects contributed under them: Get(key),
-// Keys() and Len(). Keys are of the comparable type the index function
-// used (the key of a flat index, see OnFlatIndex, is nil), and Get needs a
-// key of that very type: Get(int64(1)) finds nothing under the int 1. It is
-// safe for concurrent use.
-type Index spec.Index
-
-// Get returns the values under key, ordered by the objects that contributed
-// them (namespace/name), or nil. The key must be of the type the index
-// function used: the int 1 is not the int64 1.
-func (ix *Index) Get(key any) []any { return (*spec.Index)(ix).Get(key) }
-
-// Keys returns the keys that have values, sorted by how fmt prints them
-// (%v), and by type where two print alike; string keys sort as strings.
-func (ix *Index) Keys() []any { return (*spec.Index)(ix).Keys() }
-
-// Len returns the number of keys that have values.
-func (ix *Index) Len() int { return (*spec.Index)(ix).Len() }

@@ -8,32 +8,16 @@ import (
 	"github.com/gopf-dev/gopf/internal/spec"
 )
 
-// EventType is the kind of watch event an OnEvent handler sees.
-type EventType string
-
-// The watch events.
-const (
-	// EventListed: the object was in the initial list when the operator
-	// started watching.
-	EventListed EventType = "listed"
-	// EventAdded, EventModified, EventDeleted: the object was created,
-	// changed or deleted while the operator watched.
-	EventAdded    EventType = "added"
-	EventModified EventType = "modified"
-	EventDeleted  EventType = "deleted"
-)
-
-// EventFunc is a raw event handler; see OnEvent.
-type EventFunc[T client.Object] func(ctx context.Context, obj T, c *Cause) error
-
 // OnEvent registers fn to be called for every watch event of every selected
 // object — the initial list, additions, modifications and deletions, each
-// with its type in Cause.Event — in the order the informer delivers them.
+// with its type in Cause.Event (Kubernetes' watch.Added, watch.Modified and
+// watch.Deleted; "" for the objects of the initial list, as Kopf's None) —
+// in the order the informer delivers them.
 // It keeps no state, adds no finalizer and is never retried, so it takes no
 // error policy options: its errors and panics are logged, and the next event
 // comes as usual. It sees every event, not the de-duplicated reconcile
 // requests a Reconciler sees.
-func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption) {
+func OnEvent[T client.Object](r *Registry, fn func(ctx context.Context, obj T, c *Cause) error, opts ...EventOption) {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(ctx context.Context, obj T, c *Cause) (any, error) { return nil, fn(ctx, obj, c) }
@@ -41,36 +25,34 @@ func OnEvent[T client.Object](r *Registry, fn EventFunc[T], opts ...EventOption)
 	registerCall(r, spec.KindEvent, fn, call, apply(opts))
 }
 
-// IndexFunc maps an object to index entries: for each key, the value this
-// object contributes under it. Keys are of any comparable type (strings,
-// numbers, structs of them, as Kopf's any hashable key); a nil or empty map
-// puts the object in no key.
-//
-// c is what Kopf gives index functions as keyword arguments: the object's
-// identity, labels and annotations, c.Log (the object's logger), c.Memo (the
-// object's memo, the one its handlers share) and c.Indexes, the operator's
-// indexes: other indexes, or this one as it is before the object's entries
-// are replaced, for example for an index of the objects some other index
-// names. Index functions run while the indexes fill, so at start another
-// index may still lack objects of its kind; a change of another index does
-// not run the function again for objects that had no event (see
-// When). Results, Patch and Events are not for index functions:
-// they run for every watch event and change nothing.
-type IndexFunc[T client.Object, K comparable, V any] func(obj T, c *Cause) map[K]V
-
 // OnIndex registers an in-memory index named name over the selected objects
 // of type T: for every key, the values all objects contributed under it. It
 // is kept up to date on every event, and an object's entries go when the
-// object goes or stops matching the filters. Handlers of every kind —
-// change, timer, daemon, event and index handlers, admission handlers, and
-// the operator-level OnStartup, OnCleanup and OnProbe — read it as
-// c.Indexes.Get(name) (a.Indexes for admission handlers), or typed through
-// the IndexRef that OnIndex returns. No object handler runs before every
-// index has seen the initial list of its kind; operator-level and admission
-// handlers get no such promise (startup handlers run while the indexes
-// fill). An index function cannot fail; a panic in it is logged and leaves
-// the object's entries as they were.
-func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn IndexFunc[T, K, V], opts ...IndexOption) IndexRef[K, V] {
+// object goes or stops matching the filters. OnIndex returns the Index that
+// reads it: handlers of every kind — change, timer, daemon, event and index
+// handlers, admission handlers, and the operator-level OnStartup, OnCleanup
+// and OnProbe — call its Get with the indexes they are given (c.Indexes,
+// a.Indexes for admission handlers), as Kopf passes an index by its name
+// as a keyword argument. No object handler runs before every index has seen
+// the initial list of its kind; operator-level and admission handlers get no
+// such promise (startup handlers run while the indexes fill). An index
+// function cannot fail; a panic in it is logged and leaves the object's
+// entries as they were.
+//
+// fn maps an object to index entries: for each key, the value this object
+// contributes under it. Keys are of any comparable type (strings, numbers,
+// structs of them, as Kopf's any hashable key); a nil or empty map puts the
+// object in no key. Its c is what Kopf gives index functions as keyword
+// arguments: the object's identity, labels and annotations, c.Log (the
+// object's logger), c.Memo (the object's memo, the one its handlers share)
+// and c.Indexes, the operator's indexes: other indexes, or this one as it
+// is before the object's entries are replaced, for example for an index of
+// the objects some other index names. Index functions run while the indexes
+// fill, so at start another index may still lack objects of its kind; a
+// change of another index does not run the function again for objects that
+// had no event (see When). Results, Patch and Events are not for index
+// functions: they run for every watch event and change nothing.
+func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn func(obj T, c *Cause) map[K]V, opts ...IndexOption) Index[K, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(_ context.Context, obj T, c *Cause) (any, error) {
@@ -86,17 +68,16 @@ func OnIndex[T client.Object, K comparable, V any](r *Registry, name string, fn 
 		}
 	}
 	registerCall(r, spec.KindIndex, fn, call, apply(opts, set(func(d *draft) { d.ID = name })))
-	return IndexRef[K, V]{name: name}
+	return Index[K, V]{name: name}
 }
 
 // OnFlatIndex registers an in-memory index named name that collects one
 // value per selected object of type T, with no keys to look them up by:
 // Kopf's index of an index function that returns something other than a
-// dict. Its one key is nil, so c.Indexes.Get(name).Get(nil) (or the
-// returned IndexRef's Get with nil) lists every object's value. fn gets the
-// Cause an IndexFunc gets. It behaves as OnIndex otherwise; to leave an
-// object out, filter it out.
-func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T, c *Cause) V, opts ...IndexOption) IndexRef[any, V] {
+// dict. Its one key is nil, so the returned Index's Get(c.Indexes, nil)
+// lists every object's value. fn gets the Cause OnIndex's function gets. It
+// behaves as OnIndex otherwise; to leave an object out, filter it out.
+func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T, c *Cause) V, opts ...IndexOption) Index[any, V] {
 	var call HandlerFunc[T]
 	if fn != nil {
 		call = func(_ context.Context, obj T, c *Cause) (any, error) {
@@ -104,26 +85,29 @@ func OnFlatIndex[T client.Object, V any](r *Registry, name string, fn func(obj T
 		}
 	}
 	registerCall(r, spec.KindIndex, fn, call, apply(opts, set(func(d *draft) { d.ID = name })))
-	return IndexRef[any, V]{name: name}
+	return Index[any, V]{name: name}
 }
 
-// IndexRef names an index registered by OnIndex or OnFlatIndex and reads
-// it with the key and value types of its index function, so that no type
-// assertions are needed:
+// Index is an index registered by OnIndex or OnFlatIndex: the handle
+// through which handlers read it, with the key and value types of its index
+// function, so that no type assertions are needed. It reads the operator's
+// indexes a handler is given (Cause.Indexes, or Admission's Indexes):
 //
 //	podsByNode := handlers.OnIndex(reg, "pods-by-node", func(pod *corev1.Pod, _ *handlers.Cause) map[string]string {
 //		return map[string]string{pod.Spec.NodeName: pod.Name}
 //	})
 //	...
 //	names := podsByNode.Get(c.Indexes, node.Name) // []string
-type IndexRef[K comparable, V any] struct {
+//
+// An Index is a small value; copy it into the handlers that read it.
+type Index[K comparable, V any] struct {
 	name string
 }
 
-// Get returns the values under key in the index of ixs, ordered by the
-// objects that contributed them (namespace/name), or nil.
-func (r IndexRef[K, V]) Get(ixs *Indexes, key K) []V {
-	values := ixs.Get(r.name).Get(key)
+// Get returns the values under key in the index, ordered by the objects
+// that contributed them (namespace/name), or nil.
+func (ix Index[K, V]) Get(ixs *Indexes, key K) []V {
+	values := ix.of(ixs).Get(key)
 	if values == nil {
 		return nil
 	}
@@ -134,10 +118,11 @@ func (r IndexRef[K, V]) Get(ixs *Indexes, key K) []V {
 	return out
 }
 
-// Keys returns the keys that have values in the index of ixs, in the order
-// of Index.Keys.
-func (r IndexRef[K, V]) Keys(ixs *Indexes) []K {
-	keys := ixs.Get(r.name).Keys()
+// Keys returns the keys that have values in the index, sorted by how fmt
+// prints them (%v), and by type where two print alike; string keys sort as
+// strings. Its length is Kopf's len() of the index.
+func (ix Index[K, V]) Keys(ixs *Indexes) []K {
+	keys := ix.of(ixs).Keys()
 	if keys == nil {
 		return nil
 	}
@@ -148,5 +133,5 @@ func (r IndexRef[K, V]) Keys(ixs *Indexes) []K {
 	return out
 }
 
-// Len returns the number of keys that have values in the index of ixs.
-func (r IndexRef[K, V]) Len(ixs *Indexes) int { return ixs.Get(r.name).Len() }
+// of finds the index in ixs; a missing one (nil) reads as empty.
+func (ix Index[K, V]) of(ixs *Indexes) *spec.Index { return (*spec.Indexes)(ixs).Get(ix.name) }

@@ -39,7 +39,7 @@ func TestExecutedSubHandlersRunInOrderWithinTheParentUntilAllAreDone(t *testing.
 	var cs envtest.Calls
 	var order trail
 	executed := make(chan error, 10) // what each call of the parent got from Execute
-	step := func(name string) handlers.SubFunc {
+	step := func(name string) func(context.Context, *handlers.Cause) (any, error) {
 		return func(ctx context.Context, sc *handlers.Cause) (any, error) {
 			cs.Record(sc)
 			order.add(sc.HandlerID)

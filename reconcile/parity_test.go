@@ -224,7 +224,7 @@ func TestEventsAboutOtherObjectsWithTheirComponentAndReason(t *testing.T) {
 	g.Expect(k8s.Create(ctx, child)).To(Succeed())
 	reg := handlers.NewRegistry()
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		c.PostAbout(child, handlers.EventNormal, "ChildMade", "made by "+obj.Name)
+		c.PostAbout(child, corev1.EventTypeNormal, "ChildMade", "made by "+obj.Name)
 		c.Warn("Broken", "%v", errors.New("something broke"))
 		return nil, nil
 	}, handlers.ID("post"))
@@ -250,7 +250,7 @@ func TestEventsAboutOtherObjectsWithTheirComponentAndReason(t *testing.T) {
 	g.Expect(made.Note).To(Equal("made by parent"))
 	g.Expect(made.ReportingController).To(Equal("my-operator"))
 	g.Eventually(func(g Gomega) *eventsv1.Event { broken = find(g, "parent", "Broken"); return broken }, timeout).ShouldNot(BeNil())
-	g.Expect(broken.Type).To(Equal(handlers.EventWarning))
+	g.Expect(broken.Type).To(Equal(corev1.EventTypeWarning))
 	g.Expect(broken.Note).To(Equal("something broke"))
 }
 

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -29,7 +30,7 @@ func TestEventHandlerSeesEveryEventInOrder(t *testing.T) {
 	g.Expect(k8s.Create(ctx, before)).To(Succeed())
 
 	var mu sync.Mutex
-	seen := map[string][]handlers.EventType{}
+	seen := map[string][]watch.EventType{}
 	reg := handlers.NewRegistry()
 	handlers.OnEvent(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) error {
 		mu.Lock()
@@ -39,23 +40,23 @@ func TestEventHandlerSeesEveryEventInOrder(t *testing.T) {
 	})
 	var requests envtest.RequestCounter
 	runOperator(t, ns, reg, func(o *envtest.OperatorOptions) { o.Requests = &requests })
-	events := func(name string) []handlers.EventType {
+	events := func(name string) []watch.EventType {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]handlers.EventType(nil), seen[name]...)
+		return append([]watch.EventType(nil), seen[name]...)
 	}
 
 	// Once the initial list has been seen, new objects come as added.
-	g.Eventually(func() []handlers.EventType { return events("before") }, timeout).Should(Equal([]handlers.EventType{handlers.EventListed}))
+	g.Eventually(func() []watch.EventType { return events("before") }, timeout).Should(Equal([]watch.EventType{watch.EventType("")}))
 	obj := newExample(ns, "watched")
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
 	g.Eventually(func() int { return len(events("watched")) }, timeout).Should(Equal(1))
 	patchSpec(g, obj, `{"field":"changed"}`)
 	g.Eventually(func() int { return len(events("watched")) }, timeout).Should(Equal(2))
 	g.Expect(k8s.Delete(ctx, obj)).To(Succeed())
-	g.Eventually(func() []handlers.EventType { return events("watched") }, timeout).Should(Equal(
-		[]handlers.EventType{handlers.EventAdded, handlers.EventModified, handlers.EventDeleted}))
-	g.Expect(events("before")).To(Equal([]handlers.EventType{handlers.EventListed}))
+	g.Eventually(func() []watch.EventType { return events("watched") }, timeout).Should(Equal(
+		[]watch.EventType{watch.Added, watch.Modified, watch.Deleted}))
+	g.Expect(events("before")).To(Equal([]watch.EventType{watch.EventType("")}))
 	g.Expect(requests.Writes("kopfexamples", "kopfexamples/status")).To(BeZero(), "event handlers keep no state and add no finalizer")
 }
 
@@ -65,14 +66,14 @@ func TestIndexesAreReadyBeforeHandlersAndFollowTheirObjects(t *testing.T) {
 	ns := newNamespace(t)
 	createPods(g, ns, "db", "db", "web")
 	reg := handlers.NewRegistry()
-	handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[string]any {
-		return map[string]any{pod.Labels["app"]: pod.Name}
+	podsByApp := handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[string]string {
+		return map[string]string{pod.Labels["app"]: pod.Name}
 	}, handlers.Labels{"app": handlers.Present})
 	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		return map[string]any{"db": len(c.Indexes.Get("pods_by_app").Get("db"))}, nil
+		return map[string]any{"db": len(podsByApp.Get(c.Indexes, "db"))}, nil
 	}, handlers.ID("count"))
 	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-		return map[string]any{"db": len(c.Indexes.Get("pods_by_app").Get("db")), "keys": c.Indexes.Get("pods_by_app").Keys()}, nil
+		return map[string]any{"db": len(podsByApp.Get(c.Indexes, "db")), "keys": podsByApp.Keys(c.Indexes)}, nil
 	}, handlers.ID("recount"))
 	op := runOperator(t, ns, reg)
 	_ = op

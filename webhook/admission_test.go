@@ -17,6 +17,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -182,7 +183,7 @@ func TestConfigurationsExistWhileTheOperatorRunsAndOnlyPersistentWebhooksOutlive
 	reg := handlers.NewRegistry()
 	handlers.OnValidate(reg, rejectInvalid, selectTest(t))
 	handlers.OnMutate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, a *kexAdmission) error { return nil },
-		handlers.ID("noop"), selectTest(t), handlers.Operations(handlers.OperationCreate))
+		handlers.ID("noop"), selectTest(t), handlers.Operations(admissionv1.Create))
 	handlers.OnValidate(reg, func(ctx context.Context, cm *corev1.ConfigMap, a *handlers.Admission[*corev1.ConfigMap]) error {
 		return nil
 	}, handlers.ID("keep"), handlers.Persistent(), handlers.IgnoreFailures(), selectTest(t))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +49,7 @@ func TestConfigurationsHoldOneWebhookPerHandlerWithItsSettings(t *testing.T) {
 	handlers.OnValidate(reg, allowCM, handlers.ID("check_data"), handlers.Labels{"app": "web"},
 		handlers.IgnoreFailures(), handlers.SideEffects(), handlers.WebhookTimeout(5*time.Second), handlers.Persistent())
 	handlers.OnMutate(reg, allowCM, handlers.ID("defaults"), handlers.SubResource("*"),
-		handlers.Operations(handlers.OperationCreate, handlers.OperationDelete))
+		handlers.Operations(admissionv1.Create, admissionv1.Delete))
 
 	v, m := configurations("op.gopf.dev", hooksOf(t, reg), nil, urlConfig, false)
 	if v.Name != "op.gopf.dev" || m.Name != "op.gopf.dev" || v.Labels[managedByLabel] != "gopf" {

@@ -22,14 +22,15 @@ func TestAdmissionHandlersGetTheObjectsMemoOrACopyOfTheOperatorsAndTheIndexes(t 
 		memo   *spec.Memo
 		client client.Client
 		region any
-		values []any
+		values []string
 	}
 	var calls []seen
+	byPort := handlers.OnIndex(reg, "by_port", func(*corev1.Service, *handlers.Cause) map[int]string { return nil })
 	handlers.OnValidate(reg, func(ctx context.Context, cm *corev1.ConfigMap, a *cmAdmission) error {
-		calls = append(calls, seen{memo: (*spec.Memo)(a.Memo), client: a.Client, region: a.Memo.Get("region"), values: a.Indexes.Get("by_port").Get(8080)})
+		calls = append(calls, seen{memo: (*spec.Memo)(a.Memo), client: a.Client, region: a.Memo.Get("region"), values: byPort.Get(a.Indexes, 8080)})
 		a.Memo.Set("region", "set by "+string(a.Operation))
 		return nil
-	}, handlers.Operations(handlers.OperationCreate, handlers.OperationUpdate))
+	}, handlers.Operations(admissionv1.Create, admissionv1.Update))
 	rv := reviewerFor(t, reg, false)
 
 	set := contract.SetOf(reg)

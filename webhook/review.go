@@ -8,16 +8,14 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/gopf-dev/gopf/internal/contract"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
-
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -43,9 +41,9 @@ var _ admission.Handler = (*reviewer)(nil)
 // If any handler fails, the request is denied with the failure that ranks
 // highest (see denial). Warnings of all handlers are returned either way.
 func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission.Response {
-	op := handlers.Operation(req.Operation)
+	op := req.Operation
 	original := req.Object.Raw
-	if op == handlers.OperationDelete {
+	if op == admissionv1.Delete {
 		original = req.OldObject.Raw
 	}
 	current := original
@@ -81,7 +79,7 @@ func (rv *reviewer) Handle(ctx context.Context, req admission.Request) admission
 // CREATE or UPDATE, it returns the object with the handler's changes, or
 // nil when the handler changed nothing or was not called.
 func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, current []byte, memo *spec.Memo) ([]byte, []string, error) {
-	op := handlers.Operation(req.Operation)
+	op := req.Operation
 	obj, old, err := decodeObjects(h, req, current)
 	if err != nil {
 		return nil, nil, err
@@ -89,44 +87,42 @@ func (rv *reviewer) run(ctx context.Context, h *hook, req *admissionv1.Admission
 	if !h.selects(obj) || !fieldSelects(h.reg.Options, obj) {
 		return nil, nil, nil
 	}
-	mutate := rv.mutating && (op == handlers.OperationCreate || op == handlers.OperationUpdate)
+	mutate := rv.mutating && (op == admissionv1.Create || op == admissionv1.Update)
 	var before []byte
 	if mutate {
 		if before, err = json.Marshal(obj); err != nil {
 			return nil, nil, fmt.Errorf("%s: encoding the object: %w", h.reg, err)
 		}
 	}
-	areq := admissionRequest(ctx, h, req, memo)
-	review := &contract.Extras{}
-	h.set.BindRequest(areq, review)
-	if err := call(ctx, h, obj, old, areq); err != nil {
-		return nil, review.Warnings, err
+	hc := admissionCall(ctx, h, req, memo)
+	if err := call(ctx, h, obj, old, hc); err != nil {
+		return nil, hc.Warnings, err
 	}
 	if !mutate {
-		return nil, review.Warnings, nil
+		return nil, hc.Warnings, nil
 	}
-	next, err := mutated(h, current, before, obj, areq.Patch)
-	return next, review.Warnings, err
+	next, err := mutated(h, current, before, obj, hc.Patch)
+	return next, hc.Warnings, err
 }
 
 // decodeObjects decodes the object current (JSON) and, on UPDATE and
 // DELETE, the request's old object, as h's kind. On CONNECT the object is
 // an empty one with the request's name and namespace.
 func decodeObjects(h *hook, req *admissionv1.AdmissionRequest, current []byte) (obj, old client.Object, err error) {
-	op := handlers.Operation(req.Operation)
+	op := req.Operation
 	// Objects decode as the API server decodes them, keys case-sensitively:
 	// encoding/json would let a "Spec" or "dAtA" the API server ignores
 	// decide what the handler sees.
 	obj = h.reg.NewObject()
-	if op == handlers.OperationConnect {
+	if op == admissionv1.Connect {
 		// The request's object is the options of the connection, of another
-		// kind; the handler finds it in AdmissionRequest.Raw.
+		// kind; the handler finds it in Admission.Raw.
 		obj.SetName(req.Name)
 		obj.SetNamespace(req.Namespace)
 	} else if err := utiljson.Unmarshal(current, obj); err != nil {
 		return nil, nil, fmt.Errorf("%s: decoding the object: %w", h.reg, err)
 	}
-	if (op == handlers.OperationUpdate || op == handlers.OperationDelete) && len(req.OldObject.Raw) > 0 {
+	if (op == admissionv1.Update || op == admissionv1.Delete) && len(req.OldObject.Raw) > 0 {
 		old = h.reg.NewObject()
 		if err := utiljson.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return nil, nil, fmt.Errorf("%s: decoding the old object: %w", h.reg, err)
@@ -135,36 +131,30 @@ func decodeObjects(h *hook, req *admissionv1.AdmissionRequest, current []byte) (
 	return obj, old, nil
 }
 
-// admissionRequest is what handler h is given of req.
-func admissionRequest(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, memo *spec.Memo) *handlers.AdmissionRequest {
-	areq := &handlers.AdmissionRequest{
-		Operation:   handlers.Operation(req.Operation),
-		SubResource: req.SubResource,
-		DryRun:      req.DryRun != nil && *req.DryRun,
-		UserInfo:    req.UserInfo,
-		Name:        req.Name,
-		Namespace:   req.Namespace,
-		HandlerID:   h.reg.Options.ID,
-		Param:       h.reg.Options.Param,
-		Log:         logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID),
-		Patch:       &handlers.Patch{},
-		Raw:         req,
-		Memo:        (*handlers.Memo)(memo),
-		Client:      h.client,
+// admissionCall is what handler h is given of req.
+func admissionCall(ctx context.Context, h *hook, req *admissionv1.AdmissionRequest, memo *spec.Memo) *spec.AdmissionCall {
+	hc := &spec.AdmissionCall{
+		Raw:       req,
+		HandlerID: h.reg.Options.ID,
+		Param:     h.reg.Options.Param,
+		Log:       logf.FromContext(ctx).WithValues("handler", h.reg.Options.ID),
+		Patch:     &spec.Patch{},
+		Memo:      memo,
+		Client:    h.client,
 	}
 	if h.op != nil {
-		areq.Indexes = (*handlers.Indexes)(h.op.Indexes)
+		hc.Indexes = h.op.Indexes
 	}
-	return areq
+	return hc
 }
 
 // mutated returns the object current (JSON) with the changes a mutator made:
 // to obj, which was before (JSON) when it was called, and in patch. It
 // returns nil when the mutator changed nothing.
-func mutated(h *hook, current, before []byte, obj client.Object, patch *handlers.Patch) ([]byte, error) {
+func mutated(h *hook, current, before []byte, obj client.Object, patch *spec.Patch) ([]byte, error) {
 	after, err := json.Marshal(obj)
 	if err == nil {
-		after, err = mergePatch(after, (*spec.Patch)(patch))
+		after, err = mergePatch(after, patch)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding the changed object: %w", h.reg, err)
@@ -195,10 +185,10 @@ type requestMemos struct {
 func memosOf(req *admissionv1.AdmissionRequest, raw []byte) *requestMemos {
 	ms := &requestMemos{
 		key:   types.NamespacedName{Namespace: req.Namespace, Name: req.Name},
-		fresh: handlers.Operation(req.Operation) == handlers.OperationCreate,
+		fresh: req.Operation == admissionv1.Create,
 		byGVK: map[schema.GroupVersionKind]*spec.Memo{},
 	}
-	if handlers.Operation(req.Operation) != handlers.OperationConnect {
+	if req.Operation != admissionv1.Connect {
 		var meta struct {
 			Metadata struct {
 				UID types.UID `json:"uid"`
@@ -231,8 +221,8 @@ func (ms *requestMemos) get(h *hook) *spec.Memo {
 }
 
 // call runs the handler, turning a panic into an error.
-func call(ctx context.Context, h *hook, obj, old client.Object, req *handlers.AdmissionRequest) error {
-	err := spec.Protect(req.Log, func() error { return h.reg.Review(ctx, obj, old, req) })
+func call(ctx context.Context, h *hook, obj, old client.Object, hc *spec.AdmissionCall) error {
+	err := spec.Protect(hc.Log, func() error { return h.reg.Review(ctx, obj, old, hc) })
 	if p := (*spec.PanicError)(nil); errors.As(err, &p) {
 		return fmt.Errorf("admission handler %q panicked: %v", h.reg.Options.ID, p.Value)
 	}

@@ -60,7 +60,7 @@ func FuzzReview(f *testing.F) {
 				panic(cm.Data["panic"])
 			}
 			return nil
-		}, handlers.ID("validate"), handlers.Operations(handlers.OperationCreate, handlers.OperationUpdate, handlers.OperationDelete, handlers.OperationConnect))
+		}, handlers.ID("validate"), handlers.Operations(admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect))
 		handlers.OnMutate(reg, func(ctx context.Context, cm *corev1.ConfigMap, a *cmAdmission) error {
 			saw = append(saw, cm.DeepCopy())
 			if cm.Data == nil {

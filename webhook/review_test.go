@@ -31,7 +31,7 @@ func reviewerFor(t *testing.T, reg *handlers.Registry, mutating bool) *reviewer 
 	}
 	rv := &reviewer{mutating: mutating}
 	for _, r := range contract.SetOf(reg).Handlers(spec.KindValidate, spec.KindMutate) {
-		rv.hooks = append(rv.hooks, &hook{reg: r, set: contract.SetOf(reg)})
+		rv.hooks = append(rv.hooks, &hook{reg: r})
 	}
 	return rv
 }
@@ -218,7 +218,7 @@ func TestHandlersSkipOperationsAndObjectsTheyAreNotFor(t *testing.T) {
 		return handlers.Deny(403, "no")
 	}
 	handlers.OnValidate(reg, deny, handlers.ID("other-app"), handlers.Labels{"app": "db"})
-	handlers.OnValidate(reg, deny, handlers.ID("deletes"), handlers.Operations(handlers.OperationDelete))
+	handlers.OnValidate(reg, deny, handlers.ID("deletes"), handlers.Operations(admissionv1.Delete))
 	handlers.OnValidate(reg, deny, handlers.ID("status"), handlers.SubResource("status"))
 	resp := reviewerFor(t, reg, false).Handle(context.Background(), request(admissionv1.Create, configMap, ""))
 	if !resp.Allowed || called != 0 {
@@ -232,7 +232,7 @@ func TestOnDeleteTheHandlerGetsTheStoredObjectAsObjectAndOld(t *testing.T) {
 	handlers.OnValidate(reg, func(ctx context.Context, cm *corev1.ConfigMap, a *cmAdmission) error {
 		name, oldName = cm.Name, a.Old.Name
 		return nil
-	}, handlers.Operations(handlers.OperationDelete))
+	}, handlers.Operations(admissionv1.Delete))
 	resp := reviewerFor(t, reg, false).Handle(context.Background(), request(admissionv1.Delete, "", configMap))
 	if !resp.Allowed || name != "cm" || oldName != "cm" {
 		t.Errorf("allowed %v, object %q, old %q", resp.Allowed, name, oldName)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,7 +26,6 @@ import (
 // hook is one admission handler, resolved against the API server.
 type hook struct {
 	reg        *contract.Handler
-	set        *contract.Set  // the registry's, which binds a request to its extras
 	op         *spec.Operator // memos and indexes shared with the reconcile engine
 	client     client.Client  // the manager's
 	gvk        schema.GroupVersionKind
@@ -208,7 +208,6 @@ func resolveHooks(mgr manager.Manager, set *contract.Set, regs []*contract.Handl
 		}
 		h := &hook{
 			reg:        r,
-			set:        set,
 			op:         set.OperatorOf(mgr),
 			client:     mgr.GetClient(),
 			gvk:        gvk,
@@ -234,7 +233,7 @@ func resolveHooks(mgr manager.Manager, set *contract.Set, regs []*contract.Handl
 
 // handles reports whether the handler is for requests with this operation
 // and subresource ("" for the object itself).
-func (h *hook) handles(op handlers.Operation, subResource string) bool {
+func (h *hook) handles(op admissionv1.Operation, subResource string) bool {
 	o := h.reg.Options
 	return slices.Contains(o.Operations, string(op)) && (o.SubResource == "*" || o.SubResource == subResource)
 }

@@ -12,6 +12,8 @@ import (
 	"context"
 	"net/http"
 
+	admissionv1 "k8s.io/api/admission/v1"
+
 	"github.com/gopf-dev/gopf"
 	kopfv1 "github.com/gopf-dev/gopf/api/v1"
 	"github.com/gopf-dev/gopf/handlers"
@@ -44,7 +46,7 @@ func registry() *handlers.Registry {
 		if obj.Spec.Duration == "" {
 			obj.Spec.Duration = "1m"
 		}
-		if a.Operation == handlers.OperationCreate && !a.DryRun {
+		if a.Operation == admissionv1.Create && !a.DryRun {
 			user := a.UserInfo.Username
 			a.Patch.SetAnnotation("kopf.dev/created-by", &user)
 		}

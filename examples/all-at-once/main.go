@@ -49,6 +49,8 @@ type operator struct {
 	mu      sync.Mutex
 	started time.Time
 	live    map[string]bool // namespace/name of the objects handled
+
+	byField handlers.Index[string, string] // object names by spec.field
 }
 
 // registry registers every handler; period paces the daemon and the timer.
@@ -74,8 +76,8 @@ func registry(period time.Duration) *handlers.Registry {
 	}, handlers.ID("live_objects"))
 
 	// In-memory views: an index and a spy on the raw events.
-	handlers.OnIndex(reg, "by_field", func(obj *kopfv1.KopfExample, _ *handlers.Cause) map[string]any {
-		return map[string]any{obj.Spec.Field: obj.Name}
+	op.byField = handlers.OnIndex(reg, "by_field", func(obj *kopfv1.KopfExample, _ *handlers.Cause) map[string]string {
+		return map[string]string{obj.Spec.Field: obj.Name}
 	})
 	handlers.OnEvent(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) error {
 		c.Memo.Update("events", func(old any) any { n, _ := old.(int); return n + 1 })
@@ -92,7 +94,7 @@ func registry(period time.Duration) *handlers.Registry {
 		return map[string]any{"attempts": c.Retry + 1}, nil
 	}, handlers.ID("flaky"), handlers.Retries(5))
 	handlers.OnUpdate(reg, update, handlers.ID("update"))
-	handlers.OnField(reg, "spec.field", siblings, handlers.ID("siblings"), handlers.Value(handlers.Present))
+	handlers.OnField(reg, "spec.field", op.siblings, handlers.ID("siblings"), handlers.Value(handlers.Present))
 	handlers.OnDelete(reg, op.delete, handlers.ID("delete"))
 	handlers.OnResume(reg, op.resume, handlers.ID("resume"))
 
@@ -189,8 +191,8 @@ func update(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (an
 }
 
 // siblings counts the objects with the same spec.field, from the index.
-func siblings(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-	return map[string]any{"field": c.New, "objects": len(c.Indexes.Get("by_field").Get(obj.Spec.Field))}, nil
+func (op *operator) siblings(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+	return map[string]any{"field": c.New, "objects": len(op.byField.Get(c.Indexes, obj.Spec.Field))}, nil
 }
 
 func (op *operator) delete(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {

@@ -63,9 +63,9 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Enable leader election, so that one replica works at a time.")
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
-	rbacFlags := gopf.AddRBACFlags(flag.CommandLine) // --print-rbac, --check-rbac
+	runRBAC := gopf.AddRBACFlags(flag.CommandLine) // --print-rbac, --check-rbac
 	flag.Parse()
-	if ran, err := rbacFlags.Run(os.Stdout, registry(), newScheme()); ran {
+	if ran, err := runRBAC(os.Stdout, registry(), newScheme()); ran {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

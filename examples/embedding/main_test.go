@@ -54,10 +54,10 @@ func TestTheExampleRunsUnderTheRoleControllerGenMakesOfItsMarkers(t *testing.T) 
 
 	// Offline, as `go run . --check-rbac role.yaml` does.
 	fs := flag.NewFlagSet("embedding", flag.ContinueOnError)
-	rbacFlags := gopf.AddRBACFlags(fs)
+	runRBAC := gopf.AddRBACFlags(fs)
 	g.Expect(fs.Parse([]string{"--check-rbac", roleFile})).To(Succeed())
 	var report bytes.Buffer
-	ran, err := rbacFlags.Run(&report, registry(), newScheme())
+	ran, err := runRBAC(&report, registry(), newScheme())
 	g.Expect(ran).To(BeTrue())
 	g.Expect(err).NotTo(HaveOccurred(), "--check-rbac refused the role of the example's own markers")
 

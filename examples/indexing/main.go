@@ -5,15 +5,14 @@
 // of the Pods that carry it. gopf keeps it up to date on every watch event
 // (an update costs only the keys of the one Pod that changed) and drops a
 // Pod's entries when it goes; no handler runs before every index has seen
-// the initial list. Handlers of any kind read it as
-// c.Indexes.Get("pods_by_app"): here, for a KopfExample whose spec.field
-// names an app, a create handler and a timer report that app's Pods in
-// status.
+// the initial list. Handlers of any kind read it through the Index that
+// OnIndex returns, typed: podsByApp.Get(c.Indexes, app). Here, for a
+// KopfExample whose spec.field names an app, a create handler and a timer
+// report that app's Pods in status.
 package main
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,22 +37,20 @@ func registry(interval time.Duration) *handlers.Registry {
 	reg := handlers.NewRegistry()
 
 	// Only Pods with an app label are indexed.
-	handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[string]any {
-		return map[string]any{pod.Labels["app"]: pod.Name}
+	podsByApp := handlers.OnIndex(reg, "pods_by_app", func(pod *corev1.Pod, _ *handlers.Cause) map[string]string {
+		return map[string]string{pod.Labels["app"]: pod.Name}
 	}, handlers.Labels{"app": handlers.Present})
 
+	// appPods returns the names of the Pods whose app label is spec.field,
+	// in the index's order (by namespace/name).
+	appPods := func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		names := podsByApp.Get(c.Indexes, obj.Spec.Field)
+		if names == nil {
+			names = []string{}
+		}
+		return map[string]any{"app": obj.Spec.Field, "names": names}, nil
+	}
 	handlers.OnCreate(reg, appPods, handlers.ID("pods_at_creation"))
 	handlers.OnTimer(reg, interval, appPods, handlers.ID("pods"))
 	return reg
-}
-
-// appPods returns the names of the Pods whose app label is spec.field.
-func appPods(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-	pods := c.Indexes.Get("pods_by_app").Get(obj.Spec.Field)
-	names := make([]string, 0, len(pods))
-	for _, v := range pods {
-		names = append(names, v.(string))
-	}
-	sort.Strings(names)
-	return map[string]any{"app": obj.Spec.Field, "names": names}, nil
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // RBACFlags are --print-rbac and --check-rbac: Main's, and
-// gopf.AddRBACFlags' for a main.go that builds its own manager.
+// gopf.AddRBACFlags for a main.go that builds its own manager.
 type RBACFlags struct {
 	print rbacFormat
 	check string

@@ -10,16 +10,16 @@ import (
 
 type (
 	// Handler is one registered handler.
-	Handler = spec.Handler[*handlers.Cause, *handlers.AdmissionRequest]
+	Handler = spec.Handler[*handlers.Cause]
 	// Set holds the handlers of one registry.
-	Set = spec.Set[*handlers.Cause, *handlers.AdmissionRequest]
+	Set = spec.Set[*handlers.Cause]
 	// Extras are the engine's side of one handler call.
-	Extras = spec.Extras[*handlers.Cause, *handlers.AdmissionRequest]
+	Extras = spec.Extras[*handlers.Cause]
 )
 
 // SetOf returns the handlers of a registry.
 func SetOf(reg *handlers.Registry) *Set {
-	return spec.SetOf[*handlers.Cause, *handlers.AdmissionRequest](reg)
+	return spec.SetOf[*handlers.Cause](reg)
 }
 
 // HoldsObjects reports whether a registration keeps gopf's finalizer on the

@@ -6,11 +6,10 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-
-	"github.com/gopf-dev/gopf/handlers"
 )
 
 // Posting is reconcile.LogEvents: which handler log lines are posted as
@@ -54,13 +53,13 @@ func (s *eventSink) Info(level int, msg string, kv ...any) {
 		s.LogSink.Info(level, msg, kv...)
 	}
 	if s.level >= PostInfo && level == 0 {
-		s.post(handlers.EventNormal, "Logging", line(msg, kv))
+		s.post(corev1.EventTypeNormal, "Logging", line(msg, kv))
 	}
 }
 
 func (s *eventSink) Error(err error, msg string, kv ...any) {
 	s.LogSink.Error(err, msg, kv...)
-	s.post(handlers.EventWarning, "Logging", line(msg+": "+fmt.Sprint(err), kv))
+	s.post(corev1.EventTypeWarning, "Logging", line(msg+": "+fmt.Sprint(err), kv))
 }
 
 func (s *eventSink) WithValues(kv ...any) logr.LogSink {

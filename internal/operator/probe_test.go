@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/engine"
@@ -51,8 +53,9 @@ func TestProbeResultsAreJSONAndCached(t *testing.T) {
 
 func TestProbesGetTheOperatorsMemoAndIndexes(t *testing.T) {
 	reg := handlers.NewRegistry()
+	pods := handlers.OnFlatIndex(reg, "pods", func(pod *corev1.Pod, _ *handlers.Cause) string { return pod.Name })
 	handlers.OnProbe(reg, func(ctx context.Context, c *handlers.Cause) (any, error) {
-		return map[string]any{"region": c.Memo.Get("region"), "pods": c.Indexes.Get("pods").Get(nil)}, nil
+		return map[string]any{"region": c.Memo.Get("region"), "pods": pods.Get(c.Indexes, nil)}, nil
 	}, handlers.ID("view"))
 	set := contract.SetOf(reg)
 	op := set.OperatorOf(t.Name())
@@ -64,7 +67,7 @@ func TestProbesGetTheOperatorsMemoAndIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	view, _ := results["view"].(map[string]any)
-	if view["region"] != "eu-1" || len(view["pods"].([]any)) != 1 {
+	if view["region"] != "eu-1" || len(view["pods"].([]string)) != 1 {
 		t.Errorf("the probe saw %v; want the operator memo's region and the flat index's one value", results)
 	}
 }

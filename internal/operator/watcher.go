@@ -8,11 +8,11 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gopf-dev/gopf/handlers"
 	"github.com/gopf-dev/gopf/internal/contract"
 	"github.com/gopf-dev/gopf/internal/engine"
 	"github.com/gopf-dev/gopf/internal/spec"
@@ -48,13 +48,13 @@ func (w *watcher) Start(ctx context.Context) error {
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			if initial {
-				w.handle(obj, handlers.EventListed)
+				w.handle(obj, "")
 			} else {
-				w.handle(obj, handlers.EventAdded)
+				w.handle(obj, watch.Added)
 			}
 		},
-		UpdateFunc: func(_, obj any) { w.handle(obj, handlers.EventModified) },
-		DeleteFunc: func(obj any) { w.handle(obj, handlers.EventDeleted) },
+		UpdateFunc: func(_, obj any) { w.handle(obj, watch.Modified) },
+		DeleteFunc: func(obj any) { w.handle(obj, watch.Deleted) },
 	})
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", w.k.GVK, err)
@@ -74,7 +74,7 @@ func (w *watcher) Synced() bool {
 }
 
 // handle updates the indexes and calls the event handlers for one event.
-func (w *watcher) handle(raw any, event handlers.EventType) {
+func (w *watcher) handle(raw any, event watch.EventType) {
 	if tomb, ok := raw.(toolscache.DeletedFinalStateUnknown); ok {
 		raw = tomb.Obj
 	}
@@ -85,7 +85,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	for _, r := range w.indexes {
 		ix := w.k.Shared.Indexes.Get(r.Options.ID)
-		if event == handlers.EventDeleted || !w.k.Shared.Scope.Includes(obj.GetNamespace()) || !w.k.Selects(r, obj, nil) {
+		if event == watch.Deleted || !w.k.Shared.Scope.Includes(obj.GetNamespace()) || !w.k.Selects(r, obj, nil) {
 			spec.SetEntries(ix, key.String(), nil)
 			continue
 		}
@@ -107,7 +107,7 @@ func (w *watcher) handle(raw any, event handlers.EventType) {
 			_, _ = w.call(r, obj, event)
 		}
 	}
-	if event == handlers.EventDeleted && w.k.Spawner == nil && len(w.k.Change)+len(w.k.Level) == 0 {
+	if event == watch.Deleted && w.k.Spawner == nil && len(w.k.Change)+len(w.k.Level) == 0 {
 		w.k.Memory.Forget(key) // no controller forgets it for us
 	}
 }
@@ -119,7 +119,7 @@ const shardDecision = 10 * time.Second
 
 // call runs one event handler or index function; errors and panics are
 // logged, never retried.
-func (w *watcher) call(r *contract.Handler, obj client.Object, event handlers.EventType) (out any, err error) {
+func (w *watcher) call(r *contract.Handler, obj client.Object, event watch.EventType) (out any, err error) {
 	w.mu.Lock()
 	ctx := w.ctx
 	w.mu.Unlock()

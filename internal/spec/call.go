@@ -13,8 +13,8 @@ import (
 
 // Extras are the engine's side of one handler call, which the handler's
 // context carries unexported: how to post Events about the object, and what
-// the call hands back besides its result (sub-handlers, admission warnings).
-type Extras[C, A any] struct {
+// the call hands back besides its result (sub-handlers).
+type Extras[C any] struct {
 	// Post posts an Event about the object; nil where there is no object.
 	Post func(eventType, reason, message string)
 	// PostAbout posts an Event about another object, related to the
@@ -28,19 +28,16 @@ type Extras[C, A any] struct {
 
 	// Subs are the sub-handlers the call registered, and subProblems what
 	// was wrong with the bad ones.
-	Subs        []*Handler[C, A]
+	Subs        []*Handler[C]
 	subProblems []string
 
 	// Execute runs sub-handlers within the call, in order (Kopf's
 	// kopf.execute): those not finished and due, with their progress kept
 	// as the progress of registered sub-handlers is. It is nil where the
 	// engine cannot run sub-handlers (see SubsAllowed).
-	Execute func(ctx context.Context, subs []*Handler[C, A]) SubsOutcome
+	Execute func(ctx context.Context, subs []*Handler[C]) SubsOutcome
 	// executed are the ids of the sub-handlers Execute was given so far.
 	executed map[string]bool
-
-	// Warnings are the warnings an admission handler added.
-	Warnings []string
 
 	// SubsAllowed is true for the calls of change handlers, the only ones
 	// whose sub-handlers the engine runs.
@@ -49,7 +46,7 @@ type Extras[C, A any] struct {
 
 // AddSub records a sub-handler registered during the call, or, with
 // problems, a bad one.
-func (x *Extras[C, A]) AddSub(h *Handler[C, A], problems ...string) {
+func (x *Extras[C]) AddSub(h *Handler[C], problems ...string) {
 	if len(problems) > 0 {
 		x.subProblems = append(x.subProblems, problems...)
 		return
@@ -59,7 +56,7 @@ func (x *Extras[C, A]) AddSub(h *Handler[C, A], problems ...string) {
 
 // Used reports whether the call used a sub-handler id already, with
 // AddSub or Claim.
-func (x *Extras[C, A]) Used(id string) bool {
+func (x *Extras[C]) Used(id string) bool {
 	if x.executed[id] {
 		return true
 	}
@@ -73,7 +70,7 @@ func (x *Extras[C, A]) Used(id string) bool {
 
 // Claim reserves a sub-handler id for Execute; it reports false when the
 // call used the id already.
-func (x *Extras[C, A]) Claim(id string) bool {
+func (x *Extras[C]) Claim(id string) bool {
 	if x.Used(id) {
 		return false
 	}
@@ -105,7 +102,7 @@ type SubFailure struct {
 // TakeSubs returns the sub-handlers the call registered so far, or what
 // was wrong with them, and forgets them, so that the engine does not run
 // them again when the call returns.
-func (x *Extras[C, A]) TakeSubs() ([]*Handler[C, A], error) {
+func (x *Extras[C]) TakeSubs() ([]*Handler[C], error) {
 	subs, err := x.Subs, x.SubErr()
 	x.Subs, x.subProblems = nil, nil
 	for _, h := range subs {
@@ -115,7 +112,7 @@ func (x *Extras[C, A]) TakeSubs() ([]*Handler[C, A], error) {
 }
 
 // SubErr reports the bad sub-handler registrations of the call, or nil.
-func (x *Extras[C, A]) SubErr() error {
+func (x *Extras[C]) SubErr() error {
 	if len(x.subProblems) == 0 {
 		return nil
 	}

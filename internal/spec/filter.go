@@ -83,10 +83,7 @@ func ParseFilter(v any) (Filter, error) {
 	switch v := v.(type) {
 	case nil:
 		return Filter{}, fmt.Errorf("nil is not a filter (use Absent for a missing value)")
-	case Filter:
-		if v.kind == filterFunc && v.fn == nil {
-			return Filter{}, fmt.Errorf("Func(nil) is not a filter")
-		}
+	case Filter: // Present or Absent
 		return v, nil
 	case func(any) bool:
 		if v == nil {

@@ -11,10 +11,10 @@ import (
 )
 
 // Handler is one registered handler, as the engines see it. C is the type
-// of the context a handler receives (package handlers' *Cause) and A that of
-// an admission handler's request (*AdmissionRequest): the engines build them
-// (and bind the Extras they cannot set), so that a call costs no copy.
-type Handler[C, A any] struct {
+// of the context a handler receives (package handlers' *Cause): the engines
+// build it (and bind the Extras they cannot set), so that a call costs no
+// copy. Admission handlers get an AdmissionCall instead.
+type Handler[C any] struct {
 	// Kind is what the handler is registered for.
 	Kind Kind
 	// Options are its resolved settings, with the ID defaulted.
@@ -38,26 +38,26 @@ type Handler[C, A any] struct {
 	Reconcile func(ctx context.Context, obj client.Object, c C) (reconcile.Result, error)
 	// RunDaemon runs a daemon until it returns.
 	RunDaemon func(ctx context.Context, d *DaemonControl[C]) error
-	// Review runs an admission handler; old is nil where there is none.
-	Review func(ctx context.Context, obj, old client.Object, req A) error
+	// Review runs an admission handler on one request's call; old is nil
+	// where there is none.
+	Review func(ctx context.Context, obj, old client.Object, call *AdmissionCall) error
 }
 
 // String names the handler for messages: its kind, id and where it was
 // registered, as in `create handler "create_fn" (registered at main.go:12)`.
-func (h *Handler[C, A]) String() string {
+func (h *Handler[C]) String() string {
 	return fmt.Sprintf("%s handler %q (registered at %s)", h.Kind, h.Options.ID, h.Source)
 }
 
 // Set holds the handlers of one registry and the problems of the bad
 // registrations. It is safe for concurrent use.
-type Set[C, A any] struct {
-	// BindCause and BindRequest give a handler's context or an admission
-	// handler's request the Extras of its call; package handlers sets them.
-	BindCause   func(c C, x *Extras[C, A])
-	BindRequest func(a A, x *Extras[C, A])
+type Set[C any] struct {
+	// BindCause gives a handler's context the Extras of its call; package
+	// handlers sets it.
+	BindCause func(c C, x *Extras[C])
 
 	mu        sync.Mutex
-	handlers  []*Handler[C, A]
+	handlers  []*Handler[C]
 	errs      []error
 	operators map[any]*Operator // by manager; see OperatorOf
 }
@@ -65,7 +65,7 @@ type Set[C, A any] struct {
 // Add validates h against the handlers before it (with problems found
 // already) and keeps it, or records why it is bad. validate runs under the
 // set's lock with the handlers added so far.
-func (s *Set[C, A]) Add(h *Handler[C, A], validate func(earlier []*Handler[C, A]) []string) {
+func (s *Set[C]) Add(h *Handler[C], validate func(earlier []*Handler[C]) []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if problems := validate(s.handlers); len(problems) > 0 {
@@ -77,10 +77,10 @@ func (s *Set[C, A]) Add(h *Handler[C, A], validate func(earlier []*Handler[C, A]
 
 // Handlers returns the valid handlers of the given kinds (all kinds if none
 // are given), in registration order.
-func (s *Set[C, A]) Handlers(kinds ...Kind) []*Handler[C, A] {
+func (s *Set[C]) Handlers(kinds ...Kind) []*Handler[C] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*Handler[C, A]
+	var out []*Handler[C]
 	for _, h := range s.handlers {
 		if len(kinds) == 0 || hasKind(kinds, h.Kind) {
 			out = append(out, h)
@@ -90,7 +90,7 @@ func (s *Set[C, A]) Handlers(kinds ...Kind) []*Handler[C, A] {
 }
 
 // Err reports every bad registration so far, joined, or nil.
-func (s *Set[C, A]) Err() error {
+func (s *Set[C]) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return errors.Join(s.errs...)
@@ -114,4 +114,4 @@ var setOf func(registry any) any
 func ExposeSets(fn func(registry any) any) { setOf = fn }
 
 // SetOf returns the Set of a registry (a *handlers.Registry).
-func SetOf[C, A any](registry any) *Set[C, A] { return setOf(registry).(*Set[C, A]) }
+func SetOf[C any](registry any) *Set[C] { return setOf(registry).(*Set[C]) }

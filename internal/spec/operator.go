@@ -120,7 +120,7 @@ func (o *Operator) ObjectMemo(gvk schema.GroupVersionKind, key types.NamespacedN
 // OperatorOf returns the Operator of the set on one manager (owner, a
 // comparable value such as the manager itself), new on first use: both
 // engines call it during setup and get the same one.
-func (s *Set[C, A]) OperatorOf(owner any) *Operator {
+func (s *Set[C]) OperatorOf(owner any) *Operator {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if op, ok := s.operators[owner]; ok {
@@ -136,7 +136,7 @@ func (s *Set[C, A]) OperatorOf(owner any) *Operator {
 
 // DropOperator forgets the Operator of the set on owner, once the manager
 // has stopped.
-func (s *Set[C, A]) DropOperator(owner any) {
+func (s *Set[C]) DropOperator(owner any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.operators, owner)

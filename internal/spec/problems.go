@@ -5,7 +5,7 @@ import "fmt"
 // Problems checks a handler's options against each other and its kind,
 // as far as the option types of package handlers did not already: what
 // registering it reports.
-func (h *Handler[C, A]) Problems() []string {
+func (h *Handler[C]) Problems() []string {
 	o := h.Options
 	var problems []string
 	if h.Kind.Resource() {
@@ -24,7 +24,7 @@ func (h *Handler[C, A]) Problems() []string {
 // objectProblems checks how a handler of objects says which objects it is
 // for: its Go type, or for an unstructured handler its kind, resource or
 // kind selector.
-func (h *Handler[C, A]) objectProblems() []string {
+func (h *Handler[C]) objectProblems() []string {
 	o := h.Options
 	var problems []string
 	if h.NewObject() == nil {
@@ -48,7 +48,7 @@ func (h *Handler[C, A]) objectProblems() []string {
 // unstructuredProblems checks that an unstructured handler names its
 // objects one way: a kind or a resource, or (for handlers that may serve
 // several kinds) a kind selector.
-func (h *Handler[C, A]) unstructuredProblems(hasKind, hasResource, hasKinds bool) []string {
+func (h *Handler[C]) unstructuredProblems(hasKind, hasResource, hasKinds bool) []string {
 	switch {
 	case !hasKind && !hasResource && !hasKinds:
 		if h.Kind.Admission() || h.Kind == KindIndex {

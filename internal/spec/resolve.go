@@ -14,7 +14,7 @@ import (
 // its Go type, its GVK option or its Resource option — and the kind's REST
 // mapping. An error says what is missing: the type in the scheme, or the
 // kind on the API server.
-func ResolveKind[C, A any](h *Handler[C, A], scheme *runtime.Scheme, mapper meta.RESTMapper) (schema.GroupVersionKind, *meta.RESTMapping, error) {
+func ResolveKind[C any](h *Handler[C], scheme *runtime.Scheme, mapper meta.RESTMapper) (schema.GroupVersionKind, *meta.RESTMapping, error) {
 	o := h.Options
 	var gvk schema.GroupVersionKind
 	switch {

@@ -179,16 +179,6 @@ func sortKeys(keys []any) {
 	sort.Slice(keys, func(i, j int) bool { return printed[keys[i]] < printed[keys[j]] })
 }
 
-// Len returns the number of keys that have values.
-func (ix *Index) Len() int {
-	if ix == nil {
-		return 0
-	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return len(ix.byKey)
-}
-
 // SetEntries replaces what one object (namespace/name) contributes to ix;
 // no entries removes its contribution. The keys come from a Go map, so they
 // are comparable.

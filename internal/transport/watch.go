@@ -14,7 +14,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// DefaultWatchInactivityTimeout is gopf.DefaultWatchInactivityTimeout.
+// DefaultWatchInactivityTimeout is how long a watch stream may deliver
+// nothing, not even a bookmark, before gopf ends it and the informer
+// watches again (gopf.ManagerOptions.WatchInactivityTimeout's default). A
+// busy kind's watch never comes near it; an idle kind's is opened again
+// once per timeout, one request from the last resourceVersion.
 const DefaultWatchInactivityTimeout = 2 * time.Minute
 
 // BoundWatches makes every watch that cfg's clients open end when it has
