@@ -23,7 +23,10 @@ type Counts struct {
 	// Narrow is true for a pass that listed only the objects without an
 	// available shard (see cadence).
 	Narrow bool
-	// Listed objects were looked at.
+	// Listed objects were looked at in the pass's list of the ring's
+	// objects (of a narrow pass: of those without an available shard); the
+	// objects without a shard that a pass over every object looks at first
+	// are listed again there.
 	Listed int
 	// Assigned, Reassigned and Drained count the patches of each Action
 	// that the API server accepted.
@@ -65,7 +68,8 @@ type pass struct {
 	*Assigner
 	log       logr.Logger
 	view      *View
-	selector  string          // of a narrow pass: the objects without an available shard
+	selector  string          // the objects that the sweep under way lists
+	listing   bool            // whether the sweep under way counts its objects as Listed
 	gen       uint64          // the view's generation when the ring was taken
 	available map[string]bool // the shards available then
 	ring      *shard.Ring
@@ -90,6 +94,15 @@ type pending struct {
 // touched are left out (see cadence). If the available shards change
 // during the pass, it goes on with the new ring (pass.renew).
 //
+// A pass over every object looks at the objects without a shard first (a
+// list selecting on the shard label's absence): like those of a shard
+// that died, no one handles them until they are assigned, but they are
+// new objects, which the watch of unassigned objects missed (created while
+// no assigner led), and at the end of the list they would wait behind the
+// moves of every dead shard's objects, which at a hundred writes a second
+// take longer than the ring stays the same when replicas die one after
+// the other.
+//
 // Drains come last, after every object with no shard or a dead one has
 // its shard: a drain only moves an object that a live shard handles, while
 // an unassigned object is handled by no one until it is assigned. Were
@@ -98,23 +111,21 @@ type pending struct {
 func (a *Assigner) pass(ctx context.Context, log logr.Logger, view *View, gen uint64, shards shard.Shards, narrow bool) (Counts, error) {
 	p := &pass{Assigner: a, log: log, view: view}
 	p.take(gen, shards)
+	var errs []error
 	if narrow {
 		unplaced, err := labels.NewRequirement(shard.ShardLabel(a.opts.Ring), selection.NotIn, shards.Available())
 		if err != nil {
 			return p.counts, fmt.Errorf("selecting the objects without an available shard: %w", err)
 		}
-		p.selector, p.counts.Narrow = unplaced.String(), true
+		p.counts.Narrow = true
+		errs = p.sweep(ctx, unplaced.String(), true)
+	} else {
+		errs = append(p.sweep(ctx, "!"+shard.ShardLabel(a.opts.Ring), false), p.sweep(ctx, "", true)...)
 	}
-	var errs []error
-	for _, k := range a.opts.Kinds {
-		if err := p.kind(ctx, k); err != nil {
-			if ctx.Err() != nil {
-				return p.counts, err
-			}
-			errs = append(errs, err)
-		}
+	if ctx.Err() != nil {
+		return p.counts, ctx.Err()
 	}
-	p.draining = true
+	p.draining, p.listing = true, false
 	for _, d := range p.drains {
 		if err := p.object(ctx, d.kind, d.obj); err != nil {
 			return p.counts, err // the context's end
@@ -124,6 +135,23 @@ func (a *Assigner) pass(ctx context.Context, log logr.Logger, view *View, gen ui
 		errs = append(errs, fmt.Errorf("%d patches failed, the first: %w", p.counts.Failed, p.failure))
 	}
 	return p.counts, errors.Join(errs...)
+}
+
+// sweep looks at the objects of every kind of the ring that selector
+// selects (all if it is empty), counting them as Listed if listing, and
+// returns the errors of the kinds it could not list.
+func (p *pass) sweep(ctx context.Context, selector string, listing bool) []error {
+	p.selector, p.listing = selector, listing
+	var errs []error
+	for _, k := range p.opts.Kinds {
+		if err := p.kind(ctx, k); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // kind looks at every object of k in the assigner's namespaces.
@@ -177,12 +205,14 @@ func (p *pass) list(ctx context.Context, k Kind, objects metadata.ResourceInterf
 // tries once more: a busy object would otherwise conflict on every pass,
 // since the list is served a little late from the watch cache.
 func (p *pass) object(ctx context.Context, k Kind, obj *metav1.PartialObjectMetadata) error {
-	if !p.draining {
+	if p.listing {
 		p.counts.Listed++
 	}
 	key, ok, _ := keyOf(p.opts.Kinds, k, obj)
 	if !ok {
-		p.counts.Skipped++
+		if p.listing {
+			p.counts.Skipped++
+		}
 		return nil
 	}
 	for attempt := 0; ; attempt++ {
