@@ -208,7 +208,7 @@ func Generate(seed uint64) Sequence {
 	g.killing = g.kills.IntN(2) == 0
 	objects := 2 + g.rng.IntN(3)
 	steps := 10 + g.rng.IntN(10)
-	for len(g.ops) < steps {
+	for len(g.ops)-g.inDaemon < steps {
 		g.step(objects)
 	}
 	if g.faulty {
@@ -225,8 +225,11 @@ func Generate(seed uint64) Sequence {
 type generator struct {
 	rng   *rand.Rand
 	kills *rand.Rand // draws the kills, apart from the other operations
-	// daemonKills draws the kills during a daemon, apart from the others.
+	// daemonKills draws the kills during a daemon, apart from the others;
+	// inDaemon counts the operations they added, which do not count
+	// toward the sequence's length.
 	daemonKills *rand.Rand
+	inDaemon    int
 	killing     bool // the sequence kills the operator
 	ops         Sequence
 	created     []bool // by object number
@@ -319,6 +322,7 @@ func (g *generator) maybeKillInDaemon() {
 	obj := live[g.daemonKills.IntN(len(live))]
 	g.add(Op{Kind: OpArm, Object: obj, Handler: HandlerDaemon, Behaviour: BehaveKill, Moment: MomentInDaemon})
 	g.add(Op{Kind: OpKill, Moment: MomentInDaemon})
+	g.inDaemon += 2
 }
 
 // maybeArm arms the handler a trigger will call, now and then. A handler
