@@ -59,7 +59,17 @@ const (
 //     reconcile/doc.go: WritesPerCall per handler call, one for a
 //     handler's own patch, the finalizer's addition and removal, and one
 //     more for each write refused, each response lost and each change by
-//     another writer.
+//     another writer;
+//   - the object's daemon: never two runs of it at once, in one process
+//     or two (a killed process's daemon ends at the kill); while a process
+//     runs and the object lives and is not deleted, a daemon of that
+//     process runs, started within DaemonBound of the process's start, the
+//     object's creation and each handler call on it; once the object's
+//     deletion began no daemon starts for it, and every run has ended
+//     before gopf released the object (its last write: the finalizer's
+//     removal); and a daemon that was not killed returned when asked to
+//     stop, for the right reason (the object deleted, or the operator
+//     exiting), before its process stopped.
 //
 // A handler that finished may run again when the write of its outcome did
 // not land: Kopf's promise is at least once then, and so is gopf's. A
@@ -131,6 +141,7 @@ func (o objectHistory) check() []Violation {
 	out = append(out, o.checkDelete(deleted, calls)...)
 	out = append(out, o.checkResume()...)
 	out = append(out, o.checkFinalizers(deleted)...)
+	out = append(out, o.checkDaemons()...)
 	if budget := o.budget(calls); o.final.Writes > budget {
 		out = append(out, o.violation(RuleWrites, "the operator wrote %d times about the object, over the budget of %d (%d handler calls)", o.final.Writes, budget, calls))
 	}

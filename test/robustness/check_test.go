@@ -61,6 +61,7 @@ func (b *history) callAs(p int, handler string, v Versions, outcome Outcome) *hi
 // final sets how obj0 ended, with writes within any budget.
 func (b *history) final(f Final) History {
 	b.h.Final["obj0"] = f
+	b.h.End = b.tick
 	return b.h
 }
 
@@ -363,7 +364,7 @@ func TestGenerateGivesTheSameSequenceForTheSameSeed(t *testing.T) {
 }
 
 func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
-	killing, afterLost := 0, 0
+	killing, afterLost, inDaemon := 0, 0, 0
 	for seed := uint64(0); seed < 200; seed++ {
 		s := Generate(seed)
 		if s.Kills() {
@@ -373,6 +374,14 @@ func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
 			afterLost++
 		}
 		for i, op := range s {
+			if op.Kind == OpArm && op.Handler == HandlerDaemon {
+				// A daemon needs no trigger: its next iteration kills.
+				if op.Behaviour != BehaveKill || i+1 >= len(s) || s[i+1].Kind != OpKill || s[i+1].Moment != MomentInDaemon {
+					t.Fatalf("seed %d: the kill armed on a daemon at operation %d is not carried out next:\n%s", seed, i, s)
+				}
+				inDaemon++
+				continue
+			}
 			if op.Kind == OpArm && op.Behaviour == BehaveKill && (i+2 >= len(s) || s[i+2].Kind != OpKill || s[i+2].Moment != op.Moment) {
 				t.Fatalf("seed %d: the kill armed at operation %d is not carried out after its trigger:\n%s", seed, i, s)
 			}
@@ -383,6 +392,9 @@ func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
 	}
 	if afterLost < 3 {
 		t.Fatalf("%d of 200 sequences kill the operator right after a lost response, want a few", afterLost)
+	}
+	if inDaemon < 10 {
+		t.Fatalf("%d kills during a daemon in 200 sequences, want a few", inDaemon)
 	}
 }
 

@@ -43,9 +43,13 @@ recorded as interrupted, as the engine takes it: not an attempt.) Whether the ou
 kill is read from the proxy's record: a write of gopf's stored state about
 the object that landed (the API server answered it) after the call
 ended and before the kill (EventLanded) carries it, since the engine
-writes a reconcile's outcomes in one request after its handlers ran. The
-suite registers no daemon and no timer, and runs no shards, so it has no
-kill during a daemon or a shard handover. The processes' logs are
+writes a reconcile's outcomes in one request after its handlers ran. Every
+class's objects also get a daemon, which reports when it starts, at each
+iteration (every 200 ms, asleep in Daemon.Sleep in between) and when it
+returns, with its stop reason; a kill armed on a daemon (MomentInDaemon)
+comes as it reports an iteration, so the daemon is mid-iteration. The
+suite registers no timer and runs no shards, so it has no kill during a
+shard handover. The processes' logs are
 discarded, or written to a folder GOPF_ROBUSTNESS_LOGS names, one file
 per process.
 
@@ -54,8 +58,13 @@ holds gopf to: create handlers once per object lifetime, update handlers
 once per change they are due (changes may coalesce; never for gopf's own
 writes or for a handler's own patch), delete handlers once, resume
 handlers once per process for every object handled before it started, no
-finalizer of gopf's left on a deleted object, other finalizers kept, and
-the operator's writes within reconcile/doc.go's budget. A handler may run
+finalizer of gopf's left on a deleted object, other finalizers kept, the
+operator's writes within reconcile/doc.go's budget, and daemons: one run
+of an object's daemon at a time (a killed process's daemon ends at the
+kill), one running while a process runs and the object lives (started
+within DaemonBound), none after the object's deletion began and none
+still running when gopf releases it, and each that was not killed
+stopped for the right reason. A handler may run
 again after a write of its outcome was refused: at least once, as in Kopf.
 A write whose response was lost landed, and excuses no repeat. A call cut
 by a kill (running when the process was killed, or ended with no write
@@ -68,9 +77,11 @@ Two ways to run it:
 	go test ./test/robustness            # part of `make test`
 
 runs one sequence per class of kind and storage, with fixed seeds (three
-of the seven kill), the lost-response runs, and TestKills: the first seed
+of the seven kill), the lost-response runs, TestKills: the first seed
 that arms kills before a create handler, in a delete handler and after a
-handler returned, in about three minutes with -race on two cores. A
+handler returned, and the scenarios of scenarios_test.go (one kills an
+operator while a daemon is mid-iteration, then stops the next one and
+deletes the object), in about three minutes with -race on two cores. A
 failure prints the seed, the violations, the sequence, the history, and
 the command that runs that sequence again:
 
@@ -81,8 +92,8 @@ the command that runs that sequence again:
 runs TestRandomSequences: seeds from the clock, each picking its class
 and storage, one sequence after another for GOPF_ROBUSTNESS_DURATION, and
 prints at the end how many sequences and operations ran, the faults of
-each kind, the kills at each moment, and the calls cut by a kill and
-repeated. It stops at the first sequence that breaks the contract.
+each kind, the kills at each moment, the calls cut by a kill and
+repeated, and the daemons' starts, iterations and stops by reason. It stops at the first sequence that breaks the contract.
 
 Storages that cannot work on a kind are skipped, saying why (Class.Skip):
 StorageStatus needs a status that keeps status.gopf.

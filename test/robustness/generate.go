@@ -25,7 +25,8 @@ const (
 	// OpConflict is another writer: it adds its own finalizer to the
 	// object, or removes it, with an update racing gopf's writes.
 	OpConflict OpKind = "conflicting-writer"
-	// OpArm makes the next call of Handler on the object behave as
+	// OpArm makes the next call of Handler on the object (the next
+	// iteration of its daemon, for HandlerDaemon) behave as
 	// Behaviour says.
 	OpArm OpKind = "arm"
 	// OpStop stops the operator (gracefully: running reconciles finish);
@@ -78,6 +79,10 @@ const (
 	// response of one of the operator's writes was lost (the write landed;
 	// the operator could not tell).
 	MomentAfterLostResponse Moment = "after-lost-response"
+	// MomentInDaemon: while the daemon of the armed object (Handler
+	// HandlerDaemon) is mid-iteration: it reported an iteration and waits
+	// for the answer.
+	MomentInDaemon Moment = "in-daemon"
 )
 
 // armedMoments are the moments of a kill armed on a handler, each picked
@@ -194,14 +199,16 @@ func (s Sequence) String() string {
 //
 // Kills are drawn from a generator of their own, so a sequence without
 // kills is the one the seed gave before kills existed, and a sequence
-// with kills is that one with kills put in.
+// with kills is that one with kills put in; kills during a daemon from a
+// third, so they add to the kills a seed gave before them.
 func Generate(seed uint64) Sequence {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), running: true}
 	g.kills = rand.New(rand.NewPCG(seed^0x4b111, seed))
+	g.daemonKills = rand.New(rand.NewPCG(seed^0xdae, seed))
 	g.killing = g.kills.IntN(2) == 0
 	objects := 2 + g.rng.IntN(3)
 	steps := 10 + g.rng.IntN(10)
-	for len(g.ops) < steps {
+	for len(g.ops)-g.inDaemon < steps {
 		g.step(objects)
 	}
 	if g.faulty {
@@ -216,15 +223,20 @@ func Generate(seed uint64) Sequence {
 // generator keeps what the sequence so far did, so that every operation it
 // adds can be carried out.
 type generator struct {
-	rng     *rand.Rand
-	kills   *rand.Rand // draws the kills, apart from the other operations
-	killing bool       // the sequence kills the operator
-	ops     Sequence
-	created []bool // by object number
-	deleted []bool
-	running bool
-	faulty  bool
-	fault   Fault // in force while faulty
+	rng   *rand.Rand
+	kills *rand.Rand // draws the kills, apart from the other operations
+	// daemonKills draws the kills during a daemon, apart from the others;
+	// inDaemon counts the operations they added, which do not count
+	// toward the sequence's length.
+	daemonKills *rand.Rand
+	inDaemon    int
+	killing     bool // the sequence kills the operator
+	ops         Sequence
+	created     []bool // by object number
+	deleted     []bool
+	running     bool
+	faulty      bool
+	fault       Fault // in force while faulty
 }
 
 func (g *generator) add(op Op) { g.ops = append(g.ops, op) }
@@ -297,6 +309,20 @@ func (g *generator) step(objects int) {
 		}
 		g.add(op)
 	}
+	g.maybeKillInDaemon()
+}
+
+// maybeKillInDaemon arms the daemon of a live object to have the operator
+// killed mid-iteration, now and then in a sequence that kills.
+func (g *generator) maybeKillInDaemon() {
+	live := g.live()
+	if !g.killing || !g.running || len(live) == 0 || g.daemonKills.IntN(100) >= 6 {
+		return
+	}
+	obj := live[g.daemonKills.IntN(len(live))]
+	g.add(Op{Kind: OpArm, Object: obj, Handler: HandlerDaemon, Behaviour: BehaveKill, Moment: MomentInDaemon})
+	g.add(Op{Kind: OpKill, Moment: MomentInDaemon})
+	g.inDaemon += 2
 }
 
 // maybeArm arms the handler a trigger will call, now and then. A handler

@@ -55,6 +55,13 @@ const (
 	// EventKill: operator process Process was killed with SIGKILL (Detail
 	// says at which moment); it wrote nothing more.
 	EventKill EventKind = "kill"
+	// EventDaemonStart: a daemon of process Process began to run for the
+	// object (Daemon is the run's id).
+	EventDaemonStart EventKind = "daemon-start"
+	// EventDaemonStop: daemon run Daemon returned, asked to stop for the
+	// reason Detail says. A daemon killed with its process has no
+	// EventDaemonStop: it ends at the EventKill.
+	EventDaemonStop EventKind = "daemon-stop"
 )
 
 // Outcome is how a handler call ended.
@@ -100,7 +107,11 @@ type Event struct {
 	Reason   string   // EventCall: the cause's reason
 	Outcome  Outcome  // EventCall
 	Patched  bool     // EventCall: the handler patched its own object
-	Detail   string   // EventRefused, EventLost, EventLostResults, EventLanded: the request and its status; EventCall: the diff; EventKill: the moment
+	Daemon   int      // EventDaemonStart, EventDaemonStop: which daemon run
+	// Detail: EventRefused, EventLost, EventLostResults, EventLanded: the
+	// request and its status; EventCall: the diff; EventKill: the moment;
+	// EventDaemonStop: the stop reason.
+	Detail string
 }
 
 func (e Event) String() string {
@@ -118,6 +129,10 @@ func (e Event) String() string {
 			s += "; diff " + e.Detail
 		}
 		return s
+	case EventDaemonStart:
+		return fmt.Sprintf("daemon %d of %s started by process %d", e.Daemon, e.Object, e.Process)
+	case EventDaemonStop:
+		return fmt.Sprintf("daemon %d of %s in process %d stopped: %q", e.Daemon, e.Object, e.Process, e.Detail)
 	case EventWrite:
 		return fmt.Sprintf("write %s: %s", e.Object, e.Versions)
 	case EventRefused:
@@ -163,6 +178,11 @@ type History struct {
 	// results and state go out in one request, 2 where state goes to
 	// annotations and results to status.
 	WritesPerCall int
+	// End is when the history was gathered: its daemons that had not
+	// ended ran until then.
+	End time.Time
+	// DaemonTicks counts the iterations the daemons reported.
+	DaemonTicks int
 }
 
 // Format lists the events, one a line, for a failure message.

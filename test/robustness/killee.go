@@ -85,7 +85,7 @@ func runKillee(s killeeSpec) error {
 	defer stop()
 	k := &killee{s: s, class: class, http: &http.Client{Timeout: 30 * time.Second}}
 	reg := handlers.NewRegistry()
-	class.register(reg, k.handle, options{labels: handlers.Labels{RunLabel: s.Run}, watched: class.watchedPath})
+	class.register(reg, k.handle, options{labels: handlers.Labels{RunLabel: s.Run}, watched: class.watchedPath, daemon: k.daemon})
 	cfg := &rest.Config{Host: s.Proxy, QPS: -1} // no client-side limit, as gopf.Main has it
 	opts := envtest.OperatorOptions{Scheme: Scheme(), Reconcile: reconcile.Options{Storage: s.Storage}}
 	if !class.Cluster {
@@ -158,6 +158,16 @@ func (k *killee) handle(ctx context.Context, handler string, obj map[string]any,
 		err = ctx.Err()
 	}
 	return map[string]any{"saw": v.String()}, err
+}
+
+// daemon is the daemon of the process: it reports its start, its
+// iterations and its stop (see runDaemon).
+func (k *killee) daemon(c *handlers.Cause, life daemonLife) error {
+	return runDaemon(c, life, k.s.Process, func(d daemonReport) (daemonReply, error) {
+		var rep daemonReply
+		err := k.post("/daemon", d, &rep)
+		return rep, err
+	})
 }
 
 // post sends body as JSON to the run's report server and decodes its

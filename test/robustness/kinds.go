@@ -74,6 +74,7 @@ type options struct {
 	labels  handlers.Labels
 	gvk     *schema.GroupVersionKind // the kind of unstructured handlers
 	watched []string                 // the field handler's path
+	daemon  daemonFunc               // the daemon
 }
 
 // The kinds of test/kinds (Widget, ClusterWidget, Gadget) keep the spec
@@ -226,7 +227,8 @@ func (k Class) writesPerCall(s reconcile.Storage) int {
 }
 
 // registerTyped registers the suite's five handlers for objects of type
-// T: create, update, a field handler, delete and resume, all calling h.
+// T: create, update, a field handler, delete and resume, all calling h;
+// and the daemon, opts.daemon.
 func registerTyped[T client.Object](reg *handlers.Registry, h handlerFunc, opts options) {
 	call := func(id string) handlers.HandlerFunc[T] {
 		return func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
@@ -242,15 +244,20 @@ func registerTyped[T client.Object](reg *handlers.Registry, h handlerFunc, opts 
 	field := []handlers.UpdateOption{handlers.ID(HandlerField), opts.labels}
 	del := []handlers.DeleteOption{handlers.ID(HandlerDelete), opts.labels}
 	resume := []handlers.ResumeOption{handlers.ID(HandlerResume), opts.labels}
+	daemon := []handlers.DaemonOption{handlers.ID(HandlerDaemon), opts.labels}
 	if opts.gvk != nil {
 		k := handlers.ForKind(opts.gvk.Group, opts.gvk.Version, opts.gvk.Kind)
 		create, update, field, del, resume = append(create, k), append(update, k), append(field, k), append(del, k), append(resume, k)
+		daemon = append(daemon, k)
 	}
 	handlers.OnCreate(reg, call(HandlerCreate), create...)
 	handlers.OnUpdate(reg, call(HandlerUpdate), update...)
 	handlers.OnField(reg, opts.watched, call(HandlerField), field...)
 	handlers.OnDelete(reg, call(HandlerDelete), del...)
 	handlers.OnResume(reg, call(HandlerResume), resume...)
+	handlers.OnDaemon(reg, func(_ context.Context, d *handlers.Daemon[T], c *handlers.Cause) error {
+		return opts.daemon(c, d)
+	}, daemon...)
 }
 
 // toMap turns an object into its JSON form as a map.

@@ -229,6 +229,11 @@ type faultTally struct {
 	killing  int            // sequences that kill
 	cut      int
 	repeated int
+	// daemons counts the daemons' starts, their stops by reason, and
+	// their iterations.
+	daemonStarts int
+	daemonStops  map[string]int
+	daemonTicks  int
 }
 
 func (f *faultTally) add(seq robustness.Sequence, h robustness.History) {
@@ -253,8 +258,13 @@ func (f *faultTally) add(seq robustness.Sequence, h robustness.History) {
 			f.refused++
 		case robustness.EventKill:
 			f.kills[strings.Fields(e.Detail)[0]]++
+		case robustness.EventDaemonStart:
+			f.daemonStarts++
+		case robustness.EventDaemonStop:
+			f.daemonStops[e.Detail]++
 		}
 	}
+	f.daemonTicks += h.DaemonTicks
 	cut, repeated := robustness.Cuts(h)
 	f.cut += cut
 	f.repeated += repeated
@@ -284,6 +294,15 @@ func (f *faultTally) String() string {
 		parts = append(parts, fmt.Sprintf("kills %s %d", m, f.kills[m]))
 	}
 	parts = append(parts, fmt.Sprintf("kills %d in %d sequences", total, f.killing), fmt.Sprintf("calls cut by a kill %d, of them repeated %d", f.cut, f.repeated))
+	parts = append(parts, fmt.Sprintf("daemon starts %d, iterations %d", f.daemonStarts, f.daemonTicks))
+	reasons := make([]string, 0, len(f.daemonStops))
+	for r := range f.daemonStops {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		parts = append(parts, fmt.Sprintf("daemon stops %q %d", r, f.daemonStops[r]))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -298,7 +317,7 @@ func TestRandomSequences(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GOPF_ROBUSTNESS_DURATION=%q: %v", d, err)
 	}
-	tally := &faultTally{ops: map[string]int{}, kills: map[string]int{}}
+	tally := &faultTally{ops: map[string]int{}, kills: map[string]int{}, daemonStops: map[string]int{}}
 	began := time.Now()
 	deadline := began.Add(duration)
 	for time.Now().Before(deadline) && !t.Failed() {

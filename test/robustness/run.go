@@ -133,6 +133,8 @@ type runner struct {
 	deleted  map[string]bool
 	names    []string // objects created, in order
 	callID   int
+	daemonID int                   // the last daemon run's id
+	ticks    int                   // daemon iterations reported
 	calls    map[int]*openCall     // handler calls begun and not ended, by id
 	ended    map[int]int           // handler calls ended: their index in events, by id
 	children map[int]*child        // the processes of their own, by number
@@ -205,7 +207,13 @@ func (r *runner) startHere(p int) (operator, error) {
 	reg := handlers.NewRegistry()
 	r.class.register(reg, func(ctx context.Context, handler string, obj map[string]any, c *handlers.Cause) (any, error) {
 		return r.handle(ctx, p, handler, obj, c)
-	}, options{labels: handlers.Labels{RunLabel: r.run}, watched: r.class.watchedPath})
+	}, options{labels: handlers.Labels{RunLabel: r.run}, watched: r.class.watchedPath,
+		daemon: func(c *handlers.Cause, life daemonLife) error {
+			return runDaemon(c, life, p, func(d daemonReport) (daemonReply, error) {
+				rep, _ := r.daemon(d) // this process is never killed
+				return rep, nil
+			})
+		}})
 	cfg := r.px.Config()
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side limit, as gopf.Main has it
 	opts := envtest.OperatorOptions{Scheme: r.t.Scheme, Reconcile: reconcile.Options{Storage: r.storage}}
@@ -600,6 +608,7 @@ func (r *runner) history() (History, error) {
 	r.mu.Lock()
 	events := slices.Clone(r.events)
 	names := slices.Clone(r.names)
+	ticks := r.ticks
 	r.mu.Unlock()
 	writes := map[string]int{}
 	for _, req := range r.px.Requests() {
@@ -638,6 +647,8 @@ func (r *runner) history() (History, error) {
 		Finalizers:    []string{"gopf.dev/finalizer" /* Options.Prefix's default */, reconcile.DefaultKopfFinalizer},
 		Terminating:   r.class.Terminating,
 		WritesPerCall: r.class.writesPerCall(r.storage),
+		DaemonTicks:   ticks,
+		End:           time.Now(),
 	}
 	for _, name := range names {
 		u := &unstructured.Unstructured{}

@@ -1,8 +1,12 @@
 package robustness_test
 
 import (
+	"maps"
+	"strings"
 	"testing"
 
+	"github.com/gopf-dev/gopf/handlers"
+	"github.com/gopf-dev/gopf/reconcile"
 	"github.com/gopf-dev/gopf/test/robustness"
 )
 
@@ -53,4 +57,52 @@ func updates(h robustness.History) int {
 		}
 	}
 	return n
+}
+
+// killDuringADaemon kills the operator while the daemon of obj0 is
+// mid-iteration, then stops the next one gracefully and deletes obj0
+// under the third: each process runs obj0's daemon once, none while
+// another does, and the last stops it for the deletion before gopf lets
+// the object go.
+var killDuringADaemon = robustness.Sequence{
+	{Kind: robustness.OpCreate, Object: 0},
+	{Kind: robustness.OpCreate, Object: 1},
+	{Kind: robustness.OpSettle},
+	{Kind: robustness.OpArm, Object: 0, Handler: robustness.HandlerDaemon, Behaviour: robustness.BehaveKill, Moment: robustness.MomentInDaemon},
+	{Kind: robustness.OpKill, Moment: robustness.MomentInDaemon},
+	{Kind: robustness.OpSettle},
+	{Kind: robustness.OpStop},
+	{Kind: robustness.OpStart},
+	{Kind: robustness.OpSettle},
+	{Kind: robustness.OpDelete, Object: 0},
+	{Kind: robustness.OpSettle},
+}
+
+// A daemon killed mid-iteration with its process runs again in the next
+// process, never beside itself; stopped gracefully, it says why.
+func TestADaemonKilledMidIterationRunsOnceInTheNextProcess(t *testing.T) {
+	class, _ := classNamed("KopfExample")
+	h := runSequence(t, class, reconcile.StorageAuto, killDuringADaemon, 1, "the daemon scenario",
+		"go test ./test/robustness -run 'TestADaemonKilledMidIteration'")
+	kills, starts, reasons := 0, map[int]int{}, map[int]string{}
+	for _, e := range h.Events {
+		switch {
+		case e.Kind == robustness.EventKill && strings.HasPrefix(e.Detail, string(robustness.MomentInDaemon)):
+			kills++
+		case e.Kind == robustness.EventDaemonStart && e.Object == "obj0":
+			starts[e.Process]++
+		case e.Kind == robustness.EventDaemonStop && e.Object == "obj0":
+			reasons[e.Process] = e.Detail
+		}
+	}
+	if kills != 1 {
+		t.Errorf("%d kills during a daemon, want 1", kills)
+	}
+	if want := map[int]int{1: 1, 2: 1, 3: 1}; !maps.Equal(starts, want) {
+		t.Errorf("obj0's daemon started %v times by process, want %v", starts, want)
+	}
+	want := map[int]string{2: string(handlers.StopOperatorExiting), 3: string(handlers.StopDeleted)}
+	if !maps.Equal(reasons, want) {
+		t.Errorf("obj0's daemon stopped %v by process, want %v (the killed process's daemon reports nothing)", reasons, want)
+	}
 }
