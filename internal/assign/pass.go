@@ -120,7 +120,7 @@ func (a *Assigner) pass(ctx context.Context, log logr.Logger, view *View, gen ui
 		p.counts.Narrow = true
 		errs = p.sweep(ctx, unplaced.String(), true)
 	} else {
-		errs = append(p.sweep(ctx, "!"+shard.ShardLabel(a.opts.Ring), false), p.sweep(ctx, "", true)...)
+		errs = append(p.sweep(ctx, unassigned(a.opts.Ring), false), p.sweep(ctx, "", true)...)
 	}
 	if ctx.Err() != nil {
 		return p.counts, ctx.Err()
