@@ -73,7 +73,7 @@ func (t *turn) write(ctx context.Context) error {
 		t.mem.Unsaved = &memory.Unsaved{St: t.st}
 		return nil
 	}
-	err := t.send(ctx, own != nil)
+	err := t.send(ctx, own)
 	switch {
 	case err == nil:
 		t.mem.Unsaved = nil
@@ -87,9 +87,9 @@ func (t *turn) write(ctx context.Context) error {
 }
 
 // send builds the write of the turn (see write) and sends it: the status
-// patch, then the object patch. own says that the handlers patched the
-// object themselves.
-func (t *turn) send(ctx context.Context, own bool) error {
+// patch and the object patch, the one that carries the state last. own is
+// the handlers' own patch, nil if they patched nothing.
+func (t *turn) send(ctx context.Context, own *spec.Patch) error {
 	k := t.k
 	t.mergeResults()
 	showing := t.handledPatched()
@@ -109,17 +109,17 @@ func (t *turn) send(ctx context.Context, own bool) error {
 		return err
 	}
 	objectPatch, statusPatch := k.out.Split(&t.patch)
-	if len(statusPatch) > 0 || final != nil && k.hasStatus {
-		if objectPatch, final, err = t.sendStatus(ctx, statusPatch, objectPatch, final, stateChanged); err != nil {
-			return err
-		}
+	toStatus := len(statusPatch) > 0 || final != nil && k.hasStatus
+	ownObject := own != nil && (len(spec.ObjectPatch(own)) > 0 || len(spec.Transforms(own)) > 0)
+	if ownObject && toStatus && stateChanged && t.store.InStatus() {
+		err = t.sendStateLast(ctx, statusPatch, objectPatch, final)
+	} else {
+		err = t.sendStatusFirst(ctx, statusPatch, objectPatch, final, stateChanged, toStatus)
 	}
-	if len(objectPatch) > 0 || final != nil {
-		if err := k.out.SendPart(ctx, t.obj, t.raw, final, objectPatch, false, false); err != nil {
-			return err
-		}
+	if err != nil {
+		return err
 	}
-	if changed || own {
+	if changed || own != nil {
 		// The next reconcile waits for the cache to show this write: the
 		// state, and the object as the handlers' patch left it. Not for a
 		// write that only replaces unreadable state, which the storage may
@@ -129,6 +129,46 @@ func (t *turn) send(ctx context.Context, own bool) error {
 		t.mem.Wrote(t.st, showing)
 	}
 	return nil
+}
+
+// sendStatusFirst sends the status patch (if toStatus), then the object
+// patch. The object patch carries the state when the state is not in
+// status: a process that dies between the two leaves the handlers' results
+// written and their calls unrecorded, so they run again (a call cut by the
+// kill). When the state is in status, the object patch holds none of the
+// handlers' changes here (see sendStateLast), only gopf's own (copies of
+// the state elsewhere removed, the annotations of storageFallback).
+func (t *turn) sendStatusFirst(ctx context.Context, statusPatch, objectPatch, final map[string]any, stateChanged, toStatus bool) error {
+	var err error
+	if toStatus {
+		if objectPatch, final, err = t.sendStatus(ctx, statusPatch, objectPatch, final, stateChanged); err != nil {
+			return err
+		}
+	}
+	if len(objectPatch) > 0 || final != nil {
+		return t.k.out.SendPart(ctx, t.obj, t.raw, final, objectPatch, false, false)
+	}
+	return nil
+}
+
+// sendStateLast sends the object patch (the handlers' own changes), then
+// the status patch that carries the state, for the same reason as
+// sendStatusFirst: the state, which records the calls as done, is written
+// last. The other order lost the handlers' patch to a process that died
+// after the state landed and before the object patch did (or while it was
+// being retried): the next process found the calls done and took the
+// missing change for a change of the object. If the status turns out not
+// to keep the state (storageFallback), the annotations that store it
+// follow in a third write.
+func (t *turn) sendStateLast(ctx context.Context, statusPatch, objectPatch, final map[string]any) error {
+	if err := t.k.out.SendPart(ctx, t.obj, t.raw, final, objectPatch, false, false); err != nil {
+		return err
+	}
+	fallback, _, err := t.sendStatus(ctx, statusPatch, nil, final, true)
+	if err != nil || len(fallback) == 0 {
+		return err
+	}
+	return t.k.out.Send(ctx, t.obj, fallback, false, false)
 }
 
 // mergeResults adds to the patch the handlers' results that differ from

@@ -82,3 +82,71 @@ func TestARefusedWriteKeepsTheHandlersPatchWithItsOutcome(t *testing.T) {
 		})
 	}
 }
+
+// A process that dies while the handler's own patch is refused must not
+// leave the call recorded as done without that patch: with the state in
+// status, gopf once wrote the status (results and state) first and the
+// object patch second, so a kill between them lost the label for good and
+// the next process called the update handler for its absence, a change
+// nobody made. The object patch goes first now: the kill cuts the call,
+// which the next process runs again (the at-least-once a kill allows).
+func TestAKillWhileTheHandlersPatchIsRefusedCutsTheCallAndLosesNoChange(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	px := newProxy(t, 28)
+	var refusing atomic.Bool
+	refusing.Store(true)
+	px.SetFaults(faults.Faults{Fraction: 1, Statuses: []int{http.StatusConflict}, Match: func(r *http.Request) bool {
+		return refusing.Load() && r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/kopfexamples/") &&
+			!strings.HasSuffix(r.URL.Path, "/status")
+	}})
+	var cs envtest.Calls
+	newRegistry := func() *handlers.Registry {
+		reg := handlers.NewRegistry()
+		handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+			cs.Record(c)
+			labelled := "yes"
+			c.Patch.SetLabel("labelled", &labelled)
+			return map[string]any{"done": true}, nil
+		}, handlers.ID("create"))
+		handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+			cs.Record(c)
+			return nil, nil
+		}, handlers.ID("update"))
+		return reg
+	}
+	opCfg := throughProxy(px, -1, 0)
+	first := runOperator(t, opCfg, ns, newRegistry())
+
+	obj := newExample(ns, "cut")
+	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+	g.Eventually(func() int {
+		n := 0
+		for _, r := range px.Requests() {
+			if r.Injected && r.Write() {
+				n++
+			}
+		}
+		return n
+	}, timeout).Should(BeNumerically(">=", 2), "the handler's patch was refused, and refused again when sent again")
+	px.Outage() // the kill: nothing the operator writes from now on lands
+	_ = first.Stop()
+	px.Restore()
+	refusing.Store(false)
+	runOperator(t, opCfg, ns, newRegistry())
+
+	key := client.ObjectKeyFromObject(obj)
+	g.Eventually(func(g Gomega) {
+		raw := rawObject(g, key)
+		g.Expect(handled(raw)).To(BeTrue())
+		g.Expect(field(raw, "metadata", "labels", "labelled")).To(Equal("yes"), "the handler's patch is on the object")
+	}, timeout).Should(Succeed())
+	g.Expect(cs.Count("create")).To(BeNumerically("<=", 2), "the cut call ran again at most once")
+
+	// The next update is a change of the spec, and the only one: none came
+	// for the label.
+	g.Expect(k8s.Patch(ctx, obj, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"field":"changed"}}`)))).To(Succeed())
+	g.Eventually(func() int { return cs.Count("update") }, timeout).Should(Equal(1))
+	g.Expect(cs.Of("update")[0].Diff).To(Equal("[(change, spec.field, value, changed)]"))
+}
