@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gopf-dev/gopf/reconcile"
 )
 
 // history builds a history from events given in order, one millisecond
@@ -423,5 +425,31 @@ func TestCheckTakesALostResultsPatchAsLandedResultsButNotState(t *testing.T) {
 		final(Final{Exists: true, Versions: v1, Writes: 4})
 	if got := rules(Check(restarted)); !slices.Contains(got, RuleCreateOnce) {
 		t.Errorf("a graceful stop after a lost results answer excuses no repeat: want a %q violation, got %v", RuleCreateOnce, Check(restarted))
+	}
+}
+
+// Which of the operator's writes the checker takes for the write of the
+// state decides which repeats a kill excuses: where the state is in status,
+// the handlers' own object patch goes first and carries none.
+func TestOnlyTheWriteOfTheStateCarriesTheState(t *testing.T) {
+	withStatus := Class{Status: true}
+	withoutStatus := Class{}
+	for _, tc := range []struct {
+		name     string
+		class    Class
+		storage  reconcile.Storage
+		toStatus bool
+		want     bool
+	}{
+		{"state in status: the status patch", withStatus, reconcile.StorageStatus, true, true},
+		{"state in status: an object patch", withStatus, reconcile.StorageStatus, false, false},
+		{"state in annotations: the status patch of results", withStatus, reconcile.StorageAnnotations, true, false},
+		{"state in annotations: the object patch", withStatus, reconcile.StorageAnnotations, false, true},
+		{"Kopf's storage: the object patch", withStatus, reconcile.StorageKopf, false, true},
+		{"no status subresource: the object patch", withoutStatus, reconcile.StorageAnnotations, false, true},
+	} {
+		if got := tc.class.carriesState(tc.storage, tc.toStatus); got != tc.want {
+			t.Errorf("%s: carries the state %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -43,7 +43,9 @@ recorded as interrupted, as the engine takes it: not an attempt.) Whether the ou
 kill is read from the proxy's record: a write of gopf's stored state about
 the object that landed (the API server answered it) after the call
 ended and before the kill (EventLanded) carries it, since the engine
-writes a reconcile's outcomes in one request after its handlers ran. Every
+writes a reconcile's outcomes after its handlers ran, the state in the
+last request (a handler's own object patch, or the results where the
+state goes to annotations, come before it and carry no state). Every
 class's objects also get a daemon, which reports when it starts, at each
 iteration (every 200 ms, asleep in Daemon.Sleep in between) and when it
 returns, with its stop reason; a kill armed on a daemon (MomentInDaemon)

@@ -42,11 +42,13 @@ const (
 	// response was lost on the way back (the operator got an error). It
 	// excuses no repeat: the outcome was written.
 	EventLost EventKind = "lost"
-	// EventLostResults: a status patch of handler results landed and its
-	// response was lost, on a kind whose state goes to annotations in the
-	// object patch after it. It excuses no repeat, but it does not carry
-	// the state either: gopf reads the object back and writes the state
-	// next, and a kill before that write cuts the call's outcome.
+	// EventLostResults: a write that does not carry the state landed and
+	// its response was lost: a status patch of handler results on a kind
+	// whose state goes to annotations in the object patch after it, or an
+	// object patch on a kind whose state goes to status after it. It
+	// excuses no repeat, but it does not carry the state either: gopf
+	// writes the state next, and a kill before that write cuts the call's
+	// outcome.
 	EventLostResults EventKind = "lost-results"
 	// EventLanded: a write of the operator about the object that carries
 	// handler outcomes (gopf's stored state) landed, and the operator got

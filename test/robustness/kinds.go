@@ -275,3 +275,18 @@ func toMap(obj client.Object) (map[string]any, error) {
 	}
 	return m, nil
 }
+
+// carriesState reports whether a write of the operator to the status
+// subresource (toStatus) or to the object carries gopf's stored state with
+// storage s. Two writes do not: the status patch of results, where the
+// state goes to annotations after it (gopf reads the object back and sends
+// the state next), and, where the state is in status, an object patch (a
+// handler's own patch, which the engine sends before the status patch with
+// the state, or a finalizer's). A kill after either, before the state,
+// cuts the calls.
+func (k Class) carriesState(s reconcile.Storage, toStatus bool) bool {
+	if toStatus {
+		return k.writesPerCall(s) == 1
+	}
+	return !k.Status || s != reconcile.StorageStatus
+}

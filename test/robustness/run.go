@@ -617,14 +617,11 @@ func (r *runner) history() (History, error) {
 			continue
 		}
 		writes[name]++
-		resultsOnly := strings.HasSuffix(res, "/status") && r.class.writesPerCall(r.storage) == 2
+		noState := !r.class.carriesState(r.storage, strings.HasSuffix(res, "/status"))
 		if req.Lost && req.Status < 400 {
-			// Landed: a lost response excuses no repeat. The status patch
-			// of results, where the state goes to annotations after it,
-			// carries no state: gopf reads the object back and sends the
-			// state next, which a kill may cut.
+			// Landed: a lost response excuses no repeat.
 			kind := EventLost
-			if resultsOnly {
+			if noState {
 				kind = EventLostResults
 			}
 			events = append(events, Event{At: req.At, Kind: kind, Object: name, Detail: fmt.Sprintf("%s %s: %d, response lost", req.Method, res, req.Status)})
@@ -634,9 +631,7 @@ func (r *runner) history() (History, error) {
 			events = append(events, Event{At: req.At, Kind: EventRefused, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
 			continue
 		}
-		// A write that landed carries gopf's stored state, unless it is
-		// the status patch of results where the state goes to annotations.
-		if !resultsOnly {
+		if !noState {
 			events = append(events, Event{At: req.At, Kind: EventLanded, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
 		}
 	}
