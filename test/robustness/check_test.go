@@ -10,8 +10,9 @@ import (
 // history builds a history from events given in order, one millisecond
 // apart, with one object "obj0" as final says.
 type history struct {
-	h    History
-	tick time.Time
+	h       History
+	tick    time.Time
+	timerID int // the last timer run's id
 }
 
 func newHistory() *history {
