@@ -78,10 +78,10 @@ const (
 //     object's creation and each handler call on it, and within the
 //     interval and TimerSlack of the end of each run; once the object's
 //     deletion began, no run begins in a process started after it, nor
-//     later than TimerGrace after its first delete handler call ended, and
-//     no run is under way when gopf releases the object (as in Kopf, whose
-//     finalizer waits for the timer's task); and a run that was not killed
-//     ended before its process exited.
+//     later than TimerSlack after its first delete handler call ended, and
+//     every run has ended before gopf releases the object and none begins
+//     after (as in Kopf, whose finalizer waits for the timer's task); and
+//     a run that was not killed ended before its process exited.
 //
 // A handler that finished may run again when the write of its outcome did
 // not land: Kopf's promise is at least once then, and so is gopf's. A

@@ -24,15 +24,13 @@ const (
 	// writes refused or held and retried with backoff.
 	TimerBound = 10 * time.Second
 	// TimerSlack is how much later than an interval after a run ended the
-	// next run of the timer may begin: the queue and a worker take it
-	// at once, but the race detector on two busy cores is slow.
+	// next run of the timer may begin, and how long after the object's
+	// first delete handler call ended a run may still begin: the queue and
+	// a worker take a due run at once, and gopf stops an object's timers in
+	// the reconcile that calls its delete handlers, right after them; but
+	// operator processes niced on two busy cores with the race detector on
+	// were seen to take 250 ms between the two.
 	TimerSlack = 3 * time.Second
-	// TimerGrace is how long after the object's first delete handler call
-	// ended a run may still begin: gopf stops the object's timers in the
-	// reconcile that calls its delete handlers, right after them, and a
-	// run a worker took from the queue a moment before reports its start
-	// a moment after.
-	TimerGrace = 250 * time.Millisecond
 )
 
 // timerRun is one run of an object's timer, as indices into all: from
@@ -149,9 +147,10 @@ func (o objectHistory) ranBetween(runs []timerRun, p, a int, due time.Time) bool
 
 // checkTimerDeleted checks that once the object's deletion began, no run
 // of its timer begins in a process started after that, nor later than
-// TimerGrace after its first delete handler call ended; and that no run
-// is under way when gopf releases the object (the operator's last write
-// about it: the finalizer's removal), which gopf's finalizer is there for.
+// TimerSlack after its first delete handler call ended; and that every
+// run has ended before gopf released the object (the operator's last write
+// about it: the finalizer's removal), which gopf's finalizer is there for,
+// and none begins after.
 func (o objectHistory) checkTimerDeleted(runs []timerRun) []Violation {
 	deleted := o.index(func(e Event) bool { return e.Kind == EventDelete })
 	if deleted < 0 {
@@ -160,7 +159,7 @@ func (o objectHistory) checkTimerDeleted(runs []timerRun) []Violation {
 	handled := o.index(func(e Event) bool { return e.Kind == EventCall && e.Handler == HandlerDelete })
 	procs := o.processes()
 	for _, r := range runs {
-		late := handled >= 0 && o.all[r.start].At.After(o.all[handled].At.Add(TimerGrace))
+		late := handled >= 0 && o.all[r.start].At.After(o.all[handled].At.Add(TimerSlack))
 		if late || procs[r.process][0] > deleted {
 			return []Violation{o.violation(RuleTimerDeleted, "timer run %d began in process %d (event %d) after the object's deletion began (event %d) and its delete handler ran (event %d)",
 				r.id, r.process, r.start, deleted, handled)}
@@ -175,7 +174,10 @@ func (o objectHistory) checkTimerDeleted(runs []timerRun) []Violation {
 	}
 	last := writes[len(writes)-1]
 	for _, r := range runs {
-		if r.start < last && r.end > last {
+		switch {
+		case r.start > last:
+			return []Violation{o.violation(RuleTimerDeleted, "timer run %d began in process %d (event %d) after the object was released (event %d)", r.id, r.process, r.start, last)}
+		case r.end > last:
 			return []Violation{o.violation(RuleTimerDeleted, "timer run %d of process %d (events %d to %d) was under way when the object was released (event %d)", r.id, r.process, r.start, r.end, last)}
 		}
 	}

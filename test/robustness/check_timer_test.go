@@ -96,8 +96,13 @@ func TestCheckReportsAnObjectWhoseTimerDoesNotRun(t *testing.T) {
 func TestCheckReportsATimerThatOutlivesTheDeletion(t *testing.T) {
 	t.Run("a run after the delete handler ran", func(t *testing.T) {
 		h := createdWithTimer().add(Event{Kind: EventDelete}).call(1, HandlerDelete, v1).daemonStop(1, 1, handlers.StopDeleted)
-		h.tick = h.tick.Add(TimerInterval)
+		h.tick = h.tick.Add(TimerInterval + TimerSlack)
 		wantOnly(t, h.timerStart(1).timerEnd(1).landed().final(Final{Writes: 4}), RuleTimerDeleted)
+	})
+	t.Run("a run after the object was released", func(t *testing.T) {
+		h := createdWithTimer().add(Event{Kind: EventDelete}).call(1, HandlerDelete, v1).daemonStop(1, 1, handlers.StopDeleted).
+			landed().timerStart(1).timerEnd(1).final(Final{Writes: 4})
+		wantOnly(t, h, RuleTimerDeleted)
 	})
 	t.Run("a run under way when the object was released", func(t *testing.T) {
 		h := createdWithTimer().add(Event{Kind: EventDelete}).timerStart(1).call(1, HandlerDelete, v1).

@@ -76,9 +76,9 @@ at a time, in one process or two (a run killed with its process ends at
 the kill), runs while a process runs and the object lives (the first
 within TimerBound, each next within the interval and TimerSlack of the
 end of the last), none begun in a process started after the object's
-deletion, nor later than TimerGrace after its delete handler ran, none
-under way when gopf releases the object, and none cut by a graceful
-stop. A handler may run
+deletion, nor later than TimerSlack after its delete handler ran, none
+under way when gopf releases the object or begun after, and none cut by
+a graceful stop. A handler may run
 again after a write of its outcome was refused: at least once, as in Kopf.
 A write whose response was lost landed, and excuses no repeat. A call cut
 by a kill (running when the process was killed, or ended with no write
