@@ -25,7 +25,9 @@ import (
 //
 // With Idle, the timer runs only after the object's essence has not changed
 // for that long; an interval of 0 with Idle runs once per quiet period.
-// Timers need gopf's finalizer, so that they stop before the object goes.
+// Timers need gopf's finalizer, so that they stop before the object goes:
+// a run under way when the object is deleted holds the finalizer until it
+// returns, as Kopf's finalizer waits for a timer's task.
 func OnTimer[T client.Object](r *Registry, interval time.Duration, fn HandlerFunc[T], opts ...TimerOption) {
 	registerCall(r, spec.KindTimer, fn, fn, apply(opts, set(func(d *draft) { d.Interval = interval })))
 }

@@ -149,9 +149,7 @@ func (s *Spawner) daemonEnded(key types.NamespacedName, o *spawned, d *daemonSta
 	if o.forgetDaemon(d) && forGood {
 		o.finish(id)
 	}
-	if len(o.daemons) == 0 && len(o.wanted) == 0 && s.objects[key] == o {
-		delete(s.objects, key)
-	}
+	s.forgetIdleLocked(key, o)
 	return d.id
 }
 
@@ -217,9 +215,7 @@ func (s *Spawner) abandon(d *daemonState) {
 	for key, o := range s.objects {
 		if o.forgetDaemon(d) {
 			obj = d.id
-			if len(o.daemons) == 0 && len(o.wanted) == 0 {
-				delete(s.objects, key)
-			}
+			s.forgetIdleLocked(key, o)
 		}
 	}
 	s.mu.Unlock()

@@ -60,6 +60,9 @@ type spawned struct {
 	timers    []*timerState   // few: a slice costs less than a map
 	daemons   []*daemonState  // as few: a slice too
 	finished  map[string]bool // timers and daemons done for good in this process; nil while none
+	// running counts the runs of its timers under way: a run stopped
+	// meanwhile still holds the object, as a daemon does, until it returns.
+	running int
 }
 
 type timerState struct {
@@ -340,8 +343,10 @@ func (s *Spawner) NeedsFinalizer(key types.NamespacedName, selected []*contract.
 
 // Stop stops the timers and daemons of an object (being deleted, or
 // handed over to another shard: the reason the daemons are told). It
-// reports whether all daemons are gone (returned or abandoned), so that
-// the finalizer can go, or the object.
+// reports whether all daemons are gone (returned or abandoned) and no run
+// of its timers is under way, so that the finalizer can go, or the
+// object; as in Kopf, whose finalizer waits for a timer's task too. The
+// object is reconciled again when the last of them returns.
 func (s *Spawner) Stop(key types.NamespacedName, reason handlers.StopReason) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -350,7 +355,7 @@ func (s *Spawner) Stop(key types.NamespacedName, reason handlers.StopReason) boo
 		return true
 	}
 	s.stopAllLocked(o, string(reason))
-	return len(o.daemons) == 0
+	return len(o.daemons) == 0 && o.running == 0
 }
 
 // Forget stops everything of an object that is gone and forgets it.
@@ -359,9 +364,16 @@ func (s *Spawner) Forget(key types.NamespacedName) {
 	defer s.mu.Unlock()
 	if o := s.objects[key]; o != nil {
 		s.stopAllLocked(o, string(handlers.StopDeleted))
-		if len(o.daemons) == 0 {
-			delete(s.objects, key)
-		}
+		s.forgetIdleLocked(key, o)
+	}
+}
+
+// forgetIdleLocked forgets the object o of key once nothing of it is
+// wanted or runs: no daemon, and no run of a timer under way (which holds
+// it, see Stop).
+func (s *Spawner) forgetIdleLocked(key types.NamespacedName, o *spawned) {
+	if len(o.daemons) == 0 && o.running == 0 && len(o.wanted) == 0 && s.objects[key] == o {
+		delete(s.objects, key)
 	}
 }
 

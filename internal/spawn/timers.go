@@ -38,9 +38,12 @@ func (s *Spawner) runTimer(t *timerState) {
 	opts := run.t.reg.Options
 	v := policy.Judge(opts, s.opts.DefaultBackoff, err, run.attempts+1, run.started, end)
 	metrics.HandlerCalls.WithLabelValues(s.opts.Name, opts.ID, v.Outcome.String()).Inc()
-	if s.endTimerRun(run, v, end) {
+	failed, stopped := s.endTimerRun(run, v, end)
+	if failed {
 		run.c.Log.Error(v.Err, "timer failed permanently; it stops for this object")
 		s.k.FailedForGood(run.obj, opts.ID, v.Err)
+	}
+	if failed || stopped {
 		s.wakeUp(run.obj)
 	}
 }
@@ -119,6 +122,7 @@ func (s *Spawner) beginTimerRun(t *timerState) (context.Context, *timerRun) {
 		attempts: t.attempts, started: t.started, last: t.written, unsent: t.unsent}
 	run.c = s.newCall(t.reg, run.obj, t.attempts, t.started)
 	run.c.Patch = &handlers.Patch{}
+	o.running++
 	return s.ctx, run
 }
 
@@ -232,13 +236,17 @@ func afterMerge(stored, result any) any {
 // endTimerRun records the verdict on a run that ended at end and schedules
 // the timer's next run, unless the timer was stopped while it ran. It
 // reports whether the timer failed for good: as in Kopf, such a timer stops
-// for this object (in this process) and no longer holds its finalizer.
-func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (failedForGood bool) {
+// for this object (in this process) and no longer holds its finalizer;
+// and whether it was stopped while it ran and was the object's last run
+// under way, which held the object (see Stop).
+func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (failedForGood, stopped bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, t := run.o, run.t
+	o.running--
 	if o.timer(t.key.id) != t {
-		return false // stopped while running
+		s.forgetIdleLocked(t.key.obj, o)
+		return false, o.running == 0
 	}
 	if run.wrote != nil {
 		t.written = run.wrote
@@ -252,11 +260,11 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 		t.attempts++
 		run.c.Log.Error(v.Err, "timer failed; it will be retried", "retryIn", v.Delay) // an error, as Kopf logs it
 		s.schedule(t, v.Delay)
-		return false
+		return false, false
 	case policy.Failed:
 		s.dropTimersLocked(o, func(other *timerState) bool { return other == t })
 		o.finish(t.key.id)
-		return true
+		return true, false
 	}
 	if v.Ignored {
 		run.c.Log.Info("timer failed; the error is ignored as configured", "error", v.Err.Error())
@@ -266,7 +274,7 @@ func (s *Spawner) endTimerRun(run *timerRun, v policy.Verdict, end time.Time) (f
 	if t.reg.Options.Interval > 0 {
 		s.schedule(t, time.Until(t.nextRun(end)))
 	}
-	return false
+	return false, false
 }
 
 // nextRun is when a timer with an interval runs next after a run that ended

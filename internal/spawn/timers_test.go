@@ -3,6 +3,7 @@ package spawn
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -115,5 +116,63 @@ func TestATimerWhosePatchCouldNotBeWrittenSendsItAgainWithoutANewCall(t *testing
 	}
 	if p != k.first.Load() || p.Empty() {
 		t.Error("the patch written is not the first call's, with its result")
+	}
+}
+
+// blockingKind is a kind whose timer function blocks until release is
+// closed, and which says when an object is to be reconciled again.
+type blockingKind struct {
+	kind
+	called  chan struct{}
+	release chan struct{}
+	woken   chan struct{}
+}
+
+func (k *blockingKind) Call(context.Context, *contract.Handler, client.Object, *handlers.Cause) (any, error) {
+	k.called <- struct{}{}
+	<-k.release
+	return nil, nil
+}
+
+func (k *blockingKind) WakeUp(context.Context, client.Object) {
+	select {
+	case k.woken <- struct{}{}:
+	default:
+	}
+}
+
+// A run of a timer under way when its object is deleted holds the object,
+// as a daemon does (and as Kopf's finalizer waits for a timer's task):
+// Stop lets it go only once the run has returned, and the object is
+// reconciled again then.
+func TestATimerRunUnderWayHoldsItsDeletedObjectUntilItReturns(t *testing.T) {
+	reg := handlers.NewRegistry()
+	handlers.OnTimer(reg, time.Hour, func(context.Context, *corev1.ConfigMap, *handlers.Cause) (any, error) {
+		return nil, nil
+	}, handlers.ID("t"))
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "o", UID: "u1"}}
+	k := &blockingKind{called: make(chan struct{}), release: make(chan struct{}), woken: make(chan struct{}, 1)}
+	s := New(k, configMaps(logr.Discard(), obj))
+	run(t, s)
+	release := sync.OnceFunc(func() { close(k.release) })
+	t.Cleanup(release) // before the spawner stops: cleanups run last first
+	key := types.NamespacedName{Namespace: "ns", Name: "o"}
+	s.Sync(key, obj, "{}", contract.SetOf(reg).Handlers(spec.KindTimer))
+	select {
+	case <-k.called:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the timer never ran")
+	}
+	if s.Stop(key, handlers.StopDeleted) {
+		t.Fatal("Stop let the object go while a run of its timer was under way")
+	}
+	release()
+	select {
+	case <-k.woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the object was not reconciled again once the run returned")
+	}
+	if !s.Stop(key, handlers.StopDeleted) {
+		t.Error("Stop still holds the object after the run returned")
 	}
 }

@@ -69,7 +69,19 @@ const (
 //     before gopf released the object (its last write: the finalizer's
 //     removal); and a daemon that was not killed returned when asked to
 //     stop, for the right reason (the object deleted, or the operator
-//     exiting), before its process stopped.
+//     exiting), before its process stopped;
+//   - the object's timer (where the history's TimerInterval says the
+//     operator has one): never two runs of it at once, in one process or
+//     two (a run killed with its process ends at the kill); while a
+//     process runs (until it is asked to stop) and the object is not
+//     deleted, a run begins within TimerBound of the process's start, the
+//     object's creation and each handler call on it, and within the
+//     interval and TimerSlack of the end of each run; once the object's
+//     deletion began, no run begins in a process started after it, nor
+//     later than TimerSlack after its first delete handler call ended, and
+//     every run has ended before gopf releases the object and none begins
+//     after (as in Kopf, whose finalizer waits for the timer's task); and
+//     a run that was not killed ended before its process exited.
 //
 // A handler that finished may run again when the write of its outcome did
 // not land: Kopf's promise is at least once then, and so is gopf's. A
@@ -142,6 +154,7 @@ func (o objectHistory) check() []Violation {
 	out = append(out, o.checkResume()...)
 	out = append(out, o.checkFinalizers(deleted)...)
 	out = append(out, o.checkDaemons()...)
+	out = append(out, o.checkTimers()...)
 	if budget := o.budget(calls); o.final.Writes > budget {
 		out = append(out, o.violation(RuleWrites, "the operator wrote %d times about the object, over the budget of %d (%d handler calls)", o.final.Writes, budget, calls))
 	}

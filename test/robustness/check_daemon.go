@@ -39,10 +39,10 @@ func (o objectHistory) daemonRuns() []daemonRun {
 	starts := o.filter(func(e Event) bool { return e.Kind == EventDaemonStart })
 	runs := make([]daemonRun, 0, len(starts))
 	for _, i := range starts {
-		d := daemonRun{process: o.all[i].Process, id: o.all[i].Daemon, start: i, end: len(o.all)}
+		d := daemonRun{process: o.all[i].Process, id: o.all[i].Run, start: i, end: len(o.all)}
 		for k := i + 1; k < len(o.all); k++ {
 			e := o.all[k]
-			if e.Kind == EventDaemonStop && e.Daemon == d.id {
+			if e.Kind == EventDaemonStop && e.Run == d.id {
 				d.end, d.stopped, d.reason = k, true, e.Detail
 				break
 			}

@@ -14,11 +14,11 @@ func (b *history) wait() *history {
 }
 
 func (b *history) daemonStart(p, id int) *history {
-	return b.add(Event{Kind: EventDaemonStart, Process: p, Daemon: id, Handler: HandlerDaemon})
+	return b.add(Event{Kind: EventDaemonStart, Process: p, Run: id, Handler: HandlerDaemon})
 }
 
 func (b *history) daemonStop(p, id int, reason handlers.StopReason) *history {
-	return b.add(Event{Kind: EventDaemonStop, Process: p, Daemon: id, Handler: HandlerDaemon, Detail: string(reason)})
+	return b.add(Event{Kind: EventDaemonStop, Process: p, Run: id, Handler: HandlerDaemon, Detail: string(reason)})
 }
 
 // createdWithDaemon is a process that created obj0, handled it and ran its

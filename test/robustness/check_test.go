@@ -12,8 +12,9 @@ import (
 // history builds a history from events given in order, one millisecond
 // apart, with one object "obj0" as final says.
 type history struct {
-	h    History
-	tick time.Time
+	h       History
+	tick    time.Time
+	timerID int // the last timer run's id
 }
 
 func newHistory() *history {
@@ -23,7 +24,7 @@ func newHistory() *history {
 func (b *history) add(e Event) *history {
 	b.tick = b.tick.Add(time.Millisecond)
 	e.At = b.tick
-	if e.Kind != EventStart && e.Kind != EventStop && e.Kind != EventKill && e.Object == "" {
+	if e.Kind != EventStart && e.Kind != EventStop && e.Kind != EventStopping && e.Kind != EventKill && e.Object == "" {
 		e.Object = "obj0"
 	}
 	b.h.Events = append(b.h.Events, e)
@@ -366,7 +367,7 @@ func TestGenerateGivesTheSameSequenceForTheSameSeed(t *testing.T) {
 }
 
 func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
-	killing, afterLost, inDaemon := 0, 0, 0
+	killing, afterLost, inDaemon, inTimer := 0, 0, 0, 0
 	for seed := uint64(0); seed < 200; seed++ {
 		s := Generate(seed)
 		if s.Kills() {
@@ -376,12 +377,18 @@ func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
 			afterLost++
 		}
 		for i, op := range s {
-			if op.Kind == OpArm && op.Handler == HandlerDaemon {
-				// A daemon needs no trigger: its next iteration kills.
-				if op.Behaviour != BehaveKill || i+1 >= len(s) || s[i+1].Kind != OpKill || s[i+1].Moment != MomentInDaemon {
-					t.Fatalf("seed %d: the kill armed on a daemon at operation %d is not carried out next:\n%s", seed, i, s)
+			if op.Kind == OpArm && (op.Handler == HandlerDaemon || op.Handler == HandlerTimer) {
+				// A daemon or a timer needs no trigger: its next iteration
+				// or run kills.
+				want := map[string]Moment{HandlerDaemon: MomentInDaemon, HandlerTimer: MomentInTimer}[op.Handler]
+				if op.Behaviour != BehaveKill || i+1 >= len(s) || s[i+1].Kind != OpKill || s[i+1].Moment != want {
+					t.Fatalf("seed %d: the kill armed on a %s at operation %d is not carried out next:\n%s", seed, op.Handler, i, s)
 				}
-				inDaemon++
+				if op.Handler == HandlerDaemon {
+					inDaemon++
+				} else {
+					inTimer++
+				}
 				continue
 			}
 			if op.Kind == OpArm && op.Behaviour == BehaveKill && (i+2 >= len(s) || s[i+2].Kind != OpKill || s[i+2].Moment != op.Moment) {
@@ -395,8 +402,8 @@ func TestGenerateKillsInSomeSequencesAndKillsWhereItArms(t *testing.T) {
 	if afterLost < 3 {
 		t.Fatalf("%d of 200 sequences kill the operator right after a lost response, want a few", afterLost)
 	}
-	if inDaemon < 10 {
-		t.Fatalf("%d kills during a daemon in 200 sequences, want a few", inDaemon)
+	if inDaemon < 10 || inTimer < 10 {
+		t.Fatalf("%d kills during a daemon and %d during a timer run in 200 sequences, want a few of each", inDaemon, inTimer)
 	}
 }
 

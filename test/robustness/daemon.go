@@ -83,11 +83,11 @@ func (r *runner) daemon(d daemonReport) (rep daemonReply, ok bool) {
 		r.mu.Unlock()
 		return daemonReply{}, false
 	}
-	e := Event{Object: d.Object, UID: d.UID, Process: d.Process, Daemon: d.ID, Handler: HandlerDaemon}
+	e := Event{Object: d.Object, UID: d.UID, Process: d.Process, Run: d.ID, Handler: HandlerDaemon}
 	switch d.Phase {
 	case DaemonStarted:
 		r.daemonID++
-		rep.ID, e.Daemon, e.Kind = r.daemonID, r.daemonID, EventDaemonStart
+		rep.ID, e.Run, e.Kind = r.daemonID, r.daemonID, EventDaemonStart
 		r.recordLocked(e)
 	case DaemonStopped:
 		e.Kind, e.Detail = EventDaemonStop, d.Reason

@@ -49,9 +49,16 @@ state goes to annotations, come before it and carry no state). Every
 class's objects also get a daemon, which reports when it starts, at each
 iteration (every 200 ms, asleep in Daemon.Sleep in between) and when it
 returns, with its stop reason; a kill armed on a daemon (MomentInDaemon)
-comes as it reports an iteration, so the daemon is mid-iteration. The
-suite registers no timer and runs no shards, so it has no kill during a
-shard handover. The processes' logs are
+comes as it reports an iteration, so the daemon is mid-iteration. And a
+timer, every TimerInterval (400 ms, so that it runs many times in a
+sequence), whose runs report when they begin and when they are about to
+return, and return no result (they cost no write); a kill armed on a
+timer (MomentInTimer) comes as a run reports its start, recorded, so the
+run is cut while it waits for the answer. The timer has no idle time and
+no initial delay. A graceful stop is recorded when it begins
+(EventStopping) and when the process has exited (EventStop). The suite
+runs no shards, so it has no kill during a shard handover. The
+processes' logs are
 discarded, or written to a folder GOPF_ROBUSTNESS_LOGS names, one file
 per process.
 
@@ -66,7 +73,14 @@ of an object's daemon at a time (a killed process's daemon ends at the
 kill), one running while a process runs and the object lives (started
 within DaemonBound), none after the object's deletion began and none
 still running when gopf releases it, and each that was not killed
-stopped for the right reason. A handler may run
+stopped for the right reason; and timers: one run of an object's timer
+at a time, in one process or two (a run killed with its process ends at
+the kill), runs while a process runs and the object lives (the first
+within TimerBound, each next within the interval and TimerSlack of the
+end of the last), none begun in a process started after the object's
+deletion, nor later than TimerSlack after its delete handler ran, none
+under way when gopf releases the object or begun after, and none cut by
+a graceful stop. A handler may run
 again after a write of its outcome was refused: at least once, as in Kopf.
 A write whose response was lost landed, and excuses no repeat. A call cut
 by a kill (running when the process was killed, or ended with no write
@@ -81,9 +95,9 @@ Two ways to run it:
 runs one sequence per class of kind and storage, with fixed seeds (three
 of the seven kill), the lost-response runs, TestKills: the first seed
 that arms kills before a create handler, in a delete handler and after a
-handler returned, and the scenarios of scenarios_test.go (one kills an
-operator while a daemon is mid-iteration, then stops the next one and
-deletes the object), in about three minutes with -race on two cores. A
+handler returned, and the scenarios of scenarios_test.go (two kill an
+operator while a daemon is mid-iteration, or while a timer run is under
+way, then stop the next one and delete the object), in about three minutes with -race on two cores. A
 failure prints the seed, the violations, the sequence, the history, and
 the command that runs that sequence again:
 
@@ -95,7 +109,9 @@ runs TestRandomSequences: seeds from the clock, each picking its class
 and storage, one sequence after another for GOPF_ROBUSTNESS_DURATION, and
 prints at the end how many sequences and operations ran, the faults of
 each kind, the kills at each moment, the calls cut by a kill and
-repeated, and the daemons' starts, iterations and stops by reason. It stops at the first sequence that breaks the contract.
+repeated, the daemons' starts, iterations and stops by reason, and the
+timer runs begun and ended. It stops at the first sequence that breaks
+the contract.
 
 Storages that cannot work on a kind are skipped, saying why (Class.Skip):
 StorageStatus needs a status that keeps status.gopf.

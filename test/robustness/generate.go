@@ -26,8 +26,8 @@ const (
 	// object, or removes it, with an update racing gopf's writes.
 	OpConflict OpKind = "conflicting-writer"
 	// OpArm makes the next call of Handler on the object (the next
-	// iteration of its daemon, for HandlerDaemon) behave as
-	// Behaviour says.
+	// iteration of its daemon, for HandlerDaemon; the next run of its
+	// timer, for HandlerTimer) behave as Behaviour says.
 	OpArm OpKind = "arm"
 	// OpStop stops the operator (gracefully: running reconciles finish);
 	// OpStart starts a new one, with nothing in memory.
@@ -83,6 +83,10 @@ const (
 	// HandlerDaemon) is mid-iteration: it reported an iteration and waits
 	// for the answer.
 	MomentInDaemon Moment = "in-daemon"
+	// MomentInTimer: while a run of the timer of the armed object (Handler
+	// HandlerTimer) is under way: it reported its start and waits for the
+	// answer.
+	MomentInTimer Moment = "in-timer"
 )
 
 // armedMoments are the moments of a kill armed on a handler, each picked
@@ -200,15 +204,17 @@ func (s Sequence) String() string {
 // Kills are drawn from a generator of their own, so a sequence without
 // kills is the one the seed gave before kills existed, and a sequence
 // with kills is that one with kills put in; kills during a daemon from a
-// third, so they add to the kills a seed gave before them.
+// third and kills during a timer run from a fourth, so they add to the
+// kills a seed gave before them.
 func Generate(seed uint64) Sequence {
 	g := &generator{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), running: true}
 	g.kills = rand.New(rand.NewPCG(seed^0x4b111, seed))
 	g.daemonKills = rand.New(rand.NewPCG(seed^0xdae, seed))
+	g.timerKills = rand.New(rand.NewPCG(seed^0x713e, seed))
 	g.killing = g.kills.IntN(2) == 0
 	objects := 2 + g.rng.IntN(3)
 	steps := 10 + g.rng.IntN(10)
-	for len(g.ops)-g.inDaemon < steps {
+	for len(g.ops)-g.inDaemon-g.inTimer < steps {
 		g.step(objects)
 	}
 	if g.faulty {
@@ -230,13 +236,16 @@ type generator struct {
 	// toward the sequence's length.
 	daemonKills *rand.Rand
 	inDaemon    int
-	killing     bool // the sequence kills the operator
-	ops         Sequence
-	created     []bool // by object number
-	deleted     []bool
-	running     bool
-	faulty      bool
-	fault       Fault // in force while faulty
+	// timerKills and inTimer are the same for kills during a timer run.
+	timerKills *rand.Rand
+	inTimer    int
+	killing    bool // the sequence kills the operator
+	ops        Sequence
+	created    []bool // by object number
+	deleted    []bool
+	running    bool
+	faulty     bool
+	fault      Fault // in force while faulty
 }
 
 func (g *generator) add(op Op) { g.ops = append(g.ops, op) }
@@ -310,6 +319,7 @@ func (g *generator) step(objects int) {
 		g.add(op)
 	}
 	g.maybeKillInDaemon()
+	g.maybeKillInTimer()
 }
 
 // maybeKillInDaemon arms the daemon of a live object to have the operator
@@ -323,6 +333,19 @@ func (g *generator) maybeKillInDaemon() {
 	g.add(Op{Kind: OpArm, Object: obj, Handler: HandlerDaemon, Behaviour: BehaveKill, Moment: MomentInDaemon})
 	g.add(Op{Kind: OpKill, Moment: MomentInDaemon})
 	g.inDaemon += 2
+}
+
+// maybeKillInTimer arms the timer of a live object to have the operator
+// killed during its next run, now and then in a sequence that kills.
+func (g *generator) maybeKillInTimer() {
+	live := g.live()
+	if !g.killing || !g.running || len(live) == 0 || g.timerKills.IntN(100) >= 6 {
+		return
+	}
+	obj := live[g.timerKills.IntN(len(live))]
+	g.add(Op{Kind: OpArm, Object: obj, Handler: HandlerTimer, Behaviour: BehaveKill, Moment: MomentInTimer})
+	g.add(Op{Kind: OpKill, Moment: MomentInTimer})
+	g.inTimer += 2
 }
 
 // maybeArm arms the handler a trigger will call, now and then. A handler

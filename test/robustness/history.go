@@ -31,7 +31,7 @@ const (
 	EventConflict EventKind = "conflict"
 	// EventStart: operator process Process started (its caches in sync).
 	EventStart EventKind = "start"
-	// EventStop: operator process Process stopped.
+	// EventStop: operator process Process stopped (it has exited).
 	EventStop EventKind = "stop"
 	// EventCall: a handler returned; Versions are what it saw.
 	EventCall EventKind = "call"
@@ -64,6 +64,16 @@ const (
 	// reason Detail says. A daemon killed with its process has no
 	// EventDaemonStop: it ends at the EventKill.
 	EventDaemonStop EventKind = "daemon-stop"
+	// EventTimerStart: a timer of process Process began a run for the
+	// object (Run is the run's id): its side effect happened.
+	EventTimerStart EventKind = "timer-start"
+	// EventTimerEnd: timer run Run returned. A run killed with its process
+	// has no EventTimerEnd: it ends at the EventKill.
+	EventTimerEnd EventKind = "timer-end"
+	// EventStopping: operator process Process was asked to stop gracefully
+	// (SIGTERM, or its manager's context cancelled); its EventStop follows
+	// once it has.
+	EventStopping EventKind = "stopping"
 )
 
 // Outcome is how a handler call ended.
@@ -109,7 +119,9 @@ type Event struct {
 	Reason   string   // EventCall: the cause's reason
 	Outcome  Outcome  // EventCall
 	Patched  bool     // EventCall: the handler patched its own object
-	Daemon   int      // EventDaemonStart, EventDaemonStop: which daemon run
+	// Run: EventDaemonStart, EventDaemonStop: which daemon run;
+	// EventTimerStart, EventTimerEnd: which timer run.
+	Run int
 	// Detail: EventRefused, EventLost, EventLostResults, EventLanded: the
 	// request and its status; EventCall: the diff; EventKill: the moment;
 	// EventDaemonStop: the stop reason.
@@ -118,7 +130,7 @@ type Event struct {
 
 func (e Event) String() string {
 	switch e.Kind {
-	case EventStart, EventStop:
+	case EventStart, EventStop, EventStopping:
 		return fmt.Sprintf("%s process %d", e.Kind, e.Process)
 	case EventKill:
 		return fmt.Sprintf("kill process %d (%s)", e.Process, e.Detail)
@@ -132,9 +144,13 @@ func (e Event) String() string {
 		}
 		return s
 	case EventDaemonStart:
-		return fmt.Sprintf("daemon %d of %s started by process %d", e.Daemon, e.Object, e.Process)
+		return fmt.Sprintf("daemon %d of %s started by process %d", e.Run, e.Object, e.Process)
 	case EventDaemonStop:
-		return fmt.Sprintf("daemon %d of %s in process %d stopped: %q", e.Daemon, e.Object, e.Process, e.Detail)
+		return fmt.Sprintf("daemon %d of %s in process %d stopped: %q", e.Run, e.Object, e.Process, e.Detail)
+	case EventTimerStart:
+		return fmt.Sprintf("timer run %d of %s started by process %d", e.Run, e.Object, e.Process)
+	case EventTimerEnd:
+		return fmt.Sprintf("timer run %d of %s in process %d ended", e.Run, e.Object, e.Process)
 	case EventWrite:
 		return fmt.Sprintf("write %s: %s", e.Object, e.Versions)
 	case EventRefused:
@@ -185,6 +201,10 @@ type History struct {
 	End time.Time
 	// DaemonTicks counts the iterations the daemons reported.
 	DaemonTicks int
+	// TimerInterval is the interval of the operator's timer on every
+	// object; 0 if it registers none (then the checker wants no timer
+	// running, and asks for none).
+	TimerInterval time.Duration
 }
 
 // Format lists the events, one a line, for a failure message.

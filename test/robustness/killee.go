@@ -85,7 +85,7 @@ func runKillee(s killeeSpec) error {
 	defer stop()
 	k := &killee{s: s, class: class, http: &http.Client{Timeout: 30 * time.Second}}
 	reg := handlers.NewRegistry()
-	class.register(reg, k.handle, options{labels: handlers.Labels{RunLabel: s.Run}, watched: class.watchedPath, daemon: k.daemon})
+	class.register(reg, k.handle, options{labels: handlers.Labels{RunLabel: s.Run}, watched: class.watchedPath, daemon: k.daemon, timer: k.timer})
 	cfg := &rest.Config{Host: s.Proxy, QPS: -1} // no client-side limit, as gopf.Main has it
 	opts := envtest.OperatorOptions{Scheme: Scheme(), Reconcile: reconcile.Options{Storage: s.Storage}}
 	if !class.Cluster {
@@ -166,6 +166,16 @@ func (k *killee) daemon(c *handlers.Cause, life daemonLife) error {
 	return runDaemon(c, life, k.s.Process, func(d daemonReport) (daemonReply, error) {
 		var rep daemonReply
 		err := k.post("/daemon", d, &rep)
+		return rep, err
+	})
+}
+
+// timer is the timer of the process: each run reports its start and its
+// end (see runTimer).
+func (k *killee) timer(c *handlers.Cause) error {
+	return runTimer(c, k.s.Process, func(d timerReport) (timerReply, error) {
+		var rep timerReply
+		err := k.post("/timer", d, &rep)
 		return rep, err
 	})
 }

@@ -75,6 +75,7 @@ type options struct {
 	gvk     *schema.GroupVersionKind // the kind of unstructured handlers
 	watched []string                 // the field handler's path
 	daemon  daemonFunc               // the daemon
+	timer   timerFunc                // the timer
 }
 
 // The kinds of test/kinds (Widget, ClusterWidget, Gadget) keep the spec
@@ -228,7 +229,8 @@ func (k Class) writesPerCall(s reconcile.Storage) int {
 
 // registerTyped registers the suite's five handlers for objects of type
 // T: create, update, a field handler, delete and resume, all calling h;
-// and the daemon, opts.daemon.
+// the daemon, opts.daemon; and the timer, opts.timer, every
+// TimerInterval.
 func registerTyped[T client.Object](reg *handlers.Registry, h handlerFunc, opts options) {
 	call := func(id string) handlers.HandlerFunc[T] {
 		return func(ctx context.Context, obj T, c *handlers.Cause) (any, error) {
@@ -245,10 +247,11 @@ func registerTyped[T client.Object](reg *handlers.Registry, h handlerFunc, opts 
 	del := []handlers.DeleteOption{handlers.ID(HandlerDelete), opts.labels}
 	resume := []handlers.ResumeOption{handlers.ID(HandlerResume), opts.labels}
 	daemon := []handlers.DaemonOption{handlers.ID(HandlerDaemon), opts.labels}
+	timer := []handlers.TimerOption{handlers.ID(HandlerTimer), opts.labels}
 	if opts.gvk != nil {
 		k := handlers.ForKind(opts.gvk.Group, opts.gvk.Version, opts.gvk.Kind)
 		create, update, field, del, resume = append(create, k), append(update, k), append(field, k), append(del, k), append(resume, k)
-		daemon = append(daemon, k)
+		daemon, timer = append(daemon, k), append(timer, k)
 	}
 	handlers.OnCreate(reg, call(HandlerCreate), create...)
 	handlers.OnUpdate(reg, call(HandlerUpdate), update...)
@@ -258,6 +261,9 @@ func registerTyped[T client.Object](reg *handlers.Registry, h handlerFunc, opts 
 	handlers.OnDaemon(reg, func(_ context.Context, d *handlers.Daemon[T], c *handlers.Cause) error {
 		return opts.daemon(c, d)
 	}, daemon...)
+	handlers.OnTimer(reg, TimerInterval, func(_ context.Context, _ T, c *handlers.Cause) (any, error) {
+		return nil, opts.timer(c)
+	}, timer...)
 }
 
 // toMap turns an object into its JSON form as a map.

@@ -127,7 +127,7 @@ func (t *tail) String() string {
 }
 
 // reportServer is where the operator processes of a run report their
-// handler calls, their daemons' runs, and that they are ready.
+// handler calls, their daemons' and timers' runs, and that they are ready.
 type reportServer struct {
 	url    string
 	srv    *http.Server
@@ -162,6 +162,17 @@ func (r *runner) serveReports() error {
 		var d daemonReport
 		if decode(w, req, &d) {
 			rep, ok := r.daemon(d)
+			if !ok {
+				http.Error(w, "the process was killed", http.StatusGone)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(rep)
+		}
+	})
+	mux.HandleFunc("POST /timer", func(w http.ResponseWriter, req *http.Request) {
+		var d timerReport
+		if decode(w, req, &d) {
+			rep, ok := r.timer(d)
 			if !ok {
 				http.Error(w, "the process was killed", http.StatusGone)
 				return

@@ -234,6 +234,9 @@ type faultTally struct {
 	daemonStarts int
 	daemonStops  map[string]int
 	daemonTicks  int
+	// timerRuns counts the timer runs begun, timerEnds those that
+	// returned.
+	timerRuns, timerEnds int
 }
 
 func (f *faultTally) add(seq robustness.Sequence, h robustness.History) {
@@ -262,6 +265,10 @@ func (f *faultTally) add(seq robustness.Sequence, h robustness.History) {
 			f.daemonStarts++
 		case robustness.EventDaemonStop:
 			f.daemonStops[e.Detail]++
+		case robustness.EventTimerStart:
+			f.timerRuns++
+		case robustness.EventTimerEnd:
+			f.timerEnds++
 		}
 	}
 	f.daemonTicks += h.DaemonTicks
@@ -303,6 +310,7 @@ func (f *faultTally) String() string {
 	for _, r := range reasons {
 		parts = append(parts, fmt.Sprintf("daemon stops %q %d", r, f.daemonStops[r]))
 	}
+	parts = append(parts, fmt.Sprintf("timer runs %d, of them ended %d", f.timerRuns, f.timerEnds))
 	return strings.Join(parts, ", ")
 }
 

@@ -134,6 +134,7 @@ type runner struct {
 	names    []string // objects created, in order
 	callID   int
 	daemonID int                   // the last daemon run's id
+	timerID  int                   // the last timer run's id
 	ticks    int                   // daemon iterations reported
 	calls    map[int]*openCall     // handler calls begun and not ended, by id
 	ended    map[int]int           // handler calls ended: their index in events, by id
@@ -213,6 +214,12 @@ func (r *runner) startHere(p int) (operator, error) {
 				rep, _ := r.daemon(d) // this process is never killed
 				return rep, nil
 			})
+		},
+		timer: func(c *handlers.Cause) error {
+			return runTimer(c, p, func(d timerReport) (timerReply, error) {
+				rep, _ := r.timer(d) // this process is never killed
+				return rep, nil
+			})
 		}})
 	cfg := r.px.Config()
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side limit, as gopf.Main has it
@@ -232,6 +239,7 @@ func (r *runner) stop() {
 	if r.op == nil {
 		return
 	}
+	r.record(Event{Kind: EventStopping, Process: r.process})
 	_ = r.op.Stop() // errors while stopping are the operator's business
 	r.op = nil
 	r.record(Event{Kind: EventStop, Process: r.process})
@@ -643,6 +651,7 @@ func (r *runner) history() (History, error) {
 		Terminating:   r.class.Terminating,
 		WritesPerCall: r.class.writesPerCall(r.storage),
 		DaemonTicks:   ticks,
+		TimerInterval: TimerInterval,
 		End:           time.Now(),
 	}
 	for _, name := range names {

@@ -106,3 +106,61 @@ func TestADaemonKilledMidIterationRunsOnceInTheNextProcess(t *testing.T) {
 		t.Errorf("obj0's daemon stopped %v by process, want %v (the killed process's daemon reports nothing)", reasons, want)
 	}
 }
+
+// killDuringATimerRun kills the operator while a run of obj0's timer is
+// under way (it reported its start and waits for the answer), then stops
+// the next one gracefully and deletes obj0 under the third: each process
+// runs obj0's timer, never two runs at once, and the last stops it for the
+// deletion before gopf lets the object go.
+var killDuringATimerRun = robustness.Sequence{
+	{Kind: robustness.OpCreate, Object: 0},
+	{Kind: robustness.OpCreate, Object: 1},
+	{Kind: robustness.OpSettle},
+	{Kind: robustness.OpArm, Object: 0, Handler: robustness.HandlerTimer, Behaviour: robustness.BehaveKill, Moment: robustness.MomentInTimer},
+	{Kind: robustness.OpKill, Moment: robustness.MomentInTimer},
+	{Kind: robustness.OpSettle},
+	{Kind: robustness.OpStop},
+	{Kind: robustness.OpStart},
+	{Kind: robustness.OpSettle},
+	{Kind: robustness.OpDelete, Object: 0},
+	{Kind: robustness.OpSettle},
+}
+
+// A timer run cut by a kill is not finished by anyone: the next process
+// runs the timer again, from a new run, and never beside another; a
+// graceful stop waits for the run under way.
+func TestATimerKilledMidRunRunsAgainInTheNextProcess(t *testing.T) {
+	class, _ := classNamed("KopfExample")
+	h := runSequence(t, class, reconcile.StorageAuto, killDuringATimerRun, 1, "the timer scenario",
+		"go test ./test/robustness -run 'TestATimerKilledMidRun'")
+	kills, runs, ended, cut := 0, map[int]int{}, map[int]bool{}, 0
+	for _, e := range h.Events {
+		switch {
+		case e.Kind == robustness.EventKill && strings.HasPrefix(e.Detail, string(robustness.MomentInTimer)):
+			kills++
+		case e.Kind == robustness.EventTimerStart && e.Object == "obj0":
+			runs[e.Process]++
+			ended[e.Run] = false
+		case e.Kind == robustness.EventTimerEnd && e.Object == "obj0":
+			ended[e.Run] = true
+		}
+	}
+	for _, done := range ended {
+		if !done {
+			cut++
+		}
+	}
+	if kills != 1 {
+		t.Errorf("%d kills during a timer run, want 1", kills)
+	}
+	if cut != 1 {
+		t.Errorf("%d runs of obj0's timer never ended, want 1 (the one cut by the kill)", cut)
+	}
+	// The settles take 2 s of quiet each, five intervals of the timer.
+	for p := 1; p <= 3; p++ {
+		if runs[p] < 2 {
+			t.Errorf("obj0's timer ran %v times by process, want at least twice in each of processes 1 to 3", runs)
+			break
+		}
+	}
+}
