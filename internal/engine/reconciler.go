@@ -247,7 +247,7 @@ func (t *turn) handleDeletion(ctx context.Context, d decide.Decision) (bool, err
 		t.log.Info("deletion handled; finalizer removed")
 		return true, nil
 	case done:
-		t.log.V(1).Info("waiting for daemons to stop before releasing the finalizer")
+		t.log.V(1).Info("waiting for daemons and timer runs under way to stop before releasing the finalizer")
 	}
 	return false, nil
 }
