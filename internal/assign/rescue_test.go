@@ -1,0 +1,122 @@
+package assign
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/gopf-dev/gopf/internal/shard"
+)
+
+// lease writes the Lease of shard name in the test's ring as its holder
+// left it: renewed at renewed, for duration.
+func (c *cluster) lease(name, holder string, duration time.Duration, renewed time.Time) {
+	c.t.Helper()
+	at := metav1.NewMicroTime(renewed)
+	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(int32(duration / time.Second)),
+		AcquireTime: &at, RenewTime: &at}
+	leases := c.k8s.CoordinationV1().Leases(c.ns)
+	l, err := leases.Get(context.Background(), name, metav1.GetOptions{})
+	if err == nil {
+		l.Spec = spec
+		_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+	} else {
+		_, err = leases.Create(context.Background(), &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{shard.RingLabel: ring}}, Spec: spec}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// A shard that missed its renewal is probably dead: the objects of a dead
+// shard that the ring gives it wait, unwritten, rather than move to it to
+// wait there for its claim and move again; they move once it renews.
+func TestTheObjectsOfADeadShardWaitRatherThanMoveOntoAShardThatMissedItsRenewal(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	c.join("a")
+	// late renewed 70 s ago for 60 s: Expired for 50 s more.
+	c.lease("late", "late", time.Minute, time.Now().Add(-70*time.Second))
+	c.lease("ghost", "ghost", 2*time.Second, time.Now().Add(-time.Hour)) // Uncertain: claimed, then Dead
+	keys := c.family(10, map[string]string{shard.ShardLabel(ring): "ghost"})
+	before := c.labels(g)
+	r := shard.NewRing("a", "late")
+	toA, toLate := map[types.NamespacedName]string{}, map[types.NamespacedName]string{}
+	for id, key := range keys {
+		if r.ShardFor(key) == "a" {
+			toA[id] = key
+		} else {
+			toLate[id] = key
+		}
+	}
+	g.Expect(toA).NotTo(BeEmpty())
+	g.Expect(toLate).NotTo(BeEmpty())
+	deferred := make(chan int, 100)
+	c.assigner(time.Hour, func(o *Options) {
+		o.OnPass = func(n Counts) {
+			select {
+			case deferred <- n.Deferred:
+			default:
+			}
+		}
+	})
+
+	g.Eventually(func(g Gomega) { c.placed(g, toA, r) }, timeout).Should(Succeed())
+	g.Eventually(deferred, timeout).Should(Receive(BeNumerically(">", 0)))
+	g.Consistently(func(g Gomega) {
+		objs := c.labels(g)
+		for id := range toLate {
+			g.Expect(objs[id].ResourceVersion).To(Equal(before[id].ResourceVersion), "%s waits unwritten", id)
+		}
+	}, time.Second, 100*time.Millisecond).Should(Succeed())
+
+	c.lease("late", "late", time.Minute, time.Now())
+	g.Eventually(func(g Gomega) { c.placed(g, keys, r) }, timeout).Should(Succeed())
+}
+
+// Drains move objects that a live shard handles meanwhile; rescues give a
+// shard to objects that nobody handles. Each waits for a bucket of its
+// own: the drains of a rebalance do not hold up the moves of a dead
+// shard's objects.
+func TestDrainsAndRescuesWaitForBucketsOfTheirOwn(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	c.join("a")
+	c.join("b")
+	c.lease("ghost", "ghost", 2*time.Second, time.Now().Add(-time.Hour))
+	ofGhost := c.family(5, map[string]string{shard.ShardLabel(ring): "ghost"})
+	r := shard.NewRing("a", "b")
+	drains := 0
+	for i := range 20 { // on a, some of them b's by the ring: drains
+		cm, err := c.k8s.CoreV1().ConfigMaps(c.ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("on-a-%d", i), Labels: map[string]string{shard.ShardLabel(ring): "a"}}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		if key, _ := shard.ObjectKey(configMaps.GroupKind, cm); r.ShardFor(key) == "b" {
+			drains++
+		}
+	}
+	g.Expect(drains).To(BeNumerically(">", 1))
+	c.assigner(time.Hour, func(o *Options) {
+		o.DrainsPerSecond, o.DrainBurst = 0.001, 1 // one drain, then none for 1,000 s
+	})
+
+	g.Eventually(func(g Gomega) { c.placed(g, ofGhost, r) }, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		n := 0
+		for _, meta := range c.labels(g) {
+			if meta.Labels[shard.DrainLabel(ring)] != "" {
+				n++
+			}
+		}
+		g.Expect(n).To(BeNumerically("<=", 1), "one drain token")
+	}, time.Second, 100*time.Millisecond).Should(Succeed())
+}
