@@ -30,8 +30,9 @@ type Counts struct {
 	Conflicts int
 	// Failed patches met another error, logged once per pass.
 	Failed int
-	// Renewed counts the changes of the available shards during the pass,
-	// after which it went on with the new ring (see pass.renew).
+	// Renewed counts the changes of the shards during the pass that change
+	// what it decides (see pass.stale), after which it went on with the
+	// new ring (see pass.renew).
 	Renewed int
 }
 

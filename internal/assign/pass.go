@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +45,7 @@ type pass struct {
 	mu      sync.Mutex             // guards the rest: a rescue sweep's workers share it
 	gen     uint64                 // the view's generation when the ring was taken
 	states  map[string]shard.State // the shards' states then
+	until   time.Time              // when one of them changes with time; zero for never
 	ring    *shard.Ring
 	counts  Counts
 	failure error // the first failed patch
@@ -375,7 +377,7 @@ func (a *Assigner) patch(ctx context.Context, k Kind, obj *metav1.PartialObjectM
 // take makes shards, read at the view's generation gen, the ring the pass
 // decides with. The caller holds p.mu, or no worker runs yet.
 func (p *pass) take(gen uint64, shards shard.Shards) {
-	p.gen, p.ring, p.states = gen, shards.Ring(), make(map[string]shard.State, len(shards))
+	p.gen, p.ring, p.states, p.until = gen, shards.Ring(), make(map[string]shard.State, len(shards)), shards.Changes()
 	for _, s := range shards {
 		p.states[s.Name] = s.State
 	}
@@ -406,8 +408,11 @@ func (p *pass) renew(ctx context.Context) {
 	p.counts.Renewed++
 }
 
-// stale reports whether the available shards changed since the pass
-// took its ring.
+// stale reports whether the shards changed since the pass took its ring
+// in a way that changes what it decides: a shard became available or
+// unavailable, Ready or not (see Decide), or Uncertain, to be claimed at
+// once rather than after the pass, which under a crash loop may outlast
+// its leader.
 func (p *pass) stale() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -416,17 +421,30 @@ func (p *pass) stale() bool {
 
 // staleLocked is stale for a caller that holds p.mu.
 func (p *pass) staleLocked() bool {
-	if p.view.generation() == p.gen {
+	now := p.opts.Clock.Now()
+	if p.view.generation() == p.gen && (p.until.IsZero() || now.Before(p.until)) {
 		return false
 	}
-	now := p.view.Shards(p.opts.Clock.Now()).Available()
-	available := 0
-	for _, st := range p.states {
-		if st.Available() {
-			available++
+	shards := p.view.Shards(now)
+	for _, s := range shards {
+		if changes(p.states[s.Name], s.State) {
+			return true
 		}
 	}
-	return len(now) != available || slices.ContainsFunc(now, func(s string) bool { return !p.states[s].Available() })
+	for name, was := range p.states { // a Lease deleted
+		if !slices.ContainsFunc(shards, func(s shard.Shard) bool { return s.Name == name }) && changes(was, shard.Unknown) {
+			return true
+		}
+	}
+	return false
+}
+
+// changes reports whether a shard going from state was to now changes what
+// a pass decides: it became available or unavailable, Ready or not, or
+// Uncertain (to claim). A shard that was not there was Unknown.
+func changes(was, now shard.State) bool {
+	return was.Available() != now.Available() || (was == shard.Ready) != (now == shard.Ready) ||
+		(was == shard.Uncertain) != (now == shard.Uncertain)
 }
 
 // resource is where obj of kind k is read and patched.

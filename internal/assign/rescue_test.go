@@ -120,3 +120,31 @@ func TestDrainsAndRescuesWaitForBucketsOfTheirOwn(t *testing.T) {
 		g.Expect(n).To(BeNumerically("<=", 1), "one drain token")
 	}, time.Second, 100*time.Millisecond).Should(Succeed())
 }
+
+// A shard that turns Uncertain while a pass runs is claimed then, not
+// after the pass, and the pass moves its objects: under a crash loop a
+// pass may outlast its leader.
+func TestAShardThatTurnsUncertainDuringAPassIsClaimedInIt(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	c.join("a")
+	// fading renewed 3 s ago for 3 s: Expired now, Uncertain in 3 s.
+	c.lease("fading", "fading", 3*time.Second, time.Now().Add(-3*time.Second))
+	ofFading := c.family(3, map[string]string{shard.ShardLabel(ring): "fading"})
+	for i := range 20 { // twenty objects without a shard, at two writes a second
+		_, err := c.k8s.CoreV1().ConfigMaps(c.ns).Create(context.Background(), &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("new-%d", i)}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	passes := make(chan Counts, 100)
+	c.assigner(time.Hour, func(o *Options) {
+		o.RescuesPerSecond, o.RescueBurst = 2, 1
+		o.OnPass = func(n Counts) { passes <- n }
+	})
+
+	var first Counts
+	g.Eventually(passes, timeout).Should(Receive(&first))
+	g.Expect(first.Renewed).To(BeNumerically(">=", 1), "%+v", first)
+	g.Expect(first.Reassigned).To(Equal(len(ofFading)), "the pass moved every object of the shard it claimed: %+v", first)
+	c.placed(g, ofFading, shard.NewRing("a"))
+}
