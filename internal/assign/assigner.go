@@ -55,6 +55,20 @@ const (
 	// server's priority and fairness either way.
 	DefaultRescuesPerSecond = 500
 	DefaultRescueBurst      = 500
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod
+	// time the assigner's own election. When its leader dies without
+	// releasing the Lease (SIGKILL, a lost node), nothing is assigned and
+	// no dead shard's objects move until another replica leads: a lease
+	// duration and up to a retry period later. With a shard's timing
+	// (shard.DefaultLeaseDuration, 15 s) that was about half the time in
+	// the sharded bench's chaos run, whose kills took the leader at most
+	// kills. Only gopf's replicas read this Lease, so its timing is gopf's
+	// to choose, where the shards' Leases keep the reference's (its
+	// sharder reads them). It costs a renewal a second instead of one every
+	// 2 s.
+	DefaultLeaseDuration = 8 * time.Second
+	DefaultRenewDeadline = 5 * time.Second
+	DefaultRetryPeriod   = time.Second
 )
 
 // Options configure an Assigner.
@@ -108,8 +122,8 @@ type Options struct {
 	// response as large as the kind's metadata.
 	PageSize int64
 	// LeaseDuration, RenewDeadline and RetryPeriod time the assigner's
-	// election and how often it retries one. Zero means shard's defaults
-	// (controller-runtime's).
+	// election and how often it retries one. Zero means
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -198,9 +212,9 @@ func (o *Options) defaults() error {
 	}
 	o.ResyncPeriod = orDefault(o.ResyncPeriod, DefaultResyncPeriod)
 	o.DrainCheckPeriod = orDefault(o.DrainCheckPeriod, DefaultDrainCheckPeriod)
-	o.LeaseDuration = orDefault(o.LeaseDuration, shard.DefaultLeaseDuration)
-	o.RenewDeadline = orDefault(o.RenewDeadline, shard.DefaultRenewDeadline)
-	o.RetryPeriod = orDefault(o.RetryPeriod, shard.DefaultRetryPeriod)
+	o.LeaseDuration = orDefault(o.LeaseDuration, DefaultLeaseDuration)
+	o.RenewDeadline = orDefault(o.RenewDeadline, DefaultRenewDeadline)
+	o.RetryPeriod = orDefault(o.RetryPeriod, DefaultRetryPeriod)
 	o.DrainsPerSecond, o.DrainBurst = orDefaultRate(o.DrainsPerSecond, o.DrainBurst, DefaultDrainsPerSecond, DefaultDrainBurst)
 	o.RescuesPerSecond, o.RescueBurst = orDefaultRate(o.RescuesPerSecond, o.RescueBurst, DefaultRescuesPerSecond, DefaultRescueBurst)
 	if o.ResyncPeriod < 0 || o.DrainCheckPeriod < 0 || o.DrainsPerSecond < 0 || o.DrainBurst < 0 ||
