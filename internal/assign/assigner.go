@@ -148,6 +148,7 @@ type Assigner struct {
 	leading      atomic.Bool
 	drainBucket  flowcontrol.RateLimiter // DrainsPerSecond
 	rescueBucket flowcontrol.RateLimiter // RescuesPerSecond
+	resume       mark                    // where the leader's rescue got to; its goroutine's
 	started      sync.Once
 }
 

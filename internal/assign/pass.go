@@ -36,6 +36,14 @@ type pass struct {
 	selector string // the objects that the sweep under way lists
 	listing  bool   // whether the sweep under way counts its objects as Listed
 	draining bool   // looking at drains now
+	kindAt   int    // the index of the kind the sweep under way lists
+	// round, in the rescue of the objects of shards that are not
+	// available, is afterMark or upToMark: the objects after from, where
+	// the last rescue got to, then those up to it; at is where this one
+	// got to, saved as far as the assigner's Lease tells (see
+	// ResumeAnnotation). Zero in the other sweeps.
+	round           int
+	from, at, saved mark
 	// workers holds a token for each object decided in a worker of its
 	// own, in a rescue sweep; nil in the other sweeps, which decide one
 	// object after the other.
@@ -109,8 +117,9 @@ func (a *Assigner) pass(ctx context.Context, log logr.Logger, view *View, gen ui
 // rescue looks at the objects that no available shard holds, with
 // rescueWorkers patches in flight: those without a shard, then those whose
 // shard is not available (a selector the API server's watch cache
-// answers). The second list's objects count as Listed in a narrow pass.
-// With no shard available there is nowhere to put them.
+// answers), from where the last rescue got to and round to it (see
+// ResumeAnnotation). The latter count as Listed in a narrow pass. With no
+// shard available there is nowhere to put them.
 func (p *pass) rescue(ctx context.Context, available []string, narrow bool) []error {
 	if len(available) == 0 {
 		return nil
@@ -122,10 +131,34 @@ func (p *pass) rescue(ctx context.Context, available []string, narrow bool) []er
 	p.workers = make(chan struct{}, rescueWorkers)
 	defer func() { p.workers = nil }()
 	errs := p.sweep(ctx, unassigned(p.opts.Ring), false)
-	if ctx.Err() != nil {
-		return nil
+	p.from, p.at, p.saved = p.resume, p.resume, p.resume
+	for _, round := range []int{afterMark, upToMark} {
+		if ctx.Err() != nil || round == upToMark && p.from == start {
+			break
+		}
+		p.round = round
+		errs = append(errs, p.sweep(ctx, unplaced.String(), narrow)...)
 	}
-	return append(errs, p.sweep(ctx, unplaced.String(), narrow)...)
+	p.round = 0
+	p.keep(ctx)
+	return errs
+}
+
+// The rounds of the rescue of the objects of shards that are not
+// available (see pass.round).
+const (
+	afterMark = 1 + iota
+	upToMark
+)
+
+// keep saves where the rescue got to, for this leader's next pass and,
+// if it moved on, in the assigner's Lease for the next leader.
+func (p *pass) keep(ctx context.Context) {
+	if p.at != p.saved {
+		p.saveMark(ctx, p.log, p.at)
+		p.saved = p.at
+	}
+	p.resume = p.at
 }
 
 // sweep looks at the objects of every kind of the ring that selector
@@ -136,7 +169,8 @@ func (p *pass) sweep(ctx context.Context, selector string, listing bool) []error
 	p.selector, p.listing = selector, listing
 	defer p.inflight.Wait()
 	var errs []error
-	for _, k := range p.opts.Kinds {
+	for i, k := range p.opts.Kinds {
+		p.kindAt = i
 		if err := p.kind(ctx, k); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -187,6 +221,9 @@ func (p *pass) list(ctx context.Context, k Kind, objects metadata.ResourceInterf
 				return err
 			}
 		}
+		if p.round != 0 {
+			p.keep(ctx)
+		}
 		if list.Continue == "" {
 			return nil
 		}
@@ -196,7 +233,16 @@ func (p *pass) list(ctx context.Context, k Kind, objects metadata.ResourceInterf
 
 // visit decides obj, of kind k, and acts on it: at once, or in a rescue
 // sweep in a worker of its own, once fewer than rescueWorkers are busy.
+// In a round of the rescue (see pass.round) it leaves the other round's
+// objects alone.
 func (p *pass) visit(ctx context.Context, k Kind, obj *metav1.PartialObjectMetadata) error {
+	if p.round != 0 {
+		here := markOf(p.kindAt, obj)
+		if (p.round == afterMark) != p.from.before(here) {
+			return nil // the other round's
+		}
+		p.at = here
+	}
 	if p.workers == nil {
 		return p.object(ctx, k, obj)
 	}

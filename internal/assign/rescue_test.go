@@ -3,6 +3,8 @@ package assign
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -147,4 +149,64 @@ func TestAShardThatTurnsUncertainDuringAPassIsClaimedInIt(t *testing.T) {
 	g.Expect(first.Renewed).To(BeNumerically(">=", 1), "%+v", first)
 	g.Expect(first.Reassigned).To(Equal(len(ofFading)), "the pass moved every object of the shard it claimed: %+v", first)
 	c.placed(g, ofFading, shard.NewRing("a"))
+}
+
+// A new leader's rescue of a dead shard's objects goes on where the last
+// leader's got to (ResumeAnnotation), round to it, rather than from the
+// top of the list, and tells the next leader where it got to.
+func TestANewLeaderRescuesFromWhereTheLastOneGotTo(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	c.join("a")
+	c.lease("ghost", "ghost", 2*time.Second, time.Now().Add(-time.Hour))
+	keys := c.family(8, map[string]string{shard.ShardLabel(ring): "ghost"})
+	at := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	_, err := c.k8s.CoordinationV1().Leases(c.ns).Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: ring + "-assigner", Annotations: map[string]string{ResumeAnnotation: "configmaps " + c.ns + "/cm-3"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("gone_xxxxx"), LeaseDurationSeconds: ptr.To(int32(1)), AcquireTime: &at, RenewTime: &at},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	c.assigner(time.Hour, func(o *Options) { o.RescuesPerSecond, o.RescueBurst = 10, 1 })
+
+	g.Eventually(func(g Gomega) { c.placed(g, keys, shard.NewRing("a")) }, timeout).Should(Succeed())
+	var first, later []int64 // up to the mark; after it
+	for id, meta := range c.labels(g) {
+		rv, err := strconv.ParseInt(meta.ResourceVersion, 10, 64)
+		g.Expect(err).NotTo(HaveOccurred())
+		if id.Namespace == "configmaps" && id.Name <= "cm-3" {
+			first = append(first, rv)
+		} else {
+			later = append(later, rv)
+		}
+	}
+	g.Expect(first).To(HaveLen(4))
+	g.Expect(slices.Max(later)).To(BeNumerically("<", slices.Min(first)),
+		"the objects after the mark (cm-4 to cm-7, then every Secret) moved before those up to it")
+	l, err := c.k8s.CoordinationV1().Leases(c.ns).Get(context.Background(), ring+"-assigner", metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(l.Annotations).To(HaveKeyWithValue(ResumeAnnotation, "configmaps "+c.ns+"/cm-3"), "the rescue went round to where it began")
+}
+
+func TestAMarkIsWrittenAndReadBackAndOrdersObjectsAsTheyAreListed(t *testing.T) {
+	a := &Assigner{opts: Options{Kinds: kinds}}
+	m := markOf(1, &metav1.ObjectMeta{Namespace: "ns", Name: "child"})
+	if got := a.format(m); got != "secrets ns/child" {
+		t.Errorf("format: %q", got)
+	}
+	if got := a.parse(a.format(m)); got != m {
+		t.Errorf("parse(format(m)) = %+v, want %+v", got, m)
+	}
+	for _, s := range []string{"", "deployments.apps ns/web", "no-space"} {
+		if got := a.parse(s); got != start {
+			t.Errorf("parse(%q) = %+v, want the start", s, got)
+		}
+	}
+	ordered := []mark{start, {0, "a/z"}, {0, "b/a"}, {0, "b/b"}, {1, "a/a"}}
+	for i := range ordered {
+		for j := range ordered {
+			if got := ordered[i].before(ordered[j]); got != (i < j) {
+				t.Errorf("%+v before %+v: %v", ordered[i], ordered[j], got)
+			}
+		}
+	}
 }
