@@ -72,19 +72,18 @@ type pending struct {
 // (Decide) and patches those that move. It first rescues the objects that
 // no available shard holds (pass.rescue), then, unless it is narrow, looks
 // at every object; the drains come last. A narrow pass is only the rescue
-// (see cadence). If the available shards change during the pass, it goes
-// on with the new ring (pass.renew).
+// (see cadence). If the shards change during the pass (pass.stale), it
+// goes on with the new ring (pass.renew).
 //
 // The objects without a shard come first of all: no one handles them, as
 // no one handles those of a shard that died, but they are new objects,
 // which the watch of unassigned objects missed (created while no assigner
 // led), and behind the moves of the dead shards' objects they could wait
 // as long as replicas keep dying. Then the objects of the shards that are
-// not available, and only those: a list selecting them starts, for a new
-// leader or the next pass as for this one, with the objects that still
-// wait, where a list of every object started with thousands that did not,
-// and each new leader of a crash-looping ring took them from the top
-// again.
+// not available, and only those, where a list of every object started
+// with thousands that needed nothing; and from where the last rescue got
+// to, this leader's or the last one's (ResumeAnnotation), where each new
+// leader of a crash-looping ring took them from the top again.
 //
 // Drains come last, after every object with no shard or a dead one has
 // its shard: a drain only moves an object that a live shard handles, while
@@ -137,6 +136,9 @@ func (p *pass) rescue(ctx context.Context, available []string, narrow bool) []er
 			break
 		}
 		p.round = round
+		if round == upToMark {
+			p.at = start // where the second round got to, from the top
+		}
 		errs = append(errs, p.sweep(ctx, unplaced.String(), narrow)...)
 	}
 	p.round = 0
@@ -241,7 +243,9 @@ func (p *pass) visit(ctx context.Context, k Kind, obj *metav1.PartialObjectMetad
 		if (p.round == afterMark) != p.from.before(here) {
 			return nil // the other round's
 		}
-		p.at = here
+		if p.at.before(here) { // the lists of several namespaces need not come in order
+			p.at = here
+		}
 	}
 	if p.workers == nil {
 		return p.object(ctx, k, obj)
