@@ -60,3 +60,23 @@ func TestDecideFollowsTheDrainHandshakeAndMovesNothingOntoOrOffAShardThatMissedI
 		}
 	}
 }
+
+func TestAPassTakesTheRingAgainWhenAShardsAvailabilityReadinessOrUncertaintyChanges(t *testing.T) {
+	for _, tc := range []struct {
+		was, now shard.State
+		want     bool
+	}{
+		{shard.Ready, shard.Ready, false},
+		{shard.Ready, shard.Expired, true},     // Defer sees it
+		{shard.Expired, shard.Uncertain, true}, // to claim
+		{shard.Uncertain, shard.Dead, true},    // claimed: unavailable
+		{shard.Dead, shard.Orphaned, false},
+		{shard.Unknown, shard.Ready, true}, // joined
+		{shard.Ready, shard.Unknown, true}, // its Lease deleted
+		{shard.Unknown, shard.Dead, false},
+	} {
+		if got := changes(tc.was, tc.now); got != tc.want {
+			t.Errorf("%v to %v: %v, want %v", tc.was, tc.now, got, tc.want)
+		}
+	}
+}
