@@ -34,16 +34,43 @@ const (
 	// objects waiting for their shard to acknowledge a drain, so that a
 	// released object waits for its new shard seconds, not a resync.
 	DefaultDrainCheckPeriod = 5 * time.Second
-	// DefaultWritesPerSecond and DefaultWriteBurst bound the assigner's
-	// patches: a token bucket of DefaultWriteBurst tokens refilled at
-	// DefaultWritesPerSecond. The objects of a shard that died are handled
-	// by no one until they move, so the rate is set for moving 5,000
-	// objects in under a minute (at 20 a second, bench-sharded's churn and
-	// chaos runs at 10,000 objects left objects unhandled for minutes),
-	// while small metadata patches at that rate stay a modest load for an
-	// API server, whose priority and fairness still governs them.
-	DefaultWritesPerSecond = 100
-	DefaultWriteBurst      = 100
+	// DefaultDrainsPerSecond and DefaultDrainBurst bound the drains, the
+	// patches that ask a live shard to let go of an object (a token bucket
+	// of DefaultDrainBurst tokens refilled at DefaultDrainsPerSecond): the
+	// object is handled meanwhile, so the rebalance when a shard joins can
+	// take its time, and each drain costs the shard's acknowledgement and
+	// an assignment besides.
+	DefaultDrainsPerSecond = 100
+	DefaultDrainBurst      = 100
+	// DefaultRescuesPerSecond and DefaultRescueBurst bound the patches that
+	// give a shard to an object that no live shard handles: one without a
+	// shard, or of a shard that died. Each moves an object from no
+	// handling to handling, so the bucket is larger: at 100 a second, the
+	// 5,000 objects of one of two replicas killed at 10,000 objects took
+	// at least 50 s to move, longer than the sharded bench's chaos run
+	// leaves between two kills (30 s), and objects of dead shards piled up
+	// until the run timed out. With the bucket out of the way, the API
+	// server sets the pace (with rescueWorkers patches in flight: 95 a
+	// second at the median on 2 loaded cores, 367 at most). The
+	// reference's sharder moves them with 100 patches in flight and no
+	// rate at all; these small metadata patches stay under the API
+	// server's priority and fairness either way.
+	DefaultRescuesPerSecond = 500
+	DefaultRescueBurst      = 500
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod
+	// time the assigner's own election. When its leader dies without
+	// releasing the Lease (SIGKILL, a lost node), nothing is assigned and
+	// no dead shard's objects move until another replica leads: a lease
+	// duration and up to a retry period later. With a shard's timing
+	// (shard.DefaultLeaseDuration, 15 s) that was about half the time in
+	// the sharded bench's chaos run, whose kills took the leader at most
+	// kills. Only gopf's replicas read this Lease, so its timing is gopf's
+	// to choose, where the shards' Leases keep the reference's (its
+	// sharder reads them). It costs a renewal a second instead of one every
+	// 2 s.
+	DefaultLeaseDuration = 8 * time.Second
+	DefaultRenewDeadline = 5 * time.Second
+	DefaultRetryPeriod   = time.Second
 )
 
 // Options configure an Assigner.
@@ -80,10 +107,15 @@ type Options struct {
 	// DrainCheckPeriod is how soon a pass follows one that left objects
 	// draining. Zero means DefaultDrainCheckPeriod.
 	DrainCheckPeriod time.Duration
-	// WritesPerSecond and WriteBurst bound the assigner's patches (a token
-	// bucket). Zero means DefaultWritesPerSecond and DefaultWriteBurst.
-	WritesPerSecond float32
-	WriteBurst      int
+	// DrainsPerSecond and DrainBurst bound the drains (a token bucket).
+	// Zero means DefaultDrainsPerSecond and DefaultDrainBurst.
+	DrainsPerSecond float32
+	DrainBurst      int
+	// RescuesPerSecond and RescueBurst bound the assignments of objects
+	// that no live shard handles (a token bucket of their own). Zero means
+	// DefaultRescuesPerSecond and DefaultRescueBurst.
+	RescuesPerSecond float32
+	RescueBurst      int
 	// PageSize, if positive, lists each kind in pages of that many objects,
 	// read consistently (from the API server's cache where it can serve
 	// pages, from etcd otherwise). Zero lists each kind in one request with
@@ -92,8 +124,8 @@ type Options struct {
 	// response as large as the kind's metadata.
 	PageSize int64
 	// LeaseDuration, RenewDeadline and RetryPeriod time the assigner's
-	// election and how often it retries one. Zero means shard's defaults
-	// (controller-runtime's).
+	// election and how often it retries one. Zero means
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod.
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
@@ -113,11 +145,13 @@ type Options struct {
 // manager.Runnable that runs its own election among the replicas, so it
 // does not need the manager's.
 type Assigner struct {
-	opts    Options
-	holder  string // this process in the assigner's Lease
-	leading atomic.Bool
-	limiter flowcontrol.RateLimiter
-	started sync.Once
+	opts         Options
+	holder       string // this process in the assigner's Lease
+	leading      atomic.Bool
+	drainBucket  flowcontrol.RateLimiter // DrainsPerSecond
+	rescueBucket flowcontrol.RateLimiter // RescuesPerSecond
+	resume       mark                    // where the leader's rescue got to; its goroutine's
+	started      sync.Once
 }
 
 // New returns the assigner of opts, or an error naming what is wrong with
@@ -127,9 +161,10 @@ func New(opts Options) (*Assigner, error) {
 		return nil, err
 	}
 	return &Assigner{
-		opts:    opts,
-		holder:  holderOf(opts.Shard),
-		limiter: flowcontrol.NewTokenBucketRateLimiterWithClock(opts.WritesPerSecond, opts.WriteBurst, opts.Clock),
+		opts:         opts,
+		holder:       holderOf(opts.Shard),
+		drainBucket:  flowcontrol.NewTokenBucketRateLimiterWithClock(opts.DrainsPerSecond, opts.DrainBurst, opts.Clock),
+		rescueBucket: flowcontrol.NewTokenBucketRateLimiterWithClock(opts.RescuesPerSecond, opts.RescueBurst, opts.Clock),
 	}, nil
 }
 
@@ -180,16 +215,13 @@ func (o *Options) defaults() error {
 	}
 	o.ResyncPeriod = orDefault(o.ResyncPeriod, DefaultResyncPeriod)
 	o.DrainCheckPeriod = orDefault(o.DrainCheckPeriod, DefaultDrainCheckPeriod)
-	o.LeaseDuration = orDefault(o.LeaseDuration, shard.DefaultLeaseDuration)
-	o.RenewDeadline = orDefault(o.RenewDeadline, shard.DefaultRenewDeadline)
-	o.RetryPeriod = orDefault(o.RetryPeriod, shard.DefaultRetryPeriod)
-	if o.WritesPerSecond == 0 {
-		o.WritesPerSecond = DefaultWritesPerSecond
-	}
-	if o.WriteBurst == 0 {
-		o.WriteBurst = DefaultWriteBurst
-	}
-	if o.ResyncPeriod < 0 || o.DrainCheckPeriod < 0 || o.WritesPerSecond < 0 || o.WriteBurst < 0 || o.PageSize < 0 {
+	o.LeaseDuration = orDefault(o.LeaseDuration, DefaultLeaseDuration)
+	o.RenewDeadline = orDefault(o.RenewDeadline, DefaultRenewDeadline)
+	o.RetryPeriod = orDefault(o.RetryPeriod, DefaultRetryPeriod)
+	o.DrainsPerSecond, o.DrainBurst = orDefaultRate(o.DrainsPerSecond, o.DrainBurst, DefaultDrainsPerSecond, DefaultDrainBurst)
+	o.RescuesPerSecond, o.RescueBurst = orDefaultRate(o.RescuesPerSecond, o.RescueBurst, DefaultRescuesPerSecond, DefaultRescueBurst)
+	if o.ResyncPeriod < 0 || o.DrainCheckPeriod < 0 || o.DrainsPerSecond < 0 || o.DrainBurst < 0 ||
+		o.RescuesPerSecond < 0 || o.RescueBurst < 0 || o.PageSize < 0 {
 		return problem("periods, write rates and page size cannot be negative")
 	}
 	if o.Clock == nil {
@@ -204,6 +236,18 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// orDefaultRate returns rate and burst, each replaced by its default if
+// zero.
+func orDefaultRate(rate float32, burst int, defRate float32, defBurst int) (float32, int) {
+	if rate == 0 {
+		rate = defRate
+	}
+	if burst == 0 {
+		burst = defBurst
+	}
+	return rate, burst
 }
 
 // Start runs for the assigner's election until ctx is done, and assigns
@@ -223,7 +267,8 @@ func (a *Assigner) run(ctx context.Context) error {
 		log = logf.FromContext(ctx)
 	}
 	log = log.WithValues("ring", a.opts.Ring, "assigner", a.holder)
-	defer a.limiter.Stop()
+	defer a.drainBucket.Stop()
+	defer a.rescueBucket.Stop()
 	for {
 		if err := a.elect(ctx, log); err != nil {
 			return err

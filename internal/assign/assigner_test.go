@@ -351,7 +351,7 @@ func TestTheAssignersWritesAreBoundedByItsTokenBucket(t *testing.T) {
 	passes := make(chan Counts, 100)
 	began := time.Now()
 	c.assigner(time.Hour, func(o *Options) {
-		o.WritesPerSecond, o.WriteBurst = 5, 1
+		o.RescuesPerSecond, o.RescueBurst = 5, 1
 		o.OnPass = func(n Counts) { passes <- n }
 	})
 	var first Counts

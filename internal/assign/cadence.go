@@ -16,8 +16,8 @@ const narrowResyncs = 9
 // A pass over every object costs a list of the ring's metadata: at 50,000
 // objects, a third of what a replica that also serves the webhook
 // allocates, for passes that, once the ring is settled, find nothing. The
-// ring is settled after a clean pass (no error, nothing draining, no
-// conflict, no change of the ring during it) with the same available
+// ring is settled after a clean pass (no error, nothing draining or
+// deferred, no conflict, no change of the ring during it) with the same available
 // shards: every object then is either
 // on an available shard, or was created or let go since and waits for the
 // watch of unassigned objects (watchUnassigned). So a resync of a settled
@@ -50,7 +50,7 @@ func (c *cadence) next(now time.Time, available []string) (due, narrow bool) {
 // the Options' periods.
 func (c *cadence) done(now time.Time, available []string, narrow bool, counts Counts, err error, resync, drainCheck time.Duration) {
 	c.members, c.passed = available, true
-	c.settled = err == nil && counts.Draining == 0 && counts.Conflicts == 0 && counts.Renewed == 0
+	c.settled = err == nil && counts.Draining == 0 && counts.Deferred == 0 && counts.Conflicts == 0 && counts.Renewed == 0
 	if narrow {
 		c.narrowed++
 	} else {

@@ -93,7 +93,7 @@ func TestAPassWhoseRingChangesGoesOnWithTheNewRing(t *testing.T) {
 	c.family(10, nil) // twenty objects, at four writes a second
 	passes := make(chan Counts, 1)
 	c.assigner(time.Hour, func(o *Options) {
-		o.WritesPerSecond, o.WriteBurst = 4, 1
+		o.RescuesPerSecond, o.RescueBurst = 4, 1
 		o.OnPass = func(n Counts) {
 			select { // the first pass only: drains that no shard acknowledges are checked again and again
 			case passes <- n:
@@ -150,7 +150,7 @@ func TestAPassAssignsObjectsWithoutAShardBeforeItMovesThoseOfAShardThatLeft(t *t
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 
-	c.assigner(time.Hour, func(o *Options) { o.WritesPerSecond, o.WriteBurst = 20, 1 })
+	c.assigner(time.Hour, func(o *Options) { o.RescuesPerSecond, o.RescueBurst = 20, 1 })
 	var assigned, moved []int64
 	g.Eventually(func(g Gomega) {
 		assigned, moved = nil, nil

@@ -10,9 +10,9 @@ import (
 
 const ring = "widgets"
 
-func TestDecideFollowsTheDrainHandshake(t *testing.T) {
-	alive := map[string]bool{"a": true, "b": true}
-	available := func(s string) bool { return alive[s] }
+func TestDecideFollowsTheDrainHandshakeAndMovesNothingOntoOrOffAShardThatMissedItsRenewal(t *testing.T) {
+	states := map[string]shard.State{"a": shard.Ready, "b": shard.Ready, "late": shard.Expired, "later": shard.Uncertain, "dead": shard.Dead}
+	state := func(s string) shard.State { return states[s] }
 	on := func(s string) map[string]string { return map[string]string{shard.ShardLabel(ring): s} }
 	draining := func(s string) map[string]string {
 		return map[string]string{shard.ShardLabel(ring): s, shard.DrainLabel(ring): "true"}
@@ -41,13 +41,42 @@ func TestDecideFollowsTheDrainHandshake(t *testing.T) {
 		{"draining from a shard that died", draining("dead"), false, nil, "b", Decision{Reassign, "b"}},
 		{"on a dead shard, being deleted", on("dead"), true, []string{"f"}, "b", Decision{Reassign, "b"}},
 		{"on a dead shard, no shard available", on("dead"), false, nil, "", Decision{}},
+		{"on no member at all", on("gone"), false, nil, "a", Decision{Reassign, "a"}},
+		{"unassigned, the ring picks a shard that missed its renewal", nil, false, nil, "late", Decision{Action: Defer}},
+		{"unassigned, the ring picks an uncertain shard", nil, false, nil, "later", Decision{Action: Defer}},
+		{"on a dead shard, the ring picks a shard that missed its renewal", on("dead"), false, nil, "late", Decision{Action: Defer}},
+		{"on a shard that missed its renewal, its place", on("late"), false, nil, "late", Decision{}},
+		{"on a shard that missed its renewal, the ring picks another", on("late"), false, nil, "a", Decision{Action: Defer}},
+		{"on an uncertain shard, the ring picks another", on("later"), false, nil, "a", Decision{Action: Defer}},
+		{"on a live shard, the ring picks one that missed its renewal", on("a"), false, nil, "late", Decision{Action: Defer}},
+		{"draining from a shard that missed its renewal", draining("late"), false, nil, "a", Decision{}},
 	} {
 		obj := &metav1.ObjectMeta{Name: "w", Labels: tc.labels, Finalizers: tc.finalizers}
 		if tc.deleting {
 			obj.DeletionTimestamp = &now
 		}
-		if got := Decide(obj, ring, tc.choice, available); got != tc.want {
+		if got := Decide(obj, ring, tc.choice, state); got != tc.want {
 			t.Errorf("%s: %v %q, want %v %q", tc.what, got.Action, got.Shard, tc.want.Action, tc.want.Shard)
+		}
+	}
+}
+
+func TestAPassTakesTheRingAgainWhenAShardsAvailabilityReadinessOrUncertaintyChanges(t *testing.T) {
+	for _, tc := range []struct {
+		was, now shard.State
+		want     bool
+	}{
+		{shard.Ready, shard.Ready, false},
+		{shard.Ready, shard.Expired, true},     // Defer sees it
+		{shard.Expired, shard.Uncertain, true}, // to claim
+		{shard.Uncertain, shard.Dead, true},    // claimed: unavailable
+		{shard.Dead, shard.Orphaned, false},
+		{shard.Unknown, shard.Ready, true}, // joined
+		{shard.Ready, shard.Unknown, true}, // its Lease deleted
+		{shard.Unknown, shard.Dead, false},
+	} {
+		if got := changes(tc.was, tc.now); got != tc.want {
+			t.Errorf("%v to %v: %v, want %v", tc.was, tc.now, got, tc.want)
 		}
 	}
 }

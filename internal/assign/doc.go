@@ -33,20 +33,29 @@
 // run handlers, timers and daemons on a child, which must stop on the old
 // shard before they start on the new one.
 //
-// What it costs the API server: per pass, one LIST of each kind (in each of Namespaces, if given), metadata
-// only (of a narrow resync: selecting the objects without an available shard), with resourceVersion=0 so that the API server's watch cache serves
-// it (or in pages of PageSize); a watch on the ring's few Leases; per kind
+// What it costs the API server: per pass, two LISTs of each kind (in each
+// of Namespaces, if given), metadata only, selecting the objects without
+// a shard and those without an available shard, and unless the pass is
+// narrow a third of every object, with resourceVersion=0 so that the API
+// server's watch cache serves them (or in pages of PageSize); a watch on the ring's few Leases; per kind
 // (and namespace), a metadata watch selecting on the shard label's
 // absence, which carries only objects without a shard, and a LIST of one
 // object where it starts; and writes only for objects that move, one
 // merge patch of their labels each (two for a drained object, plus its
 // shard's acknowledgement). Its cost does not grow with the assigned
 // objects beyond those lists: it neither watches nor caches them, and
-// holds an unassigned object only until it has written its label. The writes go through a token bucket (WritesPerSecond,
-// WriteBurst), so the rebalance of ten thousand objects when a shard joins
-// spreads over minutes; a pass whose ring changes under it decides the
-// object at hand again and goes on down the list with the new ring, and
-// another pass follows it (see pass.renew).
+// holds an unassigned object only until it has written its label. The
+// writes go through two token buckets: the drains, which move objects
+// that a live shard handles meanwhile, at most DrainsPerSecond, so the
+// rebalance of ten thousand objects when a shard joins spreads over
+// minutes; the rescues, which give a shard to objects that nobody handles
+// (new, or of a dead shard), at most RescuesPerSecond, with a few patches
+// in flight, so that a dead replica's objects move in seconds. A pass
+// whose ring changes under it decides the object at hand again and goes
+// on down the list with the new ring, and another pass follows it (see
+// pass.renew). An object is not moved onto or off a shard that missed its
+// renewal (Defer): probably dead, it would not handle the object nor let
+// go of it.
 //
 // Every patch carries the resourceVersion it was decided on, so it
 // applies only to the labels it saw (see pass.write); a refused patch is

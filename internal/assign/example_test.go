@@ -11,9 +11,10 @@ import (
 )
 
 // What the assigner does to objects of the ring "widgets" when shard-c
-// joins shard-a and shard-b, and shard-b has just died.
+// joins shard-a and shard-b, shard-b has just died, and shard-d has missed
+// its renewal.
 func ExampleDecide() {
-	alive := map[string]bool{"shard-a": true, "shard-c": true}
+	states := map[string]shard.State{"shard-a": shard.Ready, "shard-b": shard.Dead, "shard-c": shard.Ready, "shard-d": shard.Expired}
 	on := func(s string, draining bool) *metav1.ObjectMeta {
 		o := &metav1.ObjectMeta{Name: "w", Labels: map[string]string{shard.ShardLabel("widgets"): s}}
 		if draining {
@@ -31,8 +32,9 @@ func ExampleDecide() {
 		{"on shard-a, belongs to shard-c", on("shard-a", false), "shard-c"},
 		{"draining from shard-a", on("shard-a", true), "shard-c"},
 		{"on dead shard-b", on("shard-b", false), "shard-c"},
+		{"on dead shard-b, belongs to shard-d", on("shard-b", false), "shard-d"},
 	} {
-		d := assign.Decide(tc.obj, "widgets", tc.choice, func(s string) bool { return alive[s] })
+		d := assign.Decide(tc.obj, "widgets", tc.choice, func(s string) shard.State { return states[s] })
 		fmt.Println(strings.TrimSpace(fmt.Sprintf("%s: %s %s", tc.what, d.Action, d.Shard)))
 	}
 	// Output:
@@ -41,4 +43,5 @@ func ExampleDecide() {
 	// on shard-a, belongs to shard-c: drain
 	// draining from shard-a: none
 	// on dead shard-b: reassign shard-c
+	// on dead shard-b, belongs to shard-d: defer
 }

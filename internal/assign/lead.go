@@ -30,6 +30,7 @@ func (a *Assigner) lead(ctx context.Context, log logr.Logger) error {
 	if !view.WaitForSync(ctx) {
 		return nil
 	}
+	a.resume = a.loadMark(ctx, log)
 	a.watchUnassigned(ctx, log, view, &wg)
 	var every cadence
 	for {

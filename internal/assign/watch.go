@@ -2,7 +2,6 @@ package assign
 
 import (
 	"context"
-	"slices"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -147,21 +146,22 @@ func (a *Assigner) assignArrivals(ctx context.Context, log logr.Logger, view *Vi
 }
 
 // assignArrival gives an unassigned object the ring's choice of shard,
-// as a pass would (Decide), at most WritesPerSecond with the passes'
-// writes. With no shard available it leaves the object: the pass that
-// follows the first shard's arrival assigns it. A refused patch is not
-// tried again: the object changed or is gone, and a change that leaves it
-// unassigned arrives again.
+// as a pass would (Decide), at most RescuesPerSecond with the passes'
+// rescues. With no shard available, or while the ring's choice has
+// missed its renewal (Defer), it leaves the object: the pass that
+// follows the first shard's arrival, or the claim of the unready one,
+// assigns it (if the unready shard renews instead, the next resync does).
+// A refused patch is not tried again: the object changed or is gone, and
+// a change that leaves it unassigned arrives again.
 func (a *Assigner) assignArrival(ctx context.Context, log logr.Logger, view *View, o arrival) {
 	decide := func() Decision {
 		shards := view.Shards(a.opts.Clock.Now())
-		available := shards.Available()
-		return Decide(o.obj, a.opts.Ring, shards.Ring().ShardFor(o.key), func(s string) bool { return slices.Contains(available, s) })
+		return Decide(o.obj, a.opts.Ring, shards.Ring().ShardFor(o.key), stateIn(shards))
 	}
 	if decide().Action != Assign {
 		return
 	}
-	if err := a.limiter.Wait(ctx); err != nil {
+	if err := a.rescueBucket.Wait(ctx); err != nil {
 		return
 	}
 	d := decide() // the ring may have changed while waiting
@@ -175,6 +175,19 @@ func (a *Assigner) assignArrival(ctx context.Context, log logr.Logger, view *Vie
 	case ctx.Err() != nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
 	default:
 		log.Error(err, "assigning a new object: the next pass will", "kind", o.kind)
+	}
+}
+
+// stateIn returns the state of a shard of shards by name: Unknown for
+// none of them.
+func stateIn(shards shard.Shards) func(string) shard.State {
+	return func(name string) shard.State {
+		for _, s := range shards {
+			if s.Name == name {
+				return s.State
+			}
+		}
+		return shard.Unknown
 	}
 }
 

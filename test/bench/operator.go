@@ -85,6 +85,21 @@ type process struct {
 	peakKiB    int64 // the highest VmHWM read
 }
 
+// EnvLogLevel, if set, is the log level the operators run with instead
+// of error (zap's: info, debug, or a number), to read afterwards what an
+// operator did in a run, the sharded runs' assigner above all (its passes
+// log at info). Logs cost the operators CPU: not for runs whose figures
+// count.
+const EnvLogLevel = "GOPF_BENCH_LOG_LEVEL"
+
+// logLevel is the operators' log level: EnvLogLevel's, or error.
+func logLevel() string {
+	if l := os.Getenv(EnvLogLevel); l != "" {
+		return l
+	}
+	return "error"
+}
+
 // startProcess runs the operator binary with the flags every operator
 // gets and its own args, as the user of kubeconfig, with env added to its
 // environment and its output going to logPath. If reconcilesPath is set,
@@ -99,7 +114,7 @@ func startProcess(bin string, args []string, kubeconfig string, env []string, co
 	cmd := exec.Command(bin, append([]string{
 		"--health-probe-bind-address=0",
 		"--metrics-bind-address=0",
-		"--zap-log-level=error",
+		"--zap-log-level=" + logLevel(),
 		"--max-concurrent-reconciles=" + strconv.Itoa(concurrency),
 		"--kube-api-qps=" + strconv.Itoa(operatorQPS),
 		"--kube-api-burst=" + strconv.Itoa(operatorBurst),
