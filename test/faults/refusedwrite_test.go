@@ -16,6 +16,24 @@ import (
 	"github.com/gopf-dev/gopf/test/faults"
 )
 
+// labelling is the registry of the refused-write scenarios: a create
+// handler that labels its object ("labelled": "yes") and returns a result,
+// and an update handler, both recording their calls in cs.
+func labelling(cs *envtest.Calls) *handlers.Registry {
+	reg := handlers.NewRegistry()
+	handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		labelled := "yes"
+		c.Patch.SetLabel("labelled", &labelled)
+		return map[string]any{"done": true}, nil
+	}, handlers.ID("create"))
+	handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
+		cs.Record(c)
+		return nil, nil
+	}, handlers.ID("update"))
+	return reg
+}
+
 // A handler's own patch (here a label) goes out with the state that
 // describes the patched object. When the API server refuses that write,
 // the outcome gopf keeps must not describe a patch that was never applied:
@@ -40,18 +58,7 @@ func TestARefusedWriteKeepsTheHandlersPatchWithItsOutcome(t *testing.T) {
 				return refusing.Load() && r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/kopfexamples/") && tc.refused(r)
 			}})
 			var cs envtest.Calls
-			reg := handlers.NewRegistry()
-			handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-				cs.Record(c)
-				labelled := "yes"
-				c.Patch.SetLabel("labelled", &labelled)
-				return map[string]any{"done": true}, nil
-			}, handlers.ID("create"))
-			handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-				cs.Record(c)
-				return nil, nil
-			}, handlers.ID("update"))
-			runOperator(t, throughProxy(px, -1, 0), ns, reg)
+			runOperator(t, throughProxy(px, -1, 0), ns, labelling(&cs))
 
 			obj := newExample(ns, "refused")
 			g.Expect(k8s.Create(ctx, obj)).To(Succeed())
@@ -102,22 +109,8 @@ func TestAKillWhileTheHandlersPatchIsRefusedCutsTheCallAndLosesNoChange(t *testi
 			!strings.HasSuffix(r.URL.Path, "/status")
 	}})
 	var cs envtest.Calls
-	newRegistry := func() *handlers.Registry {
-		reg := handlers.NewRegistry()
-		handlers.OnCreate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-			cs.Record(c)
-			labelled := "yes"
-			c.Patch.SetLabel("labelled", &labelled)
-			return map[string]any{"done": true}, nil
-		}, handlers.ID("create"))
-		handlers.OnUpdate(reg, func(ctx context.Context, obj *kopfv1.KopfExample, c *handlers.Cause) (any, error) {
-			cs.Record(c)
-			return nil, nil
-		}, handlers.ID("update"))
-		return reg
-	}
 	opCfg := throughProxy(px, -1, 0)
-	first := runOperator(t, opCfg, ns, newRegistry())
+	first := runOperator(t, opCfg, ns, labelling(&cs))
 
 	obj := newExample(ns, "cut")
 	g.Expect(k8s.Create(ctx, obj)).To(Succeed())
@@ -134,7 +127,7 @@ func TestAKillWhileTheHandlersPatchIsRefusedCutsTheCallAndLosesNoChange(t *testi
 	_ = first.Stop()
 	px.Restore()
 	refusing.Store(false)
-	runOperator(t, opCfg, ns, newRegistry())
+	runOperator(t, opCfg, ns, labelling(&cs))
 
 	key := client.ObjectKeyFromObject(obj)
 	g.Eventually(func(g Gomega) {

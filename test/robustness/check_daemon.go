@@ -24,64 +24,18 @@ const (
 // and retried with backoff, and for the race detector on two busy cores.
 const DaemonBound = 10 * time.Second
 
-// daemonRun is one run of an object's daemon, as indices into all: from
-// its EventDaemonStart to its EventDaemonStop, or its process's kill or
-// graceful stop, or len(all) if it ran to the end of the history.
-type daemonRun struct {
-	process, id int
-	start, end  int
-	stopped     bool   // end is its EventDaemonStop
-	reason      string // its stop reason, if stopped
-}
-
-// daemonRuns returns the object's daemon runs, in the order they started.
-func (o objectHistory) daemonRuns() []daemonRun {
-	starts := o.filter(func(e Event) bool { return e.Kind == EventDaemonStart })
-	runs := make([]daemonRun, 0, len(starts))
-	for _, i := range starts {
-		d := daemonRun{process: o.all[i].Process, id: o.all[i].Run, start: i, end: len(o.all)}
-		for k := i + 1; k < len(o.all); k++ {
-			e := o.all[k]
-			if e.Kind == EventDaemonStop && e.Run == d.id {
-				d.end, d.stopped, d.reason = k, true, e.Detail
-				break
-			}
-			if (e.Kind == EventKill || e.Kind == EventStop) && e.Process == d.process {
-				d.end = k
-				break
-			}
-		}
-		runs = append(runs, d)
-	}
-	return runs
-}
-
 // checkDaemons checks the object's daemon runs against the daemon
 // contract (see Check).
 func (o objectHistory) checkDaemons() []Violation {
-	runs := o.daemonRuns()
-	return slices.Concat(o.checkDaemonOnce(runs), o.checkDaemonRuns(runs), o.checkDaemonDeleted(runs), o.checkDaemonStop(runs))
-}
-
-// checkDaemonOnce checks that no two daemon runs of the object overlap,
-// in one process or two.
-func (o objectHistory) checkDaemonOnce(runs []daemonRun) []Violation {
-	for k := 1; k < len(runs); k++ {
-		for _, prev := range runs[:k] {
-			if runs[k].start < prev.end {
-				return []Violation{o.violation(RuleDaemonOnce, "daemon %d started by process %d (event %d) while daemon %d of process %d ran (events %d to %d)",
-					runs[k].id, runs[k].process, runs[k].start, prev.id, prev.process, prev.start, prev.end)}
-			}
-		}
-	}
-	return nil
+	runs := o.runs(EventDaemonStart, EventDaemonStop)
+	return slices.Concat(o.checkOnce(RuleDaemonOnce, "daemon", runs), o.checkDaemonRuns(runs), o.checkDaemonDeleted(runs), o.checkDaemonStop(runs))
 }
 
 // checkDaemonRuns checks that, in every operator process, the object's
 // daemon runs DaemonBound after the process started or the object was
 // created, and after each handler call on the object in the process
 // ended, while the process runs and the object is not deleted.
-func (o objectHistory) checkDaemonRuns(runs []daemonRun) []Violation {
+func (o objectHistory) checkDaemonRuns(runs []run) []Violation {
 	created := o.index(func(e Event) bool { return e.Kind == EventWrite })
 	if created < 0 {
 		return nil
@@ -137,9 +91,9 @@ func (o objectHistory) at(i int) time.Time {
 // runningAt reports whether a daemon run of process p had started at t
 // and had not ended by then, or ended because it was asked to stop (the
 // request precedes the events that record its reason).
-func (o objectHistory) runningAt(runs []daemonRun, p int, t time.Time) bool {
-	return slices.ContainsFunc(runs, func(d daemonRun) bool {
-		return d.process == p && !o.all[d.start].At.After(t) && (o.at(d.end).After(t) || d.reason != "")
+func (o objectHistory) runningAt(runs []run, p int, t time.Time) bool {
+	return slices.ContainsFunc(runs, func(d run) bool {
+		return d.process == p && !o.all[d.start].At.After(t) && (o.at(d.end).After(t) || d.detail != "")
 	})
 }
 
@@ -147,7 +101,7 @@ func (o objectHistory) runningAt(runs []daemonRun, p int, t time.Time) bool {
 // daemon starts for it (after a delete handler call ended, or in a
 // process started after the deletion), and that every daemon of it has
 // ended before gopf released it: the operator's last write about it.
-func (o objectHistory) checkDaemonDeleted(runs []daemonRun) []Violation {
+func (o objectHistory) checkDaemonDeleted(runs []run) []Violation {
 	deleted := o.index(func(e Event) bool { return e.Kind == EventDelete })
 	if deleted < 0 {
 		return nil
@@ -188,21 +142,21 @@ func (o objectHistory) released() bool {
 // checkDaemonStop checks that every daemon run that did not end with its
 // process's kill returned with a reason, the right one: the object's
 // deletion, or its process's graceful stop.
-func (o objectHistory) checkDaemonStop(runs []daemonRun) []Violation {
+func (o objectHistory) checkDaemonStop(runs []run) []Violation {
 	deleted := o.index(func(e Event) bool { return e.Kind == EventDelete }) >= 0
 	for _, d := range runs {
 		var why string
 		switch {
 		case d.end >= len(o.all) || o.all[d.end].Kind == EventKill:
 			continue
-		case !d.stopped:
+		case !d.ended:
 			why = "still ran when its process stopped gracefully"
-		case d.reason == string(handlers.StopDeleted) && !deleted:
+		case d.detail == string(handlers.StopDeleted) && !deleted:
 			why = "was stopped as deleted, and the object was not deleted"
-		case d.reason == string(handlers.StopOperatorExiting) && !o.stoppedAfter(d):
+		case d.detail == string(handlers.StopOperatorExiting) && !o.stoppedAfter(d):
 			why = "was stopped as the operator exiting, and its process did not stop gracefully"
-		case d.reason != string(handlers.StopDeleted) && d.reason != string(handlers.StopOperatorExiting):
-			why = "returned with the stop reason " + `"` + d.reason + `"`
+		case d.detail != string(handlers.StopDeleted) && d.detail != string(handlers.StopOperatorExiting):
+			why = "returned with the stop reason " + `"` + d.detail + `"`
 		default:
 			continue
 		}
@@ -213,7 +167,7 @@ func (o objectHistory) checkDaemonStop(runs []daemonRun) []Violation {
 
 // stoppedAfter reports whether the process of d stopped gracefully after d
 // ended.
-func (o objectHistory) stoppedAfter(d daemonRun) bool {
+func (o objectHistory) stoppedAfter(d run) bool {
 	for _, e := range o.all[d.end:] {
 		if e.Process == d.process && (e.Kind == EventStop || e.Kind == EventKill) {
 			return e.Kind == EventStop

@@ -33,56 +33,11 @@ const (
 	TimerSlack = 3 * time.Second
 )
 
-// timerRun is one run of an object's timer, as indices into all: from
-// its EventTimerStart to its EventTimerEnd, or its process's kill or
-// graceful stop, or len(all) if it ran to the end of the history.
-type timerRun struct {
-	process, id int
-	start, end  int
-	ended       bool // end is its EventTimerEnd
-}
-
-// timerRuns returns the object's timer runs, in the order they began.
-func (o objectHistory) timerRuns() []timerRun {
-	starts := o.filter(func(e Event) bool { return e.Kind == EventTimerStart })
-	runs := make([]timerRun, 0, len(starts))
-	for _, i := range starts {
-		r := timerRun{process: o.all[i].Process, id: o.all[i].Run, start: i, end: len(o.all)}
-		for k := i + 1; k < len(o.all); k++ {
-			e := o.all[k]
-			if e.Kind == EventTimerEnd && e.Run == r.id {
-				r.end, r.ended = k, true
-				break
-			}
-			if (e.Kind == EventKill || e.Kind == EventStop) && e.Process == r.process {
-				r.end = k
-				break
-			}
-		}
-		runs = append(runs, r)
-	}
-	return runs
-}
-
 // checkTimers checks the object's timer runs against the timer contract
 // (see Check).
 func (o objectHistory) checkTimers() []Violation {
-	runs := o.timerRuns()
-	return slices.Concat(o.checkTimerOnce(runs), o.checkTimerRuns(runs), o.checkTimerDeleted(runs), o.checkTimerStop(runs))
-}
-
-// checkTimerOnce checks that no two runs of the object's timer overlap, in
-// one process or two.
-func (o objectHistory) checkTimerOnce(runs []timerRun) []Violation {
-	for k := 1; k < len(runs); k++ {
-		for _, prev := range runs[:k] {
-			if runs[k].start < prev.end {
-				return []Violation{o.violation(RuleTimerOnce, "timer run %d began in process %d (event %d) while run %d of process %d was under way (events %d to %d)",
-					runs[k].id, runs[k].process, runs[k].start, prev.id, prev.process, prev.start, prev.end)}
-			}
-		}
-	}
-	return nil
+	runs := o.runs(EventTimerStart, EventTimerEnd)
+	return slices.Concat(o.checkOnce(RuleTimerOnce, "timer run", runs), o.checkTimerRuns(runs), o.checkTimerDeleted(runs), o.checkTimerStop(runs))
 }
 
 // checkTimerRuns checks that, in every operator process, while it runs
@@ -90,7 +45,7 @@ func (o objectHistory) checkTimerOnce(runs []timerRun) []Violation {
 // timer runs: a run begins within TimerBound of the process's start, the
 // object's creation and each handler call on it that ended in the process,
 // and within the interval and TimerSlack of the end of each run.
-func (o objectHistory) checkTimerRuns(runs []timerRun) []Violation {
+func (o objectHistory) checkTimerRuns(runs []run) []Violation {
 	interval := o.h.TimerInterval
 	created := o.index(func(e Event) bool { return e.Kind == EventWrite })
 	if interval <= 0 || created < 0 {
@@ -139,8 +94,8 @@ func (o objectHistory) stopping(p int, w [2]int) int {
 
 // ranBetween reports whether a timer run of process p was under way
 // between event a and time due: it began by due and had not ended by a.
-func (o objectHistory) ranBetween(runs []timerRun, p, a int, due time.Time) bool {
-	return slices.ContainsFunc(runs, func(r timerRun) bool {
+func (o objectHistory) ranBetween(runs []run, p, a int, due time.Time) bool {
+	return slices.ContainsFunc(runs, func(r run) bool {
 		return r.process == p && r.end > a && !o.all[r.start].At.After(due)
 	})
 }
@@ -151,7 +106,7 @@ func (o objectHistory) ranBetween(runs []timerRun, p, a int, due time.Time) bool
 // run has ended before gopf released the object (the operator's last write
 // about it: the finalizer's removal), which gopf's finalizer is there for,
 // and none begins after.
-func (o objectHistory) checkTimerDeleted(runs []timerRun) []Violation {
+func (o objectHistory) checkTimerDeleted(runs []run) []Violation {
 	deleted := o.index(func(e Event) bool { return e.Kind == EventDelete })
 	if deleted < 0 {
 		return nil
@@ -187,7 +142,7 @@ func (o objectHistory) checkTimerDeleted(runs []timerRun) []Violation {
 // checkTimerStop checks that every timer run that was not killed with its
 // process ended before the process exited: a graceful stop waits for the
 // runs under way.
-func (o objectHistory) checkTimerStop(runs []timerRun) []Violation {
+func (o objectHistory) checkTimerStop(runs []run) []Violation {
 	for _, r := range runs {
 		if r.end < len(o.all) && o.all[r.end].Kind == EventStop {
 			return []Violation{o.violation(RuleTimerStop, "timer run %d of process %d (event %d) was still under way when its process stopped gracefully (event %d)", r.id, r.process, r.start, r.end)}

@@ -59,30 +59,33 @@ func updates(h robustness.History) int {
 	return n
 }
 
-// killDuringADaemon kills the operator while the daemon of obj0 is
-// mid-iteration, then stops the next one gracefully and deletes obj0
-// under the third: each process runs obj0's daemon once, none while
-// another does, and the last stops it for the deletion before gopf lets
-// the object go.
-var killDuringADaemon = robustness.Sequence{
-	{Kind: robustness.OpCreate, Object: 0},
-	{Kind: robustness.OpCreate, Object: 1},
-	{Kind: robustness.OpSettle},
-	{Kind: robustness.OpArm, Object: 0, Handler: robustness.HandlerDaemon, Behaviour: robustness.BehaveKill, Moment: robustness.MomentInDaemon},
-	{Kind: robustness.OpKill, Moment: robustness.MomentInDaemon},
-	{Kind: robustness.OpSettle},
-	{Kind: robustness.OpStop},
-	{Kind: robustness.OpStart},
-	{Kind: robustness.OpSettle},
-	{Kind: robustness.OpDelete, Object: 0},
-	{Kind: robustness.OpSettle},
+// killDuring kills the operator while the daemon of obj0 is
+// mid-iteration, or a run of its timer is under way (it reported its
+// start and waits for the answer): handler and moment say which. Then it
+// stops the next one gracefully and deletes obj0 under the third: each
+// process runs obj0's daemon or timer, never two at once, and the last
+// stops it for the deletion before gopf lets the object go.
+func killDuring(handler string, moment robustness.Moment) robustness.Sequence {
+	return robustness.Sequence{
+		{Kind: robustness.OpCreate, Object: 0},
+		{Kind: robustness.OpCreate, Object: 1},
+		{Kind: robustness.OpSettle},
+		{Kind: robustness.OpArm, Object: 0, Handler: handler, Behaviour: robustness.BehaveKill, Moment: moment},
+		{Kind: robustness.OpKill, Moment: moment},
+		{Kind: robustness.OpSettle},
+		{Kind: robustness.OpStop},
+		{Kind: robustness.OpStart},
+		{Kind: robustness.OpSettle},
+		{Kind: robustness.OpDelete, Object: 0},
+		{Kind: robustness.OpSettle},
+	}
 }
 
 // A daemon killed mid-iteration with its process runs again in the next
 // process, never beside itself; stopped gracefully, it says why.
 func TestADaemonKilledMidIterationRunsOnceInTheNextProcess(t *testing.T) {
 	class, _ := classNamed("KopfExample")
-	h := runSequence(t, class, reconcile.StorageAuto, killDuringADaemon, 1, "the daemon scenario",
+	h := runSequence(t, class, reconcile.StorageAuto, killDuring(robustness.HandlerDaemon, robustness.MomentInDaemon), 1, "the daemon scenario",
 		"go test ./test/robustness -run 'TestADaemonKilledMidIteration'")
 	kills, starts, reasons := 0, map[int]int{}, map[int]string{}
 	for _, e := range h.Events {
@@ -107,31 +110,12 @@ func TestADaemonKilledMidIterationRunsOnceInTheNextProcess(t *testing.T) {
 	}
 }
 
-// killDuringATimerRun kills the operator while a run of obj0's timer is
-// under way (it reported its start and waits for the answer), then stops
-// the next one gracefully and deletes obj0 under the third: each process
-// runs obj0's timer, never two runs at once, and the last stops it for the
-// deletion before gopf lets the object go.
-var killDuringATimerRun = robustness.Sequence{
-	{Kind: robustness.OpCreate, Object: 0},
-	{Kind: robustness.OpCreate, Object: 1},
-	{Kind: robustness.OpSettle},
-	{Kind: robustness.OpArm, Object: 0, Handler: robustness.HandlerTimer, Behaviour: robustness.BehaveKill, Moment: robustness.MomentInTimer},
-	{Kind: robustness.OpKill, Moment: robustness.MomentInTimer},
-	{Kind: robustness.OpSettle},
-	{Kind: robustness.OpStop},
-	{Kind: robustness.OpStart},
-	{Kind: robustness.OpSettle},
-	{Kind: robustness.OpDelete, Object: 0},
-	{Kind: robustness.OpSettle},
-}
-
 // A timer run cut by a kill is not finished by anyone: the next process
 // runs the timer again, from a new run, and never beside another; a
 // graceful stop waits for the run under way.
 func TestATimerKilledMidRunRunsAgainInTheNextProcess(t *testing.T) {
 	class, _ := classNamed("KopfExample")
-	h := runSequence(t, class, reconcile.StorageAuto, killDuringATimerRun, 1, "the timer scenario",
+	h := runSequence(t, class, reconcile.StorageAuto, killDuring(robustness.HandlerTimer, robustness.MomentInTimer), 1, "the timer scenario",
 		"go test ./test/robustness -run 'TestATimerKilledMidRun'")
 	kills, runs, ended, cut := 0, map[int]int{}, map[int]bool{}, 0
 	for _, e := range h.Events {
