@@ -113,14 +113,10 @@ func (o objectHistory) checkDaemonDeleted(runs []run) []Violation {
 			return []Violation{o.violation(RuleDaemonDeleted, "daemon %d started by process %d (event %d) after the object's deletion began (event %d)", d.id, d.process, d.start, deleted)}
 		}
 	}
-	if !o.released() {
+	last := o.releaseWrite(deleted)
+	if last < 0 {
 		return nil
 	}
-	writes := o.filter(func(e Event) bool { return e.Kind == EventLanded || e.Kind == EventLost || e.Kind == EventLostResults })
-	if len(writes) == 0 || writes[len(writes)-1] < deleted {
-		return nil
-	}
-	last := writes[len(writes)-1]
 	for _, d := range runs {
 		if d.start < last && d.end > last {
 			return []Violation{o.violation(RuleDaemonDeleted, "daemon %d of process %d (events %d to %d) still ran when the object was released (event %d)", d.id, d.process, d.start, d.end, last)}

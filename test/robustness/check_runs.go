@@ -47,3 +47,17 @@ func (o objectHistory) checkOnce(rule, what string, runs []run) []Violation {
 	}
 	return nil
 }
+
+// releaseWrite returns the index of the operator's write that let the
+// object go (the last of its writes that landed, after the deletion that
+// began at deleted), or -1 if the object was not let go.
+func (o objectHistory) releaseWrite(deleted int) int {
+	if !o.released() {
+		return -1
+	}
+	writes := o.filter(func(e Event) bool { return e.Kind == EventLanded || e.Kind == EventLost || e.Kind == EventLostResults })
+	if len(writes) == 0 || writes[len(writes)-1] < deleted {
+		return -1
+	}
+	return writes[len(writes)-1]
+}

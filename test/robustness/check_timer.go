@@ -120,14 +120,10 @@ func (o objectHistory) checkTimerDeleted(runs []run) []Violation {
 				r.id, r.process, r.start, deleted, handled)}
 		}
 	}
-	if !o.released() {
+	last := o.releaseWrite(deleted)
+	if last < 0 {
 		return nil
 	}
-	writes := o.filter(func(e Event) bool { return e.Kind == EventLanded || e.Kind == EventLost || e.Kind == EventLostResults })
-	if len(writes) == 0 || writes[len(writes)-1] < deleted {
-		return nil
-	}
-	last := writes[len(writes)-1]
 	for _, r := range runs {
 		switch {
 		case r.start > last:
