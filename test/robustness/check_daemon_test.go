@@ -123,3 +123,24 @@ func TestCheckReportsADaemonStopWithoutItsReason(t *testing.T) {
 		wantOnly(t, createdWithDaemon().stopFirst().final(Final{Exists: true, Versions: v1, Writes: 3}), RuleDaemonStop)
 	})
 }
+
+// Where the state is in status, the write that releases the object (the
+// finalizer's removal) carries no state: the release is that write, not
+// the state's write before it (seed 1795940510635511280 was a false
+// violation while the checker dropped writes without state).
+func TestCheckTakesTheFinalizersRemovalWithoutStateForTheRelease(t *testing.T) {
+	release := Event{Kind: EventLandedNoState, Detail: "PATCH kopfexamples: 200"}
+	deleting := func() *history {
+		return createdWithDaemon().add(Event{Kind: EventDelete}).call(1, HandlerDelete, v1).landed()
+	}
+	t.Run("the daemon stopped before it", func(t *testing.T) {
+		h := deleting().daemonStop(1, 1, handlers.StopDeleted).add(release).final(Final{Writes: 4})
+		if v := Check(h); len(v) > 0 {
+			t.Errorf("violations %v, want none", v)
+		}
+	})
+	t.Run("the daemon still ran", func(t *testing.T) {
+		h := deleting().add(release).daemonStop(1, 1, handlers.StopDeleted).final(Final{Writes: 4})
+		wantOnly(t, h, RuleDaemonDeleted)
+	})
+}

@@ -55,7 +55,9 @@ func (o objectHistory) releaseWrite(deleted int) int {
 	if !o.released() {
 		return -1
 	}
-	writes := o.filter(func(e Event) bool { return e.Kind == EventLanded || e.Kind == EventLost || e.Kind == EventLostResults })
+	writes := o.filter(func(e Event) bool {
+		return e.Kind == EventLanded || e.Kind == EventLandedNoState || e.Kind == EventLost || e.Kind == EventLostResults
+	})
 	if len(writes) == 0 || writes[len(writes)-1] < deleted {
 		return -1
 	}

@@ -54,6 +54,11 @@ const (
 	// handler outcomes (gopf's stored state) landed, and the operator got
 	// the answer.
 	EventLanded EventKind = "landed"
+	// EventLandedNoState: a write of the operator about the object that
+	// carries no state landed (see EventLostResults for which): it excuses
+	// no repeat and records no outcome, but it may be the write that let
+	// the object go (a finalizer's removal where the state is in status).
+	EventLandedNoState EventKind = "landed-no-state"
 	// EventKill: operator process Process was killed with SIGKILL (Detail
 	// says at which moment); it wrote nothing more.
 	EventKill EventKind = "kill"
@@ -122,7 +127,7 @@ type Event struct {
 	// Run: EventDaemonStart, EventDaemonStop: which daemon run;
 	// EventTimerStart, EventTimerEnd: which timer run.
 	Run int
-	// Detail: EventRefused, EventLost, EventLostResults, EventLanded: the
+	// Detail: EventRefused, EventLost, EventLostResults, EventLanded, EventLandedNoState: the
 	// request and its status; EventCall: the diff; EventKill: the moment;
 	// EventDaemonStop: the stop reason.
 	Detail string
@@ -159,6 +164,8 @@ func (e Event) String() string {
 		return fmt.Sprintf("lost the response of a write on %s: %s", e.Object, e.Detail)
 	case EventLanded:
 		return fmt.Sprintf("landed write on %s: %s", e.Object, e.Detail)
+	case EventLandedNoState:
+		return fmt.Sprintf("landed write without state on %s: %s", e.Object, e.Detail)
 	}
 	return fmt.Sprintf("%s %s", e.Kind, e.Object)
 }

@@ -639,9 +639,11 @@ func (r *runner) history() (History, error) {
 			events = append(events, Event{At: req.At, Kind: EventRefused, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
 			continue
 		}
-		if !noState {
-			events = append(events, Event{At: req.At, Kind: EventLanded, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
+		kind := EventLanded
+		if noState {
+			kind = EventLandedNoState
 		}
+		events = append(events, Event{At: req.At, Kind: kind, Object: name, Detail: fmt.Sprintf("%s %s: %d", req.Method, res, req.Status)})
 	}
 	slices.SortStableFunc(events, func(a, b Event) int { return a.At.Compare(b.At) })
 	h := History{
