@@ -440,6 +440,7 @@ func TestCheckTakesALostResultsPatchAsLandedResultsButNotState(t *testing.T) {
 // the handlers' own object patch goes first and carries none.
 func TestOnlyTheWriteOfTheStateCarriesTheState(t *testing.T) {
 	withStatus := Class{Status: true}
+	typedStatus := Class{Status: true, Skip: map[reconcile.Storage]string{reconcile.StorageStatus: "drops status.gopf"}}
 	withoutStatus := Class{}
 	for _, tc := range []struct {
 		name     string
@@ -450,6 +451,9 @@ func TestOnlyTheWriteOfTheStateCarriesTheState(t *testing.T) {
 	}{
 		{"state in status: the status patch", withStatus, reconcile.StorageStatus, true, true},
 		{"state in status: an object patch", withStatus, reconcile.StorageStatus, false, false},
+		{"state in status by default: the status patch", withStatus, reconcile.StorageAuto, true, true},
+		{"state in status by default: an object patch", withStatus, reconcile.StorageAuto, false, false},
+		{"state in annotations by default (a typed status): the object patch", typedStatus, reconcile.StorageAuto, false, true},
 		{"state in annotations: the status patch of results", withStatus, reconcile.StorageAnnotations, true, false},
 		{"state in annotations: the object patch", withStatus, reconcile.StorageAnnotations, false, true},
 		{"Kopf's storage: the object patch", withStatus, reconcile.StorageKopf, false, true},

@@ -294,5 +294,13 @@ func (k Class) carriesState(s reconcile.Storage, toStatus bool) bool {
 	if toStatus {
 		return k.writesPerCall(s) == 1
 	}
-	return !k.Status || s != reconcile.StorageStatus
+	return !k.stateInStatus(s)
+}
+
+// stateInStatus reports whether gopf keeps the state in status.gopf with
+// storage s: with StorageStatus, and with StorageAuto on a kind whose
+// status keeps it (the classes that do not skip StorageStatus).
+func (k Class) stateInStatus(s reconcile.Storage) bool {
+	keeps := k.Status && k.Skip[reconcile.StorageStatus] == ""
+	return keeps && (s == reconcile.StorageStatus || s == reconcile.StorageAuto)
 }
