@@ -132,7 +132,7 @@ machine the benchmarks describe (2 cores). Run on %s.
 | objects created | %d in %s |
 | timer ticks observed | %d (%d intervals measured) |
 | heap in use after the ticks, minus before the operator started | %.1f MiB (%.1f KiB per object, informer cache included) |
-| goroutines in the test process | %d (timers wait in one delaying queue; a fixed pool of workers runs them) |
+| goroutines in the test process | %d (timers wait in one queue ordered by due time; a fixed pool of workers runs them) |
 | lateness of a tick against its interval: p50 / p99 / max | %s / %s / %s |
 `, n, n, interval, time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		n, created.Round(time.Millisecond), ticks.Load(), len(lateness),
