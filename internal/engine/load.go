@@ -108,7 +108,7 @@ func (t *turn) takeUnsaved() {
 		// A write with a handler's own patch failed: the state
 		// describes the patched object, so the patch goes out again
 		// with it, before anything else (see flush).
-		t.known, t.flushing = u.St, true
+		t.known, t.flushing, t.ownLanded = u.St, true, u.PatchLanded
 		t.patch = *memory.ClonePatch(u.Patch)
 		for id, r := range u.Results {
 			t.keepResult(id, r)

@@ -38,9 +38,10 @@ type turn struct {
 	full        string // the full essence while essence is compact
 	size        int    // the object's size without gopf's state, once measured (size.go)
 
-	patch    spec.Patch
-	results  map[string]any // handler id → result, merged into status
-	flushing bool           // the turn sends a failed write again (see flush)
+	patch     spec.Patch
+	results   map[string]any // handler id → result, merged into status
+	flushing  bool           // the turn sends a failed write again (see flush)
+	ownLanded bool           // the handlers' own object patch landed; the state's status write is due (see sendStateLast)
 	// unreadable says that some place holds state that cannot be read:
 	// the turn's write stores the state even if it did not change, which
 	// replaces the unreadable value (see LoadState).

@@ -78,7 +78,7 @@ func (t *turn) write(ctx context.Context) error {
 	case err == nil:
 		t.mem.Unsaved = nil
 	case own != nil || t.st.Essence != "" || len(t.st.Progress) > 0:
-		t.mem.Unsaved = &memory.Unsaved{St: t.st, Results: t.results, Patch: own}
+		t.mem.Unsaved = &memory.Unsaved{St: t.st, Results: t.results, Patch: own, PatchLanded: t.ownLanded}
 	}
 	if t.writeTooLarge(err) {
 		return nil // reported; retried when the object changes
@@ -159,10 +159,15 @@ func (t *turn) sendStatusFirst(ctx context.Context, statusPatch, objectPatch, fi
 // being retried): the next process found the calls done and took the
 // missing change for a change of the object. If the status turns out not
 // to keep the state (storageFallback), the annotations that store it
-// follow in a third write.
+// follow in a third write. An object patch that landed is not sent again
+// when only the status write failed (ownLanded, kept in Unsaved): what it
+// set is on the object, and the state records the object as it set it.
 func (t *turn) sendStateLast(ctx context.Context, statusPatch, objectPatch, final map[string]any) error {
-	if err := t.k.out.SendPart(ctx, t.obj, t.raw, final, objectPatch, false, false); err != nil {
-		return err
+	if !t.ownLanded {
+		if err := t.k.out.SendPart(ctx, t.obj, t.raw, final, objectPatch, false, false); err != nil {
+			return err
+		}
+		t.ownLanded = true
 	}
 	fallback, _, err := t.sendStatus(ctx, statusPatch, nil, final, true)
 	if err != nil || len(fallback) == 0 {

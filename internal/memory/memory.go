@@ -69,6 +69,10 @@ type Unsaved struct {
 	// Patch is the handlers' own patch (nil if they made none), which st
 	// describes: it is sent again with st.
 	Patch *spec.Patch
+	// PatchLanded says that Patch's object part landed and the status
+	// write with st, which goes after it where st is kept in status, did
+	// not: only that status write is sent again.
+	PatchLanded bool
 }
 
 // Memories holds the memory of every object seen. An object's memory is used

@@ -79,6 +79,9 @@ func TestARefusedWriteKeepsTheHandlersPatchWithItsOutcome(t *testing.T) {
 			}, timeout).Should(HaveKeyWithValue("labelled", "yes"), "the handler's patch was sent again")
 			g.Eventually(func(g Gomega) bool { return handled(rawObject(g, key)) }, timeout).Should(BeTrue())
 			g.Expect(isTrue(field(rawObject(g, key), "status", "create", "done"))).To(BeTrue())
+			// The handler's patch landed once: after a refused status
+			// write, only the status write is sent again.
+			g.Expect(landedObjectPatches(px, obj.Name)).To(Equal(1), "the handler's patch was sent again after it had landed")
 
 			// A change of the spec is the next update: no update came
 			// before it for a label the handler set itself.
@@ -88,6 +91,19 @@ func TestARefusedWriteKeepsTheHandlersPatchWithItsOutcome(t *testing.T) {
 			g.Expect(cs.Count("create")).To(Equal(1), "the create handler ran again")
 		})
 	}
+}
+
+// landedObjectPatches counts the patches of the object named name (not of
+// its status) that the API server applied.
+func landedObjectPatches(px *faults.Proxy, name string) int {
+	n := 0
+	for _, r := range px.Requests() {
+		res, of := r.Resource()
+		if r.Method == http.MethodPatch && of == name && !strings.HasSuffix(res, "/status") && !r.Injected && r.Status > 0 && r.Status < 400 {
+			n++
+		}
+	}
+	return n
 }
 
 // A process that dies while the handler's own patch is refused must not
