@@ -141,45 +141,15 @@ func (r *runner) serveReports() error {
 		return fmt.Errorf("the report server: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /call", func(w http.ResponseWriter, req *http.Request) {
-		var c callReport
-		if decode(w, req, &c) {
-			rep, ok := r.begin(c)
-			if !ok {
-				http.Error(w, "the process was killed", http.StatusGone)
-				return
-			}
-			_ = json.NewEncoder(w).Encode(rep) // a process killed meanwhile does not read it
-		}
-	})
+	mux.HandleFunc("POST /call", answer(r.begin))
 	mux.HandleFunc("POST /end", func(w http.ResponseWriter, req *http.Request) {
 		var e endReport
 		if decode(w, req, &e) {
 			r.end(e.ID, e.Outcome, e.Patched)
 		}
 	})
-	mux.HandleFunc("POST /daemon", func(w http.ResponseWriter, req *http.Request) {
-		var d daemonReport
-		if decode(w, req, &d) {
-			rep, ok := r.daemon(d)
-			if !ok {
-				http.Error(w, "the process was killed", http.StatusGone)
-				return
-			}
-			_ = json.NewEncoder(w).Encode(rep)
-		}
-	})
-	mux.HandleFunc("POST /timer", func(w http.ResponseWriter, req *http.Request) {
-		var d timerReport
-		if decode(w, req, &d) {
-			rep, ok := r.timer(d)
-			if !ok {
-				http.Error(w, "the process was killed", http.StatusGone)
-				return
-			}
-			_ = json.NewEncoder(w).Encode(rep)
-		}
-	})
+	mux.HandleFunc("POST /daemon", answer(r.daemon))
+	mux.HandleFunc("POST /timer", answer(r.timer))
 	mux.HandleFunc("POST /ready", func(w http.ResponseWriter, req *http.Request) {
 		var rr readyReport
 		if decode(w, req, &rr) {
@@ -209,6 +179,24 @@ func (s *reportServer) Close() error {
 		return nil
 	}
 	return err
+}
+
+// answer serves a report the process waits on: it decodes an In, hands
+// it to fn and sends fn's reply back, or 410 Gone when fn says the
+// reporting process was killed meanwhile.
+func answer[In, Out any](fn func(In) (Out, bool)) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		var in In
+		if !decode(w, req, &in) {
+			return
+		}
+		out, ok := fn(in)
+		if !ok {
+			http.Error(w, "the process was killed", http.StatusGone)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(out) // a process killed meanwhile does not read it
+	}
 }
 
 // decode decodes a report into v, or answers 400 and returns false.
