@@ -193,8 +193,11 @@ type Options struct {
 	WorkDir string
 	// ProfileDir, if set, receives a CPU profile of every operator run
 	// (<scenario>-<operator>-r<round>.cpu.pprof) and a heap profile taken
-	// while the objects are idle (.heap.pprof). Profiling costs the
-	// operators some CPU.
+	// while the objects are idle (.heap.pprof), and kube-apiserver's CPU
+	// profile of each phase the workload drives
+	// (<scenario>-<operator>-r<round>.apiserver-<phase>.pprof), which shows
+	// what each operator's requests cost the API server. Profiling costs
+	// the operators and the API server some CPU.
 	ProfileDir string
 
 	// Operators, if set, names the only operators that run (from

@@ -79,6 +79,9 @@ type run struct {
 	// countFiles are where the run's processes count their reconciles
 	// (Options.CountReconciles), one per process.
 	countFiles []string
+	// profileDir receives kube-apiserver's CPU profile of each phase the
+	// workload drives; "" for none.
+	profileDir string
 }
 
 // runOne runs op through the phases of sc in a fresh namespace, as a fresh
@@ -114,6 +117,9 @@ func (b *bench) runOne(ctx context.Context, sc Scenario, op Operator, round int)
 		arrivals: map[string][]string{}, created: map[string]time.Time{}, objects: map[string]int{}}
 	if err := os.Remove(r.calls); err != nil && !os.IsNotExist(err) {
 		return nil, err // calls of an earlier run in the same folder would be counted
+	}
+	if prof.cpu != "" {
+		r.profileDir = filepath.Dir(prof.cpu)
 	}
 	load := &loadGenerator{c: b.c, kind: kind, ns: ns, names: names, workers: b.opts.Workers}
 	if sc.Workload == WorkloadPeriodic {
@@ -361,10 +367,18 @@ type waiter interface {
 
 // phase marks the start of a phase, sends its requests and waits until w
 // says the operator is done, showing progress. If next is set, the next
-// phase starts when the operator was seen done.
-func (r *run) phase(ctx context.Context, name string, send func(context.Context) error, w waiter, next string) error {
+// phase starts when the operator was seen done. When profiling, the API
+// server is profiled from the mark until the phase returns.
+func (r *run) phase(ctx context.Context, name string, send func(context.Context) error, w waiter, next string) (err error) {
 	if err := r.mark(name); err != nil {
 		return err
+	}
+	if r.profileDir != "" {
+		p, err := r.b.cp.profileAPIServer(filepath.Join(r.profileDir, r.id+".apiserver-"+name+".pprof"))
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, p.stop()) }()
 	}
 	start := r.marks[len(r.marks)-1].at
 	doneAt, err := r.await(ctx, name, send, w)

@@ -19,7 +19,8 @@
 //
 // -profile-dir takes a CPU profile of every operator run and a heap profile
 // while its objects are idle (in the sharded scenario, of every replica of
-// the scaling runs); read them with `go tool pprof -top`.
+// the scaling runs), and a CPU profile of kube-apiserver during each create,
+// update and delete phase; read them with `go tool pprof -top`.
 // -workdir keeps the binaries, kubeconfigs, the audit log and the
 // operators' output.
 //
