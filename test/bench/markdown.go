@@ -244,6 +244,9 @@ and the same ` + "`--max-concurrent-reconciles`, `--kube-api-qps` and `--kube-ap
   the delete phase. It is what serving the operator's requests and watches costs the control
   plane, plus the load generator's and the benchmark's own requests, which are the same for
   every operator: on a machine the control plane shares, it is what the phase times are made of.
+  Where it goes: with ` + "`-profile-dir`" + `, kube-apiserver's CPU profile of each create, update and
+  delete phase (` + "`<scenario>-<operator>-r<round>.apiserver-<phase>.pprof`" + `, from its ` + "`/debug/pprof`" + `,
+  covering most of the phase), read with ` + "`go tool pprof`" + `.
 - **Cluster CPU per object** is the operator's CPU plus the API server's and etcd's in a phase, divided
   by the phase's objects (ms): what the whole cluster pays per handled object.
 - **Reconciles** (with ` + "`-count-reconciles`" + `): each operator reads ` + "`controller_runtime_reconcile_total`" + ` of its
