@@ -273,8 +273,8 @@ and the same ` + "`--max-concurrent-reconciles`, `--kube-api-qps` and `--kube-ap
 ## The engine alone
 
 ` + "`make bench-go`" + ` runs Go benchmarks of one reconcile with the API server and the cache replaced by an
-in-memory object (package ` + "`reconcile`" + `, ` + "`hotpath_bench_test.go`" + `): ns/op, B/op and allocs/op of a create, an
-update, a resync and the watch event of gopf's own write, typed and unstructured, and of the steps of a
+in-memory object (package ` + "`internal/engine`" + `, ` + "`hotpath_bench_test.go`" + `): ns/op, B/op and allocs/op of a new
+object's finalizer, its create, an update, a resync and the watch event of gopf's own write, typed and unstructured, and of the steps of a
 reconcile (essence, stored state, selection, cause). They hold the engine's own cost per reconcile to a number.
 
 ## Larger runs
