@@ -26,10 +26,10 @@ server — and:
     guarded by resourceVersion, so other controllers' finalizers are never
     clobbered. (A DELETE already under way when it is added may still
     remove the object: an API server race, kubernetes/kubernetes#77988.)
-    Adding or removing it is the whole reconcile, as in Kopf: the handlers
-    run in the next one, which the finalizer's own watch event brings, so
-    that their write never reaches an API server whose watch cache has not
-    seen the finalizer's (the API server would apply it twice).
+    Adding it is the whole reconcile, as in Kopf: the handlers run in the
+    next one, which the finalizer's own watch event brings, so that their
+    write never reaches an API server whose watch cache has not seen the
+    finalizer's (the API server would apply it twice).
  3. computes the essence (everything but status and most metadata; labels and
     annotations kept minus gopf's own and kubectl's last-applied
     configuration; field paths handlers name, such as status.phase, kept) and
@@ -44,8 +44,9 @@ server — and:
 
 # Writes
 
-A reconcile writes at most one status patch and one object patch, or the
-finalizer patch alone when the finalizer comes or goes. Results are written only
+A reconcile writes the finalizer patch alone when the finalizer comes, and
+otherwise at most one status patch and one object patch (plus the
+finalizer patch when the finalizer goes). Results are written only
 when they change what status holds; state only when it changed. Results the
 kind's status cannot keep (see below) are not sent at all. Idle objects
 and resyncs cost nothing. In Kopf's create/update/delete scenario (one

@@ -33,6 +33,29 @@ func (t *turn) refresh() error {
 	return nil
 }
 
+// refreshMetadata takes into t.raw what gopf's own finalizer patch changed
+// in obj: its finalizers and resourceVersion. That patch is guarded by the
+// resourceVersion, so nothing else changed: the essence stays and the
+// object need not be converted again.
+func (t *turn) refreshMetadata() {
+	old, _ := t.raw["metadata"].(map[string]any)
+	meta := make(map[string]any, len(old)+1)
+	for key, v := range old {
+		meta[key] = v
+	}
+	meta["resourceVersion"] = t.obj.GetResourceVersion()
+	if finalizers := t.obj.GetFinalizers(); len(finalizers) > 0 {
+		list := make([]any, len(finalizers))
+		for i, f := range finalizers {
+			list[i] = f
+		}
+		meta["finalizers"] = list
+	} else {
+		delete(meta, "finalizers")
+	}
+	t.raw["metadata"] = meta
+}
+
 // LoadState reads the stored state from every place gopf and Kopf may have
 // kept it (see kopfFallback) and returns the error of state that cannot be
 // read, which reportBadState reports; the sound state of another place is

@@ -206,17 +206,25 @@ func (t *turn) execute(ctx context.Context, d decide.Decision) (reconcile.Result
 		// The finalizer comes before any handler can cause side effects,
 		// and goes when nothing needs it.
 		if d.Finalizer != decide.FinalizerKept {
-			if err := k.setFinalizer(ctx, t.obj, d.Finalizer == decide.FinalizerAdd); err != nil {
+			add := d.Finalizer == decide.FinalizerAdd
+			if err := k.setFinalizer(ctx, t.obj, add); err != nil {
 				return reconcile.Result{}, err
 			}
-			// The handlers run in the turn that the finalizer's own watch
-			// event brings, as in Kopf. Their write right after this one
-			// would reach the API server before its watch cache shows the
-			// finalizer: it would apply that write twice, once to the stale
-			// object and again after etcd refused it (8-10% of creates at
-			// 5,000 objects).
+			if add {
+				// The handlers run in the turn that the finalizer's own
+				// watch event brings, as in Kopf. Their write right after
+				// this one would reach the API server before its watch
+				// cache shows the finalizer: it would apply that write
+				// twice, once to the stale object and again after etcd
+				// refused it (8-10% of creates at 5,000 objects).
+				t.mem.Held = true
+				return reconcile.Result{}, nil
+			}
+			// A finalizer that goes because nothing needs it any more goes
+			// in the turn that stops what no longer selects the object
+			// (daemons, timers): the next turn may find it no one's.
+			t.refreshMetadata()
 			t.mem.Held = k.holds(t.obj)
-			return reconcile.Result{}, nil
 		}
 		t.changeCause(ctx, d)
 		if k.Spawner != nil {
