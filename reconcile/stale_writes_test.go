@@ -68,8 +68,8 @@ func apiServerCounts(g Gomega) map[string]int {
 // cache shows the write before: such a write is applied to the stale
 // object, refused by etcd and applied again, nearly twice its cost (one
 // create in ten at 5,000 objects when the two went back to back). On
-// every kind: the count of updates kube-apiserver sent to etcd equals
-// gopf's writes.
+// every kind: the count of updates kube-apiserver sent to etcd equals the
+// count of writes it applied.
 func TestNewObjectsCostTheAPIServerNoSecondTryOfAWriteOnEveryKind(t *testing.T) {
 	g := NewWithT(t)
 	env := envtest.New(t, scheme)
