@@ -44,9 +44,13 @@ server — and:
 
 # Writes
 
-A reconcile writes the finalizer patch alone when the finalizer comes, and
+A reconcile writes the finalizer alone when the finalizer comes, and
 otherwise at most one status patch and one object patch (plus the
-finalizer patch when the finalizer goes). Results are written only
+finalizer's write when the finalizer goes). The finalizer's write is a
+merge patch, or, on unstructured objects, which hold every field the API
+server sent, an update of the whole object, which costs the API server
+less (it needs update on the kind; without it gopf patches, after one
+warning). Results are written only
 when they change what status holds; state only when it changed. Results the
 kind's status cannot keep (see below) are not sent at all. Idle objects
 and resyncs cost nothing. In Kopf's create/update/delete scenario (one

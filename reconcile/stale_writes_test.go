@@ -28,7 +28,7 @@ var metricLabel = regexp.MustCompile(`(\w+)="([^"]*)"`)
 // apiServerCounts reads kube-apiserver's metrics and returns, per
 // resource, the updates it sent to etcd ("etcd <resource>") and the
 // writes (PATCH, PUT) it answered with success ("writes <resource>",
-// subresources included). An applied write is one etcd update; a write
+// subresources included; "PATCH <resource>" and "PUT <resource>" each). An applied write is one etcd update; a write
 // applied to a stale object (one the API server's watch cache had not yet
 // seen change) is refused by etcd and applied again: two.
 func apiServerCounts(g Gomega) map[string]int {
@@ -57,6 +57,7 @@ func apiServerCounts(g Gomega) map[string]int {
 			counts["etcd "+labels["resource"]] += int(n)
 		case writes && (labels["verb"] == "PATCH" || labels["verb"] == "PUT") && strings.HasPrefix(labels["code"], "2"):
 			counts["writes "+labels["resource"]] += int(n)
+			counts[labels["verb"]+" "+labels["resource"]] += int(n)
 		}
 	}
 	g.Expect(lines.Err()).NotTo(HaveOccurred())

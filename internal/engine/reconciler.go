@@ -70,6 +70,10 @@ type KindController struct {
 	statusKept atomic.Bool
 	// fellBack is set once storageFallback moved the kind to annotations.
 	fellBack atomic.Bool
+	// patchFinalizer is set once the API server refused an update of the
+	// kind's object that it allowed as a patch (the operator's role lacks
+	// update on the resource): the finalizer is patched from then on.
+	patchFinalizer atomic.Bool
 	// conflicts counts, per object, the reconciles in a row whose write
 	// met a newer version of it (see Reconcile).
 	conflicts sync.Map

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -21,13 +23,18 @@ import (
 // writeTimeout bounds the writes of one reconcile once the manager stops.
 const writeTimeout = 10 * time.Second
 
-// setFinalizer adds or removes gopf's finalizer with a merge patch guarded by
-// the object's resourceVersion, so other controllers' finalizers are never
+// setFinalizer adds or removes gopf's finalizer with a write guarded by the
+// object's resourceVersion, so other controllers' finalizers are never
 // lost. Removing it from an object being deleted (its delete handlers are
-// done) removes Kopf's too, in the same patch. A conflict is returned, and
-// the reconcile is retried. The patch is built directly (the finalizer list
-// and the resourceVersion) and only the response's metadata is read back
-// into obj.
+// done) removes Kopf's too, in the same write. A conflict is returned, and
+// the reconcile is retried. obj is the turn's object as the cache gave it:
+// the finalizer is the turn's first write. An unstructured object, which
+// holds every field the API server sent, is sent whole as an update, the
+// API server's cheapest write (see patch.Sender.Replace); an object of a
+// Go type, which may lack fields the server has, gets a merge patch of its
+// finalizer list and resourceVersion, as does every object of a kind the
+// operator may patch but not update (see patchFinalizer). Only the
+// response's metadata is read back into obj.
 func (k *KindController) setFinalizer(ctx context.Context, obj client.Object, on bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
@@ -43,13 +50,41 @@ func (k *KindController) setFinalizer(ctx context.Context, obj client.Object, on
 		}
 		finalizers = kept
 	}
-	// Never nil: an empty list is sent as [], not null.
-	body := map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion()}}
-	err := k.out.Send(ctx, obj, body, false, false)
+	u, whole := obj.(*unstructured.Unstructured)
+	var err error
+	if whole && !k.patchFinalizer.Load() {
+		err = k.replaceFinalizers(ctx, u, finalizers)
+	}
+	if !whole || k.patchFinalizer.Load() || apierrors.IsForbidden(err) {
+		forbidden := err
+		// Never nil: an empty list is sent as [], not null.
+		body := map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion()}}
+		err = k.out.Send(ctx, obj, body, false, false)
+		if forbidden != nil && err == nil && !k.patchFinalizer.Swap(true) {
+			k.Log.Info("WARNING: the operator may patch this kind but not update it, so gopf patches its finalizer, which costs the API server more; grant update on the resource (see --print-rbac)",
+				"kind", k.GVK.String(), "refused", forbidden.Error())
+		}
+	}
 	if err != nil && !(apierrors.IsNotFound(err) && !on) {
 		verb := map[bool]string{true: "adding", false: "removing"}[on]
 		return fmt.Errorf("%s finalizer %s on %s %s/%s: %w", verb, k.finalizer, k.GVK.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
+	return nil
+}
+
+// replaceFinalizers sends u with the finalizers given as an update, and
+// takes the response's metadata into u. u itself changes only if the
+// update lands.
+func (k *KindController) replaceFinalizers(ctx context.Context, u *unstructured.Unstructured, finalizers []string) error {
+	next := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
+	meta, _ := u.Object["metadata"].(map[string]any)
+	next.Object["metadata"] = maps.Clone(meta)
+	next.SetFinalizers(finalizers)
+	next.SetGroupVersionKind(k.GVK) // an update's body names its kind
+	if err := k.out.Replace(ctx, next); err != nil {
+		return err
+	}
+	u.Object["metadata"] = next.Object["metadata"]
 	return nil
 }
 

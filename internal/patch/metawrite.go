@@ -2,16 +2,19 @@ package patch
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
 
-// metaWriter sends gopf's own patches of one kind (the finalizer, the state
+// metaWriter sends gopf's own writes of one kind (the finalizer, the state
 // and results) and reads back only the object's metadata, the API server's
 // PartialObjectMetadata form. controller-runtime's client does the same for
 // a PartialObjectMetadata, but looks the kind's REST mapping up again at
@@ -23,6 +26,8 @@ import (
 // kind's CRD then.
 type metaWriter struct {
 	resource   metadata.Getter
+	gvr        schema.GroupVersionResource
+	rest       rest.Interface // for update, which the metadata client lacks
 	namespaced bool
 }
 
@@ -34,7 +39,43 @@ func newMetaWriter(cfg *rest.Config, httpClient *http.Client, mapping *meta.REST
 	if err != nil {
 		return nil, err
 	}
-	return &metaWriter{resource: c.Resource(mapping.Resource), namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}, nil
+	rc := metadata.ConfigFor(cfg)
+	rc.GroupVersion = &schema.GroupVersion{} // requests name their whole path
+	rc.APIPath = "/"
+	r, err := rest.RESTClientForConfigAndClient(rc, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	return &metaWriter{resource: c.Resource(mapping.Resource), gvr: mapping.Resource, rest: r, namespaced: namespaced}, nil
+}
+
+// asMetadata asks the API server to answer with the object's metadata only.
+const asMetadata = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
+// update sends data, a whole object in JSON, as an update of the object
+// named, and returns the object's metadata after it.
+func (w *metaWriter) update(ctx context.Context, namespace, name string, data []byte) (*metav1.PartialObjectMetadata, error) {
+	path := []string{"apis", w.gvr.Group, w.gvr.Version}
+	if w.gvr.Group == "" {
+		path = []string{"api", w.gvr.Version}
+	}
+	if w.namespaced {
+		path = append(path, "namespaces", namespace)
+	}
+	path = append(path, w.gvr.Resource, name)
+	raw, err := w.rest.Put().AbsPath(path...).
+		SetHeader("Content-Type", "application/json").
+		SetHeader("Accept", asMetadata).
+		Body(data).Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var partial metav1.PartialObjectMetadata
+	if err := json.Unmarshal(raw, &partial); err != nil {
+		return nil, fmt.Errorf("decoding the answer to an update as metadata: %w", err)
+	}
+	return &partial, nil
 }
 
 // patch sends a patch of type pt to the object named (its status with

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -124,6 +125,37 @@ func (s *Sender) SendAs(ctx context.Context, obj client.Object, pt types.PatchTy
 	if partial != nil {
 		copyMetadata(obj, &partial.ObjectMeta)
 	}
+	return nil
+}
+
+// Replace sends next, whole, as an update of its object, guarded by its
+// resourceVersion, and copies the response's metadata into next. The API
+// server applies an update without turning the stored object into JSON,
+// applying a patch to it and decoding the result, which costs it about a
+// tenth more CPU per write of a small object (the profile of 5,000
+// finalizer removals). An update replaces the whole object, so next must
+// be exactly what the API server has at next's resourceVersion, but for
+// the change it carries: an unstructured object read from the cache, with
+// nothing written to it since (or the server refuses the update as a
+// conflict), never a Go type, which drops the fields it lacks. Fields the
+// cache left out on purpose (metadata.managedFields) are kept by the API
+// server when an update omits them.
+func (s *Sender) Replace(ctx context.Context, next *unstructured.Unstructured) error {
+	if s.meta == nil {
+		if err := s.writer.Update(ctx, next); err != nil {
+			return fmt.Errorf("updating %s %s/%s: %w", s.gvk.Kind, next.GetNamespace(), next.GetName(), err)
+		}
+		return nil
+	}
+	data, err := next.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encoding %s %s/%s: %w", s.gvk.Kind, next.GetNamespace(), next.GetName(), err)
+	}
+	resp, err := s.meta.update(ctx, next.GetNamespace(), next.GetName(), data)
+	if err != nil {
+		return fmt.Errorf("updating %s %s/%s: %w", s.gvk.Kind, next.GetNamespace(), next.GetName(), err)
+	}
+	copyMetadata(next, &resp.ObjectMeta)
 	return nil
 }
 

@@ -57,6 +57,11 @@ var (
 //     patch on the resource (stored state, finalizer, handler patches) and
 //     on <resource>/status (results and state). Event and index handlers
 //     only read.
+//   - update on the resource for kinds that use gopf's finalizer whose
+//     handlers take unstructured objects: gopf adds and removes its
+//     finalizer on those with an update of the whole object, which costs
+//     the API server less than a patch (where it is not granted, gopf
+//     patches instead, after one warning).
 //   - update on <resource>/finalizers for kinds that use gopf's finalizer
 //     (non-optional delete handlers, timers, daemons), own children (Owns)
 //     or have handlers that create objects (Uses with "create"): the API
@@ -160,6 +165,9 @@ func (s permissionSet) addHandled(res *resolver, r *contract.Handler) []error {
 		}
 	}
 	usesFinalizer := contract.HoldsObjects(r)
+	if usesFinalizer && r.Unstructured {
+		s.add("", gr, "update")
+	}
 	if usesFinalizer || len(r.Options.Owned) > 0 || createsObjects(r) {
 		s.add("finalizers", gr, "update")
 	}
