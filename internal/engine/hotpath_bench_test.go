@@ -42,13 +42,23 @@ import (
 var benchGVK = schema.GroupVersionKind{Group: "kopf.dev", Version: "v1", Kind: "KopfExample"}
 
 // benchServer is the cache and the API server of one object: Get copies
-// it, Patch applies a JSON merge patch to it and answers with the result.
-// The time it takes to apply a patch is not counted.
+// it, Patch applies a JSON merge patch to it and Update replaces it (gopf's
+// finalizer on an unstructured object), each answering with the result.
+// The time it takes to apply a write is not counted; patches counts the
+// writes.
 type benchServer struct {
-	client.Client // nil: a reconcile only reads and patches
+	client.Client // nil: a reconcile only reads, patches and updates
 	b             *testing.B
-	obj           client.Object // as stored; replaced, never changed, by a patch
+	obj           client.Object // as stored; replaced, never changed, by a write
 	patches       int
+}
+
+func (s *benchServer) Update(ctx context.Context, obj client.Object, _ ...client.UpdateOption) error {
+	s.b.StopTimer()
+	defer s.b.StartTimer()
+	s.patches++
+	s.obj = obj.DeepCopyObject().(client.Object)
+	return s.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 }
 
 func (s *benchServer) Get(_ context.Context, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
