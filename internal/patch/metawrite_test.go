@@ -41,14 +41,12 @@ func (s *metaServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		`"metadata":{"name":"kex","namespace":"ns","resourceVersion":"8","finalizers":["kopf.dev/finalizer"]}}`)
 }
 
-// The kind's REST mapping is looked up when its controller is set up, not
-// at every write: each lookup in the manager's mapper asks every API group
-// the cluster serves. The sender here has a mapping and no client at all,
-// so any write through the client would panic.
-func TestGopfsOwnPatchesGoStraightToTheKindsResourceAndReadBackOnlyMetadata(t *testing.T) {
-	s := &metaServer{}
+// directSender returns a KopfExample sender that writes straight to s,
+// with no client at all, so that any write through a client would panic.
+func directSender(t *testing.T, s *metaServer) *Sender {
+	t.Helper()
 	srv := httptest.NewServer(s)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	mapping := &meta.RESTMapping{
 		Resource: schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"},
 		Scope:    meta.RESTScopeNamespace,
@@ -57,6 +55,16 @@ func TestGopfsOwnPatchesGoStraightToTheKindsResourceAndReadBackOnlyMetadata(t *t
 	if err := sender.Direct(&rest.Config{Host: srv.URL}, srv.Client(), mapping); err != nil {
 		t.Fatal(err)
 	}
+	return sender
+}
+
+// The kind's REST mapping is looked up when its controller is set up, not
+// at every write: each lookup in the manager's mapper asks every API group
+// the cluster serves. The sender here has a mapping and no client at all,
+// so any write through the client would panic.
+func TestGopfsOwnPatchesGoStraightToTheKindsResourceAndReadBackOnlyMetadata(t *testing.T) {
+	s := &metaServer{}
+	sender := directSender(t, s)
 	obj := &kopfv1.KopfExample{ObjectMeta: metav1.ObjectMeta{Name: "kex", Namespace: "ns", ResourceVersion: "7"}}
 
 	finalizer := map[string]any{"metadata": map[string]any{"finalizers": []string{"kopf.dev/finalizer"}, "resourceVersion": "7"}}
@@ -81,16 +89,7 @@ func TestGopfsOwnPatchesGoStraightToTheKindsResourceAndReadBackOnlyMetadata(t *t
 // only the metadata, as the patches do.
 func TestAnUpdateSendsTheWholeObjectAndReadsBackOnlyMetadata(t *testing.T) {
 	s := &metaServer{}
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	mapping := &meta.RESTMapping{
-		Resource: schema.GroupVersionResource{Group: "kopf.dev", Version: "v1", Resource: "kopfexamples"},
-		Scope:    meta.RESTScopeNamespace,
-	}
-	sender := New(kopfv1.GroupVersion.WithKind("KopfExample"), true, nil)
-	if err := sender.Direct(&rest.Config{Host: srv.URL}, srv.Client(), mapping); err != nil {
-		t.Fatal(err)
-	}
+	sender := directSender(t, s)
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kopf.dev/v1", "kind": "KopfExample",
 		"metadata": map[string]any{"name": "kex", "namespace": "ns", "resourceVersion": "7", "finalizers": []any{"kopf.dev/finalizer"}},
