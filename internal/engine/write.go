@@ -51,11 +51,12 @@ func (k *KindController) setFinalizer(ctx context.Context, obj client.Object, on
 		finalizers = kept
 	}
 	u, whole := obj.(*unstructured.Unstructured)
+	update := whole && !k.patchFinalizer.Load()
 	var err error
-	if whole && !k.patchFinalizer.Load() {
+	if update {
 		err = k.replaceFinalizers(ctx, u, finalizers)
 	}
-	if !whole || k.patchFinalizer.Load() || apierrors.IsForbidden(err) {
+	if !update || apierrors.IsForbidden(err) {
 		forbidden := err
 		// Never nil: an empty list is sent as [], not null.
 		body := map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": obj.GetResourceVersion()}}
